@@ -1,0 +1,2 @@
+"""Arithmetic on index expressions: simplification and a small prover."""
+from tilelang.arith.simplify import simplify, prove, linear_form

@@ -1,0 +1,151 @@
+"""The IR builder: a stack of statement lists that the `T` namespace appends to
+while the (rewritten) kernel body runs, plus the span provider that reads the
+user's current source position from the Python stack."""
+from __future__ import annotations
+
+import sys
+import threading
+from contextlib import contextmanager
+
+from tilelang.ir import stmt as S
+from tilelang.ir.span import Span, set_span_provider
+from tilelang.ir.buffer import set_store_handler
+from tilelang.ir.expr import convert, cast, PrimExpr
+
+_tls = threading.local()
+
+# code objects compiled from user kernels (rewritten): their frames give spans
+USER_CODES: set = set()
+_positions_cache: dict = {}
+
+
+class Builder:
+    def __init__(self):
+        self.stack: list[list] = [[]]
+        self.kernel_depth = 0
+        self.outputs = []          # eager mode: buffers returned by the body
+        self.extra_params = []     # eager mode: T.empty outputs in creation order
+        self.loop_kinds: list = []  # for break/continue: "ir" or "py"
+        self.tensor_params: dict = {}  # eager mode: name -> Buffer bound by an annotation
+        self.kernel_frames: list = []
+
+    def emit(self, stmt):
+        if stmt is not None:
+            self.stack[-1].append(stmt)
+
+    def push(self):
+        self.stack.append([])
+
+    def pop(self):
+        return S.seq(self.stack.pop())
+
+    @contextmanager
+    def frame(self):
+        self.push()
+        box = []
+        try:
+            yield box
+        finally:
+            box.append(self.pop())
+
+
+def current() -> Builder | None:
+    return getattr(_tls, "builder", None)
+
+
+def require(what="this"):
+    b = current()
+    if b is None:
+        from tilelang.ir.errors import TileLangError
+        raise TileLangError(f"{what} can only be used inside a @T.prim_func kernel body")
+    return b
+
+
+@contextmanager
+def building():
+    prev = current()
+    b = Builder()
+    _tls.builder = b
+    try:
+        yield b
+    finally:
+        _tls.builder = prev
+
+
+def emit(stmt):
+    require().emit(stmt)
+
+
+def _user_span() -> Span | None:
+    if current() is None:
+        return None
+    f = sys._getframe(2)
+    while f is not None:
+        code = f.f_code
+        if code in USER_CODES:
+            return frame_span(f)
+        f = f.f_back
+    return None
+
+
+def frame_span(f) -> Span:
+    code = f.f_code
+    pos = _positions_cache.get(code)
+    if pos is None:
+        pos = list(code.co_positions()) if hasattr(code, "co_positions") else []
+        _positions_cache[code] = pos
+    i = f.f_lasti // 2
+    if 0 <= i < len(pos) and pos[i][0] is not None:
+        line, _, col, end_col = pos[i]
+        if line == f.f_lineno or line is not None:
+            end = end_col if pos[i][1] == line else None
+            return Span(code.co_filename, line, col or 0, end)
+    return Span(code.co_filename, f.f_lineno, 0, None)
+
+
+def _literal(value, dtype):
+    from tilelang.ir.expr import const
+    if isinstance(value, (int, float, bool)):
+        if dtype.is_float or (isinstance(value, int) and not dtype.is_bool) or dtype.is_bool:
+            return const(value if not dtype.is_bool else bool(value), dtype)
+        return cast(const(value), dtype)
+    return convert(value)
+
+
+def _store(buffer, value, indices):
+    b = require("a buffer store")
+    if not isinstance(value, PrimExpr):
+        from tilelang.ir.buffer import Buffer
+        if isinstance(value, Buffer) and value.is_var():
+            value = value.load()
+        else:
+            value = _literal(value, buffer.dtype)
+    if value.dtype is not buffer.dtype:
+        value = cast(value, buffer.dtype)
+    b.emit(S.BufferStore(buffer, value, indices))
+
+
+set_span_provider(_user_span)
+set_store_handler(_store)
+
+
+def source_names(pattern_kind):
+    """Names the user wrote on the current source line: the assignment target of
+    `x = T.alloc_...` or the loop variables of `for i, j in ...` (for readable IR)."""
+    import linecache
+    import re
+    from tilelang.ir.span import current_span
+    sp = current_span()
+    if sp is None:
+        return None
+    line = linecache.getline(sp.file, sp.line)
+    if pattern_kind == "assign":
+        m = re.match(r"\s*([A-Za-z_]\w*)\s*(:[^=]*)?=[^=]", line)
+        return [m.group(1)] if m else None
+    m = re.match(r"\s*for\s+\(?\s*([A-Za-z_][\w\s,]*?)\)?\s+in\b", line)
+    if m:
+        return [n.strip() for n in m.group(1).split(",") if n.strip()]
+    m = re.search(r"\bas\s+\(?\s*([A-Za-z_][\w\s,]*?)\)?\s*:", line)
+    if m:
+        return [n.strip() for n in m.group(1).split(",") if n.strip()]
+    return None

@@ -1,0 +1,226 @@
+"""Runtime support for rewritten kernel bodies (`__tl__` in their namespace):
+decides at trace time whether each control-flow construct is Python or IR."""
+from __future__ import annotations
+
+from tilelang.frontend import builder as B
+from tilelang.ir import stmt as S
+from tilelang.ir.expr import PrimExpr, IntImm, FloatImm, as_bool, select, binop, Not, convert
+from tilelang.ir.buffer import Buffer
+from tilelang.ir.errors import TileLangError, UnsupportedConstructError
+from tilelang.arith.simplify import simplify
+
+UNSET = object()
+
+
+def _as_runtime(c):
+    """The condition as an IR expression when it depends on runtime values, else None."""
+    if isinstance(c, Buffer) and c.is_var():
+        c = c.load()
+    if isinstance(c, PrimExpr):
+        s = simplify(c)
+        if isinstance(s, (IntImm, FloatImm)):
+            return None
+        return as_bool(s)
+    return None
+
+
+class Helpers:
+    UNSET = UNSET
+
+    # loops ------------------------------------------------------------------
+    @staticmethod
+    def for_iter(it):
+        from tilelang.language.loops import LoopFrame, serial
+        if isinstance(it, range):
+            it = serial(it.start, it.stop, it.step) if it.step != 1 else serial(it.start, it.stop)
+        if isinstance(it, LoopFrame):
+            return it.iterate()
+        return _py_iter(it)
+
+    @staticmethod
+    def close_iter(gen):
+        close = getattr(gen, "close", None)
+        if close is not None:
+            close()
+
+    @staticmethod
+    def loop_break():
+        b = B.current()
+        if b is not None and b.loop_kinds and b.loop_kinds[-1] == "ir":
+            b.emit(S.Break())
+            return False
+        return True
+
+    @staticmethod
+    def loop_continue():
+        b = B.current()
+        if b is not None and b.loop_kinds and b.loop_kinds[-1] == "ir":
+            b.emit(S.Continue())
+            return False
+        return True
+
+    # branches -------------------------------------------------------------------
+    @staticmethod
+    def cond(c):
+        return c
+
+    @staticmethod
+    def is_runtime(c):
+        return _as_runtime(c) is not None
+
+    @staticmethod
+    def py_bool(c):
+        if isinstance(c, PrimExpr):
+            return bool(simplify(c).value)
+        return c
+
+    @staticmethod
+    def then_(c):
+        return _Branch(_as_runtime(c))
+
+    @staticmethod
+    def else_():
+        return _Else()
+
+    @staticmethod
+    def while_(test):
+        return _While(test)
+
+    @staticmethod
+    def ifexp(c, t, f):
+        rc = _as_runtime(c)
+        if rc is None:
+            return t() if Helpers.py_bool(c) else f()
+        return select(rc, t(), f())
+
+    @staticmethod
+    def and_(a, rest):
+        ra = _as_runtime(a)
+        if ra is None:
+            return rest() if Helpers.py_bool(a) else a
+        b = rest()
+        rb = _as_runtime(b)
+        if rb is None:
+            return ra if Helpers.py_bool(b) else False
+        return binop("&&", ra, rb)
+
+    @staticmethod
+    def or_(a, rest):
+        ra = _as_runtime(a)
+        if ra is None:
+            return a if Helpers.py_bool(a) else rest()
+        b = rest()
+        rb = _as_runtime(b)
+        if rb is None:
+            return True if Helpers.py_bool(b) else ra
+        return binop("||", ra, rb)
+
+    @staticmethod
+    def not_(a):
+        ra = _as_runtime(a)
+        if ra is None:
+            return not Helpers.py_bool(a)
+        return Not(ra)
+
+    @staticmethod
+    def assert_(c, msg):
+        rc = _as_runtime(c)
+        if rc is None:
+            if not Helpers.py_bool(c):
+                raise TileLangError(f"assertion failed{': ' + str(msg) if msg else ''}")
+            return
+        B.require("assert").emit(S.Assert(rc, str(msg) if msg is not None else "assertion failed"))
+
+    # assignments ------------------------------------------------------------------
+    @staticmethod
+    def lookup(ns, name):
+        return ns.get(name, UNSET)
+
+    @staticmethod
+    def assign(value, old):
+        if isinstance(old, Buffer) and old.is_var() and not isinstance(value, Buffer) and \
+                B.current() is not None:
+            old[0] = value
+            return old
+        return value
+
+    @staticmethod
+    def annotate(name, old, annotation, value, has_value):
+        from tilelang.language.proxy import annotate_binding
+        return annotate_binding(name, old, annotation, value, has_value)
+
+    @staticmethod
+    def ret(value):
+        b = B.current()
+        if b is not None:
+            b.outputs = value
+        return value
+
+    @staticmethod
+    def unsupported(what):
+        raise UnsupportedConstructError(f"{what} is not supported inside a kernel body",
+                                        hint="move this Python code outside the @T.prim_func / "
+                                             "@tilelang.jit body")
+
+
+def _py_iter(it):
+    b = B.current()
+    if b is not None:
+        b.loop_kinds.append("py")
+    try:
+        for x in it:
+            yield x
+    finally:
+        if b is not None:
+            b.loop_kinds.pop()
+
+
+class _Branch:
+    def __init__(self, cond):
+        self.cond = cond
+
+    def __enter__(self):
+        B.require("if").push()
+
+    def __exit__(self, et, ev, tb):
+        b = B.current()
+        body = b.pop()
+        if et is None:
+            b.emit(S.IfThenElse(self.cond, body, None))
+        return False
+
+
+class _Else:
+    def __enter__(self):
+        B.require("else").push()
+
+    def __exit__(self, et, ev, tb):
+        b = B.current()
+        body = b.pop()
+        if et is None:
+            last = b.stack[-1][-1]
+            assert isinstance(last, S.IfThenElse)
+            last.else_body = body
+        return False
+
+
+class _While:
+    def __init__(self, test):
+        self.test = test
+
+    def __enter__(self):
+        b = B.require("while")
+        self.cond = _as_runtime(self.test())
+        b.push()
+        b.loop_kinds.append("ir")
+
+    def __exit__(self, et, ev, tb):
+        b = B.current()
+        b.loop_kinds.pop()
+        body = b.pop()
+        if et is None:
+            b.emit(S.While(self.cond, body))
+        return False
+
+
+HELPERS = Helpers()

@@ -1,0 +1,251 @@
+"""Buffers (a typed, shaped tile in one memory scope) and regions of them."""
+from __future__ import annotations
+
+import itertools
+
+from tilelang.ir.dtypes import as_dtype, int32
+from tilelang.ir.expr import PrimExpr, BufferLoad, IntImm, convert, const_int_value, binop, Var
+from tilelang.ir.span import current_span
+
+# user-facing scope names and the canonical one we store
+SCOPES = {
+    "global": "global",
+    "shared": "shared", "shared.dyn": "shared",
+    "fragment": "local.fragment", "local.fragment": "local.fragment",
+    "local": "local",
+    "var": "local.var", "local.var": "local.var",
+}
+
+_store_handler = None
+
+
+def set_store_handler(fn):
+    """The frontend's builder records `buf[i] = v` through this hook."""
+    global _store_handler
+    _store_handler = fn
+
+
+def _norm_dim(d):
+    if isinstance(d, bool):
+        raise TypeError("a shape dimension cannot be a bool")
+    if isinstance(d, int):
+        return d
+    v = const_int_value(d) if isinstance(d, PrimExpr) else None
+    if v is not None:
+        return v
+    if isinstance(d, PrimExpr):
+        return d
+    try:
+        return int(d)
+    except Exception:
+        raise TypeError(f"a shape dimension must be an int or an expression, got {d!r}") from None
+
+
+class Buffer:
+    _ids = itertools.count()
+
+    def __init__(self, name, shape, dtype, scope="global", strides=None, init=None):
+        if isinstance(shape, (int, PrimExpr)):
+            shape = (shape,)
+        self.name = name
+        self.shape = tuple(_norm_dim(d) for d in shape)
+        self.dtype = as_dtype(dtype)
+        self.scope = SCOPES.get(scope, scope)
+        self.strides = tuple(_norm_dim(s) for s in strides) if strides else None
+        self.init = init
+        self.span = current_span()
+        self.uid = next(Buffer._ids)
+        self.layout = None  # set by T.annotate_layout / layout inference
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def __len__(self):
+        n = const_int_value(self.shape[0]) if self.shape else None
+        if n is None:
+            raise TypeError(f"buffer {self.name} has a dynamic first dimension")
+        return n
+
+    def numel(self):
+        n = 1
+        for d in self.shape:
+            n = n * d
+        return n
+
+    def is_var(self):
+        return self.scope == "local.var"
+
+    def get_strides(self):
+        """Row-major strides unless given."""
+        if self.strides:
+            return list(self.strides)
+        out, acc = [], 1
+        for d in reversed(self.shape):
+            out.append(acc)
+            acc = acc * d if not (isinstance(acc, int) and acc == 1) else d
+        return list(reversed(out))
+
+    # indexing -----------------------------------------------------------
+    def _indices(self, key):
+        if not isinstance(key, tuple):
+            key = (key,)
+        if any(k is Ellipsis for k in key):
+            i = key.index(Ellipsis)
+            fill = self.ndim - (len(key) - 1)
+            key = key[:i] + (slice(None),) * fill + key[i + 1:]
+        return key
+
+    def __getitem__(self, key):
+        key = self._indices(key)
+        if self.is_var() and key == (0,) or (self.is_var() and len(key) == 1 and const_int_value(key[0]) == 0):
+            return BufferLoad(self, [IntImm(0)])
+        if len(key) > self.ndim:
+            from tilelang.ir.errors import IndexArityError
+            raise IndexArityError(self, len(key))
+        if all(not isinstance(k, slice) for k in key) and len(key) == self.ndim:
+            return BufferLoad(self, [convert(k) for k in key])
+        ranges = []
+        for d, dim in enumerate(self.shape):
+            k = key[d] if d < len(key) else slice(None)
+            if isinstance(k, slice):
+                if k.step not in (None, 1):
+                    raise ValueError("strided slices are not supported in buffer regions")
+                start = 0 if k.start is None else k.start
+                stop = dim if k.stop is None else k.stop
+                ranges.append((convert(start), _extent(start, stop)))
+            else:
+                ranges.append((convert(k), IntImm(1)))
+        return BufferRegion(self, ranges)
+
+    def __setitem__(self, key, value):
+        key = self._indices(key)
+        if len(key) != self.ndim or any(isinstance(k, slice) for k in key):
+            if self.is_var() and len(key) == 1:
+                key = (0,)
+            else:
+                raise TypeError(f"assignment to {self.name} needs one index per dimension "
+                                f"({self.ndim}), got {len(key)}")
+        if _store_handler is None:
+            raise RuntimeError("buffer stores are only valid inside a kernel body")
+        _store_handler(self, value, [convert(k) for k in key])
+
+    def load(self):
+        return BufferLoad(self, [IntImm(0)] * max(1, self.ndim))
+
+    def access_ptr(self, *args, **kwargs):
+        return self
+
+    def __repr__(self):
+        return f"Buffer({self.name}, {list(self.shape)}, {self.dtype}, {self.scope})"
+
+    def __hash__(self):
+        return id(self)
+
+    def __eq__(self, other):
+        if self.is_var():
+            return binop("==", self.load(), other)
+        return self is other
+
+    def __ne__(self, other):
+        if self.is_var():
+            return binop("!=", self.load(), other)
+        return self is not other
+
+    def __bool__(self):
+        return True
+
+    # A `T.alloc_var` buffer reads as its value in arithmetic.
+    def _v(self):
+        if not self.is_var():
+            raise TypeError(f"buffer `{self.name}` ({self.scope}) is a tile, not a scalar: index it, "
+                            f"e.g. {self.name}[i]")
+        return self.load()
+
+    def __add__(self, o): return self._v() + o
+    def __radd__(self, o): return o + self._v()
+    def __sub__(self, o): return self._v() - o
+    def __rsub__(self, o): return o - self._v()
+    def __mul__(self, o): return self._v() * o
+    def __rmul__(self, o): return o * self._v()
+    def __truediv__(self, o): return self._v() / o
+    def __rtruediv__(self, o): return o / self._v()
+    def __floordiv__(self, o): return self._v() // o
+    def __rfloordiv__(self, o): return o // self._v()
+    def __mod__(self, o): return self._v() % o
+    def __rmod__(self, o): return o % self._v()
+    def __lt__(self, o): return self._v() < o
+    def __le__(self, o): return self._v() <= o
+    def __gt__(self, o): return self._v() > o
+    def __ge__(self, o): return self._v() >= o
+    def __neg__(self): return -self._v()
+    def __and__(self, o): return self._v() & o
+    def __or__(self, o): return self._v() | o
+    def __lshift__(self, o): return self._v() << o
+    def __rshift__(self, o): return self._v() >> o
+
+
+def _extent(start, stop):
+    s, e = const_int_value(start), const_int_value(stop)
+    if s is not None and e is not None:
+        return IntImm(e - s)
+    from tilelang.arith.simplify import simplify
+    return simplify(convert(stop) - convert(start))
+
+
+class BufferRegion:
+    """A box inside a buffer: one `(start, extent)` per dimension."""
+
+    def __init__(self, buffer: Buffer, ranges):
+        self.buffer = buffer
+        self.ranges = [(convert(s), convert(e)) for s, e in ranges]
+        self.span = current_span()
+
+    @property
+    def extents(self):
+        return [e for _, e in self.ranges]
+
+    @property
+    def starts(self):
+        return [s for s, _ in self.ranges]
+
+    @property
+    def dtype(self):
+        return self.buffer.dtype
+
+    @property
+    def shape(self):
+        return tuple(const_int_value(e) if const_int_value(e) is not None else e for e in self.extents)
+
+    def __repr__(self):
+        from tilelang.ir.printer import region_str
+        return region_str(self)
+
+
+def full_region(buf: Buffer) -> BufferRegion:
+    return BufferRegion(buf, [(IntImm(0), convert(d)) for d in buf.shape])
+
+
+def to_region(x, like_extents=None) -> BufferRegion:
+    """A buffer, region or element (start point) as a region. A start point takes
+    its extents from `like_extents` (the other side of a copy), aligned to the
+    trailing dimensions."""
+    if isinstance(x, BufferRegion):
+        return x
+    if isinstance(x, Buffer):
+        return full_region(x)
+    if isinstance(x, BufferLoad):
+        buf = x.buffer
+        exts = [IntImm(1)] * buf.ndim
+        if like_extents is not None:
+            like = [e for e in like_extents]
+            # align the other side's non-unit extents to our trailing dimensions
+            nz = [e for e in like if const_int_value(e) != 1]
+            if len(like) <= buf.ndim:
+                exts = [IntImm(1)] * (buf.ndim - len(like)) + list(like)
+            elif len(nz) <= buf.ndim:
+                exts = [IntImm(1)] * (buf.ndim - len(nz)) + nz
+            else:
+                raise ValueError("region rank mismatch")
+        return BufferRegion(buf, list(zip(x.indices, exts)))
+    raise TypeError(f"expected a buffer, a region or an element, got {type(x).__name__}")

@@ -1,0 +1,176 @@
+"""Data types: one `DataType` object per element type, normalised from strings,
+numpy/ml_dtypes dtypes and torch dtypes."""
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    import ml_dtypes
+except ImportError:  # pragma: no cover - ml_dtypes is a core dependency
+    ml_dtypes = None
+
+# canonical name -> (kind, bits)
+_TABLE = {
+    "bool": ("bool", 8),
+    "int8": ("int", 8), "int16": ("int", 16), "int32": ("int", 32), "int64": ("int", 64),
+    "uint8": ("uint", 8), "uint16": ("uint", 16), "uint32": ("uint", 32), "uint64": ("uint", 64),
+    "int4": ("int", 4), "uint4": ("uint", 4),
+    "float16": ("float", 16), "bfloat16": ("bfloat", 16), "float32": ("float", 32),
+    "float64": ("float", 64),
+    "float8_e4m3fn": ("float8", 8), "float8_e5m2": ("float8", 8),
+    "float8_e4m3fnuz": ("float8", 8), "float8_e5m2fnuz": ("float8", 8),
+    "tfloat32": ("float", 32),
+    "handle": ("handle", 64),
+}
+
+_ALIASES = {
+    "float": "float32", "half": "float16", "double": "float64", "fp16": "float16",
+    "fp32": "float32", "fp64": "float64", "bf16": "bfloat16", "int": "int32",
+    "float8_e4m3": "float8_e4m3fn", "e4m3_float8": "float8_e4m3fn", "float8_e4m3fnuz": "float8_e4m3fnuz",
+    "e5m2_float8": "float8_e5m2", "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2",
+    "long": "int64", "uchar": "uint8", "char": "int8", "short": "int16",
+}
+
+
+class DataType:
+    """An element type. Instances are interned: compare with `==` or `is`.
+
+    Calling a dtype, as in `T.float32(0)`, builds a constant (or a cast of an
+    expression), matching the published `T.<dtype>(value)` form.
+    """
+
+    _interned: dict[str, "DataType"] = {}
+
+    def __new__(cls, name: str):
+        name = _ALIASES.get(name, name)
+        if name not in _TABLE:
+            raise ValueError(f"unknown dtype {name!r}")
+        obj = cls._interned.get(name)
+        if obj is None:
+            obj = super().__new__(cls)
+            obj.name = name
+            obj.kind, obj.bits = _TABLE[name]
+            cls._interned[name] = obj
+        return obj
+
+    def __reduce__(self):
+        return (DataType, (self.name,))
+
+    # predicates ---------------------------------------------------------
+    @property
+    def is_float(self) -> bool:
+        return self.kind in ("float", "bfloat", "float8")
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("int", "uint")
+
+    @property
+    def is_signed_int(self) -> bool:
+        return self.kind == "int"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "bool"
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, self.bits // 8)
+
+    def __call__(self, value=None):
+        from tilelang.ir.expr import cast, const
+        if value is None:  # T.int32() used as an annotation placeholder
+            return self
+        if isinstance(value, (bool, int, float)):
+            return const(value, self)
+        return cast(value, self)
+
+    def __repr__(self):
+        return self.name
+
+    def __str__(self):
+        return self.name
+
+    def __eq__(self, other):
+        if isinstance(other, DataType):
+            return self is other
+        try:
+            return self is as_dtype(other)
+        except (ValueError, TypeError):
+            return False
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def as_numpy(self):
+        return numpy_dtype(self)
+
+    def as_torch(self):
+        return torch_dtype(self)
+
+
+def as_dtype(x) -> DataType:
+    """Normalise a dtype given as a string, DataType, numpy or torch dtype."""
+    if isinstance(x, DataType):
+        return x
+    if isinstance(x, str):
+        return DataType(x)
+    if x is float:
+        return DataType("float32")
+    if x is int:
+        return DataType("int32")
+    if x is bool:
+        return DataType("bool")
+    mod = type(x).__module__
+    if mod.startswith("torch"):
+        name = str(x).replace("torch.", "")
+        return DataType(name)
+    try:
+        npd = np.dtype(x)
+    except TypeError as e:
+        raise ValueError(f"cannot interpret {x!r} as a dtype") from e
+    return DataType(npd.name)
+
+
+def numpy_dtype(dt: DataType):
+    dt = as_dtype(dt)
+    if dt.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                   "int4", "uint4"):
+        if ml_dtypes is None:
+            raise RuntimeError(f"dtype {dt} needs the ml_dtypes package")
+        return np.dtype(getattr(ml_dtypes, dt.name))
+    if dt.name == "tfloat32":
+        return np.dtype("float32")
+    if dt.name == "bool":
+        return np.dtype("bool")
+    return np.dtype(dt.name)
+
+
+def torch_dtype(dt: DataType):
+    import torch
+    dt = as_dtype(dt)
+    name = {"tfloat32": "float32"}.get(dt.name, dt.name)
+    if not hasattr(torch, name):
+        raise TypeError(f"torch has no dtype for {dt}")
+    return getattr(torch, name)
+
+
+def promote(a: DataType, b: DataType) -> DataType:
+    """The dtype of a binary operation between two typed operands (the wider wins;
+    float beats int; bool is the narrowest)."""
+    if a is b:
+        return a
+    rank = {"bool": 0, "uint": 1, "int": 1, "float8": 2, "bfloat": 3, "float": 3}
+    ra, rb = rank.get(a.kind, 1), rank.get(b.kind, 1)
+    if ra != rb:
+        return a if ra > rb else b
+    if a.is_float and b.is_float and a.bits == b.bits:  # float16 vs bfloat16
+        return DataType("float32")
+    return a if a.bits >= b.bits else b
+
+
+bool_ = DataType("bool")
+int8, int16, int32, int64 = (DataType(n) for n in ("int8", "int16", "int32", "int64"))
+uint8, uint16, uint32, uint64 = (DataType(n) for n in ("uint8", "uint16", "uint32", "uint64"))
+float16, bfloat16, float32, float64 = (DataType(n) for n in ("float16", "bfloat16", "float32", "float64"))
+float8_e4m3fn, float8_e5m2 = DataType("float8_e4m3fn"), DataType("float8_e5m2")

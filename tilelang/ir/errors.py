@@ -1,0 +1,76 @@
+"""Typed errors for user mistakes. Each carries the user's source span and renders
+as `file:line:col`, the source line, a caret under the code, and what to do."""
+from __future__ import annotations
+
+import linecache
+
+from tilelang.ir.span import Span, current_span
+
+
+class TileLangError(Exception):
+    """Base of every error caused by the user's kernel or call."""
+
+    def __init__(self, message: str, span: Span | None = None, hint: str | None = None):
+        self.message = message
+        self.span = span if span is not None else current_span()
+        self.hint = hint
+        super().__init__(message)
+
+    def __str__(self):
+        return render(self.message, self.span, self.hint, type(self).__name__)
+
+
+def render(message, span, hint=None, kind="error"):
+    out = [message]
+    if span is not None:
+        out = [f"{span.file}:{span.line}:{span.col + 1}: {kind}: {message}"]
+        text = linecache.getline(span.file, span.line).rstrip("\n")
+        if text:
+            out.append(f"    {text}")
+            width = max(1, (span.end_col - span.col) if span.end_col and span.end_col > span.col else 1)
+            out.append("    " + " " * span.col + "^" * width)
+    if hint:
+        out.append(f"hint: {hint}")
+    return "\n".join(out)
+
+
+class ShapeMismatchError(TileLangError):
+    pass
+
+
+class DTypeMismatchError(TileLangError):
+    pass
+
+
+class UnsupportedConstructError(TileLangError):
+    pass
+
+
+class UnknownNameError(TileLangError):
+    pass
+
+
+class ArgumentError(TileLangError):
+    """A call-time argument that does not fit the kernel's signature."""
+
+
+class LoweringError(TileLangError):
+    pass
+
+
+class CompileError(TileLangError):
+    """A backend compiler failed on generated code (a bug on our side, not the user's)."""
+
+
+class RuntimeValueAsPythonBool(TileLangError):
+    def __init__(self, expr):
+        super().__init__(
+            f"the runtime value `{expr}` is used where Python needs a compile-time bool",
+            hint="use it in an `if` statement inside the kernel (it becomes a runtime branch), "
+                 "or T.if_then_else(cond, a, b) in an expression")
+
+
+class IndexArityError(TileLangError):
+    def __init__(self, buf, n):
+        super().__init__(f"buffer `{buf.name}` has {buf.ndim} dimension(s) but is indexed with {n}",
+                         hint=f"index it with {buf.ndim} indices, e.g. {buf.name}[{', '.join('ijkl'[:buf.ndim])}]")

@@ -1,0 +1,247 @@
+"""A printer whose output reads like the kernel the user wrote (TileLang syntax)."""
+from __future__ import annotations
+
+import math
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.buffer import Buffer, BufferRegion
+
+_PREC = {"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6, "<": 7, "<=": 7, ">": 7,
+         ">=": 7, "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "//": 10, "%": 10}
+_PYOP = {"&&": "and", "||": "or"}
+
+
+class Namer:
+    """Stable, unique names for variables and buffers (by identity)."""
+
+    def __init__(self):
+        self.names = {}
+        self.used = {}
+
+    def __call__(self, obj, base):
+        key = id(obj)
+        if key not in self.names:
+            n = self.used.get(base, 0)
+            self.used[base] = n + 1
+            self.names[key] = base if n == 0 else f"{base}_{n}"
+        return self.names[key]
+
+
+class Printer:
+    def __init__(self, namer=None):
+        self.namer = namer or Namer()
+        self.lines = []
+
+    # expressions -------------------------------------------------------------
+    def var(self, v):
+        return self.namer(v, v.name)
+
+    def buf(self, b):
+        return self.namer(b, b.name)
+
+    def expr(self, e, prec=0):
+        if isinstance(e, (int, float, bool)):
+            return repr(e)
+        if isinstance(e, Buffer):
+            return self.buf(e)
+        if isinstance(e, BufferRegion):
+            return self.region(e)
+        if isinstance(e, E.Var):
+            return self.var(e)
+        if isinstance(e, E.IntImm):
+            if e.dtype.is_bool:
+                return "True" if e.value else "False"
+            if e.dtype.name in ("int32",):
+                return str(e.value)
+            return f'T.{e.dtype.name}({e.value})'
+        if isinstance(e, E.FloatImm):
+            v = e.value
+            s = "T.infinity" if math.isinf(v) else repr(v)
+            if math.isinf(v):
+                s = f'{"-" if v < 0 else ""}T.infinity("{e.dtype}")'
+                return s
+            if math.isnan(v):
+                return f'T.{e.dtype.name}(float("nan"))'
+            return s if e.dtype.name == "float32" else f"T.{e.dtype.name}({s})"
+        if isinstance(e, E.StringImm):
+            return repr(e.value)
+        if isinstance(e, E.BinOp):
+            if e.op in ("min", "max"):
+                return f"T.{e.op}({self.expr(e.a)}, {self.expr(e.b)})"
+            p = _PREC[e.op]
+            op = _PYOP.get(e.op, e.op)
+            s = f"{self.expr(e.a, p)} {op} {self.expr(e.b, p + 1)}"
+            return f"({s})" if p < prec else s
+        if isinstance(e, E.Not):
+            return f"not {self.expr(e.a, 11)}"
+        if isinstance(e, E.Cast):
+            return f'T.Cast("{e.dtype}", {self.expr(e.value)})'
+        if isinstance(e, E.Select):
+            return f"T.if_then_else({self.expr(e.cond)}, {self.expr(e.t)}, {self.expr(e.f)})"
+        if isinstance(e, E.Call):
+            args = ", ".join(self.expr(a) for a in e.args)
+            return f"T.{e.name}({args})"
+        if isinstance(e, E.BufferLoad):
+            return f"{self.buf(e.buffer)}[{', '.join(self.expr(i) for i in e.indices)}]"
+        return repr(e)
+
+    def region(self, r: BufferRegion):
+        parts = []
+        for s, ext in r.ranges:
+            if isinstance(ext, E.IntImm) and ext.value == 1:
+                parts.append(self.expr(s))
+            else:
+                parts.append(f"{self.expr(s)}:{self.expr(E.BinOp('+', s, ext) if not _is_zero(s) else ext, 9)}")
+        return f"{self.buf(r.buffer)}[{', '.join(parts)}]"
+
+    # statements ------------------------------------------------------------------
+    def emit(self, line, ind):
+        self.lines.append("    " * ind + line)
+
+    def stmt(self, s, ind):
+        if s is None:
+            return
+        if isinstance(s, S.SeqStmt):
+            if not s.stmts:
+                self.emit("pass", ind)
+            for x in s.stmts:
+                self.stmt(x, ind)
+        elif isinstance(s, S.Evaluate):
+            self.emit(f"T.evaluate({self.expr(s.value)})", ind)
+        elif isinstance(s, S.BufferStore):
+            self.emit(f"{self.buf(s.buffer)}[{', '.join(self.expr(i) for i in s.indices)}] = "
+                      f"{self.expr(s.value)}", ind)
+        elif isinstance(s, S.DeclBuffer):
+            b = s.buffer
+            fn = {"shared": "alloc_shared", "local.fragment": "alloc_fragment", "local": "alloc_local",
+                  "local.var": "alloc_var", "global": "alloc_global"}.get(b.scope, "alloc_buffer")
+            if b.scope == "local.var":
+                init = f", init={self.expr(b.init)}" if b.init is not None else ""
+                self.emit(f'{self.buf(b)} = T.alloc_var("{b.dtype}"{init})', ind)
+            else:
+                shape = ", ".join(self.expr(d) for d in b.shape)
+                self.emit(f'{self.buf(b)} = T.{fn}(({shape},), "{b.dtype}")', ind)
+        elif isinstance(s, S.For):
+            self.stmt_for(s, ind)
+        elif isinstance(s, S.IfThenElse):
+            self.emit(f"if {self.expr(s.cond)}:", ind)
+            self.body(s.then_body, ind + 1)
+            if s.else_body is not None:
+                self.emit("else:", ind)
+                self.body(s.else_body, ind + 1)
+        elif isinstance(s, S.While):
+            self.emit(f"while {self.expr(s.cond)}:", ind)
+            self.body(s.body, ind + 1)
+        elif isinstance(s, S.Break):
+            self.emit("break", ind)
+        elif isinstance(s, S.Continue):
+            self.emit("continue", ind)
+        elif isinstance(s, S.LetStmt):
+            self.emit(f"{self.var(s.var)} = {self.expr(s.value)}", ind)
+            self.stmt(s.body, ind)
+        elif isinstance(s, S.KernelLaunch):
+            grid = ", ".join(self.expr(g) for g in s.grid)
+            thr = s.threads[0] if len(s.threads) == 1 else "[" + ", ".join(map(str, s.threads)) + "]"
+            names = ", ".join(self.var(v) for v in s.block_vars)
+            self.emit(f"with T.Kernel({grid}, threads={thr}) as ({names},):", ind)
+            self.body(s.body, ind + 1)
+        elif isinstance(s, S.Assert):
+            self.emit(f"T.device_assert({self.expr(s.cond)}, {s.message!r})", ind)
+        elif isinstance(s, S.Print):
+            self.emit(f"T.print({self.expr(s.obj)}, msg={s.msg!r})", ind)
+        elif isinstance(s, S.Barrier):
+            self.emit("T.sync_threads()", ind)
+        elif isinstance(s, TO.Copy):
+            self.emit(f"T.copy({self.region(s.src)}, {self.region(s.dst)})", ind)
+        elif isinstance(s, TO.Fill):
+            self.emit(f"T.fill({self.region(s.dst)}, {self.expr(s.value)})", ind)
+        elif isinstance(s, TO.Gemm):
+            extra = ""
+            if s.trans_A:
+                extra += ", transpose_A=True"
+            if s.trans_B:
+                extra += ", transpose_B=True"
+            if s.policy != "Square":
+                extra += f", policy=T.GemmWarpPolicy.{s.policy}"
+            if s.clear_accum is not False:
+                extra += f", clear_accum={self.expr(s.clear_accum)}"
+            self.emit(f"T.gemm({self.region(s.A)}, {self.region(s.B)}, {self.region(s.C)}{extra})", ind)
+        elif isinstance(s, TO.Reduce):
+            self.emit(f"T.reduce_{s.kind}({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}, "
+                      f"clear={s.clear})", ind)
+        elif isinstance(s, TO.CumSum):
+            self.emit(f"T.cumsum({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}, "
+                      f"reverse={s.reverse})", ind)
+        elif isinstance(s, TO.Atomic):
+            self.emit(f"T.atomic_{s.kind}({self.expr(s.dst)}, {self.expr(s.value)})", ind)
+        else:
+            self.emit(f"<{type(s).__name__}>", ind)
+
+    def body(self, s, ind):
+        if s is None or (isinstance(s, S.SeqStmt) and not s.stmts):
+            self.emit("pass", ind)
+        else:
+            self.stmt(s, ind)
+
+    def stmt_for(self, s, ind):
+        # re-fold nested parallel loops into one T.Parallel(...)
+        if s.kind == S.PARALLEL:
+            vars_, exts, cur = [], [], s
+            while isinstance(cur, S.For) and cur.kind == S.PARALLEL and _is_zero(cur.min):
+                vars_.append(cur.var)
+                exts.append(cur.extent)
+                cur = cur.body
+                if len(vars_) > 0 and not (isinstance(cur, S.For) and cur.kind == S.PARALLEL):
+                    break
+            names = ", ".join(self.var(v) for v in vars_)
+            self.emit(f"for {names} in T.Parallel({', '.join(self.expr(e) for e in exts)}):", ind)
+            self.body(cur, ind + 1)
+            return
+        rng = self.expr(s.extent) if _is_zero(s.min) else \
+            f"{self.expr(s.min)}, {self.expr(E.BinOp('+', s.min, s.extent))}"
+        if s.step is not None:
+            rng += f", {self.expr(s.step)}"
+        fn = {S.SERIAL: "T.serial", S.UNROLL: "T.unroll", S.VECTORIZED: "T.vectorized",
+              S.PIPELINED: "T.Pipelined"}[s.kind]
+        extra = ""
+        if s.kind == S.PIPELINED:
+            extra = "".join(f", {k}={v!r}" for k, v in s.annotations.items() if v is not None)
+        self.emit(f"for {self.var(s.var)} in {fn}({rng}{extra}):", ind)
+        self.body(s.body, ind + 1)
+
+    def func(self, f):
+        params = []
+        for p in f.params:
+            if isinstance(p, Buffer):
+                shape = ", ".join(self.expr(d) for d in p.shape)
+                params.append(f'{self.buf(p)}: T.Tensor(({shape},), "{p.dtype}")')
+            else:
+                params.append(f"{self.var(p)}: T.{p.dtype}")
+        self.emit("@T.prim_func", 0)
+        self.emit(f"def {f.name}({', '.join(params)}):", 0)
+        self.body(f.body, 1)
+        return "\n".join(self.lines) + "\n"
+
+
+def _is_zero(e):
+    return isinstance(e, E.IntImm) and e.value == 0
+
+
+def expr_str(e):
+    return Printer().expr(e)
+
+
+def region_str(r):
+    return Printer().region(r)
+
+
+def stmt_str(s):
+    p = Printer()
+    p.stmt(s, 0)
+    return "\n".join(p.lines)
+
+
+def func_str(f):
+    return Printer().func(f)

@@ -1,0 +1,71 @@
+"""Tile operations: block-level statements acting on whole regions. Each op keeps
+its operands; its reference semantics as scalar loops live in
+`transform/lower_tile_ops.py`, its layout rules and GPU lowering in the backends."""
+from __future__ import annotations
+
+from tilelang.ir.stmt import Stmt
+
+
+class TileOp(Stmt):
+    op_name = "tile_op"
+
+
+class Copy(TileOp):
+    op_name = "copy"
+
+    def __init__(self, src, dst, annotations=None):
+        self._init()
+        self.src, self.dst = src, dst  # BufferRegion each, extents checked to match
+        self.annotations = dict(annotations or {})
+
+
+class Fill(TileOp):
+    op_name = "fill"
+
+    def __init__(self, dst, value):
+        self._init()
+        self.dst, self.value = dst, value
+
+
+class Gemm(TileOp):
+    op_name = "gemm"
+
+    def __init__(self, A, B, C, trans_A=False, trans_B=False, policy="Square", clear_accum=False,
+                 k_pack=1, wg_wait=0, annotations=None):
+        self._init()
+        self.A, self.B, self.C = A, B, C  # BufferRegion each (2-D views)
+        self.trans_A, self.trans_B = bool(trans_A), bool(trans_B)
+        self.policy = policy
+        self.clear_accum = clear_accum
+        self.k_pack, self.wg_wait = k_pack, wg_wait
+        self.annotations = dict(annotations or {})
+
+
+REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax", "bitand", "bitor", "bitxor")
+
+
+class Reduce(TileOp):
+    op_name = "reduce"
+
+    def __init__(self, kind, src, dst, dim, clear=True):
+        self._init()
+        assert kind in REDUCE_KINDS
+        self.kind, self.src, self.dst, self.dim, self.clear = kind, src, dst, dim, clear
+
+
+class CumSum(TileOp):
+    op_name = "cumsum"
+
+    def __init__(self, src, dst, dim=0, reverse=False):
+        self._init()
+        self.src, self.dst, self.dim, self.reverse = src, dst, dim, reverse
+
+
+class Atomic(TileOp):
+    """`T.atomic_add/max/min`: dst (region) op= value (region or scalar expression)."""
+    op_name = "atomic"
+
+    def __init__(self, kind, dst, value, return_prev=False):
+        self._init()
+        self.kind, self.dst, self.value = kind, dst, value
+        self.return_prev = return_prev

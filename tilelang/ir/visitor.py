@@ -1,0 +1,255 @@
+"""Visitor and mutator bases. Subclasses override `visit_<ClassName>`; the
+defaults walk (or rebuild) children."""
+from __future__ import annotations
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.buffer import Buffer, BufferRegion
+
+
+class Visitor:
+    def visit(self, node):
+        fn = getattr(self, "visit_" + type(node).__name__, None)
+        if fn is not None:
+            return fn(node)
+        return self.generic_visit(node)
+
+    def generic_visit(self, node):
+        if isinstance(node, (list, tuple)):
+            for n in node:
+                self.visit(n)
+            return
+        if node is None or isinstance(node, (int, float, str, bool, Buffer)):
+            return
+        if isinstance(node, BufferRegion):
+            for s, e in node.ranges:
+                self.visit(s)
+                self.visit(e)
+            return
+        for child in _children(node):
+            self.visit(child)
+
+
+def _children(node):
+    if isinstance(node, (E.Var, E.IntImm, E.FloatImm, E.StringImm)):
+        return []
+    if isinstance(node, E.BinOp):
+        return [node.a, node.b]
+    if isinstance(node, E.Not):
+        return [node.a]
+    if isinstance(node, E.Cast):
+        return [node.value]
+    if isinstance(node, E.Select):
+        return [node.cond, node.t, node.f]
+    if isinstance(node, E.Call):
+        return node.args
+    if isinstance(node, E.BufferLoad):
+        return node.indices
+    if isinstance(node, S.SeqStmt):
+        return node.stmts
+    if isinstance(node, S.Evaluate):
+        return [node.value]
+    if isinstance(node, S.BufferStore):
+        return [node.value] + node.indices
+    if isinstance(node, S.For):
+        return [node.min, node.extent, node.body]
+    if isinstance(node, S.IfThenElse):
+        return [node.cond, node.then_body, node.else_body]
+    if isinstance(node, S.While):
+        return [node.cond, node.body]
+    if isinstance(node, S.LetStmt):
+        return [node.value, node.body]
+    if isinstance(node, S.KernelLaunch):
+        return node.grid + node.threads + [node.body]
+    if isinstance(node, S.Assert):
+        return [node.cond]
+    if isinstance(node, S.Print):
+        return [node.obj] if isinstance(node.obj, E.PrimExpr) else []
+    if isinstance(node, TO.Copy):
+        return [node.src, node.dst]
+    if isinstance(node, TO.Fill):
+        return [node.dst, node.value]
+    if isinstance(node, TO.Gemm):
+        return [node.A, node.B, node.C]
+    if isinstance(node, TO.Reduce):
+        return [node.src, node.dst]
+    if isinstance(node, TO.CumSum):
+        return [node.src, node.dst]
+    if isinstance(node, TO.Atomic):
+        return [node.dst, node.value]
+    return []
+
+
+class Mutator:
+    """Rebuilds the tree bottom-up; returns the same node when nothing changed."""
+
+    def visit(self, node):
+        fn = getattr(self, "visit_" + type(node).__name__, None)
+        if fn is not None:
+            return fn(node)
+        return self.generic_visit(node)
+
+    def visit_region(self, r: BufferRegion):
+        ranges = [(self.visit(s), self.visit(e)) for s, e in r.ranges]
+        if all(a is b and c is d for (a, c), (b, d) in zip(ranges, r.ranges)):
+            return r
+        out = BufferRegion(self.visit_buffer(r.buffer), ranges)
+        out.span = r.span
+        return out
+
+    def visit_buffer(self, b):
+        return b
+
+    def _v(self, x):
+        if x is None or isinstance(x, (int, float, str, bool)):
+            return x
+        if isinstance(x, BufferRegion):
+            return self.visit_region(x)
+        if isinstance(x, Buffer):
+            return self.visit_buffer(x)
+        return self.visit(x)
+
+    def generic_visit(self, node):
+        n = node
+        if isinstance(n, (E.Var, E.IntImm, E.FloatImm, E.StringImm)):
+            return n
+        if isinstance(n, E.BinOp):
+            a, b = self._v(n.a), self._v(n.b)
+            return n if a is n.a and b is n.b else _keep(E.BinOp(n.op, a, b, n.dtype), n)
+        if isinstance(n, E.Not):
+            a = self._v(n.a)
+            return n if a is n.a else _keep(E.Not(a), n)
+        if isinstance(n, E.Cast):
+            v = self._v(n.value)
+            return n if v is n.value else _keep(E.Cast(n.dtype, v), n)
+        if isinstance(n, E.Select):
+            c, t, f = self._v(n.cond), self._v(n.t), self._v(n.f)
+            return n if (c, t, f) == (n.cond, n.t, n.f) and c is n.cond and t is n.t and f is n.f \
+                else _keep(E.Select(c, t, f), n)
+        if isinstance(n, E.Call):
+            args = [self._v(a) for a in n.args]
+            return n if all(a is b for a, b in zip(args, n.args)) else _keep(E.Call(n.name, args, n.dtype), n)
+        if isinstance(n, E.BufferLoad):
+            idx = [self._v(i) for i in n.indices]
+            buf = self.visit_buffer(n.buffer)
+            return n if buf is n.buffer and all(a is b for a, b in zip(idx, n.indices)) \
+                else _keep(E.BufferLoad(buf, idx), n)
+        if isinstance(n, S.SeqStmt):
+            stmts = [self._v(s) for s in n.stmts]
+            if all(a is b for a, b in zip(stmts, n.stmts)):
+                return n
+            return _keep(S.seq(stmts), n) if stmts else None
+        if isinstance(n, S.Evaluate):
+            v = self._v(n.value)
+            return n if v is n.value else _keep(S.Evaluate(v), n)
+        if isinstance(n, S.BufferStore):
+            v = self._v(n.value)
+            idx = [self._v(i) for i in n.indices]
+            buf = self.visit_buffer(n.buffer)
+            if v is n.value and buf is n.buffer and all(a is b for a, b in zip(idx, n.indices)):
+                return n
+            return _keep(S.BufferStore(buf, v, idx), n)
+        if isinstance(n, S.DeclBuffer):
+            b = self.visit_buffer(n.buffer)
+            return n if b is n.buffer else _keep(S.DeclBuffer(b), n)
+        if isinstance(n, S.For):
+            mn, ext, body = self._v(n.min), self._v(n.extent), self._v(n.body)
+            if mn is n.min and ext is n.extent and body is n.body:
+                return n
+            return _keep(S.For(n.var, mn, ext, n.kind, body, n.annotations, n.step), n)
+        if isinstance(n, S.IfThenElse):
+            c, t, e = self._v(n.cond), self._v(n.then_body), self._v(n.else_body)
+            if c is n.cond and t is n.then_body and e is n.else_body:
+                return n
+            return _keep(S.IfThenElse(c, t, e), n)
+        if isinstance(n, S.While):
+            c, b = self._v(n.cond), self._v(n.body)
+            return n if c is n.cond and b is n.body else _keep(S.While(c, b), n)
+        if isinstance(n, S.LetStmt):
+            v, b = self._v(n.value), self._v(n.body)
+            return n if v is n.value and b is n.body else _keep(S.LetStmt(n.var, v, b), n)
+        if isinstance(n, S.KernelLaunch):
+            grid = [self._v(g) for g in n.grid]
+            body = self._v(n.body)
+            if body is n.body and all(a is b for a, b in zip(grid, n.grid)):
+                return n
+            return _keep(S.KernelLaunch(grid, n.threads, n.block_vars, n.thread_vars, body, n.annotations), n)
+        if isinstance(n, S.Assert):
+            c = self._v(n.cond)
+            return n if c is n.cond else _keep(S.Assert(c, n.message), n)
+        if isinstance(n, S.Print):
+            o = self._v(n.obj) if isinstance(n.obj, E.PrimExpr) else n.obj
+            return n if o is n.obj else _keep(S.Print(o, n.msg), n)
+        if isinstance(n, (S.Break, S.Continue, S.Barrier)):
+            return n
+        if isinstance(n, TO.Copy):
+            s, d = self._v(n.src), self._v(n.dst)
+            return n if s is n.src and d is n.dst else _keep(TO.Copy(s, d, n.annotations), n)
+        if isinstance(n, TO.Fill):
+            d, v = self._v(n.dst), self._v(n.value)
+            return n if d is n.dst and v is n.value else _keep(TO.Fill(d, v), n)
+        if isinstance(n, TO.Gemm):
+            a, b, c = self._v(n.A), self._v(n.B), self._v(n.C)
+            if a is n.A and b is n.B and c is n.C:
+                return n
+            return _keep(TO.Gemm(a, b, c, n.trans_A, n.trans_B, n.policy, n.clear_accum, n.k_pack,
+                                 n.wg_wait, n.annotations), n)
+        if isinstance(n, TO.Reduce):
+            s, d = self._v(n.src), self._v(n.dst)
+            return n if s is n.src and d is n.dst else _keep(TO.Reduce(n.kind, s, d, n.dim, n.clear), n)
+        if isinstance(n, TO.CumSum):
+            s, d = self._v(n.src), self._v(n.dst)
+            return n if s is n.src and d is n.dst else _keep(TO.CumSum(s, d, n.dim, n.reverse), n)
+        if isinstance(n, TO.Atomic):
+            d, v = self._v(n.dst), self._v(n.value)
+            return n if d is n.dst and v is n.value else _keep(TO.Atomic(n.kind, d, v, n.return_prev), n)
+        raise TypeError(f"Mutator: unknown node {type(n).__name__}")
+
+
+def _keep(new, old):
+    new.span = old.span
+    return new
+
+
+class _VarCollector(Visitor):
+    def __init__(self):
+        self.vars = []
+        self.seen = set()
+
+    def visit_Var(self, v):
+        if id(v) not in self.seen:
+            self.seen.add(id(v))
+            self.vars.append(v)
+
+
+def collect_vars(node):
+    c = _VarCollector()
+    c.visit(node)
+    return c.vars
+
+
+class Substitute(Mutator):
+    """Replace variables (by identity) with expressions."""
+
+    def __init__(self, mapping):
+        self.mapping = {id(k): v for k, v in mapping.items()} if mapping and not isinstance(
+            next(iter(mapping)), int) else dict(mapping)
+
+    def visit_Var(self, v):
+        return self.mapping.get(id(v), v)
+
+
+def substitute(node, mapping):
+    if not mapping:
+        return node
+    return Substitute(mapping).visit(node)
+
+
+def walk(node, fn):
+    """Call fn on every statement/expression node (pre-order)."""
+    class _W(Visitor):
+        def visit(self, n):
+            fn(n)
+            return super().visit(n)
+    _W().visit(node)

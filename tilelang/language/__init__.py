@@ -1,0 +1,37 @@
+"""The `T` namespace: `import tilelang.language as T`."""
+from tilelang.ir.dtypes import DataType as dtype, DataType
+from tilelang.ir.dtypes import (bool_ as bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64,  # noqa: A004
+                                float16, bfloat16, float32, float64, float8_e4m3fn, float8_e5m2)
+from tilelang.ir.expr import Var, PrimExpr
+from tilelang.frontend.prim_func import prim_func
+from tilelang.language.proxy import (Tensor, Buffer_ as Buffer, StridedTensor, dyn, dynamic, symbolic, const,
+                                     empty, ptr)
+from tilelang.language.kernel import (Kernel, get_thread_binding, get_thread_bindings, get_block_binding,
+                                      get_block_bindings, get_thread_extent, use_swizzle)
+from tilelang.language.loops import serial, unroll, vectorized, Parallel, Pipelined, grid, Persistent
+from tilelang.language.alloc import (alloc_shared, alloc_fragment, alloc_local, alloc_var, alloc_global,
+                                     alloc_buffer, alloc_barrier, alloc_reducer, finalize_reducer)
+from tilelang.language.copy import copy, async_copy, tma_copy
+from tilelang.language.gemm import gemm, GemmWarpPolicy, wgmma_gemm, wait_wgmma
+from tilelang.language.reduce import (reduce_sum, reduce_max, reduce_min, reduce_abssum, reduce_absmax,
+                                      reduce_bitand, reduce_bitor, reduce_bitxor, reduce, cumsum, fill, clear)
+from tilelang.language.atomic import atomic_add, atomic_max, atomic_min, atomic_addx2, atomic_addx4
+from tilelang.language.math import *  # noqa: F401,F403
+from tilelang.language.math import (abs, max, min, pow, cast, Cast, if_then_else, Select, infinity, ninf,  # noqa: A004
+                                    ceildiv, floordiv, floormod, truncdiv, truncmod, max_value, min_value,
+                                    reinterpret, clamp, isnan, isinf, isfinite, And, Or, Not, all_of, any_of)
+from tilelang.language import math as _math
+from tilelang.language.misc import (print, device_assert, annotate_layout, annotate_padding,  # noqa: A004
+                                    annotate_l2_hit_ratio, annotate_safe_value, sync_threads, sync_warp,
+                                    sync_global, set_max_nreg, no_set_max_nreg, disable_warp_group_reg_alloc,
+                                    evaluate, call_extern, macro)
+
+float = float32  # noqa: A001 - `T.float` is float32 as in the published API
+half = float16
+float8_e4m3 = float8_e4m3fn
+tfloat32 = DataType("tfloat32")
+
+for _n in dir(_math):
+    if _n.startswith("__") and _n.endswith(("exp", "exp2", "exp10", "log", "log2", "log10", "sin", "cos",
+                                            "tan", "tanh")) and not _n.endswith("__"):
+        globals()[_n] = getattr(_math, _n)

@@ -1,0 +1,90 @@
+"""Buffer allocation: `T.alloc_shared`, `alloc_fragment`, `alloc_local`, `alloc_var`,
+`alloc_global`, plus the GPU synchronisation objects (`alloc_barrier`)."""
+from __future__ import annotations
+
+from tilelang.frontend import builder as B
+from tilelang.ir import stmt as S
+from tilelang.ir.buffer import Buffer
+from tilelang.ir.expr import PrimExpr, convert, cast
+from tilelang.ir.dtypes import as_dtype
+from tilelang.ir.errors import TileLangError
+
+
+def _name(default):
+    names = B.source_names("assign")
+    return names[0] if names else default
+
+
+def _alloc(shape, dtype, scope, default_name):
+    b = B.require(f"T.alloc_{default_name}")
+    if isinstance(shape, (int, PrimExpr)):
+        shape = (shape,)
+    try:
+        dtype = as_dtype(dtype)
+    except ValueError as e:
+        raise TileLangError(str(e), hint="use a dtype such as 'float16', 'float32' or T.bfloat16") from None
+    buf = Buffer(_name(default_name), tuple(shape), dtype, scope)
+    b.emit(S.DeclBuffer(buf))
+    return buf
+
+
+def alloc_shared(shape, dtype="float32", scope="shared.dyn"):
+    return _alloc(shape, dtype, "shared", "shared")
+
+
+def alloc_fragment(shape, dtype="float32", scope="local.fragment"):
+    return _alloc(shape, dtype, "local.fragment", "fragment")
+
+
+def alloc_local(shape, dtype="float32", scope="local"):
+    return _alloc(shape, dtype, "local", "local")
+
+
+def alloc_buffer(shape, dtype="float32", scope="local"):
+    return _alloc(shape, dtype, scope, "buf")
+
+
+def alloc_global(shape, dtype="float32"):
+    """A global workspace that lives for one call of the function (e.g. split-KV
+    partial results read by a second `T.Kernel`)."""
+    b = B.require("T.alloc_global")
+    if b.kernel_depth:
+        raise TileLangError("T.alloc_global must be called outside `with T.Kernel(...)`",
+                            hint="allocate the workspace at the top of the function body")
+    return _alloc(shape, dtype, "global", "workspace")
+
+
+def alloc_var(dtype="int32", *args, init=None, scope="local.var"):
+    if args:
+        init = args[0]
+    b = B.require("T.alloc_var")
+    dtype = as_dtype(dtype)
+    buf = Buffer(_name("var"), (1,), dtype, "local.var")
+    if init is not None:
+        buf.init = cast(convert(init), dtype) if isinstance(init, PrimExpr) else convert(
+            dtype(init) if isinstance(init, (int, float, bool)) else init)
+    b.emit(S.DeclBuffer(buf))
+    return buf
+
+
+def alloc_barrier(arrive_count=1):
+    """An mbarrier (GPU); kept so published kernels parse. Barriers are implicit here."""
+    b = B.require("T.alloc_barrier")
+    buf = Buffer(_name("mbarrier"), (1,), "uint64", "shared.barrier")
+    return buf
+
+
+def alloc_reducer(shape, dtype="float32", op="sum", replication=None):
+    """A per-block accumulator (on the GPU replicated over threads, combined by
+    `T.finalize_reducer`)."""
+    buf = alloc_fragment(shape, dtype)
+    buf.reducer_op = op
+    return buf
+
+
+def finalize_reducer(reducer):
+    return None
+
+
+def empty_like(*a, **k):
+    raise TileLangError("empty_like is not supported")

@@ -1,0 +1,60 @@
+"""`T.atomic_add/max/min`: read-modify-write that is safe across blocks."""
+from __future__ import annotations
+
+from tilelang.frontend import builder as B
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.buffer import Buffer, BufferRegion, to_region
+from tilelang.ir.expr import BufferLoad, convert, cast, PrimExpr
+from tilelang.ir.errors import TileLangError, ShapeMismatchError
+
+
+def _atomic(kind, dst, value, return_prev=False):
+    b = B.require(f"T.atomic_{kind}")
+    if isinstance(value, (Buffer, BufferRegion)) and not (isinstance(value, Buffer) and value.is_var()):
+        if isinstance(dst, BufferLoad):
+            from tilelang.language.copy import copy_regions
+            vs, ds = copy_regions(value, dst)
+        else:
+            from tilelang.language.copy import copy_regions
+            vs, ds = copy_regions(value, dst)
+        b.emit(TO.Atomic(kind, ds, vs, return_prev))
+        return None
+    if isinstance(dst, BufferLoad):
+        d = to_region(dst)
+    elif isinstance(dst, (Buffer, BufferRegion)):
+        d = to_region(dst)
+    else:
+        raise TileLangError(f"T.atomic_{kind} destination must be a buffer element or region")
+    if isinstance(value, Buffer) and value.is_var():
+        value = value.load()
+    v = value if isinstance(value, PrimExpr) else convert(value)
+    b.emit(TO.Atomic(kind, d, cast(v, d.buffer.dtype) if not (isinstance(value, (int, float))) else
+                     _lit(value, d.buffer.dtype), return_prev))
+    return None
+
+
+def _lit(v, dtype):
+    from tilelang.ir.expr import const
+    if dtype.is_float:
+        return const(float(v), dtype)
+    return const(int(v), dtype)
+
+
+def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
+    return _atomic("add", dst, value, return_prev)
+
+
+def atomic_max(dst, value, memory_order=None, return_prev=False):
+    return _atomic("max", dst, value, return_prev)
+
+
+def atomic_min(dst, value, memory_order=None, return_prev=False):
+    return _atomic("min", dst, value, return_prev)
+
+
+def atomic_addx2(dst, value, return_prev=False):
+    return _atomic("add", dst, value, return_prev)
+
+
+def atomic_addx4(dst, value, return_prev=False):
+    return _atomic("add", dst, value, return_prev)

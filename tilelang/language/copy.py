@@ -1,0 +1,75 @@
+"""`T.copy`: a tile copy between any two scopes (casting when dtypes differ)."""
+from __future__ import annotations
+
+from tilelang.frontend import builder as B
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.buffer import Buffer, BufferRegion, to_region
+from tilelang.ir.expr import BufferLoad, const_int_value, IntImm
+from tilelang.ir.errors import ShapeMismatchError, TileLangError
+
+
+def _squeeze(exts):
+    return [e for e in exts if const_int_value(e) != 1]
+
+
+def _fmt(exts):
+    return "[" + ", ".join(str(const_int_value(e) if const_int_value(e) is not None else e) for e in exts) + "]"
+
+
+def _check_operand(x, what):
+    if not isinstance(x, (Buffer, BufferRegion, BufferLoad)):
+        raise TileLangError(f"T.copy {what} must be a buffer, a slice `A[a:b, ...]` or a start "
+                            f"index `A[i, j]`, got {type(x).__name__}")
+    if isinstance(x, Buffer) and x.is_var():
+        raise TileLangError(f"T.copy {what} `{x.name}` is a scalar variable",
+                            hint="assign scalars directly: `x = A[i]`")
+
+
+def copy_regions(src, dst):
+    _check_operand(src, "source")
+    _check_operand(dst, "destination")
+    if isinstance(src, BufferLoad) and isinstance(dst, BufferLoad):
+        raise TileLangError("T.copy needs the extent of at least one side",
+                            hint="give one side as a whole buffer or a slice, e.g. A[i:i+64, j:j+64]")
+    if isinstance(src, BufferLoad):
+        d = to_region(dst)
+        s = to_region(src, d.extents)
+    elif isinstance(dst, BufferLoad):
+        s = to_region(src)
+        d = to_region(dst, s.extents)
+    else:
+        s, d = to_region(src), to_region(dst)
+    se, de = _squeeze(s.extents), _squeeze(d.extents)
+    ok = len(se) == len(de)
+    if ok:
+        for a, b in zip(se, de):
+            ca, cb = const_int_value(a), const_int_value(b)
+            if ca is not None and cb is not None and ca != cb:
+                ok = False
+    if not ok:
+        raise ShapeMismatchError(
+            f"T.copy shapes do not match: source {s.buffer.name} {_fmt(s.extents)} vs destination "
+            f"{d.buffer.name} {_fmt(d.extents)}",
+            hint="slice one side so both have the same extents, e.g. "
+                 f"T.copy({s.buffer.name}[i:i+{_fmt(de)[1:-1].split(',')[0]}, ...], {d.buffer.name})")
+    return s, d
+
+
+def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None, loop_layout=None,
+         annotations=None, **kwargs):
+    b = B.require("T.copy")
+    s, d = copy_regions(src, dst)
+    ann = dict(annotations or {})
+    if disable_tma:
+        ann["disable_tma"] = True
+    if coalesced_width:
+        ann["coalesced_width"] = coalesced_width
+    b.emit(TO.Copy(s, d, ann))
+
+
+def async_copy(src, dst, **kwargs):
+    copy(src, dst, **kwargs)
+
+
+def tma_copy(src, dst, *args, **kwargs):
+    copy(src, dst)

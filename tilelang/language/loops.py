@@ -1,0 +1,137 @@
+"""Loop constructors: `T.serial`, `T.Parallel`, `T.Pipelined`, `T.unroll`,
+`T.vectorized`, `T.grid`. Iterating one records an IR loop (the body runs once)."""
+from __future__ import annotations
+
+from tilelang.frontend import builder as B
+from tilelang.ir import stmt as S
+from tilelang.ir.expr import Var, convert, IntImm, PrimExpr
+from tilelang.ir.dtypes import int32, int64
+from tilelang.ir.errors import TileLangError
+from tilelang.arith.simplify import simplify
+
+
+class LoopFrame:
+    def __init__(self, kind, mins, extents, step=None, annotations=None):
+        self.kind = kind
+        self.mins = [convert(m) for m in mins]
+        self.extents = [simplify(convert(e)) for e in extents]
+        self.step = convert(step) if step is not None else None
+        self.annotations = annotations or {}
+
+    def _vars(self):
+        names = B.source_names("for") or []
+        out = []
+        for i, e in enumerate(self.extents):
+            dt = int64 if (e.dtype is int64 or self.mins[i].dtype is int64) else int32
+            out.append(Var(names[i] if i < len(names) else f"i{i}", dt))
+        return out
+
+    def iterate(self):
+        b = B.require("a T.serial / T.Parallel / T.Pipelined loop")
+        vars_ = self._vars()
+        b.push()
+        b.loop_kinds.append("ir")
+        completed = False
+        try:
+            yield vars_[0] if len(vars_) == 1 else tuple(vars_)
+            completed = True
+        finally:
+            b.loop_kinds.pop()
+            body = b.pop()
+            if completed:
+                for i in reversed(range(len(vars_))):
+                    ann = self.annotations if i == 0 else {}
+                    body = S.For(vars_[i], self.mins[i], self.extents[i], self.kind, body, ann,
+                                 self.step if len(vars_) == 1 else None)
+                b.emit(body)
+
+    def __iter__(self):
+        return self.iterate()
+
+
+def _range(args, what):
+    if len(args) == 1:
+        return 0, args[0], None
+    if len(args) == 2:
+        start, stop = args
+        return start, simplify(convert(stop) - convert(start)), None
+    if len(args) == 3:
+        start, stop, step = args
+        from tilelang.ir.expr import const_int_value
+        s = const_int_value(step)
+        if s == 1:
+            return start, simplify(convert(stop) - convert(start)), None
+        # extent counts iterations; the loop variable runs start, start+step, ...
+        n = (convert(stop) - convert(start) + convert(step) - 1) // convert(step) if (s is None or s > 0) \
+            else (convert(start) - convert(stop) - convert(step) - 1) // (-convert(step))
+        return start, simplify(n), step
+    raise TileLangError(f"{what} takes 1 to 3 arguments (start, stop, step)")
+
+
+def serial(*args, annotations=None):
+    if len(args) == 1 and isinstance(args[0], range):
+        r = args[0]
+        args = (r.start, r.stop, r.step)
+    start, ext, step = _range(args, "T.serial")
+    return LoopFrame(S.SERIAL, [start], [ext], step, annotations)
+
+
+def unroll(*args, explicit=False, unroll_factor=None, annotations=None):
+    start, ext, step = _range(args, "T.unroll")
+    return LoopFrame(S.UNROLL, [start], [ext], step, annotations)
+
+
+def vectorized(*args, annotations=None):
+    start, ext, step = _range(args, "T.vectorized")
+    return LoopFrame(S.VECTORIZED, [start], [ext], step, annotations)
+
+
+def Parallel(*extents, coalesced_width=None, loop_layout=None, prefer_async=None, annotations=None):
+    structure = None
+    if extents and isinstance(extents[-1], str):
+        structure = extents[-1].upper()
+        extents = extents[:-1]
+        if len(structure) != len(extents) or set(structure) - {"S", "R"}:
+            raise TileLangError(f"T.Parallel structure {structure!r} must have one 'S' or 'R' per extent "
+                                f"({len(extents)})")
+    if not extents:
+        raise TileLangError("T.Parallel needs at least one extent")
+    mins, exts = [], []
+    for e in extents:
+        if isinstance(e, (tuple, list)) and len(e) == 2:
+            mins.append(e[0])
+            exts.append(simplify(convert(e[1]) - convert(e[0])))
+        else:
+            mins.append(0)
+            exts.append(e)
+    ann = dict(annotations or {})
+    if structure:
+        ann["structure"] = structure
+    if coalesced_width:
+        ann["coalesced_width"] = coalesced_width
+    return LoopFrame(S.PARALLEL, mins, exts, None, ann)
+
+
+def Pipelined(start, stop=None, num_stages=0, order=None, stage=None, sync=None, group=None,
+              annotations=None):
+    if stop is None:
+        lo, ext = 0, start
+    else:
+        lo, ext = start, simplify(convert(stop) - convert(start))
+    ann = {"num_stages": int(num_stages)}
+    if order is not None:
+        ann["order"] = list(order)
+    if stage is not None:
+        ann["stage"] = list(stage)
+    if group is not None:
+        ann["group"] = [list(g) for g in group]
+    ann.update(annotations or {})
+    return LoopFrame(S.PIPELINED, [lo], [ext], None, ann)
+
+
+def grid(*extents):
+    return LoopFrame(S.SERIAL, [0] * len(extents), list(extents))
+
+
+def Persistent(domain, wave_size, index, group_size=8):
+    raise TileLangError("T.Persistent is not supported yet", hint="use T.Kernel with a grid")

@@ -1,0 +1,238 @@
+"""Scalar math: intrinsics (`T.exp`, `T.sqrt`, ...), `T.max/min`, `T.if_then_else`,
+casts, `T.ceildiv` and friends. Integer-only arguments fold in Python."""
+from __future__ import annotations
+
+import math as _m
+
+from tilelang.ir.expr import (PrimExpr, convert, call, cast as _cast, select, minimum, maximum, binop,
+                              FloatImm, IntImm, const, Call, as_bool)
+from tilelang.ir.dtypes import as_dtype, DataType, float32
+from tilelang.ir.buffer import Buffer
+
+
+def _e(x):
+    if isinstance(x, Buffer) and x.is_var():
+        return x.load()
+    return convert(x)
+
+
+def _float_arg(x):
+    x = _e(x)
+    if not x.dtype.is_float:
+        x = _cast(x, float32)
+    return x
+
+
+def _unary(name):
+    def f(x):
+        return call(name, [_float_arg(x)])
+    f.__name__ = name
+    f.__doc__ = f"`{name}(x)` elementwise."
+    return f
+
+
+for _n in ("exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin",
+           "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "floor", "ceil",
+           "round", "trunc", "erf", "nearbyint", "rint", "fast_exp", "fast_exp2", "fast_log", "fast_tanh"):
+    globals()[_n] = _unary(_n)
+
+# fast-math variants (`T.__exp`): same results on the CPU, approximate units on the GPU
+for _n in ("exp", "exp2", "exp10", "log", "log2", "log10", "sin", "cos", "tan", "tanh"):
+    globals()["__" + _n] = _unary("__" + _n)
+
+
+def abs(x):  # noqa: A001 - published name
+    x = _e(x)
+    return call("abs", [x])
+
+
+def pow(x, y):  # noqa: A001
+    x = _float_arg(x)
+    return call("pow", [x, _cast(_e(y), x.dtype)])
+
+
+def fmod(x, y):
+    x = _float_arg(x)
+    return call("fmod", [x, _cast(_e(y), x.dtype)])
+
+
+def atan2(y, x):
+    y = _float_arg(y)
+    return call("atan2", [y, _cast(_e(x), y.dtype)])
+
+
+def isnan(x):
+    return call("isnan", [_e(x)], "bool")
+
+
+def isinf(x):
+    return call("isinf", [_e(x)], "bool")
+
+
+def isfinite(x):
+    return call("isfinite", [_e(x)], "bool")
+
+
+def max(a, b, *rest):  # noqa: A001
+    if not isinstance(a, (PrimExpr, Buffer)) and not isinstance(b, (PrimExpr, Buffer)):
+        out = a if a >= b else b
+    else:
+        out = maximum(_e(a) if isinstance(a, Buffer) else a, _e(b) if isinstance(b, Buffer) else b)
+    for r in rest:
+        out = max(out, r)
+    return out
+
+
+def min(a, b, *rest):  # noqa: A001
+    if not isinstance(a, (PrimExpr, Buffer)) and not isinstance(b, (PrimExpr, Buffer)):
+        out = a if a <= b else b
+    else:
+        out = minimum(_e(a) if isinstance(a, Buffer) else a, _e(b) if isinstance(b, Buffer) else b)
+    for r in rest:
+        out = min(out, r)
+    return out
+
+
+def clamp(x, lo, hi):
+    return min(max(x, lo), hi)
+
+
+def if_then_else(cond, t, f):
+    if not isinstance(cond, (PrimExpr, Buffer)):
+        return t if cond else f
+    return select(_e(cond), t if not isinstance(t, Buffer) else _e(t), f if not isinstance(f, Buffer) else _e(f))
+
+
+Select = if_then_else
+
+
+def cast(value, dtype):
+    return _cast(_e(value) if not isinstance(value, (int, float, bool)) else value, as_dtype(dtype))
+
+
+def Cast(dtype, value):  # noqa: N802 - published name
+    return cast(value, dtype)
+
+
+def reinterpret(value_or_dtype, dtype_or_value):
+    """Bit cast. Accepts (dtype, value) and (value, dtype)."""
+    if isinstance(value_or_dtype, (str, DataType)):
+        dtype, value = value_or_dtype, dtype_or_value
+    else:
+        value, dtype = value_or_dtype, dtype_or_value
+    return call("reinterpret", [_e(value)], as_dtype(dtype))
+
+
+def infinity(dtype="float32"):
+    return FloatImm(_m.inf, as_dtype(dtype))
+
+
+def ninf(dtype="float32"):
+    return FloatImm(-_m.inf, as_dtype(dtype))
+
+
+def max_value(dtype):
+    dt = as_dtype(dtype)
+    if dt.is_float:
+        import numpy as np
+        from tilelang.ir.dtypes import numpy_dtype
+        return FloatImm(float(np.finfo(numpy_dtype(dt)).max), dt)
+    if dt.kind == "uint":
+        return IntImm(2 ** dt.bits - 1, dt)
+    return IntImm(2 ** (dt.bits - 1) - 1, dt)
+
+
+def min_value(dtype):
+    dt = as_dtype(dtype)
+    if dt.is_float:
+        import numpy as np
+        from tilelang.ir.dtypes import numpy_dtype
+        return FloatImm(float(np.finfo(numpy_dtype(dt)).min), dt)
+    if dt.kind == "uint":
+        return IntImm(0, dt)
+    return IntImm(-2 ** (dt.bits - 1), dt)
+
+
+def _int_or_expr(a, b, op):
+    if isinstance(a, int) and isinstance(b, int):
+        return None
+    return binop(op, a, b)
+
+
+def ceildiv(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return -(-a // b)
+    return (convert(a) + b - 1) // b if not isinstance(a, int) else (a + convert(b) - 1) // b
+
+
+def floordiv(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return a // b
+    return binop("//", a, b)
+
+
+def floormod(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return a % b
+    return binop("%", a, b)
+
+
+def truncdiv(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return int(a / b)
+    return binop("/", a, b) if convert(a).dtype.is_int else call("trunc", [binop("/", a, b)])
+
+
+def truncmod(a, b):
+    return call("truncmod", [_e(a), _e(b)])
+
+
+def shift_left(a, b):
+    return binop("<<", a, b)
+
+
+def shift_right(a, b):
+    return binop(">>", a, b)
+
+
+def bitwise_and(a, b):
+    return binop("&", a, b)
+
+
+def bitwise_or(a, b):
+    return binop("|", a, b)
+
+
+def bitwise_xor(a, b):
+    return binop("^", a, b)
+
+
+def bitwise_not(a):
+    return ~_e(a)
+
+
+def And(a, b):  # noqa: N802
+    return binop("&&", a, b)
+
+
+def Or(a, b):  # noqa: N802
+    return binop("||", a, b)
+
+
+def Not(a):  # noqa: N802
+    from tilelang.ir.expr import Not as _Not
+    return _Not(as_bool(_e(a)))
+
+
+def all_of(*conds):
+    out = True
+    for c in conds:
+        out = c if out is True else binop("&&", out, c)
+    return out
+
+
+def any_of(*conds):
+    out = False
+    for c in conds:
+        out = c if out is False else binop("||", out, c)
+    return out
