@@ -1,0 +1,81 @@
+"""Backend registry. A backend is a package `tilelang.backend.<name>` with the same
+skeleton: `target.py` (parse a target spec), `pipeline.py` (its pass list),
+`codegen.py` (IR -> source), `compiler.py` (source -> binary), `runtime.py`
+(load and launch). It registers a `Backend` object here."""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+_BACKENDS: dict = {}
+_KNOWN = {"cpu": "tilelang.backend.cpu", "c": "tilelang.backend.cpu", "llvm": "tilelang.backend.cpu",
+          "cuda": "tilelang.backend.cuda"}
+
+
+@dataclass
+class Target:
+    kind: str                 # backend name: "cpu", "cuda"
+    arch: str | None = None   # e.g. "sm_90a"
+    options: dict = field(default_factory=dict)
+
+    def key(self):
+        return f"{self.kind}:{self.arch or ''}:{sorted(self.options.items())}"
+
+    def __str__(self):
+        return self.kind + (f" -arch={self.arch}" if self.arch else "")
+
+
+def register(name, backend):
+    _BACKENDS[name] = backend
+
+
+def get_backend(kind):
+    if kind not in _BACKENDS:
+        mod = _KNOWN.get(kind)
+        if mod is None:
+            raise ValueError(f"unknown target kind {kind!r}; known: {sorted(set(_KNOWN))}")
+        importlib.import_module(mod)
+    return _BACKENDS[_KNOWN.get(kind, kind).rsplit(".", 1)[-1]] if kind not in _BACKENDS else _BACKENDS[kind]
+
+
+def cuda_available() -> bool:
+    try:
+        b = get_backend("cuda")
+    except Exception:  # noqa: BLE001 - any failure means no usable GPU
+        return False
+    try:
+        return bool(b.device_available())
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def parse_target(spec) -> Target:
+    """'auto' | 'cpu' | 'cuda' | 'cuda -arch=sm_80' | {'kind': 'cuda', 'arch': 'sm_90a'} | Target."""
+    import os
+    if isinstance(spec, Target):
+        return spec
+    if spec is None:
+        spec = os.environ.get("TILELANG_DEFAULT_TARGET", "auto")
+    if isinstance(spec, dict):
+        d = dict(spec)
+        kind = d.pop("kind")
+        arch = d.pop("arch", None)
+        return get_backend(kind).parse_target(kind, arch, d)
+    if hasattr(spec, "kind") and hasattr(spec.kind, "name"):  # a tvm.target.Target-like object
+        spec = str(spec)
+    spec = str(spec).strip()
+    if spec == "auto":
+        env = os.environ.get("TILELANG_DEFAULT_TARGET")
+        if env and env != "auto":
+            return parse_target(env)
+        return parse_target("cuda" if cuda_available() else "cpu")
+    parts = spec.split()
+    kind = parts[0]
+    arch, opts = None, {}
+    for p in parts[1:]:
+        if p.startswith("-arch="):
+            arch = p.split("=", 1)[1]
+        elif p.startswith("-") and "=" in p:
+            k, v = p[1:].split("=", 1)
+            opts[k] = v
+    return get_backend(kind).parse_target(kind, arch, opts)

@@ -1,0 +1,291 @@
+"""Tile ops -> scalar loops: the reference semantics of `copy`, `fill`, `reduce`,
+`cumsum` and `atomic` (and `gemm`'s `clear_accum`). `Gemm` itself stays a tile op;
+each backend lowers it (the CPU calls a C++ template, the GPU tensor cores).
+
+Global accesses that cannot be proven in bounds are predicated: loads outside
+read 0, stores outside are skipped."""
+from __future__ import annotations
+
+import math
+
+from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
+from tilelang.ir import expr as E
+from tilelang.ir.buffer import BufferRegion
+from tilelang.ir.visitor import Mutator
+from tilelang.arith.simplify import simplify
+from tilelang.transform.pass_manager import function_pass
+
+
+def _spanned(stmt, span):
+    def setspan(s):
+        if isinstance(s, S.Stmt) and getattr(s, "span", None) is None:
+            s.span = span
+    from tilelang.ir.visitor import walk
+    walk(stmt, setspan)
+    return stmt
+
+
+def _nonunit(r: BufferRegion):
+    return [d for d, e in enumerate(r.extents) if E.const_int_value(e) != 1]
+
+
+def _indices(r: BufferRegion, loop_vars, dims):
+    """Indices into r's buffer: start + loop var on the `dims` dimensions, start elsewhere."""
+    idx = [s for s in r.starts]
+    for v, d in zip(loop_vars, dims):
+        idx[d] = simplify(idx[d] + v)
+    return idx
+
+
+def in_bounds(buf, indices, region=None):
+    """Condition that `indices` lie inside `buf`, or None when provably always true."""
+    conds = []
+    for d, (i, n) in enumerate(zip(indices, buf.shape)):
+        ci, cn = E.const_int_value(i), E.const_int_value(n)
+        if ci is not None and cn is not None:
+            if 0 <= ci < cn:
+                continue
+        if region is not None and _region_dim_fits(region, d, buf.shape[d]):
+            continue
+        conds.append(E.binop("<", i, n))
+        if not _nonneg(i):
+            conds.append(E.binop(">=", i, 0))
+    if not conds:
+        return None
+    out = conds[0]
+    for c in conds[1:]:
+        out = E.binop("&&", out, c)
+    return out
+
+
+def _nonneg(i):
+    from tilelang.arith.simplify import linear_form
+    lin = linear_form(i) if isinstance(i, E.PrimExpr) else None
+    if lin is None:
+        return False
+    terms, const = lin
+    return const >= 0 and all(c >= 0 and isinstance(a, E.Var) for a, c in terms.values())
+
+
+def _region_dim_fits(region, d, dim):
+    """start + extent <= dim for constant start/extent/dim."""
+    s, e, n = (E.const_int_value(region.starts[d]), E.const_int_value(region.extents[d]),
+               E.const_int_value(dim))
+    return s is not None and e is not None and n is not None and 0 <= s and s + e <= n
+
+
+def _loops(vars_, exts, body, kind=S.PARALLEL):
+    for v, e in reversed(list(zip(vars_, exts))):
+        body = S.For(v, E.IntImm(0), e, kind, body)
+    return body
+
+
+def _new_vars(n, prefix="i"):
+    return [E.Var(f"{prefix}{k}") for k in range(n)]
+
+
+def lower_copy(op: TO.Copy):
+    src, dst = op.src, op.dst
+    sd, dd = _nonunit(src), _nonunit(dst)
+    exts = [dst.extents[d] for d in dd]
+    vars_ = _new_vars(len(dd))
+    sidx = _indices(src, vars_, sd)
+    didx = _indices(dst, vars_, dd)
+    val = E.BufferLoad(src.buffer, sidx)
+    if src.buffer.scope == "global":
+        c = in_bounds(src.buffer, sidx, src)
+        if c is not None:
+            val = E.Select(c, val, E.cast(E.const(0), src.buffer.dtype) if not src.buffer.dtype.is_float
+                           else E.FloatImm(0.0, src.buffer.dtype))
+    val = E.cast(val, dst.buffer.dtype)
+    store = S.BufferStore(dst.buffer, val, didx)
+    if dst.buffer.scope == "global":
+        c = in_bounds(dst.buffer, didx, dst)
+        if c is not None:
+            store = S.IfThenElse(c, store)
+    return _loops(vars_, exts, store)
+
+
+def lower_fill(op: TO.Fill):
+    dst = op.dst
+    dd = _nonunit(dst)
+    vars_ = _new_vars(len(dd))
+    didx = _indices(dst, vars_, dd)
+    store = S.BufferStore(dst.buffer, E.cast(op.value, dst.buffer.dtype), didx)
+    if dst.buffer.scope == "global":
+        c = in_bounds(dst.buffer, didx, dst)
+        if c is not None:
+            store = S.IfThenElse(c, store)
+    return _loops(vars_, [dst.extents[d] for d in dd], store)
+
+
+def _reduce_init(kind, dtype):
+    if kind in ("sum", "abssum", "bitor", "bitxor"):
+        return E.const(0, dtype) if not dtype.is_float else E.FloatImm(0.0, dtype)
+    if kind == "absmax":
+        return E.FloatImm(0.0, dtype) if dtype.is_float else E.const(0, dtype)
+    if kind == "bitand":
+        return E.const(-1, dtype)
+    if kind == "max":
+        if dtype.is_float:
+            return E.FloatImm(-math.inf, dtype)
+        return E.IntImm(-(2 ** (dtype.bits - 1)) if dtype.kind == "int" else 0, dtype)
+    if kind == "min":
+        if dtype.is_float:
+            return E.FloatImm(math.inf, dtype)
+        return E.IntImm(2 ** (dtype.bits - 1) - 1 if dtype.kind == "int" else 2 ** dtype.bits - 1, dtype)
+    raise ValueError(kind)
+
+
+def _combine(kind, acc, x):
+    if kind in ("sum",):
+        return E.binop("+", acc, x)
+    if kind == "abssum":
+        return E.binop("+", acc, E.call("abs", [x]))
+    if kind == "max":
+        return E.binop("max", acc, x)
+    if kind == "min":
+        return E.binop("min", acc, x)
+    if kind == "absmax":
+        return E.binop("max", acc, E.call("abs", [x]))
+    if kind == "bitand":
+        return E.binop("&", acc, x)
+    if kind == "bitor":
+        return E.binop("|", acc, x)
+    if kind == "bitxor":
+        return E.binop("^", acc, x)
+    raise ValueError(kind)
+
+
+def lower_reduce(op: TO.Reduce):
+    src, dst = op.src, op.dst
+    nd = len(src.extents)
+    outer = [d for d in range(nd) if d != op.dim]
+    ovars = _new_vars(len(outer))
+    r = E.Var("r")
+    sidx = list(src.starts)
+    for v, d in zip(ovars, outer):
+        sidx[d] = simplify(sidx[d] + v)
+    sidx[op.dim] = simplify(sidx[op.dim] + r)
+    # map outer dims onto the destination's dims
+    dnd = len(dst.extents)
+    didx = list(dst.starts)
+    if dnd == nd:  # keepdim form
+        for v, d in zip(ovars, outer):
+            didx[d] = simplify(didx[d] + v)
+    else:
+        dnon = _nonunit(dst)
+        onon = [(v, d) for v, d in zip(ovars, outer) if E.const_int_value(src.extents[d]) != 1]
+        if len(dnon) == len(onon):
+            for (v, _), dd in zip(onon, dnon):
+                didx[dd] = simplify(didx[dd] + v)
+        else:
+            for k, (v, d) in enumerate(zip(ovars, outer)):
+                if k < dnd:
+                    didx[k] = simplify(didx[k] + v)
+    dt = dst.buffer.dtype
+    acc = E.BufferLoad(dst.buffer, didx)
+    x = E.cast(E.BufferLoad(src.buffer, sidx), dt)
+    update = S.BufferStore(dst.buffer, _combine(op.kind, acc, x), didx)
+    body = S.For(r, E.IntImm(0), src.extents[op.dim], S.SERIAL, update)
+    clear = op.clear if isinstance(op.clear, bool) else bool(E.const_int_value(op.clear))
+    if clear:
+        body = S.seq([S.BufferStore(dst.buffer, _reduce_init(op.kind, dt), didx), body])
+    return _loops(ovars, [src.extents[d] for d in outer], body)
+
+
+def lower_cumsum(op: TO.CumSum):
+    src, dst = op.src, op.dst
+    nd = len(src.extents)
+    outer = [d for d in range(nd) if d != op.dim]
+    ovars = _new_vars(len(outer))
+    r = E.Var("r")
+    n = src.extents[op.dim]
+
+    def idx(region, pos):
+        out = list(region.starts)
+        for v, d in zip(ovars, outer):
+            out[d] = simplify(out[d] + v)
+        out[op.dim] = simplify(out[op.dim] + pos)
+        return out
+    dt = dst.buffer.dtype
+    if op.reverse:
+        first = simplify(n - 1)
+        pos = simplify(n - 2 - r)   # r = 0 .. n-2 walks n-2 down to 0
+        prev = simplify(n - 1 - r)
+    else:
+        first = E.IntImm(0)
+        pos = simplify(r + 1)
+        prev = r
+    init = S.BufferStore(dst.buffer, E.cast(E.BufferLoad(src.buffer, idx(src, first)), dt), idx(dst, first))
+    step = S.BufferStore(dst.buffer, E.binop("+", E.BufferLoad(dst.buffer, idx(dst, prev)),
+                                             E.cast(E.BufferLoad(src.buffer, idx(src, pos)), dt)),
+                         idx(dst, pos))
+    scan = S.seq([init, S.For(r, E.IntImm(0), simplify(n - 1), S.SERIAL, step)])
+    return _loops(ovars, [src.extents[d] for d in outer], scan)
+
+
+def lower_atomic(op: TO.Atomic):
+    dst = op.dst
+    dd = _nonunit(dst)
+    vars_ = _new_vars(len(dd))
+    didx = _indices(dst, vars_, dd)
+    if isinstance(op.value, BufferRegion):
+        val = E.BufferLoad(op.value.buffer, _indices(op.value, vars_, _nonunit(op.value)))
+    else:
+        val = op.value
+    val = E.cast(val, dst.buffer.dtype)
+    stmt = S.Evaluate(E.Call(f"atomic_{op.kind}", [E.BufferLoad(dst.buffer, didx), val], dst.buffer.dtype))
+    if dst.buffer.scope == "global":
+        c = in_bounds(dst.buffer, didx, dst)
+        if c is not None:
+            stmt = S.IfThenElse(c, stmt)
+    return _loops(vars_, [dst.extents[d] for d in dd], stmt)
+
+
+def lower_gemm_clear(op: TO.Gemm):
+    """`clear_accum` becomes a fill of C (guarded when the flag is a runtime value)."""
+    ca = op.clear_accum
+    if ca is False or ca is None or (isinstance(ca, E.IntImm) and not ca.value):
+        return op
+    g = TO.Gemm(op.A, op.B, op.C, op.trans_A, op.trans_B, op.policy, False, op.k_pack, op.wg_wait,
+                op.annotations)
+    g.span = op.span
+    fill = lower_fill(TO.Fill(op.C, E.FloatImm(0.0, op.C.buffer.dtype) if op.C.buffer.dtype.is_float
+                              else E.const(0, op.C.buffer.dtype)))
+    if ca is True or (isinstance(ca, E.IntImm) and ca.value):
+        return S.seq([fill, g])
+    return S.seq([S.IfThenElse(E.as_bool(ca), fill), g])
+
+
+LOWERINGS = {TO.Copy: lower_copy, TO.Fill: lower_fill, TO.Reduce: lower_reduce, TO.CumSum: lower_cumsum,
+             TO.Atomic: lower_atomic}
+
+
+class _Lower(Mutator):
+    def __init__(self, keep=()):
+        self.keep = tuple(keep)
+
+    def _lower(self, n):
+        if isinstance(n, self.keep):
+            return n
+        fn = LOWERINGS.get(type(n))
+        out = fn(n) if fn else n
+        return _spanned(simplify_stmt(out), n.span)
+
+    visit_Copy = visit_Fill = visit_Reduce = visit_CumSum = visit_Atomic = _lower
+
+    def visit_Gemm(self, n):
+        return _spanned(lower_gemm_clear(n), n.span)
+
+
+def simplify_stmt(s):
+    from tilelang.arith.simplify import Simplifier
+    return Simplifier().visit(s)
+
+
+@function_pass("lower_tile_ops")
+def lower_tile_ops(func, ctx=None):
+    keep = ctx.get("_keep_tile_ops", ()) if ctx is not None else ()
+    return func.with_body(_Lower(keep).visit(func.body))
