@@ -125,8 +125,7 @@ class Mutator:
             return n if v is n.value else _keep(E.Cast(n.dtype, v), n)
         if isinstance(n, E.Select):
             c, t, f = self._v(n.cond), self._v(n.t), self._v(n.f)
-            return n if (c, t, f) == (n.cond, n.t, n.f) and c is n.cond and t is n.t and f is n.f \
-                else _keep(E.Select(c, t, f), n)
+            return n if c is n.cond and t is n.t and f is n.f else _keep(E.Select(c, t, f), n)
         if isinstance(n, E.Call):
             args = [self._v(a) for a in n.args]
             return n if all(a is b for a, b in zip(args, n.args)) else _keep(E.Call(n.name, args, n.dtype), n)

@@ -1,0 +1,33 @@
+"""The CPU backend: C++ from the tile-level IR, the system compiler, ctypes. It is
+the reference implementation of TileLang's semantics (one CPU thread per block)."""
+from tilelang.backend.base import Backend, Artifact
+from tilelang.backend.registry import register
+from tilelang.backend.cpu import target as _target, pipeline as _pipeline, codegen as _codegen
+from tilelang.backend.cpu import compiler as _compiler, runtime as _runtime
+from tilelang.ir.buffer import Buffer
+
+
+class CPUBackend(Backend):
+    name = "cpu"
+
+    def parse_target(self, kind, arch=None, options=None):
+        return _target.parse_target(kind, arch, options)
+
+    def lower(self, func, target, ctx):
+        return _pipeline.lower(func, ctx)
+
+    def build(self, func, target, ctx):
+        lowered = self.lower(func, target, ctx)
+        source = _codegen.generate(lowered, "tl_entry")
+        binary = _compiler.compile_source(source, ctx.get("compile_flags") or ())
+        nb = sum(1 for p in func.params if isinstance(p, Buffer))
+        return Artifact(target, source, binary, "tl_entry", {"num_buffers": nb})
+
+    def load(self, artifact):
+        return _runtime.CPULauncher(artifact)
+
+    def identity(self):
+        return _compiler.compiler_identity()
+
+
+register("cpu", CPUBackend())

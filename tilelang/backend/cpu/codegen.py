@@ -1,0 +1,407 @@
+"""C++ from the lowered tile-level IR. One CPU thread runs one block; blocks of a
+`T.Kernel` run in parallel with OpenMP. Shared and fragment buffers become
+per-thread heap arrays; `T.gemm` calls `tl::gemm` from `include/tl_cpu.h`."""
+from __future__ import annotations
+
+import math
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.buffer import Buffer
+from tilelang.ir.printer import Namer
+from tilelang.ir.visitor import walk
+from tilelang.ir.errors import LoweringError
+
+CTYPES = {
+    "bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
+    "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
+    "float16": "tl::half_t", "bfloat16": "tl::bfloat16_t", "float32": "float", "float64": "double",
+    "tfloat32": "float", "float8_e4m3fn": "tl::float8_e4m3_t", "float8_e5m2": "tl::float8_e5m2_t",
+    "int4": "int8_t", "uint4": "uint8_t",
+}
+C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+              "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "return", "short",
+              "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
+              "volatile", "while", "class", "new", "delete", "this", "template", "typename", "namespace",
+              "bool", "true", "false", "private", "public", "operator", "friend", "virtual", "tl", "std",
+              "main", "max", "min", "abs", "exp", "log", "errno", "NAN", "INFINITY", "and", "or", "not"}
+MATH = {"exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
+        "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "floor", "ceil", "round", "trunc", "erf",
+        "nearbyint", "rint", "abs", "pow", "fmod", "atan2", "isnan", "isinf", "isfinite", "truncmod"}
+FAST = {"fast_exp": "exp", "fast_exp2": "exp2", "fast_log": "log", "fast_tanh": "tanh"}
+BIN_C = {"+": "+", "-": "-", "*": "*", "/": "/", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==",
+         "!=": "!=", "&&": "&&", "||": "||", "&": "&", "|": "|", "^": "^", "<<": "<<", ">>": ">>"}
+
+
+def ctype(dt):
+    try:
+        return CTYPES[dt.name]
+    except KeyError:
+        raise LoweringError(f"dtype {dt} is not supported by the CPU backend") from None
+
+
+class CodegenCPU:
+    def __init__(self, func):
+        self.func = func
+        self.namer = Namer()
+        self.lines = []
+        self.ind = 1
+        self.kernel_id = 0
+
+    # names ----------------------------------------------------------------------
+    def name(self, obj, base):
+        base = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in base) or "v"
+        if base[0].isdigit():
+            base = "v" + base
+        if base in C_KEYWORDS or base.startswith("tl_"):
+            base = base + "_"
+        return self.namer(obj, base)
+
+    def vname(self, v):
+        return self.name(v, v.name)
+
+    def bname(self, b):
+        return self.name(b, b.name)
+
+    # expressions ----------------------------------------------------------------
+    def expr(self, e):
+        m = getattr(self, "e_" + type(e).__name__)
+        return m(e)
+
+    def e_Var(self, v):
+        return self.vname(v)
+
+    def e_IntImm(self, e):
+        if e.dtype.is_bool:
+            return "true" if e.value else "false"
+        if e.dtype.name == "int32":
+            return str(e.value) if e.value != -2**31 else "(-2147483647 - 1)"
+        if e.dtype.name == "int64":
+            return f"(int64_t){e.value}LL" if e.value != -2**63 else "INT64_MIN"
+        return f"(({ctype(e.dtype)}){e.value}LL)" if e.dtype.kind == "int" else f"(({ctype(e.dtype)}){e.value}ULL)"
+
+    def e_FloatImm(self, e):
+        v = e.value
+        if math.isnan(v):
+            lit = "NAN"
+        elif math.isinf(v):
+            lit = "INFINITY" if v > 0 else "(-INFINITY)"
+        else:
+            lit = repr(float(v))
+            if "e" not in lit and "." not in lit:
+                lit += ".0"
+        if e.dtype.name == "float64":
+            return lit
+        if e.dtype.name in ("float32", "tfloat32"):
+            return f"{lit}f" if lit[0].isdigit() or lit[0] == "-" else f"(float){lit}"
+        return f"{ctype(e.dtype)}({lit}f)" if (lit[0].isdigit() or lit[0] == "-") else f"{ctype(e.dtype)}((float){lit})"
+
+    def e_StringImm(self, e):
+        return '"' + e.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    def e_BinOp(self, e):
+        a, b = self.expr(e.a), self.expr(e.b)
+        op = e.op
+        dt = e.a.dtype
+        if op == "min":
+            return f"tl::min<{ctype(e.dtype)}>({a}, {b})"
+        if op == "max":
+            return f"tl::max<{ctype(e.dtype)}>({a}, {b})"
+        if op == "//":
+            if dt.is_int and _nonneg(e.a) and _pos_const(e.b):
+                return f"({a} / {b})"
+            return f"tl::floordiv<{ctype(dt)}>({a}, {b})" if dt.is_int else \
+                f"{ctype(dt)}(tl::floordiv((float)({a}), (float)({b})))" if dt.name != "float64" else \
+                f"tl::floordiv({a}, {b})"
+        if op == "%":
+            if dt.is_int and _nonneg(e.a) and _pos_const(e.b):
+                return f"({a} % {b})"
+            if dt.is_int:
+                return f"tl::floormod<{ctype(dt)}>({a}, {b})"
+            return f"{ctype(dt)}(tl::floormod((double)({a}), (double)({b})))"
+        if op in ("+", "-", "*", "/") and dt.bits < 32 and dt.is_int:
+            return f"(({ctype(e.dtype)})({a} {BIN_C[op]} {b}))"
+        return f"({a} {BIN_C[op]} {b})"
+
+    def e_Not(self, e):
+        return f"(!{self.expr(e.a)})"
+
+    def e_Cast(self, e):
+        src, dst = e.value.dtype, e.dtype
+        v = self.expr(e.value)
+        if dst.is_bool:
+            return f"((bool)(tl::to_double({v}) != 0.0))" if src.is_float else f"((bool)({v}))"
+        return f"tl::cast<{ctype(dst)}, {ctype(src)}>({v})"
+
+    def e_Select(self, e):
+        return f"({self.expr(e.cond)} ? {self.expr(e.t)} : {self.expr(e.f)})"
+
+    def e_Call(self, e):
+        n = e.name
+        args = [self.expr(a) for a in e.args]
+        if n.startswith("__"):
+            n = n[2:]
+        n = FAST.get(n, n)
+        if n in MATH:
+            t = ctype(e.args[0].dtype)
+            return f"tl::{n}<{t}>({', '.join(args)})"
+        if n == "reinterpret":
+            return f"tl::reinterpret<{ctype(e.dtype)}, {ctype(e.args[0].dtype)}>({args[0]})"
+        if n.startswith("atomic_"):
+            addr = f"&{args[0]}"
+            return f"tl::{n}<{ctype(e.dtype)}>({addr}, {args[1]})"
+        # an extern function (T.call_extern)
+        return f"{n}({', '.join(args)})"
+
+    def e_BufferLoad(self, e):
+        return f"{self.bname(e.buffer)}[{self.offset(e.buffer, e.indices)}]"
+
+    def offset(self, buf, indices):
+        strides = buf.get_strides()
+        terms = []
+        for i, s in zip(indices, strides):
+            ci, cs = E.const_int_value(i), E.const_int_value(s)
+            if ci == 0:
+                continue
+            idx = self.expr(i)
+            if cs == 1:
+                terms.append(f"(int64_t)({idx})")
+            else:
+                terms.append(f"(int64_t)({idx}) * {self.expr(E.convert(s)) if not isinstance(s, int) else s}")
+        return " + ".join(terms) if terms else "0"
+
+    # statements ------------------------------------------------------------------
+    def emit(self, line):
+        self.lines.append("  " * self.ind + line)
+
+    def stmt(self, s):
+        if s is None:
+            return
+        m = getattr(self, "s_" + type(s).__name__, None)
+        if m is None:
+            raise LoweringError(f"the CPU backend cannot generate code for {type(s).__name__}", span=s.span)
+        m(s)
+
+    def s_SeqStmt(self, s):
+        for x in s.stmts:
+            self.stmt(x)
+
+    def s_Evaluate(self, s):
+        self.emit(f"(void)({self.expr(s.value)});")
+
+    def s_BufferStore(self, s):
+        self.emit(f"{self.bname(s.buffer)}[{self.offset(s.buffer, s.indices)}] = {self.expr(s.value)};")
+
+    def s_DeclBuffer(self, s):
+        b = s.buffer
+        if b.scope == "local.var":
+            init = f" = {self.expr(E.cast(b.init, b.dtype))}" if b.init is not None else "{}"
+            self.emit(f"{ctype(b.dtype)} {self.bname(b)}[1];")
+            if b.init is not None:
+                self.emit(f"{self.bname(b)}[0]{init};")
+            else:
+                self.emit(f"{self.bname(b)}[0] = {ctype(b.dtype)}(0);")
+        # other scopes are allocated up front (see kernel / function prologue)
+
+    def s_For(self, s):
+        v = self.vname(s.var)
+        t = ctype(s.var.dtype)
+        lo, ext = self.expr(s.min), self.expr(s.extent)
+        if s.step is None:
+            end = f"{v}_end"
+            if E.const_int_value(s.min) == 0:
+                self.emit(f"for ({t} {v} = 0, {end} = {ext}; {v} < {end}; ++{v}) {{")
+            else:
+                self.emit(f"for ({t} {v} = {lo}, {end} = {lo} + {ext}; {v} < {end}; ++{v}) {{")
+        else:
+            k = f"{v}_k"
+            self.emit(f"for (int64_t {k} = 0, {k}_end = {ext}; {k} < {k}_end; ++{k}) {{")
+            self.ind += 1
+            self.emit(f"const {t} {v} = ({t})({lo} + {k} * ({self.expr(s.step)}));")
+            self.ind -= 1
+        self.ind += 1
+        self.stmt(s.body)
+        self.ind -= 1
+        self.emit("}")
+
+    def s_IfThenElse(self, s):
+        self.emit(f"if ({self.expr(s.cond)}) {{")
+        self.ind += 1
+        self.stmt(s.then_body)
+        self.ind -= 1
+        if s.else_body is not None:
+            self.emit("} else {")
+            self.ind += 1
+            self.stmt(s.else_body)
+            self.ind -= 1
+        self.emit("}")
+
+    def s_While(self, s):
+        self.emit(f"while ({self.expr(s.cond)}) {{")
+        self.ind += 1
+        self.stmt(s.body)
+        self.ind -= 1
+        self.emit("}")
+
+    def s_Break(self, s):
+        self.emit("break;")
+
+    def s_Continue(self, s):
+        self.emit("continue;")
+
+    def s_LetStmt(self, s):
+        self.emit(f"const {ctype(s.var.dtype)} {self.vname(s.var)} = {self.expr(s.value)};")
+        self.stmt(s.body)
+
+    def s_Barrier(self, s):
+        pass  # one thread per block: nothing to wait for
+
+    def s_Assert(self, s):
+        where = f"{s.span.file}:{s.span.line}" if s.span else "kernel"
+        msg = f"{where}: device assertion failed: {s.message}".replace("\\", "/").replace('"', "'")
+        self.emit(f"if (!({self.expr(s.cond)})) tl::report_error(\"{msg}\");")
+
+    def s_Print(self, s):
+        msg = (s.msg or "").replace('"', "'").replace("%", "%%")
+        where = self._block_fmt()
+        if isinstance(s.obj, Buffer):
+            b = s.obj
+            n = self.expr(E.convert(b.numel())) if not isinstance(b.numel(), int) else b.numel()
+            self.emit(f"for (int64_t tl_p = 0; tl_p < {n}; ++tl_p) "
+                      f"std::printf(\"{msg} {where}buffer={b.name} index=%lld value=%g\\n\"{self._block_args()}, "
+                      f"(long long)tl_p, tl::to_double({self.bname(b)}[tl_p]));")
+        else:
+            self.emit(f"std::printf(\"{msg} {where}dtype={s.obj.dtype} value=%g\\n\"{self._block_args()}, "
+                      f"tl::to_double({self.expr(s.obj)}));")
+
+    def _block_fmt(self):
+        return "".join(f"{self.vname(v)}=%d " for v in self.cur_block_vars) if self.cur_block_vars else ""
+
+    def _block_args(self):
+        return "".join(f", (int){self.vname(v)}" for v in self.cur_block_vars)
+
+    cur_block_vars = ()
+
+    def s_Gemm(self, g):
+        def view(r):
+            buf = r.buffer
+            strides = buf.get_strides()
+            nd = len(r.extents)
+            ptr = f"({self.bname(buf)} + {self.offset(buf, r.starts)})"
+            if E.const_int_value(strides[-1]) != 1:
+                raise LoweringError("T.gemm operands must be contiguous in their last dimension", span=g.span)
+            ld = strides[nd - 2]
+            return ptr, self.expr(E.convert(ld)), [r.extents[nd - 2], r.extents[nd - 1]]
+        pa, lda, ea = view(g.A)
+        pb, ldb, eb = view(g.B)
+        pc, ldc, ec = view(g.C)
+        M, N = self.expr(ec[0]), self.expr(ec[1])
+        K = self.expr(ea[0] if g.trans_A else ea[1])
+        ta, tb, tc = ctype(g.A.buffer.dtype), ctype(g.B.buffer.dtype), ctype(g.C.buffer.dtype)
+        self.emit(f"tl::gemm<{ta}, {tb}, {tc}, {str(g.trans_A).lower()}, {str(g.trans_B).lower()}>"
+                  f"({M}, {N}, {K}, {pa}, {lda}, {pb}, {ldb}, {pc}, {ldc});")
+
+    def _tile_op(self, s):
+        raise LoweringError(f"tile op {type(s).__name__} reached CPU codegen unlowered", span=s.span)
+
+    s_Copy = s_Fill = s_Reduce = s_CumSum = s_Atomic = _tile_op
+
+    def s_KernelLaunch(self, k):
+        kid = self.kernel_id
+        self.kernel_id += 1
+        bufs = []
+        walk(k.body, lambda n: bufs.append(n.buffer) if isinstance(n, S.DeclBuffer) and n.buffer.scope
+             not in ("local.var", "global") else None)
+        uses_threads = []
+        tv = {id(v) for v in k.thread_vars}
+        walk(k.body, lambda n: uses_threads.append(n) if isinstance(n, E.Var) and id(n) in tv else None)
+        if uses_threads:
+            raise LoweringError("this kernel indexes threads explicitly (T.get_thread_binding); the CPU backend "
+                                "runs one thread per block", span=k.span,
+                                hint="write the per-thread work as T.Parallel loops over tiles")
+        grid = [self.expr(g) for g in k.grid] + ["1"] * (3 - len(k.grid))
+        bv = list(k.block_vars)
+        self.emit(f"{{  // kernel {kid}: grid ({', '.join(grid)})")
+        self.ind += 1
+        self.emit(f"const int64_t tl_gx = {grid[0]}, tl_gy = {grid[1]}, tl_gz = {grid[2]};")
+        self.emit("#pragma omp parallel")
+        self.emit("{")
+        self.ind += 1
+        for b in bufs:
+            n = b.numel()
+            n = self.expr(E.convert(n)) if not isinstance(n, int) else str(n)
+            self.emit(f"{ctype(b.dtype)}* __restrict__ {self.bname(b)} = "
+                      f"({ctype(b.dtype)}*)tl::alloc(sizeof({ctype(b.dtype)}) * (size_t)({n}));")
+        self.emit("#pragma omp for collapse(3) schedule(dynamic, 1)")
+        self.emit("for (int64_t tl_bz = 0; tl_bz < tl_gz; ++tl_bz)")
+        self.emit("for (int64_t tl_by = 0; tl_by < tl_gy; ++tl_by)")
+        self.emit("for (int64_t tl_bx = 0; tl_bx < tl_gx; ++tl_bx) {")
+        self.ind += 1
+        for v, src in zip(bv, ("tl_bx", "tl_by", "tl_bz")):
+            self.emit(f"const {ctype(v.dtype)} {self.vname(v)} = ({ctype(v.dtype)}){src};")
+        prev = self.cur_block_vars
+        self.cur_block_vars = bv
+        self.stmt(k.body)
+        self.cur_block_vars = prev
+        self.ind -= 1
+        self.emit("}")
+        for b in bufs:
+            self.emit(f"std::free({self.bname(b)});")
+        self.ind -= 1
+        self.emit("}")
+        self.ind -= 1
+        self.emit("}")
+
+    # function --------------------------------------------------------------------
+    def generate(self, entry="tl_entry"):
+        f = self.func
+        out = ['#include "tl_cpu.h"', "", f'extern "C" const char* {entry}_last_error() '
+               "{ return tl::error_buffer(); }", "",
+               f'extern "C" int {entry}(void** tl_bufs, const int64_t* tl_ints, const double* tl_floats) {{']
+        self.lines = []
+        nb = ni = nf = 0
+        for p in f.params:
+            if isinstance(p, Buffer):
+                self.emit(f"{ctype(p.dtype)}* __restrict__ {self.bname(p)} = ({ctype(p.dtype)}*)tl_bufs[{nb}];")
+                nb += 1
+        for p in f.params:
+            if isinstance(p, E.Var):
+                if p.dtype.is_float:
+                    self.emit(f"const {ctype(p.dtype)} {self.vname(p)} = ({ctype(p.dtype)})tl_floats[{nf}];")
+                    nf += 1
+                else:
+                    self.emit(f"const {ctype(p.dtype)} {self.vname(p)} = ({ctype(p.dtype)})tl_ints[{ni}];")
+                    ni += 1
+        for v in f.dynamic_vars():
+            self.emit(f"const {ctype(v.dtype)} {self.vname(v)} = ({ctype(v.dtype)})tl_ints[{ni}];")
+            ni += 1
+        self.emit("tl::error_flag() = 0;")
+        # function-level workspaces (T.alloc_global) and scalars outside kernels
+        glob = []
+        walk(f.body, lambda n: glob.append(n.buffer) if isinstance(n, S.DeclBuffer) and
+             n.buffer.scope == "global" else None)
+        for b in glob:
+            n = b.numel()
+            n = self.expr(E.convert(n)) if not isinstance(n, int) else str(n)
+            self.emit(f"{ctype(b.dtype)}* __restrict__ {self.bname(b)} = "
+                      f"({ctype(b.dtype)}*)tl::alloc(sizeof({ctype(b.dtype)}) * (size_t)({n}));")
+        self.stmt(f.body)
+        for b in glob:
+            self.emit(f"std::free({self.bname(b)});")
+        self.emit("return tl::error_flag();")
+        return "\n".join(out + self.lines + ["}", ""])
+
+
+def _nonneg(e):
+    from tilelang.transform.lower_tile_ops import _nonneg as nn
+    return nn(e)
+
+
+def _pos_const(e):
+    v = E.const_int_value(e)
+    return v is not None and v > 0
+
+
+def generate(func, entry="tl_entry"):
+    return CodegenCPU(func).generate(entry)

@@ -1,0 +1,67 @@
+"""Compile generated C++ to a shared object with the system compiler."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+
+from tilelang.ir.errors import CompileError
+
+INCLUDE_DIR = os.path.join(os.path.dirname(__file__), "include")
+
+
+def find_compiler():
+    for c in (os.environ.get("CXX"), "g++", "c++", "clang++"):
+        if c and shutil.which(c):
+            return shutil.which(c)
+    raise CompileError("no C++ compiler found for the CPU backend",
+                       hint="install g++ (e.g. `apt-get install g++`) or set CXX")
+
+
+def flags(extra=()):
+    f = ["-O3", "-march=native", "-fopenmp", "-std=c++17", "-shared", "-fPIC", "-w",
+         "-fno-math-errno", f"-I{INCLUDE_DIR}"]
+    return f + list(extra)
+
+
+def compile_source(source: str, extra_flags=()) -> bytes:
+    cxx = find_compiler()
+    with tempfile.TemporaryDirectory(prefix="tilelang_cpu_") as d:
+        src = os.path.join(d, "kernel.cpp")
+        so = os.path.join(d, "kernel.so")
+        with open(src, "w") as f:
+            f.write(source)
+        cmd = [cxx, *flags(extra_flags), src, "-o", so]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            keep = os.path.join(tempfile.gettempdir(), f"tilelang_failed_{os.getpid()}.cpp")
+            shutil.copy(src, keep)
+            raise CompileError(
+                f"the C++ compiler failed on generated code (this is a bug in tilelang):\n"
+                f"{r.stderr[-4000:]}\nsource kept at {keep}\nreproduce: {' '.join(cmd[:-3])} {keep} -o out.so")
+        with open(so, "rb") as f:
+            return f.read()
+
+
+def compiler_identity() -> str:
+    """What the binary depends on besides the source: compiler version and host CPU
+    (we compile with -march=native), for the cache key."""
+    cxx = find_compiler()
+    try:
+        ver = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    except Exception:  # noqa: BLE001
+        ver = cxx
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("model name", "flags")):
+                    cpu += line
+                    if line.startswith("flags"):
+                        break
+    except OSError:
+        import platform
+        cpu = platform.processor()
+    import hashlib
+    return ver + ":" + hashlib.sha1(cpu.encode()).hexdigest()[:12] + ":" + " ".join(flags())

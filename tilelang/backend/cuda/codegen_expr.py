@@ -1,0 +1,188 @@
+"""Scalar expressions -> CUDA C++. Low-precision floats (fp16, bf16, fp8) compute
+math functions in float; integer // and % follow Python (floor) semantics, with
+shifts and masks for power-of-two divisors."""
+from __future__ import annotations
+
+import math
+
+from tilelang.ir import expr as E
+from tilelang.ir.dtypes import DataType
+
+_CTYPES = {
+    "bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
+    "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
+    "uint64": "unsigned long long", "float16": "half", "bfloat16": "__nv_bfloat16", "float32": "float",
+    "tfloat32": "float", "float64": "double", "float8_e4m3fn": "__nv_fp8_e4m3",
+    "float8_e5m2": "__nv_fp8_e5m2", "handle": "void*",
+}
+
+# float32 spelling of each math intrinsic; fp64 drops the `f`
+_MATH = {
+    "exp": "expf", "exp2": "exp2f", "exp10": "exp10f", "log": "logf", "log2": "log2f", "log10": "log10f",
+    "log1p": "log1pf", "expm1": "expm1f", "sqrt": "sqrtf", "rsqrt": "rsqrtf", "sin": "sinf", "cos": "cosf",
+    "tan": "tanf", "asin": "asinf", "acos": "acosf", "atan": "atanf", "sinh": "sinhf", "cosh": "coshf",
+    "tanh": "tanhf", "floor": "floorf", "ceil": "ceilf", "round": "roundf", "trunc": "truncf", "erf": "erff",
+    "nearbyint": "nearbyintf", "rint": "rintf", "pow": "powf", "fmod": "fmodf", "atan2": "atan2f",
+    "sigmoid": "tl::sigmoid", "fast_exp": "__expf", "fast_exp2": "exp2f", "fast_log": "__logf",
+    "fast_tanh": "tanhf", "__exp": "__expf", "__exp2": "exp2f", "__exp10": "__exp10f", "__log": "__logf",
+    "__log2": "__log2f", "__log10": "__log10f", "__sin": "__sinf", "__cos": "__cosf", "__tan": "__tanf",
+    "__tanh": "tanhf",
+}
+
+
+def ctype(dt) -> str:
+    name = dt.name if isinstance(dt, DataType) else str(dt)
+    if name not in _CTYPES:
+        raise NotImplementedError(f"the CUDA backend has no C type for {name}")
+    return _CTYPES[name]
+
+
+def is_lowp(dt) -> bool:
+    """Floats that C++ arithmetic cannot use directly in every context."""
+    return dt.is_float and dt.bits < 32
+
+
+def float_literal(v: float, dt) -> str:
+    if math.isnan(v):
+        s = "tl::nan_f32()"
+    elif math.isinf(v):
+        s = "tl::inf_f32()" if v > 0 else "(-tl::inf_f32())"
+    elif dt.name == "float64":
+        return repr(float(v))
+    else:
+        s = repr(float(v)) + "f"
+        if "e" in s or "inf" in s:
+            s = f"{float(v):.9e}f"
+    if dt.name in ("float32", "tfloat32"):
+        return s
+    if dt.name == "float64":
+        return f"((double){s})"
+    return f"(({ctype(dt)})({s}))"
+
+
+def cast_str(src_dt, dst_dt, s: str) -> str:
+    if src_dt is dst_dt:
+        return s
+    if dst_dt.is_bool:
+        return f"(({s}) != ({ctype(src_dt)})0)" if not is_lowp(src_dt) else f"((float)({s}) != 0.0f)"
+    if is_lowp(src_dt) or is_lowp(dst_dt):
+        # go through float: there is no direct bf16 <-> half or int <-> fp8 constructor
+        inner = s if src_dt.name == "float32" else f"(float)({s})"
+        if dst_dt.name == "float32":
+            return f"({inner})"
+        return f"(({ctype(dst_dt)})({inner}))"
+    return f"(({ctype(dst_dt)})({s}))"
+
+
+def _pow2(v):
+    return v is not None and v > 0 and (v & (v - 1)) == 0
+
+
+class ExprPrinter:
+    """Prints expressions. `names` maps id(Var) -> C name; `buffer_access(load)`
+    returns the C lvalue of a buffer element (set by the statement emitter)."""
+
+    def __init__(self, names, buffer_access):
+        self.names = names
+        self.buffer_access = buffer_access
+
+    def __call__(self, e) -> str:
+        if isinstance(e, (int, bool)):
+            return str(int(e))
+        if isinstance(e, float):
+            return float_literal(e, DataType("float32"))
+        fn = getattr(self, "p_" + type(e).__name__, None)
+        if fn is None:
+            raise NotImplementedError(f"CUDA codegen: unsupported expression {type(e).__name__}")
+        return fn(e)
+
+    def p_Var(self, v):
+        n = self.names.get(id(v))
+        if n is None:
+            raise NotImplementedError(f"CUDA codegen: variable `{v.name}` is not bound here")
+        return n
+
+    def p_IntImm(self, e):
+        if e.dtype.is_bool:
+            return "true" if e.value else "false"
+        n = e.dtype.name
+        if n == "int64":
+            return f"{e.value}LL"
+        if n == "uint64":
+            return f"{e.value}ULL"
+        if n == "uint32":
+            return f"{e.value}u"
+        if n == "int32":
+            return str(e.value) if e.value != -2 ** 31 else "(-2147483647 - 1)"
+        return f"(({ctype(e.dtype)}){e.value})"
+
+    def p_FloatImm(self, e):
+        return float_literal(e.value, e.dtype)
+
+    def p_StringImm(self, e):
+        return '"' + e.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    def p_BinOp(self, e):
+        a, b = self(e.a), self(e.b)
+        op, dt = e.op, e.a.dtype
+        if op in ("min", "max"):
+            return f"tl::{op}({a}, {b})"
+        if op in ("//", "%") and dt.is_int:
+            cb = E.const_int_value(e.b)
+            if _pow2(cb):
+                # arithmetic shift and mask are exactly floor division / modulo
+                k = cb.bit_length() - 1
+                return f"(({a}) >> {k})" if op == "//" else f"(({a}) & {cb - 1})"
+            return f"tl::{'floordiv' if op == '//' else 'floormod'}({a}, {b})"
+        if op in ("//", "%"):
+            if is_lowp(dt):
+                a, b = f"(float)({a})", f"(float)({b})"
+            out = f"tl::{'floordiv' if op == '//' else 'floormod'}({a}, {b})"
+            return cast_str(DataType("float32"), dt, out) if is_lowp(dt) else out
+        return f"({a} {op} {b})"
+
+    def p_Not(self, e):
+        return f"(!{self(e.a)})"
+
+    def p_Cast(self, e):
+        return cast_str(e.value.dtype, e.dtype, self(e.value))
+
+    def p_Select(self, e):
+        # C's ?: evaluates only the taken side: out-of-bounds loads stay unevaluated
+        return f"({self(e.cond)} ? {self(e.t)} : {self(e.f)})"
+
+    def p_BufferLoad(self, e):
+        return self.buffer_access(e)
+
+    def p_Call(self, e):
+        name, args, dt = e.name, e.args, e.dtype
+        if name == "abs":
+            a = args[0]
+            if a.dtype.is_float:
+                return self._math("fabsf", args, dt)
+            if a.dtype.kind == "uint":
+                return self(a)
+            return f"(({self(a)}) < 0 ? -({self(a)}) : ({self(a)}))"
+        if name in ("isnan", "isinf", "isfinite"):
+            return f"{name}((float)({self(args[0])}))" if args[0].dtype.bits <= 32 else \
+                f"{name}({self(args[0])})"
+        if name == "reinterpret":
+            return f"tl::bitcast<{ctype(dt)}>({self(args[0])})"
+        if name == "truncmod":
+            return f"(({self(args[0])}) % ({self(args[1])}))"
+        if name in ("if_then_else",):
+            return f"({self(args[0])} ? {self(args[1])} : {self(args[2])})"
+        if name in _MATH:
+            fn = _MATH[name]
+            if dt.name == "float64" and not fn.startswith(("__", "tl::")):
+                fn = fn[:-1]
+            return self._math(fn, args, dt)
+        # T.call_extern and unknown intrinsics: call by name
+        return f"{name}({', '.join(self(a) for a in args)})"
+
+    def _math(self, fn, args, dt):
+        if dt.name == "float64":
+            return f"{fn}({', '.join(self(a) for a in args)})"
+        strs = [f"(float)({self(a)})" if a.dtype.name != "float32" else self(a) for a in args]
+        out = f"{fn}({', '.join(strs)})"
+        return out if dt.name == "float32" else cast_str(DataType("float32"), dt, out)

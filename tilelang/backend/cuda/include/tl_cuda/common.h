@@ -1,0 +1,57 @@
+// Scalar helpers shared by all generated kernels: types, integer floor division,
+// min/max and casts that work for half/bfloat16/fp8 too (through float).
+#pragma once
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+
+#define TL_DEVICE __device__ __forceinline__
+
+namespace tl {
+
+typedef __nv_bfloat16 bfloat16_t;
+
+// Python semantics: // and % round toward negative infinity.
+template <class T> TL_DEVICE T floordiv(T a, T b) {
+  T q = a / b;
+  return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+template <class T> TL_DEVICE T floormod(T a, T b) {
+  T r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+TL_DEVICE float floordiv(float a, float b) { return floorf(a / b); }
+TL_DEVICE double floordiv(double a, double b) { return floor(a / b); }
+TL_DEVICE float floormod(float a, float b) { return a - floorf(a / b) * b; }
+TL_DEVICE double floormod(double a, double b) { return a - floor(a / b) * b; }
+
+template <class T> TL_DEVICE T max(T a, T b) { return a > b ? a : b; }
+template <class T> TL_DEVICE T min(T a, T b) { return a < b ? a : b; }
+// fmaxf/fminf propagate the non-NaN operand like torch.maximum does not; keep a > b
+// semantics for ints, use the hardware ops for floats.
+template <> TL_DEVICE float max(float a, float b) { return fmaxf(a, b); }
+template <> TL_DEVICE float min(float a, float b) { return fminf(a, b); }
+template <> TL_DEVICE half max(half a, half b) { return __hmax(a, b); }
+template <> TL_DEVICE half min(half a, half b) { return __hmin(a, b); }
+template <> TL_DEVICE bfloat16_t max(bfloat16_t a, bfloat16_t b) { return __hmax(a, b); }
+template <> TL_DEVICE bfloat16_t min(bfloat16_t a, bfloat16_t b) { return __hmin(a, b); }
+
+template <class To, class From> TL_DEVICE To bitcast(From x) {
+  static_assert(sizeof(To) == sizeof(From), "bitcast between types of different sizes");
+  union { From f; To t; } u;
+  u.f = x;
+  return u.t;
+}
+
+TL_DEVICE float sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }
+TL_DEVICE double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+TL_DEVICE float inf_f32() { return __int_as_float(0x7f800000); }
+TL_DEVICE float nan_f32() { return __int_as_float(0x7fffffff); }
+
+// Linear thread index within the block and the block's thread count.
+TL_DEVICE int thread_linear() {
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+}  // namespace tl

@@ -1,0 +1,101 @@
+// Tensor-core GEMM for sm_80+: ldmatrix from shared memory, mma.sync m16n8k16
+// (fp16/bf16 in, fp32 accumulate). A block tile M x N is split over WM x WN warps;
+// each warp owns a (M/WM) x (N/WN) tile made of 16x8 mma atoms, whose accumulators
+// live in registers in the order given by MmaAccLayout (the fragment layout that
+// T.Parallel loops over the accumulator follow).
+#pragma once
+#include "common.h"
+
+namespace tl {
+
+TL_DEVICE unsigned smem_u32(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+TL_DEVICE void ldmatrix_x4(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_u32(p)));
+}
+
+TL_DEVICE void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_u32(p)));
+}
+
+template <class T> struct Mma16816;
+
+template <> struct Mma16816<half> {
+  TL_DEVICE static void run(float* d, const unsigned* a, const unsigned* b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+};
+
+template <> struct Mma16816<__nv_bfloat16> {
+  TL_DEVICE static void run(float* d, const unsigned* a, const unsigned* b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+};
+
+template <int M, int N, int WM, int WN> struct MmaAccLayout {
+  static constexpr int WTM = M / WM, WTN = N / WN, MI = WTM / 16, NI = WTN / 8;
+  static constexpr int REGS = MI * NI * 4;
+  // register r of thread tid holds C[row(tid, r), col(tid, r)]
+  TL_DEVICE static int row(int tid, int r) {
+    int lane = tid & 31, wr = (tid >> 5) / WN, mi = (r >> 2) / NI;
+    return wr * WTM + mi * 16 + (lane >> 2) + ((r >> 1) & 1) * 8;
+  }
+  TL_DEVICE static int col(int tid, int r) {
+    int lane = tid & 31, wc = (tid >> 5) % WN, ni = (r >> 2) % NI;
+    return wc * WTN + ni * 8 + (lane & 3) * 2 + (r & 1);
+  }
+};
+
+// C[M, N] += A[M, K] * B[K, N]; A is stored K x M when TA, B is stored N x K when TB.
+// lda/ldb are the shared-memory row strides in elements (multiples of 8).
+template <int M, int N, int K, int WM, int WN, bool TA, bool TB, class T>
+TL_DEVICE void gemm_ss(const T* A, int lda, const T* B, int ldb, float* acc) {
+  using L = MmaAccLayout<M, N, WM, WN>;
+  static_assert(L::WTM % 16 == 0 && L::WTN % 16 == 0 && K % 16 == 0, "gemm_ss tile shape");
+  const int tid = thread_linear(), lane = tid & 31;
+  const int wr = (tid >> 5) / WN, wc = (tid >> 5) % WN;
+#pragma unroll
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    unsigned a[L::MI][4];
+    unsigned b[L::NI][2];
+#pragma unroll
+    for (int mi = 0; mi < L::MI; ++mi) {
+      const int m0 = wr * L::WTM + mi * 16;
+      if (!TA) {
+        ldmatrix_x4(a[mi], A + (m0 + (lane & 15)) * lda + k0 + (lane >> 4) * 8);
+      } else {
+        ldmatrix_x4_trans(a[mi], A + (k0 + (lane >> 4) * 8 + (lane & 7)) * lda + m0 + ((lane >> 3) & 1) * 8);
+      }
+    }
+#pragma unroll
+    for (int nj = 0; nj < L::NI / 2; ++nj) {
+      const int n0 = wc * L::WTN + nj * 16;
+      unsigned r[4];
+      if (!TB) {
+        ldmatrix_x4_trans(r, B + (k0 + ((lane >> 3) & 1) * 8 + (lane & 7)) * ldb + n0 + (lane >> 4) * 8);
+      } else {
+        ldmatrix_x4(r, B + (n0 + (lane >> 4) * 8 + (lane & 7)) * ldb + k0 + ((lane >> 3) & 1) * 8);
+      }
+      b[2 * nj][0] = r[0]; b[2 * nj][1] = r[1];
+      b[2 * nj + 1][0] = r[2]; b[2 * nj + 1][1] = r[3];
+    }
+#pragma unroll
+    for (int mi = 0; mi < L::MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < L::NI; ++ni) Mma16816<T>::run(acc + (mi * L::NI + ni) * 4, a[mi], b[ni]);
+  }
+}
+
+}  // namespace tl

@@ -1,0 +1,22 @@
+// Warp-level reductions (butterfly shuffles): every lane gets the result.
+#pragma once
+#include "common.h"
+
+namespace tl {
+
+struct SumOp { template <class T> TL_DEVICE T operator()(T a, T b) const { return a + b; } };
+struct MaxOp { template <class T> TL_DEVICE T operator()(T a, T b) const { return tl::max(a, b); } };
+struct MinOp { template <class T> TL_DEVICE T operator()(T a, T b) const { return tl::min(a, b); } };
+struct BitAndOp { template <class T> TL_DEVICE T operator()(T a, T b) const { return a & b; } };
+struct BitOrOp { template <class T> TL_DEVICE T operator()(T a, T b) const { return a | b; } };
+struct BitXorOp { template <class T> TL_DEVICE T operator()(T a, T b) const { return a ^ b; } };
+
+template <class T> TL_DEVICE T shfl_xor(T v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+
+template <class Op, class T> TL_DEVICE T warp_reduce(T v, Op op) {
+#pragma unroll
+  for (int m = 16; m > 0; m >>= 1) v = op(v, shfl_xor(v, m));
+  return v;
+}
+
+}  // namespace tl

@@ -1,0 +1,70 @@
+"""CUDA targets: "cuda", "cuda -arch=sm_80", {"kind": "cuda", "arch": "sm_90a"}.
+With no arch, the visible GPU's (sm_90 becomes sm_90a so that Hopper-only
+instructions are available); with no GPU, sm_90a (the project's first target)."""
+from __future__ import annotations
+
+import re
+
+from tilelang.backend.registry import Target
+
+DEFAULT_ARCH = "sm_90a"
+_ARCH = re.compile(r"^sm_(\d+)([af]?)$")
+
+
+def normalize_arch(arch) -> str:
+    """'sm_80', '80', 'sm_90a', 90 -> 'sm_XX[a]'."""
+    a = str(arch).strip().lower()
+    if a.isdigit():
+        a = "sm_" + a
+    if a.startswith("compute_"):
+        a = "sm_" + a[len("compute_"):]
+    if not _ARCH.match(a):
+        raise ValueError(f"unknown CUDA arch {arch!r}; expected e.g. 'sm_80' or 'sm_90a'")
+    return a
+
+
+def arch_number(arch: str) -> int:
+    """'sm_90a' -> 90."""
+    return int(_ARCH.match(arch).group(1))
+
+
+def _driver():
+    from cuda.bindings import driver
+    return driver
+
+
+def device_count() -> int:
+    """Number of visible CUDA devices; 0 when the driver or the bindings are absent."""
+    try:
+        drv = _driver()
+        err, = drv.cuInit(0)
+        if err != drv.CUresult.CUDA_SUCCESS:
+            return 0
+        err, n = drv.cuDeviceGetCount()
+        return n if err == drv.CUresult.CUDA_SUCCESS else 0
+    except Exception:  # noqa: BLE001 - no bindings, no libcuda: no GPU
+        return 0
+
+
+def detect_arch(device: int = 0):
+    """The arch of a visible GPU, or None."""
+    if device_count() == 0:
+        return None
+    drv = _driver()
+    err, dev = drv.cuDeviceGet(device)
+    attr = drv.CUdevice_attribute
+    _, major = drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+    _, minor = drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+    cc = major * 10 + minor
+    # the arch-specific 'a' variants unlock wgmma/setmaxnreg (sm_90a) and friends
+    return f"sm_{cc}a" if cc in (90, 100, 103, 120) else f"sm_{cc}"
+
+
+def parse_target(kind, arch, options) -> Target:
+    if kind != "cuda":
+        raise ValueError(f"the CUDA backend cannot build for target kind {kind!r}")
+    opts = dict(options or {})
+    if arch is None and "arch" in opts:
+        arch = opts.pop("arch")
+    arch = normalize_arch(arch) if arch is not None else (detect_arch() or DEFAULT_ARCH)
+    return Target("cuda", arch, opts)

@@ -1,0 +1,21 @@
+"""Environment variables the package reads, in one place.
+
+TILELANG_DEFAULT_TARGET  target used when none is given ("auto": GPU if present, else CPU)
+TILELANG_CACHE_DIR       kernel cache directory (default ~/.cache/tilelang)
+TILELANG_DISABLE_CACHE   1 disables the kernel cache
+TL_LOWER_TRACE           directory: dump the IR after every pass
+TILELANG_PASS_PROFILE    1 prints a per-pass timing table
+"""
+from __future__ import annotations
+
+import os
+
+
+def cache_dir() -> str:
+    d = os.environ.get("TILELANG_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tilelang")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def cache_disabled() -> bool:
+    return os.environ.get("TILELANG_DISABLE_CACHE", "0").lower() in ("1", "true", "yes", "on")

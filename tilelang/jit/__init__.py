@@ -1,0 +1,92 @@
+"""`tilelang.jit` and `tilelang.compile`."""
+from __future__ import annotations
+
+import functools
+
+from tilelang.ir.function import PrimFunc
+from tilelang.ir.errors import TileLangError
+from tilelang.jit.kernel import JITKernel
+from tilelang.jit.eager import EagerKernel, is_eager
+
+
+def compile(func, out_idx=None, execution_backend="auto", target="auto", target_host=None,  # noqa: A001
+            verbose=False, pass_configs=None, compile_flags=None):
+    """Compile a PrimFunc for a target; returns a callable `JITKernel`."""
+    if not isinstance(func, PrimFunc):
+        raise TileLangError(f"tilelang.compile expects a @T.prim_func, got {type(func).__name__}")
+    try:
+        return JITKernel(func, out_idx=out_idx, target=target, execution_backend=execution_backend,
+                         verbose=verbose, pass_configs=pass_configs, compile_flags=compile_flags)
+    except TileLangError as e:
+        raise e.with_traceback(None) from None
+
+
+def par_compile(funcs, out_idx=None, target="auto", num_workers=None, **kwargs):
+    return [compile(f, out_idx=out_idx, target=target, **kwargs) for f in funcs]
+
+
+class JITImpl:
+    """A factory decorated with `@tilelang.jit`: calling it with Python values builds
+    the PrimFunc and compiles it once per distinct set of arguments."""
+
+    def __init__(self, func, **jit_kwargs):
+        self.func = func
+        self.jit_kwargs = jit_kwargs
+        self._kernels = {}
+        functools.update_wrapper(self, func)
+
+    def _key(self, args, kwargs):
+        try:
+            k = (args, tuple(sorted(kwargs.items())))
+            hash(k)
+            return k
+        except TypeError:
+            return repr((args, sorted(kwargs.items())))
+
+    def get_tir(self, *args, **kwargs):
+        pf = self.func(*args, **kwargs)
+        if not isinstance(pf, PrimFunc):
+            raise TileLangError(f"`{self.func.__name__}` must return a @T.prim_func, returned "
+                                f"{type(pf).__name__}")
+        return pf
+
+    def compile(self, *args, **kwargs):
+        key = self._key(args, kwargs)
+        k = self._kernels.get(key)
+        if k is None:
+            pf = self.get_tir(*args, **kwargs)
+            k = compile(pf, **{kk: v for kk, v in self.jit_kwargs.items() if kk in (
+                "out_idx", "target", "execution_backend", "verbose", "pass_configs", "compile_flags",
+                "target_host")})
+            self._kernels[key] = k
+        return k
+
+    def par_compile(self, configs, **kwargs):
+        return [self.compile(**c) if isinstance(c, dict) else self.compile(*c) for c in configs]
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return self.compile(*args, **kwargs)
+        except TileLangError as e:
+            raise e.with_traceback(None) from None
+
+
+def jit(func=None, *, out_idx=None, target="auto", target_host=None, execution_backend="auto", verbose=False,
+        pass_configs=None, debug_root_path=None, compile_flags=None, **kwargs):
+    """`@tilelang.jit` (with or without arguments) on a kernel factory, an eager kernel
+    body, or a PrimFunc."""
+    jk = dict(out_idx=out_idx, target=target, execution_backend=execution_backend, verbose=verbose,
+              pass_configs=pass_configs, compile_flags=compile_flags, target_host=target_host)
+
+    def wrap(f):
+        if isinstance(f, PrimFunc):
+            return compile(f, **{k: v for k, v in jk.items() if k != "target_host"})
+        if is_eager(f):
+            return EagerKernel(f, jk)
+        return JITImpl(f, **jk)
+    if func is None:
+        return wrap
+    return wrap(func)
+
+
+lazy_jit = jit

@@ -1,0 +1,261 @@
+"""`JITKernel`: a compiled PrimFunc, callable with arrays. Checks every argument
+against the signature, binds dynamic dimensions, allocates `out_idx` outputs."""
+from __future__ import annotations
+
+import sys
+import time
+
+from tilelang import __version__
+from tilelang.backend.registry import parse_target, get_backend
+from tilelang.ir.buffer import Buffer
+from tilelang.ir.expr import Var, const_int_value, PrimExpr
+from tilelang.ir.errors import ArgumentError, TileLangError
+from tilelang.ir.structural_hash import structural_hash
+from tilelang.ir.span import Span
+from tilelang.jit import arrays, cache
+from tilelang.transform.pass_manager import PassContext
+
+
+def _caller_span(depth=2):
+    f = sys._getframe(depth)
+    while f is not None and f.f_globals.get("__name__", "").startswith("tilelang."):
+        f = f.f_back
+    if f is None:
+        return None
+    from tilelang.frontend.builder import frame_span
+    return frame_span(f)
+
+
+def _normalize_out_idx(out_idx, n):
+    if out_idx is None:
+        return []
+    if isinstance(out_idx, int):
+        out_idx = [out_idx]
+    out = []
+    for i in out_idx:
+        j = i + n if i < 0 else i
+        if not 0 <= j < n:
+            raise TileLangError(f"out_idx {i} is out of range for a function with {n} parameters")
+        out.append(j)
+    return out
+
+
+class JITKernel:
+    def __init__(self, func, out_idx=None, target="auto", execution_backend="auto", verbose=False,
+                 pass_configs=None, compile_flags=None, target_host=None):
+        self.prim_func = func
+        self.func = func
+        self.target = parse_target(target)
+        self.backend = get_backend(self.target.kind)
+        self.out_idx = _normalize_out_idx(out_idx, len(func.params))
+        self.pass_configs = dict(pass_configs or {})
+        if isinstance(compile_flags, str):
+            compile_flags = compile_flags.split()
+        self.compile_flags = list(compile_flags or [])
+        self.verbose = verbose
+        t0 = time.perf_counter()
+        self.artifact, self.cache_hit = self._build()
+        self.compile_time = time.perf_counter() - t0
+        self.launcher = self.backend.load(self.artifact)
+        self._prepare_signature()
+        if verbose:
+            print(f"[tilelang] {func.name}: {'cache hit' if self.cache_hit else 'compiled'} for "
+                  f"{self.target} in {self.compile_time * 1e3:.1f} ms", file=sys.stderr)
+
+    # compile ------------------------------------------------------------------
+    def cache_key(self):
+        ident = getattr(self.backend, "identity", lambda: "")()
+        cfg = sorted((k, repr(v)) for k, v in self.pass_configs.items() if k != "tl.lower_trace")
+        return cache.make_key("tilelang", __version__, structural_hash(self.prim_func), self.target.key(),
+                              cfg, self.compile_flags, ident)
+
+    def _build(self):
+        from tilelang.transform.pass_manager import trace_dir
+        ctx = PassContext(config=dict(self.pass_configs), target=self.target)
+        if self.compile_flags:
+            ctx.config["compile_flags"] = self.compile_flags
+        key = self.cache_key()
+        if not trace_dir(ctx):
+            art = cache.load(key)
+            if art is not None:
+                return art, True
+        art = self.backend.build(self.prim_func, self.target, ctx)
+        self.pass_timings = ctx.timings
+        cache.store(key, art)
+        return art, False
+
+    # signature ------------------------------------------------------------------
+    def _prepare_signature(self):
+        f = self.prim_func
+        self.params = f.params
+        self.in_idx = [i for i in range(len(f.params)) if i not in self.out_idx]
+        self.dyn_vars = f.dynamic_vars()
+        dyn_ids = {id(v): k for k, v in enumerate(self.dyn_vars)}
+        # where each dynamic variable can be read from: (param index, dim, is_stride)
+        self.dyn_source = {}
+        for i, p in enumerate(f.params):
+            if isinstance(p, Buffer) and i not in self.out_idx:
+                for d, s in enumerate(p.shape):
+                    if isinstance(s, Var) and id(s) in dyn_ids and id(s) not in self.dyn_source:
+                        self.dyn_source[id(s)] = (i, d)
+        for v in self.dyn_vars:
+            if id(v) not in self.dyn_source:
+                raise TileLangError(f"dynamic dimension `{v.name}` only appears in outputs; it cannot be "
+                                    f"inferred from the inputs", hint="make it a scalar parameter instead")
+
+    def _check(self, i, p, x, dyn, span):
+        name = p.name
+        if not arrays.is_array(x):
+            raise ArgumentError(f"argument `{name}` must be a tensor of shape {list(map(str, p.shape))} and dtype "
+                                f"{p.dtype}, got {type(x).__name__}", span)
+        dt = arrays.array_dtype(x)
+        if dt != p.dtype:
+            raise ArgumentError(f"argument `{name}` has dtype {dt}, the kernel expects {p.dtype}", span,
+                                hint=f"convert it, e.g. x.to({p.dtype.as_torch() if True else ''})")
+        dev = arrays.device_type(x)
+        want = "cpu" if self.target.kind == "cpu" else "cuda"
+        if dev != want:
+            raise ArgumentError(f"argument `{name}` is on device '{dev}', the kernel was compiled for "
+                                f"'{self.target.kind}'", span, hint=f"move it with .to('{want}')")
+        shape = tuple(int(s) for s in x.shape)
+        if len(shape) != len(p.shape):
+            raise ArgumentError(f"argument `{name}` has {len(shape)} dimensions {list(shape)}, the kernel "
+                                f"expects {len(p.shape)}", span)
+        for d, (want_d, got) in enumerate(zip(p.shape, shape)):
+            c = const_int_value(want_d) if not isinstance(want_d, Var) else None
+            if isinstance(want_d, Var):
+                k = id(want_d)
+                if k in dyn and dyn[k] != got:
+                    raise ArgumentError(f"argument `{name}` dimension {d} is {got}, but `{want_d.name}` was "
+                                        f"bound to {dyn[k]} by an earlier argument", span)
+                dyn[k] = got
+            elif c is not None and c != got:
+                raise ArgumentError(f"argument `{name}` has shape {list(shape)}, the kernel expects "
+                                    f"{[str(s) for s in p.shape]} (dimension {d}: {got} != {c})", span)
+        if p.strides is None and not arrays.is_contiguous(x):
+            raise ArgumentError(f"argument `{name}` is not contiguous", span, hint="pass x.contiguous()")
+
+    def _out_shape(self, p, dyn):
+        out = []
+        for s in p.shape:
+            if isinstance(s, int):
+                out.append(s)
+            else:
+                from tilelang.ir.visitor import substitute
+                from tilelang.arith.simplify import simplify
+                v = simplify(substitute(s, {k: E_int(dyn[id(k)]) for k in self.dyn_vars if id(k) in dyn}))
+                cv = const_int_value(v)
+                if cv is None:
+                    raise ArgumentError(f"cannot infer the shape of output `{p.name}`")
+                out.append(cv)
+        return out
+
+    def __call__(self, *args, stream=None):
+        n_in = len(self.in_idx)
+        if len(args) == len(self.params) and self.out_idx:
+            args = [a for i, a in enumerate(args) if i not in self.out_idx]  # outputs passed too
+        if len(args) != n_in:
+            names = [self.params[i].name for i in self.in_idx]
+            raise ArgumentError(f"kernel `{self.prim_func.name}` takes {n_in} argument(s) ({', '.join(names)}), "
+                                f"got {len(args)}", _caller_span()).with_traceback(None)
+        try:
+            return self._call(args)
+        except TileLangError as e:
+            if e.span is None:
+                e.span = _caller_span()
+            raise e.with_traceback(None) from None
+
+    def _call(self, args):
+        full = [None] * len(self.params)
+        dyn = {}
+        like = None
+        span = None
+        for i, a in zip(self.in_idx, args):
+            p = self.params[i]
+            full[i] = a
+            if isinstance(p, Buffer):
+                if span is None:
+                    span = _caller_span(3)
+                self._check(i, p, a, dyn, span)
+                if like is None and arrays.is_torch(a):
+                    like = a
+            else:
+                if arrays.is_array(a):
+                    raise ArgumentError(f"argument `{p.name}` is a scalar ({p.dtype}), got an array", span)
+        outs = []
+        for i in self.out_idx:
+            p = self.params[i]
+            dev = "cpu" if self.target.kind == "cpu" else "cuda"
+            o = arrays.empty(self._out_shape(p, dyn), p.dtype, like=like, device=dev)
+            full[i] = o
+            outs.append(o)
+        buffers, ints, floats = [], [], []
+        for p, a in zip(self.params, full):
+            if isinstance(p, Buffer):
+                buffers.append(a)
+            elif p.dtype.is_float:
+                floats.append(float(a))
+            else:
+                ints.append(int(a))
+        for v in self.dyn_vars:
+            ints.append(dyn[id(v)])
+        self.launcher(buffers, ints, floats)
+        if not outs:
+            return None
+        return outs[0] if len(outs) == 1 else outs
+
+    # introspection ----------------------------------------------------------------
+    def get_kernel_source(self, kernel_only=True):
+        return self.artifact.source
+
+    def get_host_source(self):
+        return self.artifact.source
+
+    def get_profiler(self, tensor_supply_type=None):
+        from tilelang.profiler import Profiler, TensorSupplyType
+        return Profiler(self, tensor_supply_type or TensorSupplyType.Auto)
+
+    def show_source(self):
+        print(self.get_kernel_source())
+
+    def run_once(self, func=None):
+        return self.get_profiler().run_once(func)
+
+    @property
+    def kernel_source(self):
+        return self.artifact.source
+
+    def __repr__(self):
+        return f"JITKernel({self.prim_func.name}, target={self.target})"
+
+    # CUDA extras (the cuda backend fills artifact.meta with ptx / sass readers)
+    def show_ptx(self):
+        print(self.get_ptx())
+
+    def get_ptx(self):
+        ptx = self.artifact.meta.get("ptx")
+        if ptx is None:
+            raise TileLangError(f"no PTX for target {self.target}")
+        return ptx
+
+    def export_ptx(self, path):
+        with open(path, "w") as f:
+            f.write(self.get_ptx())
+
+    def get_sass(self):
+        fn = getattr(self.backend, "sass", None)
+        if fn is None:
+            raise TileLangError(f"no SASS for target {self.target}")
+        return fn(self.artifact)
+
+    def show_sass(self):
+        print(self.get_sass())
+
+    def export_sass(self, path):
+        with open(path, "w") as f:
+            f.write(self.get_sass())
+
+
+def E_int(v):
+    from tilelang.ir.expr import IntImm
+    return IntImm(v)
