@@ -8,9 +8,18 @@ from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, BufferRegion
 
 
+def _method(obj, node):
+    """The most specific `visit_<Class>` for node's class (walking its bases)."""
+    for cls in type(node).__mro__:
+        fn = getattr(obj, "visit_" + cls.__name__, None)
+        if fn is not None:
+            return fn
+    return None
+
+
 class Visitor:
     def visit(self, node):
-        fn = getattr(self, "visit_" + type(node).__name__, None)
+        fn = _method(self, node)
         if fn is not None:
             return fn(node)
         return self.generic_visit(node)
@@ -85,7 +94,7 @@ class Mutator:
     """Rebuilds the tree bottom-up; returns the same node when nothing changed."""
 
     def visit(self, node):
-        fn = getattr(self, "visit_" + type(node).__name__, None)
+        fn = _method(self, node)
         if fn is not None:
             return fn(node)
         return self.generic_visit(node)

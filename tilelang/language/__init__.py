@@ -1,4 +1,5 @@
 """The `T` namespace: `import tilelang.language as T`."""
+from tilelang.language.math import *  # noqa: F401,F403 (first: later imports take precedence)
 from tilelang.ir.dtypes import DataType as dtype, DataType
 from tilelang.ir.dtypes import (bool_ as bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64,  # noqa: A004
                                 float16, bfloat16, float32, float64, float8_e4m3fn, float8_e5m2)
@@ -16,7 +17,6 @@ from tilelang.language.gemm import gemm, GemmWarpPolicy, wgmma_gemm, wait_wgmma
 from tilelang.language.reduce import (reduce_sum, reduce_max, reduce_min, reduce_abssum, reduce_absmax,
                                       reduce_bitand, reduce_bitor, reduce_bitxor, reduce, cumsum, fill, clear)
 from tilelang.language.atomic import atomic_add, atomic_max, atomic_min, atomic_addx2, atomic_addx4
-from tilelang.language.math import *  # noqa: F401,F403
 from tilelang.language.math import (abs, max, min, pow, cast, Cast, if_then_else, Select, infinity, ninf,  # noqa: A004
                                     ceildiv, floordiv, floormod, truncdiv, truncmod, max_value, min_value,
                                     reinterpret, clamp, isnan, isinf, isfinite, And, Or, Not, all_of, any_of)

@@ -47,11 +47,16 @@ def copy_regions(src, dst):
             if ca is not None and cb is not None and ca != cb:
                 ok = False
     if not ok:
+        b = B.current()
+        if b is not None and b.kernel_depth == 0 and getattr(b, "saw_structured", False):
+            return s, d  # implicit-kernel form: the implicit_kernel pass picks the block's tile
+        ex = ", ".join(f"{chr(ord('i') + k)}:{chr(ord('i') + k)} + {e}" for k, e in enumerate(
+            str(const_int_value(e) if const_int_value(e) is not None else e) for e in de))
         raise ShapeMismatchError(
             f"T.copy shapes do not match: source {s.buffer.name} {_fmt(s.extents)} vs destination "
             f"{d.buffer.name} {_fmt(d.extents)}",
-            hint="slice one side so both have the same extents, e.g. "
-                 f"T.copy({s.buffer.name}[i:i+{_fmt(de)[1:-1].split(',')[0]}, ...], {d.buffer.name})")
+            hint=f"copy a region with the destination's extents, e.g. T.copy({s.buffer.name}[{ex}], "
+                 f"{d.buffer.name}), or give a start index: T.copy({s.buffer.name}[i, j], {d.buffer.name})")
     return s, d
 
 

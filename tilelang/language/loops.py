@@ -29,6 +29,8 @@ class LoopFrame:
     def iterate(self):
         b = B.require("a T.serial / T.Parallel / T.Pipelined loop")
         vars_ = self._vars()
+        if "structure" in self.annotations:
+            b.saw_structured = True
         b.push()
         b.loop_kinds.append("ir")
         completed = False

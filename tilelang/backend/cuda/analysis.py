@@ -1,0 +1,139 @@
+"""Facts about a kernel body that the CUDA planning and codegen share: which
+variables depend on the thread index, the flattened form of a T.Parallel nest,
+and which buffers a statement reads and writes."""
+from __future__ import annotations
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.buffer import BufferRegion
+from tilelang.ir.visitor import Visitor, walk
+
+# memory that every thread of the block sees (needs barriers); registers don't
+SHARED_SCOPES = ("shared", "global")
+
+
+def parallel_nest(loop: S.For):
+    """A perfect nest of T.Parallel loops as ([vars], [mins], [extents], body)."""
+    vars_, mins, exts = [], [], []
+    cur = loop
+    while isinstance(cur, S.For) and cur.kind == S.PARALLEL and cur.step is None:
+        vars_.append(cur.var)
+        mins.append(cur.min)
+        exts.append(cur.extent)
+        cur = cur.body
+    return vars_, mins, exts, cur
+
+
+def thread_dependent_vars(body, thread_vars):
+    """ids of Vars and local buffers whose values differ between threads: the thread
+    indices, and (transitively) what is computed from them."""
+    td = {id(v) for v in thread_vars}
+    tdbuf = set()
+
+    def depends(node):
+        found = []
+
+        def f(n):
+            if isinstance(n, E.Var) and id(n) in td:
+                found.append(n)
+            elif isinstance(n, E.BufferLoad) and id(n.buffer) in tdbuf:
+                found.append(n)
+        walk(node, f)
+        return bool(found)
+
+    changed = True
+    while changed:  # small fixpoint: lets and local stores chain dependence
+        changed = False
+
+        def g(n):
+            nonlocal changed
+            if isinstance(n, S.LetStmt) and id(n.var) not in td and depends(n.value):
+                td.add(id(n.var))
+                changed = True
+            elif isinstance(n, S.BufferStore) and n.buffer.scope in ("local", "local.var") \
+                    and id(n.buffer) not in tdbuf and (depends(n.value) or any(depends(i) for i in n.indices)):
+                tdbuf.add(id(n.buffer))
+                changed = True
+            elif isinstance(n, S.For) and n.kind != S.PARALLEL and id(n.var) not in td and \
+                    (depends(n.min) or depends(n.extent)):
+                td.add(id(n.var))
+                changed = True
+        walk(body, g)
+    return td, tdbuf, depends
+
+
+class _Access(Visitor):
+    def __init__(self):
+        self.reads, self.writes = [], []
+
+    def visit_BufferLoad(self, n):
+        self.reads.append(n.buffer)
+        for i in n.indices:
+            self.visit(i)
+
+    def visit_BufferStore(self, n):
+        self.writes.append(n.buffer)
+        self.visit(n.value)
+        for i in n.indices:
+            self.visit(i)
+
+    def visit_Call(self, n):
+        if n.name.startswith("atomic_") and n.args and isinstance(n.args[0], E.BufferLoad):
+            self.writes.append(n.args[0].buffer)
+        self.generic_visit(n)
+
+    def _region(self, r, write=False):
+        if isinstance(r, BufferRegion):
+            (self.writes if write else self.reads).append(r.buffer)
+            for s, e in r.ranges:
+                self.visit(s)
+                self.visit(e)
+        elif r is not None and not isinstance(r, (int, float)):
+            self.visit(r)
+
+    def visit_Gemm(self, n):
+        self._region(n.A)
+        self._region(n.B)
+        self._region(n.C)
+        self._region(n.C, write=True)
+
+    def visit_Reduce(self, n):
+        self._region(n.src)
+        self._region(n.dst)
+        self._region(n.dst, write=True)
+
+    def visit_Copy(self, n):
+        self._region(n.src)
+        self._region(n.dst, write=True)
+
+    def visit_Fill(self, n):
+        self._region(n.dst, write=True)
+
+    def visit_Print(self, n):
+        from tilelang.ir.buffer import Buffer
+        if isinstance(n.obj, Buffer):
+            self.reads.append(n.obj)
+        else:
+            self.generic_visit(n)
+
+
+def accesses(stmt):
+    """(read buffers, written buffers) of a statement, duplicates removed by identity."""
+    a = _Access()
+    a.visit(stmt)
+    uniq = lambda bs: list({id(b): b for b in bs}.values())  # noqa: E731
+    return uniq(a.reads), uniq(a.writes)
+
+
+def all_loads_stores(stmt, buf):
+    """Every index list used to access `buf` inside stmt (loads and stores)."""
+    out = []
+
+    def f(n):
+        if isinstance(n, E.BufferLoad) and n.buffer is buf:
+            out.append(n.indices)
+        elif isinstance(n, S.BufferStore) and n.buffer is buf:
+            out.append(n.indices)
+    walk(stmt, f)
+    return out

@@ -1,0 +1,131 @@
+"""`T.gemm` on CUDA: tensor cores (ldmatrix + mma.sync m16n8k16, `tl::gemm_ss` in
+include/tl_cuda/mma.h) when the shapes, dtypes and arch allow, else a SIMT loop
+that is correct for any shapes and dtypes."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.ir.buffer import BufferRegion
+from tilelang.arith.simplify import simplify, linear_form
+from tilelang.backend.cuda.target import arch_number
+
+
+@dataclass(frozen=True)
+class MmaConfig:
+    M: int
+    N: int
+    K: int
+    WM: int   # warps along M
+    WN: int   # warps along N
+
+    @property
+    def regs(self):
+        return (self.M // self.WM // 16) * (self.N // self.WN // 8) * 4
+
+    def layout(self):
+        return f"tl::MmaAccLayout<{self.M}, {self.N}, {self.WM}, {self.WN}>"
+
+
+def mat_dims(r: BufferRegion):
+    """(rows, cols) extents of a 2-D view: the region's last two dimensions, all
+    leading dimensions of extent 1."""
+    ext = [E.const_int_value(e) for e in r.extents]
+    if len(ext) < 2 or any(e != 1 for e in ext[:-2]):
+        return None
+    return ext[-2], ext[-1]
+
+
+def gemm_mnk(op):
+    a, b, c = mat_dims(op.A), mat_dims(op.B), mat_dims(op.C)
+    if None in (a, b, c) or None in a + b + c:
+        return None
+    M, K = (a[1], a[0]) if op.trans_A else a
+    K2, N = (b[1], b[0]) if op.trans_B else b
+    if K != K2 or c != (M, N):
+        return None
+    return M, N, K
+
+
+def warp_partition(M, N, nwarps, policy="Square"):
+    """(WM, WN) with WM * WN == nwarps, M % (16 WM) == 0, N % (16 WN) == 0, per-warp
+    tile as square as possible (fewest shared-memory loads per mma)."""
+    best = None
+    for wm in range(1, nwarps + 1):
+        if nwarps % wm:
+            continue
+        wn = nwarps // wm
+        if M % (16 * wm) or N % (16 * wn):
+            continue
+        if policy == "FullRow" and wn != 1 or policy == "FullCol" and wm != 1:
+            continue
+        score = abs(math.log((M / wm) / (N / wn)))
+        if best is None or score < best[0]:
+            best = (score, wm, wn)
+    return None if best is None else (best[1], best[2])
+
+
+def _aligned8(x):
+    """x is a multiple of 8 for every value of its variables."""
+    lin = linear_form(simplify(E.convert(x))) if isinstance(x, (E.PrimExpr, int)) else None
+    if lin is None:
+        return False
+    terms, const = lin
+    return const % 8 == 0 and all(c % 8 == 0 for _, c in terms.values())
+
+
+def mma_config(op, arch, nthreads, row_stride):
+    """The tensor-core config for this gemm, or None (then the SIMT loop runs).
+    `row_stride(buffer)` is the element stride of a shared buffer's rows."""
+    if arch is None or arch_number(arch) < 80 or nthreads % 32:
+        return None
+    mnk = gemm_mnk(op)
+    if mnk is None:
+        return None
+    M, N, K = mnk
+    da, db, dc = op.A.buffer.dtype, op.B.buffer.dtype, op.C.buffer.dtype
+    if da is not db or da.name not in ("float16", "bfloat16") or dc.name != "float32":
+        return None
+    if op.A.buffer.scope != "shared" or op.B.buffer.scope != "shared" or K % 16:
+        return None
+    for r in (op.A, op.B):
+        ld = row_stride(r.buffer)
+        if ld is None or ld % 8 or not _aligned8(r.starts[-1]):
+            return None
+    policy = op.policy if isinstance(op.policy, str) else getattr(op.policy, "name", "Square")
+    wp = warp_partition(M, N, nthreads // 32, policy if policy in ("FullRow", "FullCol") else "Square")
+    if wp is None:
+        return None
+    return MmaConfig(M, N, K, wp[0], wp[1])
+
+
+def simt_gemm(op):
+    """The reference loop C[i, j] += sum_k A[i, k] * B[k, j] (in C's dtype), as IR:
+    a T.Parallel over C whose iterations accumulate in a register."""
+    M, N, K = gemm_mnk(op) or (None, None, None)
+    if M is None:
+        raise NotImplementedError("T.gemm operands must be 2-D tiles with constant shapes")
+    i, j, k = E.Var("gi"), E.Var("gj"), E.Var("gk")
+
+    def at(r, row, col):
+        idx = list(r.starts)
+        idx[-2] = simplify(idx[-2] + row)
+        idx[-1] = simplify(idx[-1] + col)
+        return E.BufferLoad(r.buffer, idx)
+    from tilelang.ir.buffer import Buffer
+    acc = Buffer("gacc", (1,), op.C.buffer.dtype, "local")
+    a = at(op.A, k, i) if op.trans_A else at(op.A, i, k)
+    b = at(op.B, j, k) if op.trans_B else at(op.B, k, j)
+    dt = op.C.buffer.dtype
+    prod = E.binop("*", E.cast(a, dt), E.cast(b, dt))
+    c = at(op.C, i, j)
+    body = S.seq([
+        S.DeclBuffer(acc),
+        S.BufferStore(acc, c, [E.IntImm(0)]),
+        S.For(k, E.IntImm(0), E.IntImm(K), S.SERIAL,
+              S.BufferStore(acc, E.binop("+", E.BufferLoad(acc, [E.IntImm(0)]), prod), [E.IntImm(0)])),
+        S.BufferStore(op.C.buffer, E.BufferLoad(acc, [E.IntImm(0)]), c.indices),
+    ])
+    return S.For(i, E.IntImm(0), E.IntImm(M), S.PARALLEL, S.For(j, E.IntImm(0), E.IntImm(N), S.PARALLEL, body))
