@@ -5,7 +5,8 @@ Tiles are allocated at the top level of the prim_func. The structured
 the two "S" (spatial) loops become the block grid, the "R" (reduction) loop
 runs sequentially inside each block. Every block starts with a zeroed
 fragment, accumulates its K tiles and finally writes its own tile of C with
-`T.copy(C_local, C)`.
+`T.copy(C_local, C)` (C's dims must then be multiples of the tile; otherwise
+the block's slice C[i * block_M:(i + 1) * block_M, ...] is named explicitly).
 """
 import argparse
 import os
@@ -34,7 +35,12 @@ def matmul_implicit(M, N, K, block_M=64, block_N=64, block_K=32, dtype=T.float16
             T.copy(B[k * block_K, j * block_N], B_shared)
             T.gemm(A_shared, B_shared, C_local)
 
-        T.copy(C_local, C)
+        if M % block_M == 0 and N % block_N == 0:
+            # Whole-tensor destination: each block writes its own (i, j) tile.
+            T.copy(C_local, C)
+        else:
+            # Ragged edges: name the block's slice so the copy is predicated.
+            T.copy(C_local, C[i * block_M:(i + 1) * block_M, j * block_N:(j + 1) * block_N])
 
     return implicit_gemm
 

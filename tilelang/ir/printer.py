@@ -88,6 +88,8 @@ class Printer:
         return repr(e)
 
     def region(self, r: BufferRegion):
+        if all(_is_zero(st) and _same(e, d) for (st, e), d in zip(r.ranges, r.buffer.shape)):
+            return self.buf(r.buffer)
         parts = []
         for s, ext in r.ranges:
             if isinstance(ext, E.IntImm) and ext.value == 1:
@@ -95,6 +97,10 @@ class Printer:
             else:
                 parts.append(f"{self.expr(s)}:{self.expr(E.BinOp('+', s, ext) if not _is_zero(s) else ext, 9)}")
         return f"{self.buf(r.buffer)}[{', '.join(parts)}]"
+
+    def shape(self, shape):
+        inner = ", ".join(self.expr(d) for d in shape)
+        return f"({inner},)" if len(shape) == 1 else f"({inner})"
 
     # statements ------------------------------------------------------------------
     def emit(self, line, ind):
@@ -121,8 +127,7 @@ class Printer:
                 init = f", init={self.expr(b.init)}" if b.init is not None else ""
                 self.emit(f'{self.buf(b)} = T.alloc_var("{b.dtype}"{init})', ind)
             else:
-                shape = ", ".join(self.expr(d) for d in b.shape)
-                self.emit(f'{self.buf(b)} = T.{fn}(({shape},), "{b.dtype}")', ind)
+                self.emit(f'{self.buf(b)} = T.{fn}({self.shape(b.shape)}, "{b.dtype}")', ind)
         elif isinstance(s, S.For):
             self.stmt_for(s, ind)
         elif isinstance(s, S.IfThenElse):
@@ -145,7 +150,8 @@ class Printer:
             grid = ", ".join(self.expr(g) for g in s.grid)
             thr = s.threads[0] if len(s.threads) == 1 else "[" + ", ".join(map(str, s.threads)) + "]"
             names = ", ".join(self.var(v) for v in s.block_vars)
-            self.emit(f"with T.Kernel({grid}, threads={thr}) as ({names},):", ind)
+            names = names if len(s.block_vars) == 1 else f"({names})"
+            self.emit(f"with T.Kernel({grid}, threads={thr}) as {names}:", ind)
             self.body(s.body, ind + 1)
         elif isinstance(s, S.Assert):
             self.emit(f"T.device_assert({self.expr(s.cond)}, {s.message!r})", ind)
@@ -215,14 +221,21 @@ class Printer:
         params = []
         for p in f.params:
             if isinstance(p, Buffer):
-                shape = ", ".join(self.expr(d) for d in p.shape)
-                params.append(f'{self.buf(p)}: T.Tensor(({shape},), "{p.dtype}")')
+                params.append(f'{self.buf(p)}: T.Tensor({self.shape(p.shape)}, "{p.dtype}")')
             else:
                 params.append(f"{self.var(p)}: T.{p.dtype}")
         self.emit("@T.prim_func", 0)
         self.emit(f"def {f.name}({', '.join(params)}):", 0)
         self.body(f.body, 1)
         return "\n".join(self.lines) + "\n"
+
+
+def _same(a, b):
+    from tilelang.ir.expr import const_int_value
+    ca, cb = const_int_value(a), const_int_value(b)
+    if ca is not None and cb is not None:
+        return ca == cb
+    return a is b
 
 
 def _is_zero(e):

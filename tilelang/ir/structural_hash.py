@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import hashlib
 
-from tilelang.ir.printer import Printer
+from tilelang.ir.printer import Printer, Namer
+
+
+class _CanonicalNamer(Namer):
+    """Names by order of first use, ignoring the user's names."""
+
+    def __call__(self, obj, base):
+        return super().__call__(obj, "v")
 
 
 def structural_hash(func) -> str:
-    text = Printer().func(func)
+    text = Printer(_CanonicalNamer()).func(func)
     return hashlib.sha256(text.encode()).hexdigest()

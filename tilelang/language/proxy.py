@@ -158,10 +158,11 @@ def annotate_binding(name, old, annotation, value, has_value):
         if b is not None and hasattr(b, "tensor_params"):
             b.tensor_params[name] = buf
         return buf
-    if isinstance(annotation, DataType) or annotation in (int, float, bool):
+    is_py_type = any(annotation is t for t in (int, float, bool))  # not `in`: T.int32 == int
+    if isinstance(annotation, DataType) or is_py_type:
         if has_value:
             from tilelang.language.alloc import alloc_var
-            if annotation in (int, float, bool):
+            if is_py_type:
                 return value
             return alloc_var(annotation, init=value)
         return old

@@ -1,0 +1,98 @@
+import numpy as np
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from tilelang.ir.errors import ArgumentError
+from tests.kernels import add_func, gemm_func
+
+
+@pytest.fixture(scope="module")
+def add():
+    return tilelang.compile(add_func(N=300), out_idx=[-1], target="cpu")
+
+
+def test_outputs_follow_the_callers_array_type(add):
+    a = np.random.rand(300).astype("float32")
+    out = add(a, a)
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_allclose(out, 2 * a)
+    t = torch.rand(300)
+    out = add(t, t)
+    assert isinstance(out, torch.Tensor)
+    torch.testing.assert_close(out, 2 * t)
+
+
+def test_outputs_may_be_passed_in(add):
+    a = np.ones(300, "float32")
+    c = np.zeros(300, "float32")
+    add(a, a, c)  # all parameters given: the out_idx ones are ignored
+
+
+def test_wrong_arity_points_at_the_call(add):
+    a = np.ones(300, "float32")
+    with pytest.raises(ArgumentError, match=r"takes 2 argument\(s\) \(A, B\), got 1") as e:
+        add(a)
+    assert "test_kernel_call.py" in str(e.value)
+
+
+def test_wrong_dtype(add):
+    a = np.ones(300, "float64")
+    with pytest.raises(ArgumentError, match="dtype float64, the kernel expects float32") as e:
+        add(a, a)
+    assert "test_kernel_call.py" in str(e.value) and "^" in str(e.value)
+
+
+def test_wrong_shape(add):
+    a = np.ones(301, "float32")
+    with pytest.raises(ArgumentError, match="shape"):
+        add(a, a)
+
+
+def test_not_an_array(add):
+    with pytest.raises(ArgumentError, match="must be a tensor"):
+        add([1.0] * 300, np.ones(300, "float32"))
+
+
+def test_non_contiguous(add):
+    a = np.ones(600, "float32")[::2]
+    with pytest.raises(ArgumentError, match="not contiguous"):
+        add(a, a)
+
+
+def test_dynamic_dims_are_bound_and_checked():
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def scale(A: T.Tensor((n, 4), "float32"), B: T.Tensor((n, 4), "float32")):
+        with T.Kernel(T.ceildiv(n, 32)) as bx:
+            for i, j in T.Parallel(32, 4):
+                if bx * 32 + i < n:
+                    B[bx * 32 + i, j] = A[bx * 32 + i, j] * 2
+    k = tilelang.compile(scale, out_idx=[-1], target="cpu")
+    for rows in (5, 70):
+        a = np.random.rand(rows, 4).astype("float32")
+        np.testing.assert_allclose(k(a), 2 * a)
+
+
+def test_get_kernel_source_and_target_env(monkeypatch):
+    monkeypatch.setenv("TILELANG_DEFAULT_TARGET", "cpu")
+    k = tilelang.compile(gemm_func(), out_idx=[-1])
+    assert k.target.kind == "cpu"
+    src = k.get_kernel_source()
+    assert "tl::gemm<tl::half_t, tl::half_t, float, false, false>" in src
+    assert "#pragma omp parallel" in src
+
+
+def test_jit_factory_caches_per_arguments():
+    calls = []
+
+    @tilelang.jit(out_idx=[-1], target="cpu")
+    def make(N):
+        calls.append(N)
+        return add_func(N=N)
+    k1 = make(64)
+    k2 = make(64)
+    k3 = make(65)
+    assert k1 is k2 and k1 is not k3 and calls == [64, 65]

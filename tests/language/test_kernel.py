@@ -1,0 +1,91 @@
+"""T.Kernel: 1, 2 and 3 grid dimensions, `threads` as int and list, block indices in indexing."""
+import numpy as np
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+
+
+def _grid1(N, block, threads):
+    @T.prim_func
+    def k(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block), threads=threads) as bx:
+            for i in T.Parallel(block):
+                B[bx * block + i] = A[bx * block + i] * 2.0 + bx
+    return k
+
+
+@pytest.mark.parametrize("threads", [32, 128, [64], [32, 2], [16, 2, 2]])
+@pytest.mark.parametrize("N,block", [(256, 64), (96, 32)])
+def test_grid_1d(N, block, threads):
+    kern = tilelang.compile(_grid1(N, block, threads), out_idx=[1], target="cpu")
+    a = np.random.randn(N).astype(np.float32)
+    b = kern(a)
+    assert isinstance(b, np.ndarray)
+    ref = a * 2 + (np.arange(N) // block)
+    np.testing.assert_allclose(b, ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("M,N,bm,bn", [(64, 128, 16, 32), (32, 32, 32, 8)])
+@pytest.mark.parametrize("threads", [128, [32, 4]])
+def test_grid_2d(M, N, bm, bn, threads):
+    @T.prim_func
+    def k(A: T.Tensor((M, N), "float32"), Bx: T.Tensor((M, N), "int32"), By: T.Tensor((M, N), "int32"),
+          C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
+            for i, j in T.Parallel(bm, bn):
+                Bx[by * bm + i, bx * bn + j] = bx
+                By[by * bm + i, bx * bn + j] = by
+                C[by * bm + i, bx * bn + j] = A[by * bm + i, bx * bn + j] + 1.0
+    kern = tilelang.compile(k, out_idx=[1, 2, 3], target="cpu")
+    a = torch.randn(M, N)
+    bx, by, c = kern(a)
+    assert isinstance(c, torch.Tensor)
+    ii, jj = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
+    np.testing.assert_array_equal(bx.numpy(), jj // bn)
+    np.testing.assert_array_equal(by.numpy(), ii // bm)
+    torch.testing.assert_close(c, a + 1)
+
+
+@pytest.mark.parametrize("threads", [64, [8, 4, 2]])
+def test_grid_3d(threads):
+    Bt, M, N = 3, 8, 16
+
+    @T.prim_func
+    def k(A: T.Tensor((Bt, M, N), "float32"), C: T.Tensor((Bt, M, N), "float32")):
+        with T.Kernel(N // 8, M // 4, Bt, threads=threads) as (bx, by, bz):
+            for i, j in T.Parallel(4, 8):
+                C[bz, by * 4 + i, bx * 8 + j] = A[bz, by * 4 + i, bx * 8 + j] * 10.0 + bz * 100 + by * 7 + bx
+    kern = tilelang.compile(k, out_idx=[-1], target="cpu")
+    a = np.random.rand(Bt, M, N).astype(np.float32)
+    c = kern(a)
+    z, y, x = np.meshgrid(np.arange(Bt), np.arange(M) // 4, np.arange(N) // 8, indexing="ij")
+    np.testing.assert_allclose(c, a * 10 + z * 100 + y * 7 + x, rtol=1e-5)
+
+
+def test_single_block_var_name_binding():
+    # a 1-grid kernel binds a single variable (not a tuple)
+    @T.prim_func
+    def k(A: T.Tensor((4, 8), "float32"), C: T.Tensor((4,), "float32")):
+        with T.Kernel(4, threads=32) as row:
+            s = T.alloc_fragment((1,), "float32")
+            a = T.alloc_fragment((8,), "float32")
+            T.copy(A[row, 0:8], a)
+            T.reduce_sum(a, s, dim=0)
+            C[row] = s[0]
+    kern = tilelang.compile(k, out_idx=[1], target="cpu")
+    a = np.random.randn(4, 8).astype(np.float32)
+    np.testing.assert_allclose(kern(a), a.sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_thread_binding_rejected_clearly_on_cpu():
+    # the CPU backend runs one thread per block: explicit thread indexing is refused with a clear error
+    @T.prim_func
+    def k(C: T.Tensor((2, 64), "int32")):
+        with T.Kernel(2, threads=64) as bx:
+            tx = T.get_thread_binding()
+            C[bx, tx] = tx + bx * 1000
+    with pytest.raises(tilelang.TileLangError,
+                       match="thread"):
+        tilelang.compile(k, out_idx=[0], target="cpu")

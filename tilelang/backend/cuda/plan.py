@@ -1,0 +1,199 @@
+"""Where each buffer of a kernel lives, and how each gemm runs.
+
+First stage of the CUDA lowering (correct, simple): every `shared` and `fragment`
+buffer lives in dynamic shared memory, except a gemm accumulator whose every other
+use is a T.Parallel loop over exactly its elements: that one lives in registers in
+the mma accumulator layout, and those loops follow the layout. `local`/`var`
+buffers are per-thread arrays. Shared rows that feed ldmatrix are padded by 16
+bytes so that the 8 row addresses of one ldmatrix hit distinct banks."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.visitor import walk
+from tilelang.backend.cuda.analysis import parallel_nest, all_loads_stores, thread_dependent_vars
+from tilelang.backend.cuda.gemm_lowering import mma_config
+
+SMEM_ALIGN = 128
+
+
+@dataclass
+class Placement:
+    kind: str                 # param | workspace | smem | local | var | acc
+    strides: list = None      # element strides used to flatten indices
+    offset: int = 0           # byte offset into dynamic shared memory (smem)
+    acc: object = None        # MmaConfig (acc)
+
+
+@dataclass
+class KernelPlan:
+    nthreads: int
+    placements: dict = field(default_factory=dict)   # id(buffer) -> Placement
+    smem_bytes: int = 0
+    gemms: dict = field(default_factory=dict)        # id(Gemm) -> MmaConfig | None
+    td_vars: set = field(default_factory=set)
+    td_bufs: set = field(default_factory=set)
+    depends: object = None                           # expr -> bool (thread-dependent)
+
+
+def _const_shape(buf):
+    out = []
+    for d in buf.shape:
+        v = E.const_int_value(d)
+        if v is None:
+            raise NotImplementedError(f"the {buf.scope} buffer `{buf.name}` needs a constant shape, "
+                                      f"got {list(buf.shape)}")
+        out.append(v)
+    return out
+
+
+def _row_major(shape, pad=0):
+    strides, acc = [], 1
+    for k, d in enumerate(reversed(shape)):
+        strides.append(acc)
+        acc *= (d + pad) if k == 0 else d
+    return list(reversed(strides)), acc
+
+
+def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
+    nthreads = 1
+    for t in launch.threads:
+        nthreads *= int(t)
+    plan = KernelPlan(nthreads)
+    plan.td_vars, plan.td_bufs, plan.depends = thread_dependent_vars(launch.body, launch.thread_vars)
+    decls = []
+    walk(launch.body, lambda n: decls.append(n.buffer) if isinstance(n, S.DeclBuffer) else None)
+    gemms = []
+    walk(launch.body, lambda n: gemms.append(n) if isinstance(n, TO.Gemm) else None)
+
+    def unpadded_stride(buf):
+        if buf.scope not in ("shared", "local.fragment") or buf.ndim < 2:
+            return None
+        return E.const_int_value(buf.shape[-1])
+    # fragments used as gemm operands must be addressable: treat them as shared
+    for g in gemms:
+        plan.gemms[id(g)] = mma_config(_as_shared_view(g), arch, nthreads, unpadded_stride)
+    padded = set()
+    for g in gemms:
+        if plan.gemms[id(g)] is not None:
+            for r in (g.A, g.B):
+                row_bytes = (E.const_int_value(r.buffer.shape[-1]) or 0) * r.buffer.dtype.itemsize
+                if row_bytes % 128 == 0:
+                    padded.add(id(r.buffer))
+    accs = _register_accumulators(launch, gemms, plan)
+    offset = 0
+    for buf in decls:
+        if id(buf) in plan.placements:
+            continue
+        if buf.scope == "local.var":
+            plan.placements[id(buf)] = Placement("var", [1])
+        elif buf.scope == "local":
+            shape = _const_shape(buf)
+            plan.placements[id(buf)] = Placement("local", _row_major(shape)[0])
+        elif buf.scope == "global":
+            plan.placements[id(buf)] = Placement("workspace", None)
+        elif id(buf) in accs:
+            plan.placements[id(buf)] = Placement("acc", None, acc=accs[id(buf)])
+        else:  # shared, shared.dyn, fragments (first stage: in shared memory)
+            shape = _const_shape(buf)
+            strides, n = _row_major(shape, 8 if id(buf) in padded else 0)
+            offset = (offset + SMEM_ALIGN - 1) // SMEM_ALIGN * SMEM_ALIGN
+            plan.placements[id(buf)] = Placement("smem", strides, offset)
+            offset += n * buf.dtype.itemsize
+    plan.smem_bytes = offset
+    return plan
+
+
+def _as_shared_view(g):
+    """Gemm operands that are fragments live in shared memory in this stage, so the
+    tensor-core path may read them like shared buffers."""
+    class V:
+        pass
+    v = V()
+    v.__dict__.update(g.__dict__)
+    import copy
+    for name in ("A", "B"):
+        r = getattr(g, name)
+        if r.buffer.scope == "local.fragment":
+            r2 = copy.copy(r)
+            b2 = copy.copy(r.buffer)
+            b2.scope = "shared"
+            r2.buffer = b2
+            setattr(v, name, r2)
+    return v
+
+
+def _register_accumulators(launch, gemms, plan):
+    """{id(buffer): MmaConfig} for gemm accumulators that can stay in registers."""
+    cand = {}
+    bad = set()
+    for g in gemms:
+        cfg = plan.gemms[id(g)]
+        buf = g.C.buffer
+        full = buf.scope == "local.fragment" and buf.ndim == 2 and all(
+            E.const_int_value(s) == 0 for s in g.C.starts) and \
+            [E.const_int_value(d) for d in buf.shape] == [cfg.M, cfg.N] if cfg else False
+        if not full or (id(buf) in cand and cand[id(buf)] != cfg):
+            bad.add(id(buf))
+        else:
+            cand[id(buf)] = cfg
+    for g in gemms:
+        for r in (g.A, g.B):
+            bad.add(id(r.buffer))
+    bufs = {}
+    walk(launch.body, lambda n: bufs.__setitem__(id(n.buffer), n.buffer) if isinstance(n, S.DeclBuffer) else None)
+
+    def touched(node):
+        ids = set()
+
+        def f(n):
+            if isinstance(n, E.BufferLoad) or isinstance(n, S.BufferStore):
+                ids.add(id(n.buffer))
+            elif isinstance(n, S.Print) and hasattr(n.obj, "scope"):
+                ids.add(id(n.obj))
+        walk(node, f)
+        return ids & set(cand)
+
+    def visit(st, uniform=True):
+        if st is None:
+            return
+        if isinstance(st, S.SeqStmt):
+            for s in st.stmts:
+                visit(s, uniform)
+        elif isinstance(st, S.For) and st.kind == S.PARALLEL and uniform:
+            vars_, mins, exts, body = parallel_nest(st)
+            used = touched(body)
+            cfgs = {cand[b] for b in used}
+            for b in used:
+                ok = len(vars_) == 2 and len(cfgs) == 1 and all(E.const_int_value(m) == 0 for m in mins) \
+                    and [E.const_int_value(e) for e in exts] == [cand[b].M, cand[b].N] and all(
+                        len(ix) == 2 and ix[0] is vars_[0] and ix[1] is vars_[1]
+                        for ix in all_loads_stores(body, bufs[b]))
+                if not ok:
+                    bad.add(b)
+        elif isinstance(st, TO.Gemm):
+            pass
+        elif isinstance(st, TO.TileOp):
+            for r in (getattr(st, "src", None), getattr(st, "dst", None), getattr(st, "value", None)):
+                if hasattr(r, "buffer"):
+                    bad.add(id(r.buffer))
+        elif isinstance(st, S.For) and uniform and not plan.depends(st.extent) and not plan.depends(st.min):
+            bad.update(touched(S.Evaluate(st.extent)) | touched(S.Evaluate(st.min)))
+            visit(st.body, True)
+        elif isinstance(st, S.IfThenElse) and uniform and not plan.depends(st.cond):
+            bad.update(touched(S.Evaluate(st.cond)))
+            visit(st.then_body, True)
+            visit(st.else_body, True)
+        elif isinstance(st, S.LetStmt) and uniform:
+            bad.update(touched(S.Evaluate(st.value)))
+            visit(st.body, True)
+        elif isinstance(st, S.While) and uniform and not plan.depends(st.cond):
+            bad.update(touched(S.Evaluate(st.cond)))
+            visit(st.body, True)
+        else:
+            bad.update(touched(st))
+    visit(launch.body)
+    return {b: c for b, c in cand.items() if b not in bad}

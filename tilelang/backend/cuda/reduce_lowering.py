@@ -1,0 +1,91 @@
+"""`T.reduce_*` on CUDA: one warp per output element; lanes stride over the reduced
+dimension, then combine with butterfly shuffles (include/tl_cuda/reduce.h). The
+accumulator has the destination's dtype, as in the reference lowering."""
+from __future__ import annotations
+
+from tilelang.ir import expr as E
+from tilelang.arith.simplify import simplify
+from tilelang.transform.lower_tile_ops import _reduce_init, _nonunit
+
+_WARP_OP = {"sum": "tl::SumOp", "abssum": "tl::SumOp", "max": "tl::MaxOp", "absmax": "tl::MaxOp",
+            "min": "tl::MinOp", "bitand": "tl::BitAndOp", "bitor": "tl::BitOrOp", "bitxor": "tl::BitXorOp"}
+
+
+def reduce_indices(op, ovars, r):
+    """(src indices, dst indices) for outer loop vars `ovars` and reduced index `r`,
+    mapping the source's kept dims onto the destination as the reference does."""
+    src, dst = op.src, op.dst
+    nd = len(src.extents)
+    outer = [d for d in range(nd) if d != op.dim]
+    sidx = list(src.starts)
+    for v, d in zip(ovars, outer):
+        sidx[d] = simplify(sidx[d] + v)
+    sidx[op.dim] = simplify(sidx[op.dim] + r)
+    dnd = len(dst.extents)
+    didx = list(dst.starts)
+    if dnd == nd:
+        for v, d in zip(ovars, outer):
+            didx[d] = simplify(didx[d] + v)
+    else:
+        dnon = _nonunit(dst)
+        onon = [(v, d) for v, d in zip(ovars, outer) if E.const_int_value(src.extents[d]) != 1]
+        if len(dnon) == len(onon):
+            for (v, _), dd in zip(onon, dnon):
+                didx[dd] = simplify(didx[dd] + v)
+        else:
+            for k, v in enumerate(ovars):
+                if k < dnd:
+                    didx[k] = simplify(didx[k] + v)
+    return sidx, didx, [src.extents[d] for d in outer]
+
+
+def combine(kind, acc, x):
+    """C++ for combining accumulator `acc` with element `x` (strings)."""
+    if kind in ("sum",):
+        return f"({acc} + {x})"
+    if kind == "abssum":
+        return f"({acc} + tl::max({x}, -{x}))"
+    if kind == "absmax":
+        return f"tl::max({acc}, tl::max({x}, -{x}))"
+    if kind in ("max", "min"):
+        return f"tl::{kind}({acc}, {x})"
+    return f"({acc} {dict(bitand='&', bitor='|', bitxor='^')[kind]} {x})"
+
+
+def emit_warp_reduce(cg, op):
+    """Lines of C++ for a Reduce whose operands live in shared/global memory."""
+    from tilelang.backend.cuda.codegen_expr import ctype, cast_str
+    nd = len(op.src.extents)
+    ovars = [E.Var(f"ro{k}") for k in range(nd - 1)]
+    r = E.Var("rr")
+    sidx, didx, oexts = reduce_indices(op, ovars, r)
+    dt = op.dst.buffer.dtype
+    outer = E.IntImm(1)
+    for e in oexts:
+        outer = simplify(E.binop("*", outer, e))
+    nw = cg.plan.nthreads // 32
+    lines = ["{", "  const int tl_lane = tl_tid & 31;",
+             f"  for (int tl_o = tl_tid >> 5; tl_o < {cg.expr(outer)}; tl_o += {nw}) {{"]
+    rem = "tl_o"
+    for k in reversed(range(len(ovars))):
+        name = cg.bind(ovars[k])
+        ext = cg.expr(oexts[k])
+        lines.append(f"    const int {name} = ({rem}) % ({ext});" if k else f"    const int {name} = {rem};")
+        if k:
+            rem = f"(({rem}) / ({ext}))"
+    rname = cg.bind(r)
+    ct = ctype(dt)
+    init = cg.expr(_reduce_init(op.kind, dt))
+    x = cast_str(op.src.buffer.dtype, dt, cg.expr(E.BufferLoad(op.src.buffer, sidx)))
+    lines += [f"    {ct} tl_acc = {init};",
+              f"    for (int {rname} = tl_lane; {rname} < {cg.expr(op.src.extents[op.dim])}; {rname} += 32) {{",
+              f"      const {ct} tl_x = {x};",
+              f"      tl_acc = {combine(op.kind, 'tl_acc', 'tl_x')};",
+              "    }",
+              f"    tl_acc = tl::warp_reduce(tl_acc, {_WARP_OP[op.kind]}());"]
+    dst = cg.expr(E.BufferLoad(op.dst.buffer, didx))
+    clear = op.clear if isinstance(op.clear, bool) else bool(E.const_int_value(op.clear))
+    cross = {"abssum": "sum", "absmax": "max"}.get(op.kind, op.kind)
+    val = "tl_acc" if clear else combine(cross, dst, "tl_acc")
+    lines += [f"    if (tl_lane == 0) {dst} = {val};", "  }", "}"]
+    return lines

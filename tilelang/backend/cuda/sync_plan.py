@@ -1,0 +1,113 @@
+"""Barrier insertion. The block-level program is a sequence of units (a T.Parallel
+nest, a tile op, a scalar statement); a `__syncthreads()` goes before a unit when it
+touches block-visible memory (shared, global) that a unit since the last barrier
+wrote (or writes what one read), unless both ran on the same single thread (scalar
+stores run on thread 0). Loop bodies are analysed twice so that accesses carried
+from one iteration to the next are seen."""
+from __future__ import annotations
+
+from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
+from tilelang.backend.cuda.analysis import accesses
+
+REGISTER_KINDS = ("local", "var", "acc")
+
+
+class SyncPlanner:
+    def __init__(self, plan):
+        self.plan = plan
+        self.before = set()   # id(stmt) that needs a barrier before it
+
+    def _visible(self, buf):
+        p = self.plan.placements.get(id(buf))
+        return p is None or p.kind not in REGISTER_KINDS
+
+    def unit_accesses(self, stmt, executor):
+        reads, writes = accesses(stmt)
+        out = set()
+        for b in reads:
+            if self._visible(b):
+                out.add((id(b), "r", executor))
+        for b in writes:
+            if self._visible(b):
+                out.add((id(b), "w", executor))
+        return out
+
+    @staticmethod
+    def _conflict(acc, pending):
+        for b, m, ex in acc:
+            for b2, m2, ex2 in pending:
+                if b == b2 and "w" in (m, m2) and not (ex == ex2 == "t0"):
+                    return True
+        return False
+
+    def unit(self, stmt, acc, pending):
+        if acc and self._conflict(acc, pending):
+            self.before.add(id(stmt))
+            pending = set()
+        return pending | acc
+
+    def run(self, body):
+        self.visit(body, set())
+        return self.before
+
+    def visit(self, st, pending):
+        plan = self.plan
+        if st is None:
+            return pending
+        if isinstance(st, S.SeqStmt):
+            for s in st.stmts:
+                pending = self.visit(s, pending)
+            return pending
+        if isinstance(st, S.Barrier):
+            return set()
+        if isinstance(st, S.DeclBuffer):
+            return pending
+        if isinstance(st, S.For) and st.kind == S.PARALLEL:
+            return self.unit(st, self.unit_accesses(st, "all"), pending)
+        if isinstance(st, TO.TileOp):
+            return self.unit(st, self.unit_accesses(st, "all"), pending)
+        uniform_ctrl = (isinstance(st, S.For) and not plan.depends(st.min) and not plan.depends(st.extent)) or \
+            (isinstance(st, (S.IfThenElse, S.While)) and not plan.depends(st.cond)) or isinstance(st, S.LetStmt)
+        if uniform_ctrl:
+            head = {S.For: lambda s: S.Evaluate(s.extent), S.IfThenElse: lambda s: S.Evaluate(s.cond),
+                    S.While: lambda s: S.Evaluate(s.cond), S.LetStmt: lambda s: S.Evaluate(s.value)}[type(st)](st)
+            hacc = self.unit_accesses(head, "all")
+            if hacc and self._conflict(hacc, pending):
+                self.before.add(id(st))   # barrier before the whole statement
+                pending = set()
+            pending = pending | hacc
+            if isinstance(st, S.IfThenElse):
+                return self.visit(st.then_body, pending) | self.visit(st.else_body, pending)
+            if isinstance(st, (S.For, S.While)):
+                first = self.visit(st.body, pending)
+                second = self.visit(st.body, pending | first | hacc)
+                return pending | second
+            return self.visit(st.body, pending)
+        if self.single_thread(st):
+            return self.unit(st, self.unit_accesses(st, "t0"), pending)
+        return self.unit(st, self.unit_accesses(st, "all"), pending)
+
+    def single_thread(self, st):
+        """A block-level scalar statement that must happen once per block (a store to
+        shared/global memory, an atomic, a print): codegen runs it on thread 0."""
+        if isinstance(st, S.BufferStore) and not self._visible(st.buffer):
+            return False
+        return isinstance(st, (S.BufferStore, S.Evaluate, S.Print)) and not self._thread_dependent(st)
+
+    def _thread_dependent(self, st):
+        from tilelang.ir.visitor import walk
+        from tilelang.ir import expr as E
+        found = []
+
+        def f(n):
+            if isinstance(n, E.Var) and id(n) in self.plan.td_vars:
+                found.append(n)
+            elif isinstance(n, E.BufferLoad) and id(n.buffer) in self.plan.td_bufs:
+                found.append(n)
+        walk(st, f)
+        return bool(found)
+
+
+def plan_barriers(body, plan):
+    return SyncPlanner(plan).run(body)
