@@ -124,8 +124,8 @@ class Buffer:
             if self.is_var() and len(key) == 1:
                 key = (0,)
             else:
-                raise TypeError(f"assignment to {self.name} needs one index per dimension "
-                                f"({self.ndim}), got {len(key)}")
+                from tilelang.ir.errors import IndexArityError
+                raise IndexArityError(self, len(key))
         if _store_handler is None:
             raise RuntimeError("buffer stores are only valid inside a kernel body")
         _store_handler(self, value, [convert(k) for k in key])
