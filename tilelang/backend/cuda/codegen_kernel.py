@@ -1,0 +1,425 @@
+"""Lowered IR -> CUDA C++ (SIMT). One CUDA block per T.Kernel block.
+
+- T.Parallel nests at block level are flattened and their iterations spread over
+  the block's threads (or, over a register accumulator, follow its mma layout);
+- other block-level code runs on every thread, identically; its stores to shared
+  or global memory (and atomics, prints) run on thread 0 only;
+- `__syncthreads()` goes where `sync_plan.py` says;
+- gemm / reduce tile ops come from `gemm_lowering.py` / `reduce_lowering.py`."""
+from __future__ import annotations
+
+import re
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.buffer import Buffer
+from tilelang.arith.simplify import simplify
+from tilelang.backend.cuda.analysis import parallel_nest
+from tilelang.backend.cuda.codegen_expr import ExprPrinter, ctype, cast_str
+from tilelang.backend.cuda.gemm_lowering import simt_gemm
+from tilelang.backend.cuda.plan import plan_kernel
+from tilelang.backend.cuda.reduce_lowering import emit_warp_reduce
+from tilelang.backend.cuda.sync_plan import SyncPlanner
+
+_RESERVED = {"int", "float", "double", "half", "char", "short", "long", "for", "if", "else", "while", "do",
+             "return", "break", "continue", "const", "auto", "struct", "class", "union", "void", "bool",
+             "true", "false", "default", "switch", "case", "new", "delete", "this", "template", "typename",
+             "namespace", "static", "signed", "unsigned", "volatile", "register", "goto", "sizeof", "tl",
+             "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "min", "max", "abs", "exp"}
+
+
+class Names:
+    """Unique C identifiers by object identity."""
+
+    def __init__(self):
+        self.by_id, self.used = {}, set()
+
+    def get(self, obj_id):
+        return self.by_id.get(obj_id)
+
+    def new(self, obj, base):
+        base = re.sub(r"\W", "_", base) or "v"
+        if base[0].isdigit() or base in _RESERVED or base.startswith("tl_"):
+            base = "v_" + base
+        name, k = base, 1
+        while name in self.used:
+            name, k = f"{base}_{k}", k + 1
+        self.used.add(name)
+        self.by_id[id(obj)] = name
+        return name
+
+
+class KernelCodegen:
+    def __init__(self, launch, entry, target, params, names):
+        self.launch, self.entry, self.target = launch, entry, target
+        self.params = params          # [(kind, obj, c decl)] in kernel-parameter order
+        self.names = names            # shared with the function level (params)
+        self.plan = plan_kernel(launch, target.arch)
+        self.barriers = SyncPlanner(self.plan)
+        self.barrier_before = self.barriers.run(launch.body)
+        self.acc_index = {}           # id(acc buffer) -> C index inside an anchored loop
+        self.lines = []
+        self.indent = 1
+        self.printer = ExprPrinter(_NameView(names), self.access)
+
+    # helpers ------------------------------------------------------------------
+    def bind(self, var, base=None):
+        return self.names.new(var, base or var.name)
+
+    def expr(self, e):
+        return self.printer(e)
+
+    def w(self, line):
+        self.lines.append("  " * self.indent + line)
+
+    def buf_name(self, buf):
+        n = self.names.get(id(buf))
+        if n is None:
+            raise NotImplementedError(f"buffer `{buf.name}` is used outside the kernel that declares it")
+        return n
+
+    def placement(self, buf):
+        return self.plan.placements.get(id(buf))
+
+    def strides(self, buf):
+        p = self.placement(buf)
+        if p is not None and p.strides is not None:
+            return p.strides
+        return buf.get_strides()
+
+    def flat(self, buf, indices):
+        terms = []
+        for i, s in zip(indices, self.strides(buf)):
+            sv = E.const_int_value(s)
+            if sv == 0:
+                continue
+            terms.append(i if sv == 1 else E.binop("*", i, s))
+        if not terms:
+            return "0"
+        total = terms[0]
+        for t in terms[1:]:
+            total = E.binop("+", total, t)
+        return self.expr(simplify(total))
+
+    def access(self, load):
+        """C lvalue of buf[indices] (a BufferLoad or a store target)."""
+        buf, idx = load.buffer, load.indices
+        p = self.placement(buf)
+        name = self.buf_name(buf)
+        if p is not None and p.kind == "acc":
+            if id(buf) not in self.acc_index:
+                raise NotImplementedError(f"register accumulator `{buf.name}` accessed outside its layout")
+            return f"{name}[{self.acc_index[id(buf)]}]"
+        if p is not None and p.kind == "var":
+            return f"{name}[0]"
+        return f"{name}[{self.flat(buf, idx)}]"
+
+    # kernel ----------------------------------------------------------------------
+    def emit(self):
+        L = self.launch
+        nt = self.plan.nthreads
+        sig = ", ".join(d for _, _, d in self.params)
+        out = [f'extern "C" __global__ void __launch_bounds__({nt}) {self.entry}({sig}) {{']
+        self.lines = out
+        self.w("extern __shared__ __align__(128) unsigned char tl_smem[];")
+        self.w("const int tl_tid = tl::thread_linear();" if len(L.threads) > 1 else
+               "const int tl_tid = threadIdx.x;")
+        for v, ax in zip(L.block_vars, "xyz"):
+            self.w(f"const int {self.bind(v)} = blockIdx.{ax};")
+        for v, ax in zip(L.thread_vars, "xyz"):
+            self.w(f"const int {self.bind(v)} = threadIdx.{ax};")
+        for b in self._smem_buffers():
+            p = self.placement(b)
+            self.w(f"{ctype(b.dtype)}* {self.names.new(b, b.name)} = "
+                   f"reinterpret_cast<{ctype(b.dtype)}*>(tl_smem + {p.offset});")
+        self.stmt(L.body, block=True)
+        out.append("}")
+        meta = {"entry": self.entry, "threads": [int(t) for t in L.threads] + [1] * (3 - len(L.threads)),
+                "grid": L.grid, "smem": self.plan.smem_bytes}
+        return "\n".join(out), meta
+
+    def _smem_buffers(self):
+        seen = []
+        from tilelang.ir.visitor import walk
+        walk(self.launch.body, lambda n: seen.append(n.buffer) if isinstance(n, S.DeclBuffer) and
+             self.placement(n.buffer).kind == "smem" else None)
+        return seen
+
+    # statements ------------------------------------------------------------------
+    def stmt(self, st, block):
+        """Emit `st`; `block` is True at uniform block level (every thread runs the
+        same code), False inside one thread's iteration or divergent control flow."""
+        if st is None:
+            return
+        if block and id(st) in self.barrier_before:
+            self.w("__syncthreads();")
+        fn = getattr(self, "s_" + type(st).__name__, None)
+        if fn is None:
+            raise NotImplementedError(f"CUDA codegen: unsupported statement {type(st).__name__}")
+        fn(st, block)
+
+    def s_SeqStmt(self, st, block):
+        for s in st.stmts:
+            self.stmt(s, block)
+
+    def s_DeclBuffer(self, st, block):
+        b = st.buffer
+        p = self.placement(b)
+        if p.kind == "smem":
+            return
+        name = self.names.new(b, b.name) if self.names.get(id(b)) is None else self.buf_name(b)
+        ct = ctype(b.dtype)
+        if p.kind == "acc":
+            self.w(f"float {name}[{p.acc.regs}];")
+        elif p.kind == "var":
+            init = cast_str(b.init.dtype, b.dtype, self.expr(b.init)) if b.init is not None else "0"
+            self.w(f"{ct} {name}[1] = {{{init}}};")
+        elif p.kind == "local":
+            n = 1
+            for d in b.shape:
+                n *= E.const_int_value(d)
+            self.w(f"{ct} {name}[{n}];")
+        else:
+            raise NotImplementedError(f"T.alloc_global inside a kernel (`{b.name}`): allocate it at "
+                                      f"function level")
+
+    def _guard(self, block, st):
+        """Block-level stores to shared/global memory happen once, on thread 0."""
+        return block and self.barriers.single_thread(st)
+
+    def s_BufferStore(self, st, block):
+        val = self.expr(st.value)
+        if st.value.dtype is not st.buffer.dtype:
+            val = cast_str(st.value.dtype, st.buffer.dtype, val)
+        line = f"{self.access(st)} = {val};"
+        self.w(f"if (tl_tid == 0) {{ {line} }}" if self._guard(block, st) else line)
+
+    def s_Evaluate(self, st, block):
+        v = st.value
+        if isinstance(v, E.Call) and v.name.startswith("atomic_") and v.args and \
+                isinstance(v.args[0], E.BufferLoad):
+            dst = v.args[0]
+            val = self.expr(v.args[1])
+            line = f"tl::{v.name}(&{self.access(dst)}, ({ctype(dst.buffer.dtype)})({val}));"
+        else:
+            line = f"(void)({self.expr(v)});"
+        self.w(f"if (tl_tid == 0) {{ {line} }}" if self._guard(block, st) else line)
+
+    def s_For(self, st, block):
+        if st.kind == S.PARALLEL and block:
+            return self.cooperative(st)
+        inner_block = block and not self.plan.depends(st.min) and not self.plan.depends(st.extent)
+        v = self.bind(st.var)
+        ct = ctype(st.var.dtype)
+        if st.kind in (S.UNROLL, S.VECTORIZED):
+            self.w("#pragma unroll")
+        if st.step is None:
+            self.w(f"for ({ct} {v} = {self.expr(st.min)}; {v} < {self.expr(simplify(st.min + st.extent))}; ++{v}) {{")
+        else:
+            k = self.names.new(object(), "tl_k")
+            self.w(f"for ({ct} {k} = 0; {k} < {self.expr(st.extent)}; ++{k}) {{")
+            self.indent += 1
+            self.w(f"const {ct} {v} = {self.expr(st.min)} + {k} * {self.expr(st.step)};")
+            self.indent -= 1
+        self.indent += 1
+        self.stmt(st.body, inner_block)
+        self.indent -= 1
+        self.w("}")
+
+    def s_IfThenElse(self, st, block):
+        inner = block and not self.plan.depends(st.cond)
+        self.w(f"if ({self.expr(st.cond)}) {{")
+        self.indent += 1
+        self.stmt(st.then_body, inner)
+        self.indent -= 1
+        if st.else_body is not None:
+            self.w("} else {")
+            self.indent += 1
+            self.stmt(st.else_body, inner)
+            self.indent -= 1
+        self.w("}")
+
+    def s_While(self, st, block):
+        inner = block and not self.plan.depends(st.cond)
+        self.w(f"while ({self.expr(st.cond)}) {{")
+        self.indent += 1
+        self.stmt(st.body, inner)
+        self.indent -= 1
+        self.w("}")
+
+    def s_Break(self, st, block):
+        self.w("break;")
+
+    def s_Continue(self, st, block):
+        self.w("continue;")
+
+    def s_LetStmt(self, st, block):
+        self.w("{")
+        self.indent += 1
+        self.w(f"const {ctype(st.var.dtype)} {self.bind(st.var)} = {self.expr(st.value)};")
+        self.stmt(st.body, block)
+        self.indent -= 1
+        self.w("}")
+
+    def s_Barrier(self, st, block):
+        self.w("__syncthreads();")
+
+    def s_Assert(self, st, block):
+        msg = str(st.message).replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+        self.w(f"if (!({self.expr(st.cond)})) {{ printf(\"device assert failed: {msg} "
+               f"(block %d,%d,%d thread %d)\\n\", (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, "
+               f"tl_tid); __trap(); }}")
+
+    def s_Print(self, st, block):
+        msg = str(st.msg or "").replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+        obj = st.obj
+        guard = "if (tl_tid == 0) " if self._guard(block, st) else ""
+        if isinstance(obj, Buffer):
+            p = self.placement(obj)
+            if p is not None and p.kind == "acc":
+                self.w(f"// T.print of the register accumulator `{obj.name}` is not supported yet")
+                return
+            n = 1
+            for d in obj.shape:
+                n *= E.const_int_value(d) or 1
+            name = self.buf_name(obj)
+            idx = f"{name}[0]" if p is not None and p.kind == "var" else f"{name}[tl_p]"
+            self.w(f"{guard}for (int tl_p = 0; tl_p < {n}; ++tl_p) printf(\"{msg} {obj.name}[%d] = %f\\n\", "
+                   f"tl_p, (double)(float)({idx}));")
+            return
+        fmt, val = ("%lld", f"(long long)({self.expr(obj)})") if not obj.dtype.is_float else \
+            ("%f", f"(double)(float)({self.expr(obj)})")
+        self.w(f"{guard}printf(\"{msg} {fmt} (block %d,%d,%d thread %d)\\n\", {val}, (int)blockIdx.x, "
+               f"(int)blockIdx.y, (int)blockIdx.z, tl_tid);")
+
+    def s_KernelLaunch(self, st, block):
+        raise NotImplementedError("nested T.Kernel")
+
+    # tile ops ----------------------------------------------------------------------
+    def s_Gemm(self, op, block):
+        cfg = self.plan.gemms.get(id(op))
+        if cfg is None:
+            return self.cooperative(simt_gemm(op))
+        ta, tb = "true" if op.trans_A else "false", "true" if op.trans_B else "false"
+
+        def ptr(r):
+            return f"{self.buf_name(r.buffer)} + {self.flat(r.buffer, r.starts)}", \
+                self.expr(E.convert(self.strides(r.buffer)[-2]))
+        (pa, lda), (pb, ldb) = ptr(op.A), ptr(op.B)
+        call = (f"tl::gemm_ss<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}, {ta}, {tb}>"
+                f"({pa}, {lda}, {pb}, {ldb}, {{acc}});")
+        cp = self.placement(op.C.buffer)
+        if cp.kind == "acc":
+            self.w(call.format(acc=self.buf_name(op.C.buffer)))
+            return
+        # accumulator in shared memory: through registers for the mma
+        L = cfg.layout()
+        c = op.C
+        row, col = E.Var("tl_row"), E.Var("tl_col")
+        self.names.by_id[id(row)], self.names.by_id[id(col)] = f"{L}::row(tl_tid, tl_r)", f"{L}::col(tl_tid, tl_r)"
+        idx = list(c.starts)
+        idx[-2] = simplify(idx[-2] + row)
+        idx[-1] = simplify(idx[-1] + col)
+        cel = self.access(E.BufferLoad(c.buffer, idx))
+        cast_in = cast_str(c.buffer.dtype, E.convert(0.0).dtype, cel)
+        self.w("{")
+        self.w(f"  float tl_acc[{cfg.regs}];")
+        self.w("  #pragma unroll")
+        self.w(f"  for (int tl_r = 0; tl_r < {cfg.regs}; ++tl_r) tl_acc[tl_r] = {cast_in};")
+        self.w("  " + call.format(acc="tl_acc"))
+        self.w("  #pragma unroll")
+        self.w(f"  for (int tl_r = 0; tl_r < {cfg.regs}; ++tl_r) {cel} = "
+               f"{cast_str(E.convert(0.0).dtype, c.buffer.dtype, 'tl_acc[tl_r]')};")
+        self.w("}")
+
+    def s_Reduce(self, op, block):
+        if self.plan.nthreads % 32 == 0:
+            for line in emit_warp_reduce(self, op):
+                self.w(line)
+            return
+        from tilelang.transform.lower_tile_ops import lower_reduce
+        self.stmt(lower_reduce(op), block)
+
+    def s_Fill(self, op, block):
+        from tilelang.transform.lower_tile_ops import lower_fill
+        self.stmt(lower_fill(op), block)
+
+    def s_Copy(self, op, block):
+        from tilelang.transform.lower_tile_ops import lower_copy
+        self.stmt(lower_copy(op), block)
+
+    # parallel loops --------------------------------------------------------------------
+    def cooperative(self, st):
+        vars_, mins, exts, body = parallel_nest(st)
+        accs = self._accs_in(body)
+        if accs:
+            cfg = self.placement(accs[0]).acc
+            L = cfg.layout()
+            self.w("#pragma unroll")
+            self.w(f"for (int tl_r = 0; tl_r < {cfg.regs}; ++tl_r) {{")
+            self.indent += 1
+            self.w(f"const int {self.bind(vars_[0])} = {L}::row(tl_tid, tl_r);")
+            self.w(f"const int {self.bind(vars_[1])} = {L}::col(tl_tid, tl_r);")
+            for b in accs:
+                self.acc_index[id(b)] = "tl_r"
+            self.stmt(body, False)
+            for b in accs:
+                del self.acc_index[id(b)]
+            self.indent -= 1
+            self.w("}")
+            return
+        nt = self.plan.nthreads
+        total = E.IntImm(1)
+        for e in exts:
+            total = simplify(E.binop("*", total, e))
+        tc = E.const_int_value(total)
+        it = self.names.new(object(), "tl_i")
+        if tc is not None and tc % nt == 0 and tc // nt <= 64:
+            # exact split: no bound check, fully unrolled
+            j = self.names.new(object(), "tl_j")
+            self.w("#pragma unroll")
+            self.w(f"for (int {j} = 0; {j} < {tc // nt}; ++{j}) {{")
+            self.indent += 1
+            self.w(f"const int {it} = {j} * {nt} + tl_tid;")
+        else:
+            if tc is not None and tc <= 4 * nt:
+                self.w("#pragma unroll")
+            self.w(f"for (int {it} = tl_tid; {it} < {self.expr(total)}; {it} += {nt}) {{")
+            self.indent += 1
+        rem = it
+        for k in reversed(range(len(vars_))):
+            ext, mn = self.expr(exts[k]), self.expr(mins[k])
+            off = "" if E.const_int_value(mins[k]) == 0 else f" + {mn}"
+            ct = ctype(vars_[k].dtype)
+            if k:
+                self.w(f"const {ct} {self.bind(vars_[k])} = ({rem}) % {ext}{off};")
+                rem = f"(({rem}) / {ext})"
+            else:
+                self.w(f"const {ct} {self.bind(vars_[k])} = {rem}{off};")
+        self.stmt(body, False)
+        self.indent -= 1
+        self.w("}")
+
+    def _accs_in(self, body):
+        from tilelang.ir.visitor import walk
+        out = {}
+
+        def f(n):
+            if isinstance(n, (E.BufferLoad, S.BufferStore)):
+                p = self.placement(n.buffer)
+                if p is not None and p.kind == "acc":
+                    out[id(n.buffer)] = n.buffer
+        walk(body, f)
+        return list(out.values())
+
+
+class _NameView(dict):
+    """Var id -> C name, read through the shared `Names`."""
+
+    def __init__(self, names):
+        super().__init__()
+        self._n = names
+
+    def get(self, k, default=None):
+        return self._n.by_id.get(k, default)
