@@ -256,11 +256,11 @@ def test_column_region_squeezed():
 
 
 def test_copy_shape_mismatch_is_clear_error():
-    @T.prim_func
-    def k(A: T.Tensor((64, 64), "float32"), C: T.Tensor((64, 64), "float32")):
-        with T.Kernel(1, threads=32) as bx:
-            S = T.alloc_shared((32, 32), "float32")
-            T.copy(A[0:16, 0:32], S)
-            T.copy(S, C[0, 0])
     with pytest.raises(tilelang.TileLangError, match="shapes do not match"):
+        @T.prim_func
+        def k(A: T.Tensor((64, 64), "float32"), C: T.Tensor((64, 64), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                S = T.alloc_shared((32, 32), "float32")
+                T.copy(A[0:16, 0:32], S)
+                T.copy(S, C[0, 0])
         tilelang.compile(k, out_idx=[1], target="cpu")

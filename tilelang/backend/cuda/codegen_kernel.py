@@ -38,9 +38,9 @@ class Names:
     def get(self, obj_id):
         return self.by_id.get(obj_id)
 
-    def new(self, obj, base):
+    def new(self, obj, base, internal=False):
         base = re.sub(r"\W", "_", base) or "v"
-        if base[0].isdigit() or base in _RESERVED or base.startswith("tl_"):
+        if not internal and (base[0].isdigit() or base in _RESERVED or base.startswith("tl_")):
             base = "v_" + base
         name, k = base, 1
         while name in self.used:
@@ -217,7 +217,7 @@ class KernelCodegen:
         if st.step is None:
             self.w(f"for ({ct} {v} = {self.expr(st.min)}; {v} < {self.expr(simplify(st.min + st.extent))}; ++{v}) {{")
         else:
-            k = self.names.new(object(), "tl_k")
+            k = self.names.new(object(), "tl_k", True)
             self.w(f"for ({ct} {k} = 0; {k} < {self.expr(st.extent)}; ++{k}) {{")
             self.indent += 1
             self.w(f"const {ct} {v} = {self.expr(st.min)} + {k} * {self.expr(st.step)};")
@@ -374,10 +374,10 @@ class KernelCodegen:
         for e in exts:
             total = simplify(E.binop("*", total, e))
         tc = E.const_int_value(total)
-        it = self.names.new(object(), "tl_i")
+        it = self.names.new(object(), "tl_i", True)
         if tc is not None and tc % nt == 0 and tc // nt <= 64:
             # exact split: no bound check, fully unrolled
-            j = self.names.new(object(), "tl_j")
+            j = self.names.new(object(), "tl_j", True)
             self.w("#pragma unroll")
             self.w(f"for (int {j} = 0; {j} < {tc // nt}; ++{j}) {{")
             self.indent += 1

@@ -175,12 +175,22 @@ def sass(cubin: bytes) -> str:
         f.write(cubin)
         path = f.name
     try:
-        r = subprocess.run([tool, "-sass", path], capture_output=True, text=True, check=False)
+        r = subprocess.run([tool, "-sass", path], capture_output=True, text=True, check=False, env=_tool_env(tool))
         if r.returncode != 0:
             raise RuntimeError(f"cuobjdump failed: {r.stderr.strip()}")
         return r.stdout
     finally:
         os.unlink(path)
+
+
+def _tool_env(tool):
+    """cuobjdump -sass runs nvdisasm, found on PATH: the wheels put both in one bin/."""
+    env = dict(os.environ)
+    d = os.path.dirname(tool)
+    env["PATH"] = d + os.pathsep + env.get("PATH", "")
+    if os.path.exists(os.path.join(d, "nvdisasm")):
+        env.setdefault("NVDISASM_PATH", d)
+    return env
 
 
 def resource_usage(cubin: bytes) -> str:

@@ -1,0 +1,49 @@
+"""The CUDA backend: CUDA C++ from the tile IR, NVRTC to cubin, driver-API launch.
+Skeleton: target.py, pipeline.py, codegen.py, compiler.py, runtime.py."""
+from __future__ import annotations
+
+import os
+
+from tilelang.backend.base import Artifact, Backend
+from tilelang.backend.registry import register
+from tilelang.backend.cuda import target as _target
+from tilelang.backend.cuda import pipeline as _pipeline
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+
+    def parse_target(self, kind, arch, options):
+        return _target.parse_target(kind, arch, options)
+
+    def device_available(self) -> bool:
+        return _target.device_count() > 0
+
+    def lower(self, func, target, ctx):
+        return _pipeline.lower(func, target, ctx)
+
+    def build(self, func, target, ctx=None) -> Artifact:
+        from tilelang.backend.cuda.codegen import generate
+        from tilelang.backend.cuda.compiler import compile_cuda
+        if isinstance(target, str) or isinstance(target, dict):
+            from tilelang.backend.registry import parse_target
+            target = parse_target(target)
+        lowered = self.lower(func, target, ctx)
+        source, meta = generate(lowered, target)
+        dump = os.environ.get("TL_CUDA_DUMP")
+        if dump:
+            os.makedirs(dump, exist_ok=True)
+            with open(os.path.join(dump, f"{func.name}.cu"), "w") as f:
+                f.write(source)
+        compiled = compile_cuda(source, target.arch, name=f"{func.name}.cu")
+        meta["ptx"] = compiled.ptx
+        meta["arch"] = target.arch
+        return Artifact(target, source, compiled.cubin, meta["kernels"][0]["entry"], meta)
+
+    def load(self, artifact: Artifact):
+        from tilelang.backend.cuda.runtime import load
+        return load(artifact)
+
+
+backend = CudaBackend()
+register("cuda", backend)
