@@ -136,6 +136,8 @@ class JITKernel:
             raise ArgumentError(f"argument `{name}` is not contiguous", span, hint="pass x.contiguous()")
 
     def _out_shape(self, p, dyn):
+        if all(isinstance(s, int) for s in p.shape):
+            return p.shape
         out = []
         for s in p.shape:
             if isinstance(s, int):
@@ -165,28 +167,75 @@ class JITKernel:
                 e.span = _caller_span()
             raise e.with_traceback(None) from None
 
+    def _fast_specs(self):
+        """Per input: what a valid argument looks like, checked cheaply on each call."""
+        import numpy as np
+        try:
+            import torch
+        except ImportError:
+            torch = None
+        specs = []
+        for i in self.in_idx:
+            p = self.params[i]
+            if not isinstance(p, Buffer):
+                specs.append((i, p, None))
+                continue
+            tdt = p.dtype.as_torch() if torch is not None and _has_torch_dtype(p.dtype) else None
+            try:
+                from tilelang.ir.dtypes import numpy_dtype
+                ndt = numpy_dtype(p.dtype)
+            except Exception:  # noqa: BLE001
+                ndt = None
+            static = tuple((d, const_int_value(s)) for d, s in enumerate(p.shape) if not isinstance(s, Var))
+            dyn = tuple((d, id(s)) for d, s in enumerate(p.shape) if isinstance(s, Var))
+            specs.append((i, p, (tdt, ndt, len(p.shape), static, dyn, p.strides is None)))
+        self._specs = specs
+        self._want_cuda = self.target.kind != "cpu"
+        return specs
+
     def _call(self, args):
+        specs = getattr(self, "_specs", None) or self._fast_specs()
         full = [None] * len(self.params)
         dyn = {}
         like = None
-        span = None
-        for i, a in zip(self.in_idx, args):
-            p = self.params[i]
+        want_cuda = self._want_cuda
+        for (i, p, spec), a in zip(specs, args):
             full[i] = a
-            if isinstance(p, Buffer):
-                if span is None:
-                    span = _caller_span(3)
-                self._check(i, p, a, dyn, span)
-                if like is None and arrays.is_torch(a):
-                    like = a
-            else:
+            if spec is None:
                 if arrays.is_array(a):
-                    raise ArgumentError(f"argument `{p.name}` is a scalar ({p.dtype}), got an array", span)
+                    raise ArgumentError(f"argument `{p.name}` is a scalar ({p.dtype}), got an array")
+                continue
+            tdt, ndt, ndim, static, dvars, need_contig = spec
+            ok = False
+            try:
+                dt = a.dtype
+                if dt is tdt:   # torch
+                    ok = (a.is_cuda == want_cuda) and (not need_contig or a.is_contiguous())
+                    if like is None:
+                        like = a
+                elif ndt is not None and dt == ndt and not want_cuda:  # numpy
+                    ok = (not need_contig) or a.flags.c_contiguous
+                if ok:
+                    shape = a.shape
+                    if len(shape) != ndim:
+                        ok = False
+                    else:
+                        for d, want in static:
+                            if shape[d] != want:
+                                ok = False
+                                break
+                        for d, vid in dvars:
+                            got = int(shape[d])
+                            if dyn.setdefault(vid, got) != got:
+                                ok = False
+            except AttributeError:
+                ok = False
+            if not ok:  # the slow path explains what is wrong
+                self._check(i, p, a, dyn, None)
         outs = []
         for i in self.out_idx:
             p = self.params[i]
-            dev = "cpu" if self.target.kind == "cpu" else "cuda"
-            o = arrays.empty(self._out_shape(p, dyn), p.dtype, like=like, device=dev)
+            o = arrays.empty(self._out_shape(p, dyn), p.dtype, like=like, device="cuda" if want_cuda else "cpu")
             full[i] = o
             outs.append(o)
         buffers, ints, floats = [], [], []
@@ -254,6 +303,14 @@ class JITKernel:
     def export_sass(self, path):
         with open(path, "w") as f:
             f.write(self.get_sass())
+
+
+def _has_torch_dtype(dt):
+    try:
+        dt.as_torch()
+        return True
+    except (TypeError, AttributeError):
+        return False
 
 
 def E_int(v):

@@ -325,7 +325,7 @@ class CodegenCPU:
         self.emit(f"{{  // kernel {kid}: grid ({', '.join(grid)})")
         self.ind += 1
         self.emit(f"const int64_t tl_gx = {grid[0]}, tl_gy = {grid[1]}, tl_gz = {grid[2]};")
-        self.emit("#pragma omp parallel")
+        self.emit("#pragma omp parallel if (tl_gx * tl_gy * tl_gz > 1)")
         self.emit("{")
         self.ind += 1
         for b in bufs:
