@@ -11,7 +11,7 @@ from tilelang.language.kernel import (Kernel, get_thread_binding, get_thread_bin
                                       get_block_bindings, get_thread_extent, use_swizzle)
 from tilelang.language.loops import serial, unroll, vectorized, Parallel, Pipelined, grid, Persistent
 from tilelang.language.alloc import (alloc_shared, alloc_fragment, alloc_local, alloc_var, alloc_global,
-                                     alloc_buffer, alloc_barrier, alloc_reducer, finalize_reducer)
+                                     alloc_buffer, alloc_barrier, alloc_reducer, finalize_reducer, reshape, view)
 from tilelang.language.copy import copy, async_copy, tma_copy
 from tilelang.language.gemm import gemm, GemmWarpPolicy, wgmma_gemm, wait_wgmma
 from tilelang.language.reduce import (reduce_sum, reduce_max, reduce_min, reduce_abssum, reduce_absmax,
@@ -21,6 +21,7 @@ from tilelang.language.math import (abs, max, min, pow, cast, Cast, if_then_else
                                     ceildiv, floordiv, floormod, truncdiv, truncmod, max_value, min_value,
                                     reinterpret, clamp, isnan, isinf, isfinite, And, Or, Not, all_of, any_of)
 from tilelang.language import math as _math
+from tilelang.layout import Layout, Fragment  # noqa: F401  (T.Layout / T.Fragment)
 from tilelang.language.misc import (print, device_assert, annotate_layout, annotate_padding,  # noqa: A004
                                     annotate_l2_hit_ratio, annotate_safe_value, sync_threads, sync_warp,
                                     sync_global, set_max_nreg, no_set_max_nreg, disable_warp_group_reg_alloc,

@@ -88,3 +88,37 @@ def finalize_reducer(reducer):
 
 def empty_like(*a, **k):
     raise TileLangError("empty_like is not supported")
+
+
+def _alias(buf, shape, dtype, what):
+    b = B.require(what)
+    if isinstance(shape, (int, PrimExpr)):
+        shape = (shape,)
+    dtype = as_dtype(dtype) if dtype is not None else buf.dtype
+    from tilelang.ir.expr import const_int_value
+    old = buf.numel() * buf.dtype.bits
+    new = 1
+    for d in shape:
+        new = new * d
+    new = new * dtype.bits
+    co, cn = const_int_value(old), const_int_value(new)
+    if co is not None and cn is not None and co != cn:
+        raise TileLangError(f"{what}: {buf.name} has {co // 8} bytes, the new view {cn // 8}",
+                            hint="the view must cover exactly the same bytes")
+    view = Buffer(_name(buf.name + "_view"), tuple(shape), dtype, buf.scope)
+    view.alias_of = buf
+    b.emit(S.DeclBuffer(view))
+    return view
+
+
+def reshape(buf, shape):
+    """A view of `buf` with another shape (same elements, row-major)."""
+    return _alias(buf, shape, None, "T.reshape")
+
+
+def view(buf, shape=None, dtype=None):
+    """A view of `buf` with another shape and/or element type (a bit reinterpretation)."""
+    if shape is None:
+        dt = as_dtype(dtype) if dtype is not None else buf.dtype
+        shape = tuple(buf.shape[:-1]) + (buf.shape[-1] * buf.dtype.bits // dt.bits,)
+    return _alias(buf, shape, dtype, "T.view")

@@ -195,6 +195,10 @@ class CodegenCPU:
 
     def s_DeclBuffer(self, s):
         b = s.buffer
+        base = getattr(b, "alias_of", None)
+        if base is not None:  # T.reshape / T.view: another name for the same bytes
+            self.emit(f"{ctype(b.dtype)}* {self.bname(b)} = ({ctype(b.dtype)}*){self.bname(base)};")
+            return
         if b.scope == "local.var":
             init = f" = {self.expr(E.cast(b.init, b.dtype))}" if b.init is not None else "{}"
             self.emit(f"{ctype(b.dtype)} {self.bname(b)}[1];")
@@ -312,7 +316,7 @@ class CodegenCPU:
         self.kernel_id += 1
         bufs = []
         walk(k.body, lambda n: bufs.append(n.buffer) if isinstance(n, S.DeclBuffer) and n.buffer.scope
-             not in ("local.var", "global") else None)
+             not in ("local.var", "global") and getattr(n.buffer, "alias_of", None) is None else None)
         uses_threads = []
         tv = {id(v) for v in k.thread_vars}
         walk(k.body, lambda n: uses_threads.append(n) if isinstance(n, E.Var) and id(n) in tv else None)
@@ -380,7 +384,7 @@ class CodegenCPU:
         # function-level workspaces (T.alloc_global) and scalars outside kernels
         glob = []
         walk(f.body, lambda n: glob.append(n.buffer) if isinstance(n, S.DeclBuffer) and
-             n.buffer.scope == "global" else None)
+             n.buffer.scope == "global" and getattr(n.buffer, "alias_of", None) is None else None)
         for b in glob:
             n = b.numel()
             n = self.expr(E.convert(n)) if not isinstance(n, int) else str(n)
