@@ -5,6 +5,7 @@ from tilelang import language  # noqa: E402
 from tilelang.jit import jit, compile, par_compile, JITKernel, lazy_jit  # noqa: E402,A004
 from tilelang.jit.cache import disable_cache, enable_cache, is_cache_enabled, clear_cache  # noqa: E402
 from tilelang.profiler import Profiler, TensorSupplyType  # noqa: E402
+from tilelang.autotuner import autotune, AutoTuner  # noqa: E402
 from tilelang.ir.errors import TileLangError  # noqa: E402
 from tilelang.transform.pass_keys import PassConfigKey  # noqa: E402
 from tilelang.backend.registry import parse_target as determine_target  # noqa: E402

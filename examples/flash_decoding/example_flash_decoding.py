@@ -31,13 +31,17 @@ def split_plan(seqlen_kv, num_split, block_N):
 
 
 @tilelang.jit(out_idx=[3])
-def flash_decoding(batch, heads, kv_heads, seqlen_kv, dim, num_split=4, block_N=64, block_H=None, threads=128,
+def flash_decoding(batch, heads, kv_heads, seqlen_kv, dim, num_split=4, block_N=64, block_H=None, threads=None,
                    dtype=T.float16, accum_dtype=T.float32):
     assert heads % kv_heads == 0
     groups = heads // kv_heads
-    # Rows of the per-block query tile: the heads of one KV group (padded rows are ignored).
-    block_H = groups if block_H is None else block_H
+    # Rows of the per-block query tile: the heads of one KV group, padded to a
+    # multiple of 16 (the row granularity of tensor-core gemms); padded rows are
+    # computed but never stored.
+    block_H = max(16, -(-groups // 16) * 16) if block_H is None else block_H
     assert block_H >= groups
+    # One warp per 16 query rows keeps whole rows inside a warp for both gemms.
+    threads = min(256, max(32, 2 * block_H)) if threads is None else threads
     scale = (1.0 / dim)**0.5 * 1.44269504  # 1/sqrt(dim) * log2(e)
     per_split, num_split = split_plan(seqlen_kv, num_split, block_N)
     blocks_per_split = per_split // block_N

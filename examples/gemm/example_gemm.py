@@ -92,7 +92,8 @@ def main(M=256, N=256, K=256, layout="NN", dtype="float16", relu=False, bench=Tr
     a, b = make_inputs(M, N, K, trans_A, trans_B, dtype)
     c = kernel(a, b)
     ref = ref_program(a, b, trans_A, trans_B, relu)
-    tol = 1e-3 if dtype == "float32" else 1e-2
+    # float32 gemms run as TF32 on CUDA tensor cores.
+    tol = (1e-3 if a.device.type == "cpu" else 5e-2) if dtype == "float32" else 1e-2
     torch.testing.assert_close(c.float(), ref.float(), atol=tol, rtol=tol)
     print(f"GEMM {layout} {dtype} relu={relu}: kernel matches torch.")
 

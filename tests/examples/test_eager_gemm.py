@@ -31,7 +31,11 @@ def test_eager_gemm_fp16(M, N, K):
     torch.testing.assert_close(c, ex.ref_program(a, b), rtol=1e-2, atol=1e-2)
 
 
-@pytest.mark.parametrize("dtype,tdt,tol", [("bfloat16", torch.bfloat16, 1e-2), ("float32", torch.float32, 1e-3)])
+# float32 T.gemm is exact-ish on CPU; CUDA backends run it as TF32.
+F32_TOL = 1e-3 if os.environ["TILELANG_DEFAULT_TARGET"] == "cpu" else 5e-2
+
+
+@pytest.mark.parametrize("dtype,tdt,tol", [("bfloat16", torch.bfloat16, 1e-2), ("float32", torch.float32, F32_TOL)])
 def test_eager_gemm_dtypes(dtype, tdt, tol):
     torch.manual_seed(0)
     a = torch.randn(200, 72).to(tdt)

@@ -51,10 +51,12 @@ def test_flash_attention_layouts_agree():
     torch.testing.assert_close(out_bshd.transpose(1, 2), out_bhsd, rtol=1e-3, atol=1e-3)
 
 
-@pytest.mark.parametrize("block_M,block_N", [(32, 64), (64, 32)])
-def test_flash_attention_blocks(block_M, block_N):
+# threads = 2 * block_M gives each warp 16 whole query rows (needed by GPU layouts).
+@pytest.mark.parametrize("block_M,block_N,threads", [(32, 64, 64), (64, 32, 128), (128, 64, 256)])
+def test_flash_attention_blocks(block_M, block_N, threads):
     torch.manual_seed(0)
-    kernel = ex.flash_attention(1, 1, 160, 160, 64, True, "bhsd", block_M=block_M, block_N=block_N)
+    kernel = ex.flash_attention(1, 1, 160, 160, 64, True, "bhsd", block_M=block_M, block_N=block_N,
+                                threads=threads)
     q, k, v = ex.make_inputs(1, 1, 160, 160, 64, "bhsd", device="cpu")
     torch.testing.assert_close(kernel(q, k, v), ex.ref_program(q, k, v, True, "bhsd"), rtol=1e-2, atol=1e-2)
 

@@ -20,7 +20,9 @@ def _load(name):
 
 ex = _load("gemm")
 
-TOL = {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-3}
+# float32 T.gemm is exact-ish on CPU; CUDA backends run it as TF32.
+TOL = {"float16": 1e-2, "bfloat16": 1e-2,
+       "float32": 1e-3 if os.environ["TILELANG_DEFAULT_TARGET"] == "cpu" else 5e-2}
 
 
 def _check(M, N, K, layout, dtype, relu):

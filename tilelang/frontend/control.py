@@ -87,6 +87,25 @@ class Helpers:
         return _While(test)
 
     @staticmethod
+    def while_iter(test):
+        w = _While(test)
+        w.__enter__()
+        completed = False
+        try:
+            yield None
+            completed = True
+        finally:
+            w.__exit__(None if completed else GeneratorExit, None, None)
+
+    @staticmethod
+    def range_(*args):
+        if any(isinstance(a, (PrimExpr, Buffer)) for a in args):
+            from tilelang.language.loops import serial
+            args = [a.load() if isinstance(a, Buffer) and a.is_var() else a for a in args]
+            return serial(*args)
+        return range(*args)
+
+    @staticmethod
     def ifexp(c, t, f):
         rc = _as_runtime(c)
         if rc is None:

@@ -59,6 +59,10 @@ class KernelRewriter(ast.NodeTransformer):
     # loops --------------------------------------------------------------------
     def visit_For(self, node):
         self.generic_visit(node)
+        if isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name) and \
+                node.iter.func.id == "range" and not node.iter.keywords:
+            # `range(n)` with a runtime bound is a serial loop (builtin range would reject it)
+            node.iter = _call("range_", node.iter.args, node.iter)
         it = self.tmp()
         assign = ast.copy_location(ast.Assign(targets=[ast.Name(id=it, ctx=ast.Store())],
                                               value=_call("for_iter", [node.iter], node.iter)), node)
@@ -74,12 +78,18 @@ class KernelRewriter(ast.NodeTransformer):
         c = self.tmp()
         assign = ast.copy_location(ast.Assign(targets=[ast.Name(id=c, ctx=ast.Store())],
                                               value=_call("cond", [node.test], node.test)), node)
-        runtime = ast.copy_location(ast.With(items=[ast.withitem(
-            context_expr=_call("while_", [_lambda(node.test, node.test)], node), optional_vars=None)],
-            body=node.body), node)
+        # a one-shot Python `for` (not `with`) so that `break`/`continue` in the body stay legal
+        gen = self.tmp()
+        loop = ast.copy_location(ast.For(target=ast.Name(id=self.tmp(), ctx=ast.Store()),
+                                         iter=ast.Name(id=gen, ctx=ast.Load()),
+                                         body=node.body, orelse=[], type_comment=None), node)
+        runtime = [ast.copy_location(ast.Assign(targets=[ast.Name(id=gen, ctx=ast.Store())], value=_call(
+            "while_iter", [_lambda(node.test, node.test)], node)), node),
+            ast.copy_location(ast.Try(body=[loop], handlers=[], orelse=[], finalbody=[ast.copy_location(
+                ast.Expr(value=_call("close_iter", [ast.Name(id=gen, ctx=ast.Load())], node)), node)]), node)]
         pyloop = ast.copy_location(ast.While(test=node.test, body=node.body, orelse=node.orelse), node)
         test = _call("is_runtime", [ast.Name(id=c, ctx=ast.Load())], node)
-        return [assign, ast.copy_location(ast.If(test=test, body=[runtime], orelse=[pyloop]), node)]
+        return [assign, ast.copy_location(ast.If(test=test, body=runtime, orelse=[pyloop]), node)]
 
     def visit_Break(self, node):
         return ast.copy_location(ast.If(test=_call("loop_break", [], node), body=[node], orelse=[]), node)

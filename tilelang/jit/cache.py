@@ -1,23 +1,41 @@
-"""The kernel cache: an in-memory dict and a content-addressed disk cache.
+"""The kernel cache: memory, then a content-addressed disk cache, then (optionally) a
+Redis server shared between hosts (`cache_remote.py`).
 
 Keys hash the IR's structural form, the target, pass configs, compile flags, the
-backend's toolchain identity and our version. Entries are written atomically
-(temp file + rename), carry a checksum of their payload, and are recompiled when
-they fail to load or verify (corrupt or truncated files are never used)."""
+backend's toolchain identity and our version. Every entry on disk or on the server
+is framed as MAGIC + digest + pickled payload; an entry whose digest does not match
+(corrupt, truncated, or written by a host without the shared secret) is deleted and
+the caller recompiles.
+
+Concurrency: several processes may compile and store the same key at once. Writes
+go to a private temp file that is renamed over the entry (atomic on POSIX), so a
+reader sees either no entry or a complete one. `build_lock(key)` (an advisory
+`fcntl` lock file next to the entry) lets processes agree that only one of them
+compiles a key while the others wait and then read its result: `get_or_build`.
+
+Besides kernels, the same tiers hold small "blobs" in other namespaces (the
+autotuner's best configs): `load_blob` / `store_blob`.
+"""
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import hmac
 import os
 import pickle
 import tempfile
 import threading
+import time
 
 from tilelang import env
+from tilelang.jit import cache_remote as remote
 
 _memory: dict = {}
+_preloaded: dict = {}
 _lock = threading.Lock()
 _enabled = True
 MAGIC = b"TLK1"
+KERNELS = "kernels"
 
 
 def disable_cache():
@@ -38,7 +56,8 @@ def clear_cache(disk=False):
     _memory.clear()
     if disk:
         import shutil
-        shutil.rmtree(os.path.join(env.cache_dir(), "kernels"), ignore_errors=True)
+        for ns in (KERNELS, "autotuner"):
+            shutil.rmtree(os.path.join(env.cache_dir(), ns), ignore_errors=True)
 
 
 def make_key(*parts) -> str:
@@ -49,40 +68,24 @@ def make_key(*parts) -> str:
     return h.hexdigest()
 
 
-def _path(key):
-    return os.path.join(env.cache_dir(), "kernels", key[:2], key + ".tlk")
+# framing ------------------------------------------------------------------------
+def _digest(payload: bytes, key: bytes | None) -> bytes:
+    if key:
+        return hmac.new(key, payload, hashlib.sha256).digest()
+    return hashlib.sha256(payload).digest()
 
 
-def load(key):
-    if not is_cache_enabled():
-        return None
-    with _lock:
-        art = _memory.get(key)
-    if art is not None:
-        return art
-    path = _path(key)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    art = _decode(data)
-    if art is None:  # corrupt or truncated: drop it, the caller recompiles
-        try:
-            os.remove(path)
-        except OSError:
-            pass
-        return None
-    with _lock:
-        _memory[key] = art
-    return art
+def encode(obj, secret: bytes | None = None) -> bytes:
+    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return MAGIC + _digest(payload, secret) + payload
 
 
-def _decode(data: bytes):
-    if len(data) < 4 + 32 or data[:4] != MAGIC:
+def _decode(data: bytes, secret: bytes | None = None):
+    """The object in a framed entry, or None when it does not verify."""
+    if not data or len(data) < 4 + 32 or data[:4] != MAGIC:
         return None
     digest, payload = data[4:36], data[36:]
-    if hashlib.sha256(payload).digest() != digest:
+    if not hmac.compare_digest(_digest(payload, secret), digest):
         return None
     try:
         return pickle.loads(payload)
@@ -90,19 +93,172 @@ def _decode(data: bytes):
         return None
 
 
+# disk tier -----------------------------------------------------------------------
+def _path(key, namespace=KERNELS):
+    return os.path.join(env.cache_dir(), namespace, key[:2], key + ".tlk")
+
+
+def _read_disk(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _write_disk(path, data: bytes):
+    tmp = None
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        tmp = None
+    except OSError:
+        pass  # a read-only or full cache directory only costs recompiles
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+
+
+def _drop_disk(path):
+    with contextlib.suppress(OSError):
+        os.remove(path)
+
+
+# tiers together ------------------------------------------------------------------
+def _load_tiers(namespace, key):
+    """Disk, then remote (a verified remote entry is copied to disk)."""
+    path = _path(key, namespace)
+    data = _read_disk(path)
+    if data is not None:
+        obj = _decode(data)
+        if obj is not None:
+            return obj
+        _drop_disk(path)  # corrupt or truncated: drop it, the caller recompiles
+    data = remote.get(namespace, key)
+    if data is None:
+        return None
+    obj = _decode(data, remote.secret())
+    if obj is None:
+        remote.delete(namespace, key)  # corrupt remote entry: nobody should use it
+        return None
+    _write_disk(path, encode(obj))
+    return obj
+
+
+def _store_tiers(namespace, key, obj):
+    data = encode(obj)
+    _write_disk(_path(key, namespace), data)
+    if remote.url():
+        sec = remote.secret()
+        remote.put(namespace, key, data if sec is None else encode(obj, sec))
+
+
+def load(key):
+    """The artifact stored under `key`, or None (the caller compiles)."""
+    with _lock:
+        art = _preloaded.get(key)
+    if art is not None:
+        return art
+    if not is_cache_enabled():
+        return None
+    with _lock:
+        art = _memory.get(key)
+    if art is not None:
+        return art
+    art = _load_tiers(KERNELS, key)
+    if art is not None:
+        with _lock:
+            _memory[key] = art
+    return art
+
+
 def store(key, artifact):
     if not is_cache_enabled():
         return
     with _lock:
         _memory[key] = artifact
-    payload = pickle.dumps(artifact, protocol=pickle.HIGHEST_PROTOCOL)
-    data = MAGIC + hashlib.sha256(payload).digest() + payload
-    path = _path(key)
+    _store_tiers(KERNELS, key, artifact)
+
+
+def load_blob(namespace: str, key: str):
+    if not is_cache_enabled():
+        return None
+    return _load_tiers(namespace, key)
+
+
+def store_blob(namespace: str, key: str, obj):
+    if is_cache_enabled():
+        _store_tiers(namespace, key, obj)
+
+
+@contextlib.contextmanager
+def preloaded(entries: dict):
+    """Make `load` return these artifacts (key -> Artifact) inside the block, even
+    with the cache disabled: how artifacts compiled in worker processes are adopted."""
+    with _lock:
+        _preloaded.update(entries)
+    try:
+        yield
+    finally:
+        with _lock:
+            for k in entries:
+                _preloaded.pop(k, None)
+
+
+# cross-process build lock -----------------------------------------------------------
+@contextlib.contextmanager
+def build_lock(key, timeout=600.0, namespace=KERNELS):
+    """Hold an exclusive advisory lock on `key` across processes (no-op where
+    `fcntl` is missing). After `timeout` seconds the caller proceeds without it, so
+    a stuck holder only costs a duplicate compile. The OS releases the lock of a
+    process that dies."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    path = _path(key, namespace) + ".lock"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError:
-        pass  # a read-only or full cache directory only costs recompiles
+        yield
+        return
+    try:
+        deadline = time.monotonic() + timeout
+        delay = 0.005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def get_or_build(key, build):
+    """The artifact for `key`: from the cache, else built by exactly one of the
+    processes asking at once. Returns (artifact, cache_hit)."""
+    art = load(key)
+    if art is not None:
+        return art, True
+    if not is_cache_enabled():
+        return build(), False
+    with build_lock(key):
+        art = load(key)  # another process may have built it while we waited
+        if art is not None:
+            return art, True
+        art = build()
+        store(key, art)
+    return art, False

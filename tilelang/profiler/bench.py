@@ -1,49 +1,80 @@
-"""Timing: `do_bench`. On the GPU it times with CUDA events and flushes the L2
-between repetitions; on the CPU it uses a monotonic clock."""
+"""Timing: `do_bench`.
+
+GPU (torch with CUDA, `device` not "cpu"): CUDA events around each call, the L2
+flushed before each one by zeroing a buffer larger than the L2; backend "cudagraph"
+captures a batch of calls in a CUDA graph and times replays (launch overhead
+excluded); "cupti" is accepted and measured with events. CPU: a monotonic clock
+(`time.perf_counter`) around each call.
+
+`warmup` and `rep` are milliseconds of warm-up and measurement from which the
+iteration counts are derived; `_n_warmup` / `_n_repeat` set the counts directly.
+"""
 from __future__ import annotations
 
 import statistics
 import time
 
+_FLUSH_CACHE: dict = {}
 
-def _cuda_sync():
+
+def _gpu_ready(device) -> bool:
+    if device == "cpu" or (hasattr(device, "type") and device.type == "cpu"):
+        return False
     try:
         import torch
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-            return True
     except ImportError:
-        pass
-    return False
+        return False
+    return torch.cuda.is_available()
 
 
 def do_bench(fn, warmup=25, rep=100, _n_warmup=0, _n_repeat=0, grad_to_none=None, quantiles=None,
-             fast_flush=True, return_mode="mean", backend="event", device=None):
-    """Run `fn` repeatedly and return its time in milliseconds (`warmup`/`rep` are
-    milliseconds of warm-up/measurement, as in the published API)."""
-    gpu = (device != "cpu") and _cuda_sync()
-    if gpu:
-        return _bench_gpu(fn, warmup, rep, _n_warmup, _n_repeat, quantiles, return_mode, backend)
+             fast_flush=True, return_mode="mean", backend="event", device=None, cache_size=256,
+             early_stop_baseline=None):
+    """Run `fn` repeatedly and return its time in milliseconds (a list when
+    `quantiles` has several entries or `return_mode="all"`).
+
+    `early_stop_baseline` (ms): when the first estimate is already slower than this,
+    return the estimate instead of measuring fully (used by the autotuner)."""
+    if _gpu_ready(device):
+        import torch
+        dev = torch.device("cuda", device) if isinstance(device, int) else (
+            torch.device(device) if device is not None else None)
+        if dev is not None and dev.index is not None:
+            with torch.cuda.device(dev):
+                return _bench_gpu(fn, warmup, rep, _n_warmup, _n_repeat, quantiles, return_mode, backend,
+                                  cache_size, early_stop_baseline, grad_to_none)
+        return _bench_gpu(fn, warmup, rep, _n_warmup, _n_repeat, quantiles, return_mode, backend,
+                          cache_size, early_stop_baseline, grad_to_none)
+    return _bench_cpu(fn, warmup, rep, _n_warmup, _n_repeat, quantiles, return_mode, early_stop_baseline)
+
+
+def _bench_cpu(fn, warmup, rep, n_warmup, n_repeat, quantiles, return_mode, early_stop_baseline):
     fn()
-    t0 = time.perf_counter()
-    fn()
-    est = max(time.perf_counter() - t0, 1e-7) * 1e3
-    n_warm = _n_warmup or max(1, min(100, int(warmup / est)))
-    n_rep = _n_repeat or max(1, min(1000, int(rep / est)))
+    est = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        fn()
+        est.append((time.perf_counter() - t0) * 1e3)
+    est_ms = max(min(est), 1e-6)
+    if early_stop_baseline is not None and est_ms > early_stop_baseline:
+        return _summarize(est, quantiles, return_mode)
+    n_warm = n_warmup or max(1, min(1000, int(warmup / est_ms)))
+    n_rep = n_repeat or max(1, min(10000, int(rep / est_ms)))
     for _ in range(n_warm):
         fn()
     times = []
+    clock = time.perf_counter
     for _ in range(n_rep):
-        t = time.perf_counter()
+        t = clock()
         fn()
-        times.append((time.perf_counter() - t) * 1e3)
+        times.append((clock() - t) * 1e3)
     return _summarize(times, quantiles, return_mode)
 
 
 def _summarize(times, quantiles, return_mode):
     if quantiles is not None:
         s = sorted(times)
-        out = [s[min(len(s) - 1, int(q * len(s)))] for q in quantiles]
+        out = [_quantile(s, q) for q in quantiles]
         return out[0] if len(out) == 1 else out
     if return_mode == "min":
         return min(times)
@@ -52,48 +83,89 @@ def _summarize(times, quantiles, return_mode):
     if return_mode == "median":
         return statistics.median(times)
     if return_mode == "all":
-        return times
+        return list(times)
     return sum(times) / len(times)
 
 
-def _bench_gpu(fn, warmup, rep, n_warmup, n_repeat, quantiles, return_mode, backend):
+def _quantile(sorted_times, q):
+    """Linear interpolation between closest ranks (as torch.quantile)."""
+    n = len(sorted_times)
+    if n == 1:
+        return sorted_times[0]
+    pos = min(max(q, 0.0), 1.0) * (n - 1)
+    lo = int(pos)
+    hi = min(lo + 1, n - 1)
+    return sorted_times[lo] + (sorted_times[hi] - sorted_times[lo]) * (pos - lo)
+
+
+def _flush_buffer(cache_size_mb):
     import torch
-    cache = torch.empty(int(256e6 // 4), dtype=torch.int32, device="cuda")  # flushes the 50 MB L2
+    dev = torch.cuda.current_device()
+    key = (dev, cache_size_mb)
+    buf = _FLUSH_CACHE.get(key)
+    if buf is None:
+        buf = torch.empty(int(cache_size_mb * 1024 * 1024 // 4), dtype=torch.int32, device="cuda")
+        _FLUSH_CACHE[key] = buf
+    return buf
+
+
+def _bench_gpu(fn, warmup, rep, n_warmup, n_repeat, quantiles, return_mode, backend, cache_size,
+               early_stop_baseline, grad_to_none):
+    import torch
+    flush = _flush_buffer(cache_size)
     fn()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(5):
-        cache.zero_()
+        flush.zero_()
         fn()
     end.record()
     torch.cuda.synchronize()
     est = max(start.elapsed_time(end) / 5, 1e-4)
+    if early_stop_baseline is not None and est > early_stop_baseline:
+        return _summarize([est], quantiles, return_mode)
     n_warm = n_warmup or max(1, int(warmup / est))
     n_rep = n_repeat or max(1, int(rep / est))
     if backend == "cudagraph":
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(10):
-                fn()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(max(1, n_rep // 10)):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            g.replay()
-            e.record()
-            torch.cuda.synchronize()
-            times.append(s.elapsed_time(e) / 10)
-        return _summarize(times, quantiles, return_mode)
+        return _bench_cudagraph(fn, n_warm, n_rep, quantiles, return_mode)
     for _ in range(n_warm):
         fn()
     ss = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
     es = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
     for i in range(n_rep):
-        cache.zero_()
+        if grad_to_none is not None:
+            for x in grad_to_none:
+                x.grad = None
+        flush.zero_()
         ss[i].record()
         fn()
         es[i].record()
     torch.cuda.synchronize()
     return _summarize([s.elapsed_time(e) for s, e in zip(ss, es)], quantiles, return_mode)
+
+
+def _bench_cudagraph(fn, n_warm, n_rep, quantiles, return_mode):
+    import torch
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):  # graphs are captured off the default stream
+        for _ in range(max(1, min(n_warm, 10))):
+            fn()
+        torch.cuda.synchronize()
+        per_graph = max(1, min(n_rep, 10))
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=stream):
+            for _ in range(per_graph):
+                fn()
+        torch.cuda.synchronize()
+        g.replay()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(max(3, n_rep // per_graph)):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record(stream)
+            g.replay()
+            e.record(stream)
+            e.synchronize()
+            times.append(s.elapsed_time(e) / per_graph)
+    return _summarize(times, quantiles, return_mode)

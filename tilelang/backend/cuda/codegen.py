@@ -88,6 +88,7 @@ def generate(func, target):
         "workspaces": [{"shape": [py_expr(E.convert(d), env) for d in w.shape], "dtype": w.dtype.name}
                        for w in workspaces],
         "param_types": [(cls, obj.dtype.name) for cls, obj, _ in params],
+        "param_names": [obj.name for _, obj, _ in params],
         "n_buffers": len(bufs),
         "n_ints": len(ints) + len(dyn),
         "n_floats": len(floats),

@@ -58,6 +58,7 @@ class KernelCodegen:
         self.plan = plan_kernel(launch, target.arch)
         self.barriers = SyncPlanner(self.plan)
         self.barrier_before = self.barriers.run(launch.body)
+        self.aligned = {}            # global buffer name -> bytes its pointer must be aligned to
         self.acc_index = {}           # id(acc buffer) -> C index inside an anchored loop
         self.lines = []
         self.indent = 1
@@ -136,7 +137,7 @@ class KernelCodegen:
         self.stmt(L.body, block=True)
         out.append("}")
         meta = {"entry": self.entry, "threads": [int(t) for t in L.threads] + [1] * (3 - len(L.threads)),
-                "grid": L.grid, "smem": self.plan.smem_bytes}
+                "grid": L.grid, "smem": self.plan.smem_bytes, "aligned": self.aligned}
         return "\n".join(out), meta
 
     def _smem_buffers(self):
@@ -166,6 +167,9 @@ class KernelCodegen:
     def s_DeclBuffer(self, st, block):
         b = st.buffer
         p = self.placement(b)
+        if p is None and b.scope in ("local", "local.var"):  # made by a lowering here (simt gemm)
+            from tilelang.backend.cuda.plan import local_placement
+            p = self.plan.placements[id(b)] = local_placement(b)
         if p.kind == "smem":
             return
         name = self.names.new(b, b.name) if self.names.get(id(b)) is None else self.buf_name(b)
@@ -370,12 +374,16 @@ class KernelCodegen:
             self.w("}")
             return
         nt = self.plan.nthreads
+        from tilelang.backend.cuda.vectorize import vector_width, emit_vector_copy
+        V = vector_width(self, vars_, mins, exts, body)
+        if V:
+            exts = exts[:-1] + [E.IntImm(E.const_int_value(exts[-1]) // V)]
         total = E.IntImm(1)
         for e in exts:
             total = simplify(E.binop("*", total, e))
         tc = E.const_int_value(total)
         it = self.names.new(object(), "tl_i", True)
-        if tc is not None and tc % nt == 0 and tc // nt <= 64:
+        if tc is not None and tc % nt == 0 and tc // nt <= 8:
             # exact split: no bound check, fully unrolled
             j = self.names.new(object(), "tl_j", True)
             self.w("#pragma unroll")
@@ -392,12 +400,16 @@ class KernelCodegen:
             ext, mn = self.expr(exts[k]), self.expr(mins[k])
             off = "" if E.const_int_value(mins[k]) == 0 else f" + {mn}"
             ct = ctype(vars_[k].dtype)
+            scale = f" * {V}" if V and k == len(vars_) - 1 else ""
             if k:
-                self.w(f"const {ct} {self.bind(vars_[k])} = ({rem}) % {ext}{off};")
+                self.w(f"const {ct} {self.bind(vars_[k])} = (({rem}) % {ext}){scale}{off};")
                 rem = f"(({rem}) / {ext})"
             else:
-                self.w(f"const {ct} {self.bind(vars_[k])} = {rem}{off};")
-        self.stmt(body, False)
+                self.w(f"const {ct} {self.bind(vars_[k])} = ({rem}){scale}{off};")
+        if V:
+            emit_vector_copy(self, body, V)
+        else:
+            self.stmt(body, False)
         self.indent -= 1
         self.w("}")
 

@@ -43,7 +43,8 @@ def cuda_include_dirs() -> tuple:
                         out.append(cccl)
     except ImportError:
         pass
-    if not out:
+    # the toolkit after the wheels: fills in headers a partial wheel set lacks
+    if True:
         for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
             if home and os.path.exists(os.path.join(home, "include", "cuda_fp16.h")):
                 out.append(os.path.join(home, "include"))

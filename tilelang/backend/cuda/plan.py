@@ -58,6 +58,12 @@ def _row_major(shape, pad=0):
     return list(reversed(strides)), acc
 
 
+def local_placement(buf):
+    if buf.scope == "local.var":
+        return Placement("var", [1])
+    return Placement("local", _row_major(_const_shape(buf))[0])
+
+
 def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
     nthreads = 1
     for t in launch.threads:
@@ -88,11 +94,8 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
     for buf in decls:
         if id(buf) in plan.placements:
             continue
-        if buf.scope == "local.var":
-            plan.placements[id(buf)] = Placement("var", [1])
-        elif buf.scope == "local":
-            shape = _const_shape(buf)
-            plan.placements[id(buf)] = Placement("local", _row_major(shape)[0])
+        if buf.scope in ("local.var", "local"):
+            plan.placements[id(buf)] = local_placement(buf)
         elif buf.scope == "global":
             plan.placements[id(buf)] = Placement("workspace", None)
         elif id(buf) in accs:

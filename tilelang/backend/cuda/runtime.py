@@ -104,9 +104,18 @@ class Launcher:
                             device=dev or "cuda") for w in meta["workspaces"]]
         values, types = [], []
         it_b, it_i, it_f = iter(list(buffers) + work), iter(ints), iter(floats)
-        for cls, dt in meta["param_types"]:
+        align = {}
+        for k in meta["kernels"]:
+            for n, a in k.get("aligned", {}).items():
+                align[n] = max(align.get(n, 1), a)
+        for (cls, dt), name in zip(meta["param_types"], meta.get("param_names", [None] * 10**6)):
             if cls == "buffer":
-                values.append(data_ptr(next(it_b)))
+                ptr = data_ptr(next(it_b))
+                if ptr % align.get(name, 1):
+                    raise CudaRuntimeError(f"tensor `{name}` starts at an address that is not {align[name]}-byte "
+                                           f"aligned, which the kernel's vectorized accesses need "
+                                           f"(pass a fresh or .clone()d tensor)")
+                values.append(ptr)
                 types.append(ctypes.c_void_p)
             elif cls == "int":
                 values.append(next(it_i))
