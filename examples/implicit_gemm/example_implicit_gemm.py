@@ -7,6 +7,9 @@ runs sequentially inside each block. Every block starts with a zeroed
 fragment, accumulates its K tiles and finally writes its own tile of C with
 `T.copy(C_local, C)` (C's dims must then be multiples of the tile; otherwise
 the block's slice C[i * block_M:(i + 1) * block_M, ...] is named explicitly).
+
+Note: the structured `T.Parallel(..., "SSR")` form is an extension of this
+implementation; published TileLang (0.1.15) rejects the structure string.
 """
 import argparse
 import os

@@ -96,18 +96,24 @@ class EagerKernel:
         return self.trace(bound)[0]
 
     def compile(self, *args, **kwargs):
-        bound = self.sig.bind(*args, **kwargs)
+        """Compile without tensors: sizes declared with `T.const` may be given by name
+        (`fn.compile(M=1024, N=1024)`); tensor parameters come from their annotations."""
+        consts = {k: kwargs.pop(k) for k in list(kwargs) if k not in self.sig.parameters}
+        bound = self.sig.bind_partial(*args, **kwargs)
         bound.apply_defaults()
-        return self.compile_bound(bound)[0]
+        return self.compile_bound(bound, consts)[0]
 
-    def compile_bound(self, bound):
+    def par_compile(self, configs, **kwargs):
+        return [self.compile(**c) for c in configs]
+
+    def compile_bound(self, bound, consts=None):
         from tilelang.jit.kernel import JITKernel
-        func, out_idx, names = self.trace(bound)
+        func, out_idx, names = self.trace(bound, consts)
         kw = {k: v for k, v in self.jit_kwargs.items() if k in ("target", "pass_configs", "compile_flags",
                                                                   "verbose", "execution_backend")}
         return JITKernel(func, out_idx=out_idx, **kw), names
 
-    def trace(self, bound):
+    def trace(self, bound, consts=None):
         from tilelang.language.proxy import TensorArg, TensorType, bind_tensor, ConstVar
         try:
             fn = rewritten_function(self.func)
@@ -116,6 +122,10 @@ class EagerKernel:
             anns = dict(getattr(self.func, "__annotations__", {}))
             call_args = {}
             with B.building() as b:
+                b.const_presets = dict(consts or {})
+                for name in self.sig.parameters:
+                    if name not in bound.arguments:
+                        call_args[name] = None  # bound by its in-body annotation
                 for name, v in bound.arguments.items():
                     if arrays.is_array(v):
                         arg = TensorArg(name, v)
@@ -130,7 +140,7 @@ class EagerKernel:
                         call_args[name] = v
                 ret = run_traced(fn, **call_args)
                 body = S.seq(b.stack[0])
-                tensor_names = [n for n in bound.arguments if n in b.tensor_params]
+                tensor_names = [n for n in self.sig.parameters if n in b.tensor_params]
                 params = [b.tensor_params[n] for n in tensor_names] + list(b.extra_params)
             rets = ret if isinstance(ret, (tuple, list)) else ([ret] if ret is not None else [])
             out_idx = []

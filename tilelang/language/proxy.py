@@ -96,6 +96,11 @@ class ConstVar(Var):
 def const(names: str, dtype="int32"):
     parts = [n for n in names.replace(",", " ").split()]
     vs = [ConstVar(n) for n in parts]
+    b = B.current()
+    presets = getattr(b, "const_presets", None) or {}
+    for v in vs:
+        if v.name in presets:
+            v.const_value = int(presets[v.name])
     return vs[0] if len(vs) == 1 else tuple(vs)
 
 

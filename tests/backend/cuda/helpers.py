@@ -1,0 +1,16 @@
+"""Build helpers for the CUDA backend tests."""
+import collections
+import re
+
+from tilelang.backend.registry import get_backend, parse_target
+from tilelang.backend.cuda.compiler import sass
+
+
+def build(func, arch="sm_90a"):
+    return get_backend("cuda").build(func, parse_target({"kind": "cuda", "arch": arch}))
+
+
+def sass_ops(artifact):
+    """Opcode -> count in the cubin's SASS."""
+    text = sass(artifact.binary)
+    return collections.Counter(re.findall(r"\b([A-Z][A-Z0-9]+)(?:\.[A-Z0-9_.]+)*\s", text))

@@ -1,0 +1,98 @@
+"""GPU: run the kernels and compare with torch."""
+import pytest
+
+import kernels as K
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.gpu
+
+
+def _run(func, buffers, ints=(), floats=()):
+    from tilelang.backend.registry import get_backend, parse_target
+    be = get_backend("cuda")
+    art = be.build(func, parse_target("cuda"))
+    be.load(art)(buffers, ints, floats)
+    torch.cuda.synchronize()
+    return art
+
+
+def test_elementwise_add():
+    a, b = torch.randn(1000, device="cuda"), torch.randn(1000, device="cuda")
+    c = torch.full_like(a, float("nan"))
+    _run(K.elementwise_add(), [a, b, c])
+    torch.testing.assert_close(c, a + b)
+
+
+def test_copy_ragged():
+    a = torch.randn(100, 70, device="cuda", dtype=torch.float16)
+    b = torch.full_like(a, float("nan"))
+    _run(K.copy_2d(), [a, b])
+    torch.testing.assert_close(b, a * 2)
+
+
+@pytest.mark.parametrize("trans_A,trans_B", [(False, False), (False, True), (True, False), (True, True)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_gemm_mma(trans_A, trans_B, dtype):
+    M, N, K_ = 256, 384, 320
+    td = getattr(torch, dtype)
+    a = torch.randn(M, K_, device="cuda", dtype=td)
+    b = torch.randn(K_, N, device="cuda", dtype=td)
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=td)
+    A = a.t().contiguous() if trans_A else a
+    B = b.t().contiguous() if trans_B else b
+    _run(K.gemm(M, N, K_, trans_A=trans_A, trans_B=trans_B, dtype=dtype), [A, B, c])
+    ref = (a.float() @ b.float())
+    err = (c.float() - ref).norm() / ref.norm()
+    assert err < 1e-2, err
+
+
+def test_gemm_ragged_and_simt():
+    M, N, K_ = 200, 130, 100
+    a = torch.randn(M, K_, device="cuda", dtype=torch.float16)
+    b = torch.randn(K_, N, device="cuda", dtype=torch.float16)
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    _run(K.gemm(M, N, K_), [a, b, c])
+    ref = a.float() @ b.float()
+    assert ((c.float() - ref).norm() / ref.norm()) < 1e-2
+    a32, b32 = a.float(), b.float()
+    c32 = torch.full((M, N), float("nan"), device="cuda")
+    _run(K.gemm(M, N, K_, dtype="float32", bk=16), [a32, b32, c32])
+    torch.testing.assert_close(c32, ref, rtol=1e-4, atol=1e-3)
+
+
+def test_softmax():
+    a = torch.randn(100, 1000, device="cuda")
+    b = torch.full_like(a, float("nan"))
+    _run(K.softmax(), [a, b])
+    torch.testing.assert_close(b, torch.softmax(a, dim=1))
+
+
+def test_atomic_rowsum():
+    a = torch.randn(64, 256, device="cuda")
+    o = torch.zeros(64, device="cuda")
+    _run(K.row_sum_atomic(), [a, o])
+    torch.testing.assert_close(o, a.sum(1), rtol=1e-4, atol=1e-4)
+
+
+def test_scalars_and_dynamic_dim():
+    a = torch.randn(1000, device="cuda")
+    b = torch.full_like(a, float("nan"))
+    _run(K.scalar_and_dynamic(), [a, b], ints=[3, 1000], floats=[0.5])
+    torch.testing.assert_close(b, a * 1.5)
+
+
+def test_jit_compile_target_cuda():
+    import tilelang
+    k = tilelang.compile(K.elementwise_add(), out_idx=[2], target="cuda")
+    a, b = torch.randn(1000, device="cuda"), torch.randn(1000, device="cuda")
+    torch.testing.assert_close(k(a, b), a + b)
+
+
+def test_misaligned_view_is_rejected():
+    from tilelang.backend.cuda.runtime import CudaRuntimeError
+    M, N, K_ = 128, 128, 64
+    a = torch.randn(M * K_ + 1, device="cuda", dtype=torch.float16)[1:].view(M, K_)
+    b = torch.randn(K_, N, device="cuda", dtype=torch.float16)
+    c = torch.empty(M, N, device="cuda", dtype=torch.float16)
+    with pytest.raises(CudaRuntimeError, match="aligned"):
+        _run(K.gemm(M, N, K_), [a, b, c])

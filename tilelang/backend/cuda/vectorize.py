@@ -1,0 +1,123 @@
+"""Vectorized copies: a T.Parallel nest whose body is one (predicated) element copy
+`dst[..., v] = src[..., v]` moves V elements (up to 16 bytes) per thread and
+instruction when alignment and predicates provably hold for whole vectors:
+- the innermost loop var appears only in the last index, with coefficient 1, and
+  every other term of that index and every outer stride is a multiple of V;
+- a bound check on the innermost var compares `x < n` with n a multiple of V, so
+  it is true or false for a whole vector."""
+from __future__ import annotations
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.ir.visitor import collect_vars
+from tilelang.arith.simplify import linear_form, simplify
+
+VEC_TYPES = {16: ("uint4", "make_uint4(0u, 0u, 0u, 0u)"), 8: ("uint2", "make_uint2(0u, 0u)"),
+             4: ("unsigned", "0u"), 2: ("unsigned short", "(unsigned short)0")}
+
+
+def _has(e, v):
+    return any(x is v for x in collect_vars(e))
+
+
+def _mult_except(e, v, V):
+    """e = v + (terms that are multiples of V); with v absent, e is a multiple of V."""
+    lin = linear_form(simplify(e)) if e.dtype.is_int else None
+    if lin is None:
+        return False
+    terms, const = lin
+    if const % V:
+        return False
+    for atom, c in terms.values():
+        if atom is v:
+            if c != 1:
+                return False
+        elif c % V or _has(atom, v):
+            return False
+    return True
+
+
+def _conjuncts(c):
+    if isinstance(c, E.BinOp) and c.op == "&&":
+        return _conjuncts(c.a) + _conjuncts(c.b)
+    return [c]
+
+
+def _cond_ok(c, v, V):
+    for atom in _conjuncts(c):
+        if not _has(atom, v):
+            continue
+        if not (isinstance(atom, E.BinOp) and atom.op == "<" and not _has(atom.b, v)):
+            return False
+        if not _mult_except(atom.a, v, V) or not _mult_except(atom.b, None, V):
+            return False
+    return True
+
+
+def match_copy(body):
+    """(guard cond | None, dst BufferStore, src BufferLoad, select cond | None) or None."""
+    guard = None
+    if isinstance(body, S.IfThenElse) and body.else_body is None:
+        guard, body = body.cond, body.then_body
+    if not isinstance(body, S.BufferStore):
+        return None
+    val, sel = body.value, None
+    if isinstance(val, E.Select):
+        z = val.f
+        if not (isinstance(z, (E.FloatImm, E.IntImm)) and z.value == 0):
+            return None
+        sel, val = val.cond, val.t
+    if not isinstance(val, E.BufferLoad) or val.buffer.dtype is not body.buffer.dtype:
+        return None
+    return guard, body, val, sel
+
+
+def vector_width(cg, vars_, mins, exts, body):
+    """The number of elements per vector (>= 2) for this nest, or None."""
+    m = match_copy(body)
+    if m is None or not vars_:
+        return None
+    guard, store, load, sel = m
+    v = vars_[-1]
+    ext = E.const_int_value(exts[-1])
+    if ext is None or E.const_int_value(mins[-1]) != 0:
+        return None
+    item = store.buffer.dtype.itemsize
+    if store.buffer.dtype.bits < 8:
+        return None
+    for V in (16 // item, 8 // item, 4 // item, 2 // item):
+        if V < 2 or ext % V:
+            continue
+        ok = True
+        for buf, idx in ((store.buffer, store.indices), (load.buffer, load.indices)):
+            p = cg.placement(buf)
+            if p is not None and p.kind not in ("smem",):
+                ok = False
+                break
+            strides = cg.strides(buf)
+            if E.const_int_value(strides[-1]) != 1 or any(_has(i, v) for i in idx[:-1]):
+                ok = False
+                break
+            if any(E.const_int_value(s) is None or E.const_int_value(s) % V for s in strides[:-1]):
+                ok = False
+                break
+            if not _mult_except(idx[-1], v, V):
+                ok = False
+                break
+        if ok and all(c is None or _cond_ok(c, v, V) for c in (guard, sel)):
+            return V
+    return None
+
+
+def emit_vector_copy(cg, body, V):
+    guard, store, load, sel = match_copy(body)
+    nbytes = V * store.buffer.dtype.itemsize
+    vt, zero = VEC_TYPES[nbytes]
+    for buf in (store.buffer, load.buffer):  # the runtime checks these pointers' alignment
+        if buf.scope == "global":
+            cg.aligned[buf.name] = max(cg.aligned.get(buf.name, 1), nbytes)
+    src = f"*reinterpret_cast<const {vt}*>(&{cg.access(load)})"
+    if sel is not None:
+        src = f"({cg.expr(sel)} ? {src} : {zero})"
+    line = f"*reinterpret_cast<{vt}*>(&{cg.access(store)}) = {src};"
+    cg.w(f"if ({cg.expr(guard)}) {{ {line} }}" if guard is not None else line)
