@@ -5,6 +5,11 @@ TILELANG_CACHE_DIR       kernel cache directory (default ~/.cache/tilelang)
 TILELANG_DISABLE_CACHE   1 disables the kernel cache
 TL_LOWER_TRACE           directory: dump the IR after every pass
 TILELANG_PASS_PROFILE    1 prints a per-pass timing table
+TILELANG_REMOTE_CACHE    redis://host:port: share compiled kernels and tuning results between hosts
+                         (_TIMEOUT connect timeout in s, _SECRET signs entries, _TTL entry lifetime in s)
+TILELANG_AUTO_TUNING_DISABLE_CACHE  1: always re-tune (no best-config cache)
+TILELANG_AUTO_TUNING_PROGRESS       0: no progress bar
+TILELANG_AUTO_TUNING_CPU_COUNTS, _CPU_UTILITIES, _MAX_CPU_COUNT: compile-worker count for tuning
 """
 from __future__ import annotations
 

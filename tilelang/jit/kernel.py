@@ -75,14 +75,16 @@ class JITKernel:
         if self.compile_flags:
             ctx.config["compile_flags"] = self.compile_flags
         key = self.cache_key()
-        if not trace_dir(ctx):
-            art = cache.load(key)
-            if art is not None:
-                return art, True
-        art = self.backend.build(self.prim_func, self.target, ctx)
-        self.pass_timings = ctx.timings
-        cache.store(key, art)
-        return art, False
+
+        def build():
+            art = self.backend.build(self.prim_func, self.target, ctx)
+            self.pass_timings = ctx.timings
+            return art
+        if trace_dir(ctx):  # a trace was asked for: always run the passes
+            art = build()
+            cache.store(key, art)
+            return art, False
+        return cache.get_or_build(key, build)
 
     # signature ------------------------------------------------------------------
     def _prepare_signature(self):
@@ -169,11 +171,8 @@ class JITKernel:
 
     def _fast_specs(self):
         """Per input: what a valid argument looks like, checked cheaply on each call."""
-        import numpy as np
-        try:
-            import torch
-        except ImportError:
-            torch = None
+        import sys
+        torch = sys.modules.get("torch")  # only when the caller uses torch: importing it costs seconds
         specs = []
         for i in self.in_idx:
             p = self.params[i]

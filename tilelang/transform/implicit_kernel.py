@@ -62,11 +62,15 @@ def implicit_kernel(func):
         if ch == "R":
             body = S.For(v, mn, ext, S.SERIAL, body)
     body = substitute(body, mapping)
-    # gemm accumulators inside the R loops start at zero in each block
+    # fragments the R loops accumulate into (gemm outputs, reductions with clear=False,
+    # `acc[..] = f(acc[..])` stores) start at zero in each block, unless a statement
+    # before the loop initialises them
     accs = []
-    walk(body, lambda n: accs.append(n.C) if isinstance(n, TO.Gemm) else None)
-    zero = []
+    walk(body, lambda n: accs.extend(_accumulated(n)))
     seen = set()
+    for st in stmts[:k]:
+        walk(st, lambda n: seen.update(id(b) for b in _written(n)))
+    zero = []
     for r in accs:
         if id(r.buffer) not in seen and r.buffer.scope in ("local.fragment", "local"):
             seen.add(id(r.buffer))
@@ -79,6 +83,31 @@ def implicit_kernel(func):
                             [E.Var("tx")], kbody)
     launch.span = loop.span
     return func.with_body(launch)
+
+
+def _accumulated(n):
+    """Regions that statement `n` reads back and updates (accumulates into)."""
+    if isinstance(n, TO.Gemm):
+        return [n.C]
+    if isinstance(n, TO.Reduce) and not n.clear:
+        return [n.dst]
+    if isinstance(n, S.BufferStore):
+        loads = []
+        walk(n.value, lambda e: loads.append(e) if isinstance(e, E.BufferLoad) and e.buffer is n.buffer else None)
+        if loads:
+            return [BufferRegion(n.buffer, [(E.IntImm(0), E.convert(d)) for d in n.buffer.shape])]
+    return []
+
+
+def _written(n):
+    """Buffers that statement `n` writes."""
+    if isinstance(n, (TO.Copy, TO.Fill, TO.Reduce, TO.CumSum, TO.Atomic)):
+        return [n.dst.buffer]
+    if isinstance(n, TO.Gemm):
+        return [n.C.buffer]
+    if isinstance(n, S.BufferStore):
+        return [n.buffer]
+    return []
 
 
 def _own_tile(stmt, spatial, block_vars):

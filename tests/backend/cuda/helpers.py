@@ -13,4 +13,4 @@ def build(func, arch="sm_90a"):
 def sass_ops(artifact):
     """Opcode -> count in the cubin's SASS."""
     text = sass(artifact.binary)
-    return collections.Counter(re.findall(r"\b([A-Z][A-Z0-9]+)(?:\.[A-Z0-9_.]+)*\s", text))
+    return collections.Counter(re.findall(r"\b([A-Z][A-Z0-9]+)(?:\.[A-Za-z0-9_.]+)*\s", text))

@@ -28,7 +28,7 @@ def copy_2d(M=100, N=70, bm=32, bn=32, dtype="float16"):
 
 
 def gemm(M=256, N=256, K=256, bm=128, bn=128, bk=32, threads=128, dtype="float16", accum="float32",
-         trans_A=False, trans_B=False, stages=2):
+         trans_A=False, trans_B=False, stages=2, relu=False):
     a_shape = (K, M) if trans_A else (M, K)
     b_shape = (N, K) if trans_B else (K, N)
     as_shape = (bk, bm) if trans_A else (bm, bk)
@@ -51,6 +51,9 @@ def gemm(M=256, N=256, K=256, bm=128, bn=128, bk=32, threads=128, dtype="float16
                 else:
                     T.copy(B[k * bk, bx * bn], Bs)
                 T.gemm(As, Bs, Cf, transpose_A=trans_A, transpose_B=trans_B)
+            if relu:
+                for i, j in T.Parallel(bm, bn):
+                    Cf[i, j] = T.max(Cf[i, j], 0)
             T.copy(Cf, C[by * bm, bx * bn])
     return matmul
 

@@ -3,9 +3,9 @@ instructions it must (HMMA for the tensor-core gemm) and never spills to local
 memory (LDL/STL)."""
 import pytest
 
-import kernels as K
-from conftest import needs_nvrtc, needs_sass
-from helpers import build, sass_ops
+from tests.backend.cuda import kernels as K
+from tests.backend.cuda.conftest import needs_nvrtc, needs_sass
+from tests.backend.cuda.helpers import build, sass_ops
 
 ARCHS = ["sm_80", "sm_90a"]
 SIMPLE = ["elementwise_add", "copy_2d", "softmax", "row_sum_atomic", "scalar_and_dynamic"]
@@ -69,9 +69,9 @@ def test_compile_error_shows_source_line():
 @needs_sass
 def test_gemm_tile_copies_are_16_byte_vectors():
     art = build(K.gemm(), "sm_90a")
-    assert "uint4" in art.source
+    assert "tl::cp_async<16>" in art.source
     from tilelang.backend.cuda.compiler import sass
-    assert "LDG.E.128" in sass(art.binary)
+    assert "LDGSTS.E.BYPASS.128" in sass(art.binary)
     assert art.meta["kernels"][0]["aligned"] == {"A": 16, "B": 16}
 
 

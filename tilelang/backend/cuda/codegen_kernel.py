@@ -60,6 +60,7 @@ class KernelCodegen:
         self.barrier_before = self.barriers.run(launch.body)
         self.aligned = {}            # global buffer name -> bytes its pointer must be aligned to
         self.acc_index = {}           # id(acc buffer) -> C index inside an anchored loop
+        self.async_copy = False       # vector copies emitted now are cp.async (pipelined)
         self.lines = []
         self.indent = 1
         self.printer = ExprPrinter(_NameView(names), self.access)
@@ -90,6 +91,10 @@ class KernelCodegen:
         return buf.get_strides()
 
     def flat(self, buf, indices):
+        p = self.placement(buf)
+        if p is not None and p.swizzle:
+            rows = E.const_int_value(buf.shape[0])
+            return f"tl::sw128<{rows}>({self.expr(simplify(indices[0]))}, {self.expr(simplify(indices[1]))})"
         terms = []
         for i, s in zip(indices, self.strides(buf)):
             sv = E.const_int_value(s)
@@ -123,7 +128,7 @@ class KernelCodegen:
         sig = ", ".join(d for _, _, d in self.params)
         out = [f'extern "C" __global__ void __launch_bounds__({nt}) {self.entry}({sig}) {{']
         self.lines = out
-        self.w("extern __shared__ __align__(128) unsigned char tl_smem[];")
+        self.w("extern __shared__ __align__(1024) unsigned char tl_smem[];")
         self.w("const int tl_tid = tl::thread_linear();" if len(L.threads) > 1 else
                "const int tl_tid = threadIdx.x;")
         for v, ax in zip(L.block_vars, "xyz"):
@@ -138,7 +143,9 @@ class KernelCodegen:
         out.append("}")
         meta = {"entry": self.entry, "threads": [int(t) for t in L.threads] + [1] * (3 - len(L.threads)),
                 "grid": L.grid, "smem": self.plan.smem_bytes, "aligned": self.aligned}
-        return "\n".join(out), meta
+        from tilelang.backend.cuda.wgmma_lowering import instruction_wrappers
+        prelude = instruction_wrappers([c for c in self.plan.gemms.values() if getattr(c, "kind", "") == "wgmma"])
+        return prelude + "\n".join(out), meta
 
     def _smem_buffers(self):
         seen = []
@@ -147,6 +154,13 @@ class KernelCodegen:
              self.placement(n.buffer).kind == "smem" else None)
         return seen
 
+    def sync(self):
+        """A block barrier; shared memory that wgmma reads next was written by ordinary
+        stores or cp.async (generic proxy): fence it toward the async proxy first."""
+        if self.plan.uses_wgmma:
+            self.w("tl::fence_proxy_async();")
+        self.w("__syncthreads();")
+
     # statements ------------------------------------------------------------------
     def stmt(self, st, block):
         """Emit `st`; `block` is True at uniform block level (every thread runs the
@@ -154,7 +168,7 @@ class KernelCodegen:
         if st is None:
             return
         if block and id(st) in self.barrier_before:
-            self.w("__syncthreads();")
+            self.sync()
         fn = getattr(self, "s_" + type(st).__name__, None)
         if fn is None:
             raise NotImplementedError(f"CUDA codegen: unsupported statement {type(st).__name__}")
@@ -174,6 +188,13 @@ class KernelCodegen:
             return
         name = self.names.new(b, b.name) if self.names.get(id(b)) is None else self.buf_name(b)
         ct = ctype(b.dtype)
+        if p.kind == "view":
+            base = b.alias_of
+            bp = self.placement(base)
+            if bp is not None and bp.kind == "acc":
+                raise NotImplementedError(f"a view of the register accumulator `{base.name}`")
+            self.w(f"{ct}* {name} = ({ct}*){self.buf_name(base)};")
+            return
         if p.kind == "acc":
             self.w(f"float {name}[{p.acc.regs}];")
         elif p.kind == "var":
@@ -213,6 +234,8 @@ class KernelCodegen:
     def s_For(self, st, block):
         if st.kind == S.PARALLEL and block:
             return self.cooperative(st)
+        if block and id(st) in self.plan.pipelines:
+            return self.pipelined(st, self.plan.pipelines[id(st)])
         inner_block = block and not self.plan.depends(st.min) and not self.plan.depends(st.extent)
         v = self.bind(st.var)
         ct = ctype(st.var.dtype)
@@ -267,7 +290,7 @@ class KernelCodegen:
         self.w("}")
 
     def s_Barrier(self, st, block):
-        self.w("__syncthreads();")
+        self.sync()
 
     def s_Assert(self, st, block):
         msg = str(st.message).replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
@@ -306,6 +329,16 @@ class KernelCodegen:
         if cfg is None:
             return self.cooperative(simt_gemm(op))
         ta, tb = "true" if op.trans_A else "false", "true" if op.trans_B else "false"
+        if getattr(cfg, "kind", "mma") == "wgmma":
+            from tilelang.backend.cuda.codegen_expr import ctype as _ct
+            t = _ct(op.A.buffer.dtype)
+            if cfg.a_regs:
+                call = (f"tl::wgmma_gemm_rs<{cfg.M}, {cfg.N}, {cfg.K}, {tb}, {t}>"
+                        f"({self.buf_name(op.A.buffer)}, {self.buf_name(op.B.buffer)}, {{acc}});")
+            else:
+                call = (f"tl::wgmma_gemm_ss<{cfg.M}, {cfg.N}, {cfg.K}, {ta}, {tb}, {t}>"
+                        f"({self.buf_name(op.A.buffer)}, {self.buf_name(op.B.buffer)}, {{acc}});")
+            return self._gemm_call(op, cfg, call)
 
         def ptr(r):
             return f"{self.buf_name(r.buffer)} + {self.flat(r.buffer, r.starts)}", \
@@ -313,6 +346,9 @@ class KernelCodegen:
         (pa, lda), (pb, ldb) = ptr(op.A), ptr(op.B)
         call = (f"tl::gemm_ss<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}, {ta}, {tb}>"
                 f"({pa}, {lda}, {pb}, {ldb}, {{acc}});")
+        return self._gemm_call(op, cfg, call)
+
+    def _gemm_call(self, op, cfg, call):
         cp = self.placement(op.C.buffer)
         if cp.kind == "acc":
             self.w(call.format(acc=self.buf_name(op.C.buffer)))
@@ -412,6 +448,73 @@ class KernelCodegen:
             self.stmt(body, False)
         self.indent -= 1
         self.w("}")
+
+    # software pipelining ------------------------------------------------------------------
+    def pipelined(self, st, info):
+        """A T.Pipelined loop whose tile copies run as cp.async into per-stage slots
+        (pipeline_plan.py has the schedule and the conditions)."""
+        ns = info.stages
+        lo = self.expr(st.min)
+        hi = self.expr(simplify(st.min + st.extent))
+        self.sync()
+        p = self.names.new(object(), "tl_p", True)
+        self.w(f"for (int {p} = 0; {p} < {ns - 1}; ++{p}) {{")
+        self.indent += 1
+        self.w(f"if ({lo} + {p} < {hi}) {{")
+        self.indent += 1
+        k0 = self.bind(st.var)
+        self.w(f"const int {k0} = {lo} + {p};")
+        self._issue(info, p)
+        self.indent -= 1
+        self.w("}")
+        self.w("tl::cp_async_commit();")
+        self.indent -= 1
+        self.w("}")
+        k = self.bind(st.var)
+        self.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
+        self.indent += 1
+        self.w(f"tl::cp_async_wait<{ns - 2}>();")
+        self.sync()
+        kn = self.names.new(object(), k + "_next", True)
+        self.w(f"if ({k} + {ns - 1} < {hi}) {{")
+        self.indent += 1
+        self.w(f"const int {kn} = {k} + {ns - 1};")
+        self.names.by_id[id(st.var)] = kn
+        self._issue(info, f"({kn} - {lo}) % {ns}")
+        self.names.by_id[id(st.var)] = k
+        self.indent -= 1
+        self.w("}")
+        self.w("tl::cp_async_commit();")
+        saved = self._slot_pointers(info, f"({k} - {lo}) % {ns}")
+        for s in info.rest:
+            self.stmt(s, True)
+        self._restore(saved)
+        self.indent -= 1
+        self.w("}")
+        self.w("tl::cp_async_wait<0>();")
+
+    def _slot_pointers(self, info, slot):
+        saved = {}
+        for b in info.bufs:
+            base = self.buf_name(b)
+            saved[id(b)] = base
+            pl = self.placement(b)
+            name = self.names.new(object(), base + "_slot", True)
+            ct = ctype(b.dtype)
+            self.w(f"{ct}* {name} = {base} + ({slot}) * {pl.stage_bytes // b.dtype.itemsize};")
+            self.names.by_id[id(b)] = name
+        return saved
+
+    def _restore(self, saved):
+        self.names.by_id.update(saved)
+
+    def _issue(self, info, slot):
+        saved = self._slot_pointers(info, slot)
+        self.async_copy = True
+        for c in info.copies:
+            self.cooperative(c)
+        self.async_copy = False
+        self._restore(saved)
 
     def _accs_in(self, body):
         from tilelang.ir.visitor import walk

@@ -21,6 +21,8 @@ class MmaConfig:
     WM: int   # warps along M
     WN: int   # warps along N
 
+    kind = "mma"
+
     @property
     def regs(self):
         return (self.M // self.WM // 16) * (self.N // self.WN // 8) * 4

@@ -1,17 +1,17 @@
 """The CUDA backend's pass list: the generic passes, keeping the tile ops that the
-CUDA codegen lowers itself (gemm -> tensor cores, reduce -> warp shuffles)."""
+CUDA codegen lowers itself (gemm -> tensor cores, reduce -> warp shuffles) and the
+T.Pipelined loops that it software-pipelines (codegen_kernel.pipelined)."""
 from __future__ import annotations
 
 from tilelang.ir import tile_ops as TO
 from tilelang.transform.pass_manager import PassContext, run_passes
 from tilelang.transform.implicit_kernel import implicit_kernel
 from tilelang.transform.lower_tile_ops import lower_tile_ops
-from tilelang.transform.pipelined_to_serial import pipelined_to_serial
 from tilelang.transform.simplify import simplify
 
 KEEP_TILE_OPS = (TO.Gemm, TO.Reduce)
 
-PASSES = [implicit_kernel, lower_tile_ops, pipelined_to_serial, simplify]
+PASSES = [implicit_kernel, lower_tile_ops, simplify]
 
 
 def lower(func, target, ctx=None):

@@ -1,13 +1,17 @@
 """Where each buffer of a kernel lives, and how each gemm runs.
 
-First stage of the CUDA lowering (correct, simple): every `shared` and `fragment`
-buffer lives in dynamic shared memory, except a gemm accumulator whose every other
-use is a T.Parallel loop over exactly its elements: that one lives in registers in
-the mma accumulator layout, and those loops follow the layout. `local`/`var`
-buffers are per-thread arrays. Shared rows that feed ldmatrix are padded by 16
-bytes so that the 8 row addresses of one ldmatrix hit distinct banks."""
+Every `shared` and `fragment` buffer lives in dynamic shared memory, except a gemm
+accumulator whose every other use is a T.Parallel loop over exactly its elements:
+that one lives in registers in the mma accumulator layout, and those loops follow
+the layout. `local`/`var` buffers are per-thread arrays; views (`T.view`,
+`T.reshape`) are pointers to their base buffer's storage. Shared rows that feed
+ldmatrix are padded by 16 bytes so that the 8 row addresses of one ldmatrix hit
+distinct banks; shared operands of wgmma take the 128-byte swizzle (`tl::sw128`,
+1024-byte aligned) instead. Shared buffers filled by a pipelined loop's async
+copies get one slot per stage (pipeline_plan.py)."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from tilelang.ir import expr as E
@@ -16,16 +20,21 @@ from tilelang.ir import tile_ops as TO
 from tilelang.ir.visitor import walk
 from tilelang.backend.cuda.analysis import parallel_nest, all_loads_stores, thread_dependent_vars
 from tilelang.backend.cuda.gemm_lowering import mma_config
+from tilelang.backend.cuda.wgmma_lowering import wgmma_config, swizzle_ok
+from tilelang.backend.cuda.pipeline_plan import find_pipelines
 
 SMEM_ALIGN = 128
 
 
 @dataclass
 class Placement:
-    kind: str                 # param | workspace | smem | local | var | acc
+    kind: str                 # param | workspace | smem | local | var | acc | view
     strides: list = None      # element strides used to flatten indices
     offset: int = 0           # byte offset into dynamic shared memory (smem)
     acc: object = None        # MmaConfig (acc)
+    swizzle: bool = False     # smem in the tl::sw128 layout (wgmma operand)
+    stages: int = 1           # slots of a pipelined buffer (smem)
+    stage_bytes: int = 0      # bytes between slots
 
 
 @dataclass
@@ -37,6 +46,8 @@ class KernelPlan:
     td_vars: set = field(default_factory=set)
     td_bufs: set = field(default_factory=set)
     depends: object = None                           # expr -> bool (thread-dependent)
+    pipelines: dict = field(default_factory=dict)    # id(Pipelined loop) -> PipelineInfo
+    uses_wgmma: bool = False
 
 
 def _const_shape(buf):
@@ -80,21 +91,40 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
             return None
         return E.const_int_value(buf.shape[-1])
     # fragments used as gemm operands must be addressable: treat them as shared
+    swizzled = set()
     for g in gemms:
-        plan.gemms[id(g)] = mma_config(_as_shared_view(g), arch, nthreads, unpadded_stride)
+        cfg = wgmma_config(g, arch, nthreads)
+        if cfg is not None and cfg.a_regs:
+            # fragment operands live in shared memory in this stage: read A as a shared tile
+            cfg = None if g.trans_A or not swizzle_ok(g.A.buffer) or cfg.K % 64 else \
+                dataclasses.replace(cfg, a_regs=False)
+        if cfg is not None:
+            swizzled.update((id(g.A.buffer), id(g.B.buffer)))
+        plan.gemms[id(g)] = cfg
+    for g in gemms:
+        if plan.gemms[id(g)] is None:
+            cfg = mma_config(_as_shared_view(g), arch, nthreads, unpadded_stride)
+            if cfg is not None and (id(g.A.buffer) in swizzled or id(g.B.buffer) in swizzled):
+                cfg = None   # ldmatrix addressing assumes row-major rows; the SIMT loop handles any layout
+            plan.gemms[id(g)] = cfg
+    plan.uses_wgmma = any(getattr(c, "kind", "") == "wgmma" for c in plan.gemms.values())
     padded = set()
     for g in gemms:
-        if plan.gemms[id(g)] is not None:
+        cfg = plan.gemms[id(g)]
+        if cfg is not None and getattr(cfg, "kind", "mma") == "mma":
             for r in (g.A, g.B):
                 row_bytes = (E.const_int_value(r.buffer.shape[-1]) or 0) * r.buffer.dtype.itemsize
                 if row_bytes % 32 == 0:  # an even number of 16-byte chunks: rows collide
                     padded.add(id(r.buffer))
     accs = _register_accumulators(launch, gemms, plan)
-    offset = 0
+    smem = []
     for buf in decls:
         if id(buf) in plan.placements:
             continue
-        if buf.scope in ("local.var", "local"):
+        if getattr(buf, "alias_of", None) is not None:
+            plan.placements[id(buf)] = Placement("view", _row_major(_const_shape(buf))[0]
+                                                 if buf.scope != "global" else None)
+        elif buf.scope in ("local.var", "local"):
             plan.placements[id(buf)] = local_placement(buf)
         elif buf.scope == "global":
             plan.placements[id(buf)] = Placement("workspace", None)
@@ -102,12 +132,40 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
             plan.placements[id(buf)] = Placement("acc", None, acc=accs[id(buf)])
         else:  # shared, shared.dyn, fragments (first stage: in shared memory)
             shape = _const_shape(buf)
-            strides, n = _row_major(shape, 8 if id(buf) in padded else 0)
-            offset = (offset + SMEM_ALIGN - 1) // SMEM_ALIGN * SMEM_ALIGN
-            plan.placements[id(buf)] = Placement("smem", strides, offset)
-            offset += n * buf.dtype.itemsize
+            sw = id(buf) in swizzled
+            strides, n = _row_major(shape, 8 if id(buf) in padded and not sw else 0)
+            plan.placements[id(buf)] = Placement("smem", strides, 0, swizzle=sw,
+                                                 stage_bytes=n * buf.dtype.itemsize)
+            smem.append(buf)
+    plan.pipelines = find_pipelines(launch, plan, arch, _vector_width_for(plan))
+    for info in plan.pipelines.values():
+        for b in info.bufs:
+            plan.placements[id(b)].stages = info.stages
+    offset = 0
+    for buf in smem:
+        p = plan.placements[id(buf)]
+        align = 1024 if p.swizzle else SMEM_ALIGN
+        p.stage_bytes = (p.stage_bytes + align - 1) // align * align
+        offset = (offset + align - 1) // align * align
+        p.offset = offset
+        offset += p.stage_bytes * p.stages
     plan.smem_bytes = offset
     return plan
+
+
+def _vector_width_for(plan):
+    """vector_width as the codegen computes it, over this plan's placements."""
+    from tilelang.backend.cuda.vectorize import vector_width
+
+    class _View:
+        def placement(self, buf):
+            return plan.placements.get(id(buf))
+
+        def strides(self, buf):
+            p = self.placement(buf)
+            return p.strides if p is not None and p.strides is not None else buf.get_strides()
+    view = _View()
+    return lambda vars_, mins, exts, body: vector_width(view, vars_, mins, exts, body)
 
 
 def _as_shared_view(g):
@@ -146,6 +204,8 @@ def _register_accumulators(launch, gemms, plan):
     for g in gemms:
         for r in (g.A, g.B):
             bad.add(id(r.buffer))
+    walk(launch.body, lambda n: bad.add(id(n.buffer.alias_of)) if isinstance(n, S.DeclBuffer) and
+         getattr(n.buffer, "alias_of", None) is not None else None)
     bufs = {}
     walk(launch.body, lambda n: bufs.__setitem__(id(n.buffer), n.buffer) if isinstance(n, S.DeclBuffer) else None)
 

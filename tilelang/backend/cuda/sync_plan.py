@@ -20,17 +20,26 @@ class SyncPlanner:
 
     def _visible(self, buf):
         p = self.plan.placements.get(id(buf))
+        if p is not None and p.kind == "view":
+            return self._visible(buf.alias_of)
         return p is None or p.kind not in REGISTER_KINDS
+
+    @staticmethod
+    def _root(buf):
+        """Views share their base buffer's storage: track them as the base."""
+        while getattr(buf, "alias_of", None) is not None:
+            buf = buf.alias_of
+        return id(buf)
 
     def unit_accesses(self, stmt, executor):
         reads, writes = accesses(stmt)
         out = set()
         for b in reads:
             if self._visible(b):
-                out.add((id(b), "r", executor))
+                out.add((self._root(b), "r", executor))
         for b in writes:
             if self._visible(b):
-                out.add((id(b), "w", executor))
+                out.add((self._root(b), "w", executor))
         return out
 
     @staticmethod
@@ -65,6 +74,15 @@ class SyncPlanner:
             return pending
         if isinstance(st, S.For) and st.kind == S.PARALLEL:
             return self.unit(st, self.unit_accesses(st, "all"), pending)
+        if isinstance(st, S.For) and id(st) in plan.pipelines:
+            # the codegen puts a barrier before the prologue and at the top of every
+            # iteration; the async copies write slots that the rest of the body does not read
+            info = plan.pipelines[id(st)]
+            ring = {(id(b), "w", "all") for b in info.bufs}
+            inner = set()
+            for s in info.rest:
+                inner = self.visit(s, inner)
+            return ring | inner
         if isinstance(st, TO.TileOp):
             return self.unit(st, self.unit_accesses(st, "all"), pending)
         uniform_ctrl = (isinstance(st, S.For) and not plan.depends(st.min) and not plan.depends(st.extent)) or \

@@ -116,6 +116,15 @@ def emit_vector_copy(cg, body, V):
     for buf in (store.buffer, load.buffer):  # the runtime checks these pointers' alignment
         if buf.scope == "global":
             cg.aligned[buf.name] = max(cg.aligned.get(buf.name, 1), nbytes)
+    if getattr(cg, "async_copy", False):
+        src = f"&{cg.access(load)}"
+        pred = "true"
+        if sel is not None:
+            pred = cg.expr(sel)
+            src = f"({pred} ? (const void*){src} : (const void*){cg.buf_name(load.buffer)})"
+        line = f"tl::cp_async<{nbytes}>(&{cg.access(store)}, {src}, {pred});"
+        cg.w(f"if ({cg.expr(guard)}) {{ {line} }}" if guard is not None else line)
+        return
     src = f"*reinterpret_cast<const {vt}*>(&{cg.access(load)})"
     if sel is not None:
         src = f"({cg.expr(sel)} ? {src} : {zero})"

@@ -3,4 +3,6 @@
 #include "common.h"
 #include "reduce.h"
 #include "atomic.h"
+#include "async.h"
 #include "mma.h"
+#include "wgmma.h"

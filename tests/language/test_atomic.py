@@ -1,0 +1,97 @@
+"""T.atomic_add / atomic_max / atomic_min on global elements from many blocks, and
+atomic_add of a whole tile region."""
+import numpy as np
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+
+
+@pytest.mark.parametrize("kind", ["add", "max", "min"])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_atomic_scalar_many_blocks(kind, dtype):
+    # 64 blocks x 16 elements each hit one of 4 output slots
+    nb, per, slots = 64, 16, 4
+    op = {"add": T.atomic_add, "max": T.atomic_max, "min": T.atomic_min}[kind]
+
+    @T.prim_func
+    def k(A: T.Tensor((nb, per), dtype), O: T.Tensor((slots,), dtype)):
+        with T.Kernel(nb, threads=32) as bx:
+            for i in T.serial(per):
+                op(O[(bx + i) % slots], A[bx, i])
+    kern = tilelang.compile(k, target="cpu")
+    if dtype == "int32":
+        a = np.random.randint(-1000, 1000, (nb, per)).astype(np.int32)
+    else:
+        a = (np.random.randint(-1000, 1000, (nb, per)) / 8).astype(np.float32)  # exact sums in any order
+    init = {"add": 0, "max": -10**6, "min": 10**6}[kind]
+    ref = np.full(slots, init, np.int64 if dtype == "int32" else np.float64)
+    for b in range(nb):
+        for i in range(per):
+            s = (b + i) % slots
+            ref[s] = {"add": ref[s] + a[b, i], "max": max(ref[s], a[b, i]), "min": min(ref[s], a[b, i])}[kind]
+    for _ in range(3):  # repeated runs: the result does not depend on the block order
+        o = np.full(slots, init, a.dtype)
+        kern(a, o)
+        np.testing.assert_array_equal(o, ref.astype(a.dtype))
+
+
+def test_atomic_add_histogram_torch():
+    N, bins, blk = 4096, 10, 128
+
+    @T.prim_func
+    def k(X: T.Tensor((N,), "int32"), H: T.Tensor((bins,), "int32")):
+        with T.Kernel(N // blk, threads=128) as bx:
+            for i in T.serial(blk):
+                T.atomic_add(H[X[bx * blk + i]], 1)
+    kern = tilelang.compile(k, target="cpu")
+    x = torch.randint(0, bins, (N,), dtype=torch.int32)
+    h = torch.zeros(bins, dtype=torch.int32)
+    kern(x, h)
+    torch.testing.assert_close(h, torch.bincount(x, minlength=bins).to(torch.int32))
+
+
+@pytest.mark.parametrize("src_scope", ["fragment", "shared"])
+def test_atomic_add_tile_region(src_scope):
+    # split-K: every block adds its partial (bm x bn) tile to the output with one atomic_add
+    M, N, K, bm, bn, bk = 32, 32, 128, 16, 16, 32
+    splits = K // bk
+
+    @T.prim_func
+    def k(A: T.Tensor((M, K), "float32"), B: T.Tensor((K, N), "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(N // bn, M // bm, splits, threads=128) as (bx, by, bz):
+            A_s = T.alloc_shared((bm, bk), "float32")
+            B_s = T.alloc_shared((bk, bn), "float32")
+            C_f = T.alloc_fragment((bm, bn), "float32")
+            T.copy(A[by * bm, bz * bk], A_s)
+            T.copy(B[bz * bk, bx * bn], B_s)
+            T.gemm(A_s, B_s, C_f, clear_accum=True)
+            if src_scope == "shared":
+                C_s = T.alloc_shared((bm, bn), "float32")
+                T.copy(C_f, C_s)
+                T.atomic_add(C[by * bm:(by + 1) * bm, bx * bn:(bx + 1) * bn], C_s)
+            else:
+                T.atomic_add(C[by * bm, bx * bn], C_f)
+    kern = tilelang.compile(k, target="cpu")
+    a = torch.randn(M, K)
+    b = torch.randn(K, N)
+    c = torch.ones(M, N)
+    kern(a, b, c)
+    torch.testing.assert_close(c, 1 + a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_atomic_max_tile_region():
+    nb, L = 8, 64
+
+    @T.prim_func
+    def k(A: T.Tensor((nb, L), "float32"), O: T.Tensor((L,), "float32")):
+        with T.Kernel(nb, threads=64) as bx:
+            F = T.alloc_fragment((L,), "float32")
+            T.copy(A[bx, 0:L], F)
+            T.atomic_max(O[0:L], F)
+    kern = tilelang.compile(k, target="cpu")
+    a = np.random.randn(nb, L).astype(np.float32)
+    o = np.full(L, -np.inf, np.float32)
+    kern(a, o)
+    np.testing.assert_array_equal(o, a.max(0))

@@ -1,0 +1,117 @@
+"""`@tilelang.autotune(configs=...)`, stacked above `@tilelang.jit(...)`:
+
+    @tilelang.autotune(configs={"block_M": [64, 128], "block_N": [64, 128]}, ref_prog=ref)
+    @tilelang.jit(out_idx=[-1])
+    def matmul(M, N, K, block_M=128, block_N=128): ...
+
+    kernel = matmul(1024, 1024, 1024)   # tunes once per problem, returns the best JITKernel
+
+The factory's keyword arguments named by the configs are the tunables; the others
+are the problem. Passing a tunable explicitly skips tuning and compiles that config.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+
+from tilelang.autotuner import space
+from tilelang.autotuner.tuner import AutoTuner
+from tilelang.profiler.supply import TensorSupplyType
+
+
+class AutoTuneImpl:
+    def __init__(self, jit_impl, configs, warmup=25, rep=100, timeout=100, supply_type=TensorSupplyType.Auto,
+                 ref_prog=None, supply_prog=None, rtol=1e-2, atol=1e-2, max_mismatched_ratio=0.01,
+                 skip_check=False, manual_check_prog=None, cache_input_tensors=False, backend="event"):
+        from tilelang.jit import JITImpl
+        if not isinstance(jit_impl, JITImpl):
+            from tilelang.jit import jit
+            if not callable(jit_impl) or hasattr(jit_impl, "prim_func"):
+                raise TypeError("@tilelang.autotune decorates a kernel factory: put it above @tilelang.jit(...)")
+            jit_impl = jit(jit_impl)
+            if not isinstance(jit_impl, JITImpl):
+                raise TypeError("@tilelang.autotune needs a factory that returns a @T.prim_func "
+                                "(the eager kernel style is not tunable yet)")
+        self.jit_impl = jit_impl
+        self.configs = configs
+        self.warmup, self.rep, self.timeout = warmup, rep, timeout
+        self.profile = dict(supply_type=supply_type, ref_prog=ref_prog, supply_prog=supply_prog, rtol=rtol,
+                            atol=atol, max_mismatched_ratio=max_mismatched_ratio, skip_check=skip_check,
+                            manual_check_prog=manual_check_prog, cache_input_tensors=cache_input_tensors,
+                            backend=backend)
+        self._results = {}
+        self._lock = threading.Lock()
+        self.last_result = None
+        functools.update_wrapper(self, jit_impl.func)
+
+    @property
+    def func(self):
+        return self.jit_impl.func
+
+    def get_tuner(self, *args, **kwargs):
+        jk = self.jit_impl.jit_kwargs
+        t = AutoTuner(self.jit_impl, self.configs).set_profile_args(
+            warmup=self.warmup, rep=self.rep, timeout=self.timeout, **self.profile)
+        t.set_compile_args(out_idx=jk.get("out_idx"), target=jk.get("target"),
+                           execution_backend=jk.get("execution_backend"), target_host=jk.get("target_host"),
+                           verbose=jk.get("verbose"), pass_configs=jk.get("pass_configs"),
+                           compile_flags=jk.get("compile_flags"))
+        return t.set_kernel_parameters(args, kwargs)
+
+    get_tunner = get_tuner  # the published spelling
+
+    def _tunables_given(self, args, kwargs):
+        try:
+            sig = inspect.signature(self.jit_impl.func)
+            bound = sig.bind_partial(*args, **kwargs).arguments
+        except (TypeError, ValueError):
+            bound = dict(kwargs)
+        sample = space.expand_configs(self.configs, args, kwargs)
+        names = set().union(*(set(c) for c in sample)) if sample else set()
+        return bool(names & set(bound))
+
+    def tune(self, *args, **kwargs):
+        """The `AutotuneResult` for these problem arguments (cached per process)."""
+        key = space.normalize((list(args), kwargs))
+        with self._lock:
+            res = self._results.get(key)
+            if res is None:
+                res = self.get_tuner(*args, **kwargs).run()
+                self._results[key] = res
+            self.last_result = res
+            return res
+
+    def __call__(self, *args, **kwargs):
+        if self._tunables_given(args, kwargs):
+            return self.jit_impl(*args, **kwargs)
+        return self.tune(*args, **kwargs).kernel
+
+    def compile(self, *args, **kwargs):
+        return self(*args, **kwargs)
+
+
+def autotune(func=None, *, configs, warmup=25, rep=100, timeout=100, supply_type=TensorSupplyType.Auto,
+             ref_prog=None, supply_prog=None, rtol=1e-2, atol=1e-2, max_mismatched_ratio=0.01, skip_check=False,
+             manual_check_prog=None, cache_input_tensors=False, backend="event"):
+    """Decorate a `@tilelang.jit` kernel factory with a configuration space.
+
+    configs: a list of dicts, a dict of lists (all combinations), or a callable
+        taking the problem arguments and returning either.
+    warmup, rep: timed warm-up and measured iterations per config; timeout: seconds
+        allowed per config, for compiling and for benchmarking.
+    ref_prog: reference taking the kernel's inputs and returning its outputs; each
+        config must match it (rtol/atol/max_mismatched_ratio, or manual_check_prog)
+        before it may win, unless skip_check.
+    supply_prog: `supply_prog(params) -> inputs`; otherwise `supply_type`, or the
+        tensors given with `set_autotune_inputs`.
+    """
+    def wrap(f):
+        return AutoTuneImpl(f, configs, warmup=warmup, rep=rep, timeout=timeout, supply_type=supply_type,
+                            ref_prog=ref_prog, supply_prog=supply_prog, rtol=rtol, atol=atol,
+                            max_mismatched_ratio=max_mismatched_ratio, skip_check=skip_check,
+                            manual_check_prog=manual_check_prog, cache_input_tensors=cache_input_tensors,
+                            backend=backend)
+    if func is not None:
+        return wrap(func)
+    return wrap

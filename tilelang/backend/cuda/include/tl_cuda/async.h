@@ -1,0 +1,45 @@
+// Asynchronous copies (cp.async, sm_80+) with commit/wait groups, the proxy fence
+// that orders ordinary shared-memory writes before tensor-core (async proxy) reads,
+// and the 128-byte swizzle that wgmma descriptors and bank-conflict-free 16-byte
+// accesses share.
+#pragma once
+#include "common.h"
+
+namespace tl {
+
+// shared <- global, N bytes (4, 8 or 16); zero-filled when !pred (no bytes are read)
+template <int N> TL_DEVICE void cp_async(void* smem, const void* gmem, bool pred) {
+  static_assert(N == 4 || N == 8 || N == 16, "cp.async moves 4, 8 or 16 bytes");
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int src_size = pred ? N : 0;
+  if constexpr (N == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_size)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(s), "l"(gmem), "n"(N), "r"(src_size)
+                 : "memory");
+  }
+}
+
+TL_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+template <int N> TL_DEVICE void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// generic-proxy shared-memory writes (st.shared, cp.async) become visible to the
+// async proxy (wgmma operand reads); each writing thread runs it before the barrier
+TL_DEVICE void fence_proxy_async() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+// Element offset of (r, c) in an R-row, 16-bit tile stored as 64-column strips
+// (each strip R x 128 bytes), 16-byte chunks XOR-swizzled by (row % 8): the
+// layout of CU_TENSOR_MAP_SWIZZLE_128B and of wgmma's 128B-swizzle descriptors.
+template <int R> TL_DEVICE int sw128(int r, int c) {
+  return (c >> 6) * (R * 64) + r * 64 + ((((c >> 3) ^ r) & 7) << 3) + (c & 7);
+}
+
+}  // namespace tl

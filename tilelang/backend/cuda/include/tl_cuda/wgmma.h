@@ -1,0 +1,80 @@
+// Warpgroup MMA for sm_90a: wgmma.mma_async m64nNk16 (fp16/bf16 in, fp32 accumulate),
+// operands in shared memory through 128B-swizzle descriptors (layout of sw128 in
+// async.h), or A in registers. Warpgroup g (threads 128g .. 128g+127) owns rows
+// 64g .. 64g+63 of the block tile; its N/2 accumulator registers per thread follow
+// MmaAccLayout<M, N, 4 * warpgroups, 1> (the mma.sync C pattern along N).
+// The per-N instruction wrappers WgmmaSS / WgmmaRS are generated with the kernel.
+#pragma once
+#include "common.h"
+#include "async.h"
+
+namespace tl {
+
+template <int N, class T, int TA, int TB> struct WgmmaSS;   // run(float* d, uint64 da, uint64 db)
+template <int N, class T, int TB> struct WgmmaRS;           // run(float* d, const unsigned* a, uint64 db)
+
+// shared-memory matrix descriptor, 128-byte swizzle
+TL_DEVICE unsigned long long wgmma_desc(const void* p, int lbo_bytes, int sbo_bytes) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  unsigned long long d = (unsigned long long)((addr & 0x3FFFF) >> 4);
+  d |= (unsigned long long)((lbo_bytes >> 4) & 0x3FFF) << 16;
+  d |= (unsigned long long)((sbo_bytes >> 4) & 0x3FFF) << 32;
+  d |= 1ull << 62;
+  return d;
+}
+
+TL_DEVICE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+TL_DEVICE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> TL_DEVICE void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// keep the compiler from moving accumulator reads/writes across the async mma
+template <int R> TL_DEVICE void fence_regs(float* d) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// A: [M][K] (TA=0, K-major) or [K][M] (TA=1); B: [N][K] (TB=1, K-major) or [K][N] (TB=0).
+// Whole shared tiles in sw128 layout, 1024-byte aligned. M = 64 * warpgroups.
+template <int M, int N, int K, bool TA, bool TB, class T>
+TL_DEVICE void wgmma_gemm_ss(const T* A, const T* B, float* acc) {
+  const int wg = thread_linear() >> 7;
+  fence_regs<N / 2>(acc);
+  wgmma_fence();
+#pragma unroll
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    const T* pa = TA ? A + wg * (K * 64) + k0 * 64 : A + (k0 >> 6) * (M * 64) + wg * 64 * 64 + (k0 & 63);
+    const T* pb = TB ? B + (k0 >> 6) * (N * 64) + (k0 & 63) : B + k0 * 64;
+    const unsigned long long da = wgmma_desc(pa, TA ? K * 128 : 16, 1024);
+    const unsigned long long db = wgmma_desc(pb, TB ? 16 : K * 128, 1024);
+    WgmmaSS<N, T, TA ? 1 : 0, TB ? 1 : 0>::run(acc, da, db);
+  }
+  wgmma_commit();
+  wgmma_wait<0>();
+  fence_regs<N / 2>(acc);
+}
+
+template <class T> TL_DEVICE unsigned pack2(T lo, T hi) {
+  unsigned short l = *reinterpret_cast<unsigned short*>(&lo), h = *reinterpret_cast<unsigned short*>(&hi);
+  return (unsigned)l | ((unsigned)h << 16);
+}
+
+// A from registers: `a` holds this thread's M x K fragment in MmaAccLayout<M, K, 4 wg, 1>
+template <int M, int N, int K, bool TB, class T>
+TL_DEVICE void wgmma_gemm_rs(T* a, const T* B, float* acc) {
+  fence_regs<N / 2>(acc);
+  wgmma_fence();
+#pragma unroll
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    const int c = (k0 >> 3) * 4;
+    unsigned ar[4] = {pack2(a[c], a[c + 1]), pack2(a[c + 2], a[c + 3]), pack2(a[c + 4], a[c + 5]),
+                      pack2(a[c + 6], a[c + 7])};
+    const T* pb = TB ? B + (k0 >> 6) * (N * 64) + (k0 & 63) : B + k0 * 64;
+    WgmmaRS<N, T, TB ? 1 : 0>::run(acc, ar, wgmma_desc(pb, TB ? 16 : K * 128, 1024));
+  }
+  wgmma_commit();
+  wgmma_wait<0>();
+  fence_regs<N / 2>(acc);
+}
+
+}  // namespace tl
