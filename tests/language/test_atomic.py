@@ -95,3 +95,18 @@ def test_atomic_max_tile_region():
     o = np.full(L, -np.inf, np.float32)
     kern(a, o)
     np.testing.assert_array_equal(o, a.max(0))
+
+
+@pytest.mark.xfail(strict=True, reason="bug: T.atomic_add(..., return_prev=True) returns None instead of "
+                                       "the previous value")
+def test_atomic_add_return_prev():
+    @T.prim_func
+    def k(C: T.Tensor((1,), "int32"), P: T.Tensor((4,), "int32")):
+        with T.Kernel(1, threads=1) as bx:
+            for i in T.serial(4):
+                P[i] = T.atomic_add(C[0], 1, return_prev=True)
+    kern = tilelang.compile(k, target="cpu")
+    c = np.zeros(1, np.int32)
+    p = np.zeros(4, np.int32)
+    kern(c, p)
+    assert list(p) == [0, 1, 2, 3] and c[0] == 4

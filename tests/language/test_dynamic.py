@@ -86,7 +86,8 @@ def test_dynamic_shape_mismatch_between_arguments():
     def k(A: T.Tensor((M,), "float32"), B: T.Tensor((M,), "float32"), C: T.Tensor((M,), "float32")):
         with T.Kernel(T.ceildiv(M, 32), threads=32) as bx:
             for i in T.Parallel(32):
-                C[bx * 32 + i] = A[bx * 32 + i] + B[bx * 32 + i]
+                if bx * 32 + i < M:
+                    C[bx * 32 + i] = A[bx * 32 + i] + B[bx * 32 + i]
     kern = tilelang.compile(k, out_idx=[2], target="cpu")
     a = np.random.randn(40).astype(np.float32)
     np.testing.assert_allclose(kern(a, a), 2 * a)
@@ -138,3 +139,25 @@ def test_dynamic_with_scalar_param_grid():
     for n in (16, 33):
         a = np.random.randn(n).astype(np.float32)
         np.testing.assert_allclose(kern(a, 1.5), a * 1.5, rtol=1e-6)
+
+
+@pytest.mark.xfail(strict=True, reason="bug: element stores/loads on global tensors in T.Parallel are not "
+                                       "predicated (published TileLang legalizes them; only T.copy is)")
+def test_parallel_element_access_past_dynamic_end_is_predicated():
+    # unguarded element accesses on a ragged last block: the published compiler skips stores
+    # (and zero-fills loads) outside the tensor. The output is a view into a larger array, so a
+    # missing predicate writes into memory we own instead of corrupting the heap.
+    M = T.dynamic("M")
+
+    @T.prim_func
+    def k(A: T.Tensor((M,), "float32"), C: T.Tensor((M,), "float32")):
+        with T.Kernel(T.ceildiv(M, 32), threads=32) as bx:
+            for i in T.Parallel(32):
+                C[bx * 32 + i] = A[bx * 32 + i] + 1.0
+    kern = tilelang.compile(k, target="cpu")
+    src = np.zeros(64, np.float32)
+    src[:40] = np.random.randn(40)
+    big = np.full(64, -7.0, np.float32)
+    kern(src[:40], big[:40])
+    np.testing.assert_allclose(big[:40], src[:40] + 1, rtol=1e-6)
+    assert (big[40:] == -7.0).all(), "stores past the end of C were not skipped"

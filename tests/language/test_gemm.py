@@ -190,3 +190,24 @@ def test_gemm_k_mismatch_is_clear_error():
                 C_f = T.alloc_fragment((32, 32), "float32")
                 T.gemm(A_s, B_s, C_f)
         tilelang.compile(main, out_idx=[1], target="cpu")
+
+
+@pytest.mark.parametrize("trans_B", [False, True])
+def test_gemm_fragment_A_transposed(trans_B):
+    K, M, N = 16, 32, 24
+
+    @T.prim_func
+    def main(A: T.Tensor((K, M), "float32"), B: T.Tensor((N, K) if trans_B else (K, N), "float32"),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            A_f = T.alloc_fragment((K, M), "float32")
+            B_s = T.alloc_shared((N, K) if trans_B else (K, N), "float32")
+            C_f = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_f)
+            T.copy(B, B_s)
+            T.gemm(A_f, B_s, C_f, transpose_A=True, transpose_B=trans_B, clear_accum=True)
+            T.copy(C_f, C)
+    kern = tilelang.compile(main, out_idx=[2], target="cpu")
+    a = np.random.randn(K, M).astype(np.float32)
+    b = np.random.randn(*((N, K) if trans_B else (K, N))).astype(np.float32)
+    np.testing.assert_allclose(kern(a, b), a.T @ (b.T if trans_B else b), rtol=1e-4, atol=1e-4)

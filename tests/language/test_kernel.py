@@ -61,7 +61,7 @@ def test_grid_3d(threads):
     a = np.random.rand(Bt, M, N).astype(np.float32)
     c = kern(a)
     z, y, x = np.meshgrid(np.arange(Bt), np.arange(M) // 4, np.arange(N) // 8, indexing="ij")
-    np.testing.assert_allclose(c, a * 10 + z * 100 + y * 7 + x, rtol=1e-5)
+    np.testing.assert_allclose(c, a * 10 + z * 100 + y * 7 + x, rtol=1e-5, atol=1e-5)
 
 
 def test_single_block_var_name_binding():

@@ -100,7 +100,7 @@ def test_max_min_if_then_else_infinity():
     c = kern(a, b)
     np.testing.assert_array_equal(c[0], np.maximum(a, b))
     np.testing.assert_array_equal(c[1], np.minimum(np.minimum(a, b), 0.5))
-    np.testing.assert_allclose(c[2], np.where(a > b, a - b, 0), rtol=1e-6)
+    np.testing.assert_allclose(c[2], np.where(a > b, a - b, 0), rtol=1e-6, atol=1e-5)
     np.testing.assert_array_equal(c[3], np.where(a > 0, np.inf, -np.inf))
     np.testing.assert_array_equal(c[4], a)
 

@@ -197,3 +197,32 @@ def test_fill_global_region():
             T.fill(O[bx * 8:(bx + 1) * 8, :], bx + 0.5)
     kern = tilelang.compile(k, out_idx=[0], target="cpu")
     np.testing.assert_array_equal(kern(), np.repeat(np.arange(4) + 0.5, 8)[:, None] * np.ones((1, 16)))
+
+
+def test_reduce_on_slice_and_3d():
+    @T.prim_func
+    def k(A: T.Tensor((2, 8, 16), "float32"), C: T.Tensor((4,), "float32"), D: T.Tensor((2, 16), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            X = T.alloc_fragment((2, 8, 16), "float32")
+            Y = T.alloc_fragment((4,), "float32")
+            Z = T.alloc_fragment((2, 16), "float32")
+            T.copy(A, X)
+            T.reduce_sum(X[1, 2:6, :], Y, dim=-1)
+            T.reduce_max(X, Z, dim=1)
+            T.copy(Y, C)
+            T.copy(Z, D)
+    kern = tilelang.compile(k, out_idx=[1, 2], target="cpu")
+    a = np.random.randn(2, 8, 16).astype(np.float32)
+    c, d = kern(a)
+    np.testing.assert_allclose(c, a[1, 2:6].sum(1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(d, a.max(1))
+
+
+def test_cumsum_on_global():
+    @T.prim_func
+    def k(A: T.Tensor((4, 8), "float32"), C: T.Tensor((4, 8), "float32")):
+        with T.Kernel(1, threads=8) as bx:
+            T.cumsum(A, C, dim=1)
+    kern = tilelang.compile(k, out_idx=[1], target="cpu")
+    a = np.random.randn(4, 8).astype(np.float32)
+    np.testing.assert_allclose(kern(a), np.cumsum(a, 1), rtol=1e-5, atol=1e-5)

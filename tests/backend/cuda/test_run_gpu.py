@@ -115,3 +115,20 @@ def test_gemm_pipelined_wgmma(trans_A, trans_B, dtype, cfg):
     ref = a.float() @ b.float()
     err = (c.float() - ref).norm() / ref.norm()
     assert err < 1e-2, (err, "wgmma_gemm" in art.source)
+
+
+def test_view_of_shared_tile():
+    import tilelang.language as T
+
+    @T.prim_func
+    def viewk(A: T.Tensor((64, 64), "float32"), B: T.Tensor((4096,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            S = T.alloc_shared((64, 64), "float32")
+            T.copy(A, S)
+            flat = T.reshape(S, (4096,))
+            for i in T.Parallel(4096):
+                B[i] = flat[(i + 64) % 4096] * 2
+    a = torch.randn(64, 64, device="cuda")
+    b = torch.full((4096,), float("nan"), device="cuda")
+    _run(viewk, [a, b])
+    torch.testing.assert_close(b, a.flatten().roll(-64) * 2)

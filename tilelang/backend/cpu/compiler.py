@@ -22,7 +22,9 @@ def find_compiler():
 def flags(extra=()):
     f = ["-O3", "-march=native", "-fopenmp", "-std=c++17", "-shared", "-fPIC", "-w",
          "-fno-math-errno", f"-I{INCLUDE_DIR}"]
-    return f + list(extra)
+    # e.g. TILELANG_CPU_EXTRA_FLAGS="-fsanitize=address -g" to check generated code
+    env = os.environ.get("TILELANG_CPU_EXTRA_FLAGS", "").split()
+    return f + env + list(extra)
 
 
 def compile_source(source: str, extra_flags=()) -> bytes:

@@ -454,6 +454,8 @@ class KernelCodegen:
         """A T.Pipelined loop whose tile copies run as cp.async into per-stage slots
         (pipeline_plan.py has the schedule and the conditions)."""
         ns = info.stages
+        if self._overlapped_wgmma(info):
+            return self.pipelined_wgmma(st, info)
         lo = self.expr(st.min)
         hi = self.expr(simplify(st.min + st.extent))
         self.sync()
@@ -491,6 +493,68 @@ class KernelCodegen:
         self._restore(saved)
         self.indent -= 1
         self.w("}")
+        self.w("tl::cp_async_wait<0>();")
+
+    def _overlapped_wgmma(self, info):
+        """The body is one wgmma gemm on ring buffers into a register accumulator."""
+        if info.stages < 3 or len(info.rest) != 1 or not isinstance(info.rest[0], TO.Gemm):
+            return False
+        g = info.rest[0]
+        cfg = self.plan.gemms.get(id(g))
+        return getattr(cfg, "kind", "") == "wgmma" and not cfg.a_regs and \
+            self.placement(g.C.buffer).kind == "acc" and id(g) not in self.barrier_before
+
+    def pipelined_wgmma(self, st, info):
+        """GEMM main loop keeping one wgmma group in flight: iteration k issues its
+        wgmma, then the copies of iteration k + s - 2 into the slot iteration k - 2
+        read (every warpgroup finished it: each waited for all but its newest group
+        before the barrier), then waits for wgmma k - 1."""
+        ns, d = info.stages, info.stages - 2
+        g = info.rest[0]
+        cfg = self.plan.gemms[id(g)]
+        lo = self.expr(st.min)
+        hi = self.expr(simplify(st.min + st.extent))
+        acc = self.buf_name(g.C.buffer)
+        self.sync()
+        p = self.names.new(object(), "tl_p", True)
+        self.w(f"for (int {p} = 0; {p} < {d}; ++{p}) {{")
+        self.indent += 1
+        self.w(f"if ({lo} + {p} < {hi}) {{")
+        self.indent += 1
+        k0 = self.bind(st.var)
+        self.w(f"const int {k0} = {lo} + {p};")
+        self._issue(info, p)
+        self.indent -= 1
+        self.w("}")
+        self.w("tl::cp_async_commit();")
+        self.indent -= 1
+        self.w("}")
+        k = self.bind(st.var)
+        self.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
+        self.indent += 1
+        self.w(f"tl::cp_async_wait<{d - 1}>();")
+        self.sync()
+        saved = self._slot_pointers(info, f"({k} - {lo}) % {ns}")
+        from tilelang.backend.cuda.codegen_expr import ctype as _ct
+        self.w(f"tl::wgmma_ss_issue<{cfg.M}, {cfg.N}, {cfg.K}, {str(cfg.trans_A).lower()}, "
+               f"{str(cfg.trans_B).lower()}, {_ct(g.A.buffer.dtype)}>({self.buf_name(g.A.buffer)}, "
+               f"{self.buf_name(g.B.buffer)}, {acc});")
+        self._restore(saved)
+        kn = self.names.new(object(), k + "_next", True)
+        self.w(f"if ({k} + {d} < {hi}) {{")
+        self.indent += 1
+        self.w(f"const int {kn} = {k} + {d};")
+        self.names.by_id[id(st.var)] = kn
+        self._issue(info, f"({kn} - {lo}) % {ns}")
+        self.names.by_id[id(st.var)] = k
+        self.indent -= 1
+        self.w("}")
+        self.w("tl::cp_async_commit();")
+        self.w("tl::wgmma_wait<1>();")
+        self.indent -= 1
+        self.w("}")
+        self.w("tl::wgmma_wait<0>();")
+        self.w(f"tl::fence_regs<{cfg.regs}>({acc});")
         self.w("tl::cp_async_wait<0>();")
 
     def _slot_pointers(self, info, slot):

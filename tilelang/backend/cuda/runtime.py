@@ -80,6 +80,24 @@ class Launcher:
                     f"raising {k['entry']}'s dynamic shared memory to {k['smem']} bytes")
             funcs.append(f)
         self._module = mod
+        # per-call constants, computed once (the launch path is hot: keep it short)
+        meta = self.meta
+        names = meta.get("param_names") or [None] * len(meta["param_types"])
+        self._params = list(zip(meta["param_types"], names))
+        self._types = tuple(ctypes.c_void_p if cls == "buffer" else _CTYPES[dt] for cls, dt in meta["param_types"])
+        self._align = {}
+        for k in meta["kernels"]:
+            for n, a in k.get("aligned", {}).items():
+                self._align[n] = max(self._align.get(n, 1), a)
+        self._grids = []
+        for k in meta["kernels"]:
+            codes = []
+            for g in k["grid"]:
+                try:
+                    codes.append(int(g))
+                except ValueError:
+                    codes.append(compile(g, "<grid>", "eval"))
+            self._grids.append(codes)
         return funcs
 
     def __call__(self, buffers, ints=(), floats=()):
@@ -101,32 +119,28 @@ class Launcher:
                 dev = b.device
                 break
         work = [torch.empty([eval(s, env) for s in w["shape"]], dtype=getattr(torch, w["dtype"]),  # noqa: S307
-                            device=dev or "cuda") for w in meta["workspaces"]]
-        values, types = [], []
+                            device=dev or "cuda") for w in meta["workspaces"]] if meta["workspaces"] else []
+        values = []
         it_b, it_i, it_f = iter(list(buffers) + work), iter(ints), iter(floats)
-        align = {}
-        for k in meta["kernels"]:
-            for n, a in k.get("aligned", {}).items():
-                align[n] = max(align.get(n, 1), a)
-        for (cls, dt), name in zip(meta["param_types"], meta.get("param_names", [None] * 10**6)):
+        align = self._align
+        for (cls, dt), name in self._params:
             if cls == "buffer":
                 ptr = data_ptr(next(it_b))
-                if ptr % align.get(name, 1):
-                    raise CudaRuntimeError(f"tensor `{name}` starts at an address that is not {align[name]}-byte "
+                a = align.get(name, 1)
+                if a > 1 and ptr % a:
+                    raise CudaRuntimeError(f"tensor `{name}` starts at an address that is not {a}-byte "
                                            f"aligned, which the kernel's vectorized accesses need "
                                            f"(pass a fresh or .clone()d tensor)")
                 values.append(ptr)
-                types.append(ctypes.c_void_p)
             elif cls == "int":
                 values.append(next(it_i))
-                types.append(_CTYPES[dt])
             else:
                 values.append(float(next(it_f)))
-                types.append(_CTYPES[dt])
+        types = self._types
         stream = drv.CUstream(torch.cuda.current_stream(dev).cuda_stream)
-        args = (tuple(values), tuple(types))
-        for f, k in zip(self._funcs, meta["kernels"]):
-            grid = [eval(g, env) for g in k["grid"]]  # noqa: S307 - our own generated expressions
+        args = (tuple(values), types)
+        for f, k, gcode in zip(self._funcs, meta["kernels"], self._grids):
+            grid = [g if isinstance(g, int) else eval(g, env) for g in gcode]  # noqa: S307 - our own expressions
             if min(grid) <= 0:
                 continue
             bx, by, bz = k["threads"]

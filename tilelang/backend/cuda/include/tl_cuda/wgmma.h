@@ -36,8 +36,9 @@ template <int R> TL_DEVICE void fence_regs(float* d) {
 
 // A: [M][K] (TA=0, K-major) or [K][M] (TA=1); B: [N][K] (TB=1, K-major) or [K][N] (TB=0).
 // Whole shared tiles in sw128 layout, 1024-byte aligned. M = 64 * warpgroups.
+// issue only (one commit group); wgmma_wait<n>() + fence_regs complete it
 template <int M, int N, int K, bool TA, bool TB, class T>
-TL_DEVICE void wgmma_gemm_ss(const T* A, const T* B, float* acc) {
+TL_DEVICE void wgmma_ss_issue(const T* A, const T* B, float* acc) {
   const int wg = thread_linear() >> 7;
   fence_regs<N / 2>(acc);
   wgmma_fence();
@@ -50,6 +51,11 @@ TL_DEVICE void wgmma_gemm_ss(const T* A, const T* B, float* acc) {
     WgmmaSS<N, T, TA ? 1 : 0, TB ? 1 : 0>::run(acc, da, db);
   }
   wgmma_commit();
+}
+
+template <int M, int N, int K, bool TA, bool TB, class T>
+TL_DEVICE void wgmma_gemm_ss(const T* A, const T* B, float* acc) {
+  wgmma_ss_issue<M, N, K, TA, TB, T>(A, B, acc);
   wgmma_wait<0>();
   fence_regs<N / 2>(acc);
 }

@@ -1,0 +1,75 @@
+"""CPU-only: the sm_90a performance paths are in the SASS. GEMM and FlashAttention
+use warpgroup MMA (HGMMA), pipelined tile copies are cp.async (LDGSTS), and no
+kernel spills to local memory (LDL/STL). sm_80 keeps mma.sync (HMMA) + cp.async."""
+import os
+import sys
+
+import pytest
+
+from tests.backend.cuda import kernels as K
+from tests.backend.cuda.conftest import needs_nvrtc, needs_sass
+from tests.backend.cuda.helpers import build, sass_ops
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def _no_spills(ops):
+    assert ops["LDL"] == 0 and ops["STL"] == 0, ops
+
+
+@needs_sass
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("trans_A,trans_B", [(False, False), (False, True), (True, False)])
+def test_gemm_sm90a_is_hgmma_with_cp_async(dtype, trans_A, trans_B):
+    art = build(K.gemm(4096, 4096, 4096, bm=128, bn=256, bk=64, threads=256, stages=4, dtype=dtype,
+                       trans_A=trans_A, trans_B=trans_B, relu=trans_B))
+    assert "tl::wgmma_ss_issue<" in art.source and "tl::sw128<" in art.source
+    ops = sass_ops(art)
+    assert ops["HGMMA"] >= 4 and ops["LDGSTS"] > 0 and ops["HMMA"] == 0, ops
+    _no_spills(ops)
+    assert art.meta["kernels"][0]["smem"] == 4 * (128 * 64 + 64 * 256) * 2
+
+
+@needs_sass
+def test_gemm_sm80_is_mma_sync_with_cp_async():
+    ops = sass_ops(build(K.gemm(stages=3), "sm_80"))
+    assert ops["HMMA"] > 0 and ops["LDGSTS"] > 0 and ops["HGMMA"] == 0, ops
+    _no_spills(ops)
+
+
+@needs_nvrtc
+def test_pipelined_stages_multi_buffer_shared_tiles():
+    one = build(K.gemm(stages=1)).meta["kernels"][0]["smem"]
+    three = build(K.gemm(stages=3)).meta["kernels"][0]["smem"]
+    assert three >= 3 * one - 3 * 1024, (one, three)
+
+
+@needs_sass
+@pytest.mark.parametrize("dim,causal", [(64, False), (128, True)])
+def test_flash_attention_sm90a_is_hgmma(dim, causal):
+    sys.path.insert(0, os.path.join(ROOT, "examples", "flash_attention"))
+    import example_flash_attention as FA
+    f = FA.flash_attention.get_tir(2, 2, 512, 512, dim, causal, "bhsd", block_M=64, block_N=64, num_stages=2,
+                                   threads=128)
+    ops = sass_ops(build(f))
+    assert ops["HGMMA"] > 0 and ops["LDGSTS"] > 0, ops
+    _no_spills(ops)
+
+
+@needs_nvrtc
+def test_views_alias_their_base():
+    import tilelang.language as T
+
+    @T.prim_func
+    def viewk(A: T.Tensor((64, 64), "float32"), B: T.Tensor((4096,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            S = T.alloc_shared((64, 64), "float32")
+            T.copy(A, S)
+            flat = T.reshape(S, (4096,))
+            for i in T.Parallel(4096):
+                B[i] = flat[i] * 2
+    art = build(viewk)
+    assert "= (float*)S" in art.source
+    src = art.source
+    assert src.index("__syncthreads()") < src.index("flat[")  # the view is synchronized as its base
+    assert art.meta["kernels"][0]["smem"] == 64 * 64 * 4
