@@ -97,8 +97,6 @@ def test_atomic_max_tile_region():
     np.testing.assert_array_equal(o, a.max(0))
 
 
-@pytest.mark.xfail(strict=True, reason="bug: T.atomic_add(..., return_prev=True) returns None instead of "
-                                       "the previous value")
 def test_atomic_add_return_prev():
     @T.prim_func
     def k(C: T.Tensor((1,), "int32"), P: T.Tensor((4,), "int32")):

@@ -141,8 +141,6 @@ def test_dynamic_with_scalar_param_grid():
         np.testing.assert_allclose(kern(a, 1.5), a * 1.5, rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: element stores/loads on global tensors in T.Parallel are not "
-                                       "predicated (published TileLang legalizes them; only T.copy is)")
 def test_parallel_element_access_past_dynamic_end_is_predicated():
     # unguarded element accesses on a ragged last block: the published compiler skips stores
     # (and zero-fills loads) outside the tensor. The output is a view into a larger array, so a

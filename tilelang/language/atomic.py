@@ -10,6 +10,15 @@ from tilelang.ir.errors import TileLangError, ShapeMismatchError
 
 def _atomic(kind, dst, value, return_prev=False):
     b = B.require(f"T.atomic_{kind}")
+    if return_prev:
+        # one element; the call is an expression whose value is the previous content
+        if not isinstance(dst, BufferLoad):
+            raise TileLangError(f"T.atomic_{kind}(..., return_prev=True) needs one element, e.g. C[i]")
+        if isinstance(value, Buffer) and value.is_var():
+            value = value.load()
+        v = _lit(value, dst.dtype) if isinstance(value, (int, float)) else cast(convert(value), dst.dtype)
+        from tilelang.ir.expr import Call
+        return Call(f"atomic_{kind}", [dst, v], dst.dtype)
     if isinstance(value, (Buffer, BufferRegion)) and not (isinstance(value, Buffer) and value.is_var()):
         if isinstance(dst, BufferLoad):
             from tilelang.language.copy import copy_regions

@@ -1,0 +1,151 @@
+"""Predicate element accesses to global buffers that cannot be proven in bounds:
+loads outside read 0, stores outside are skipped (as `T.copy` does). Bounds come
+from interval analysis over loop and block ranges, and from the conditions of
+enclosing `if`s (a user's own guard makes ours unnecessary)."""
+from __future__ import annotations
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.ir.visitor import Mutator
+from tilelang.ir.printer import Printer
+from tilelang.arith.bounds import bound
+from tilelang.arith.simplify import simplify
+from tilelang.transform.pass_manager import function_pass
+
+
+def _conjuncts(c):
+    if isinstance(c, E.BinOp) and c.op == "&&":
+        return _conjuncts(c.a) + _conjuncts(c.b)
+    return [c]
+
+
+class _Legalize(Mutator):
+    def __init__(self):
+        self.ranges = {}
+        self.facts = [set()]
+        self.printer = Printer()
+
+    def key(self, e):
+        return self.printer.expr(e)
+
+    def known(self, c):
+        return self.key(c) in self.facts[-1]
+
+    def with_facts(self, cond, fn):
+        new = set(self.facts[-1])
+        for c in _conjuncts(cond):
+            new.add(self.key(c))
+        self.facts.append(new)
+        try:
+            return fn()
+        finally:
+            self.facts.pop()
+
+    # ranges ---------------------------------------------------------------------
+    def visit_For(self, n):
+        lo = bound(n.min, self.ranges)
+        ext = bound(n.extent, self.ranges)
+        if lo is not None and ext is not None:
+            step = E.const_int_value(n.step) if n.step is not None else 1
+            if step is not None and step > 0:
+                self.ranges[id(n.var)] = (lo[0], lo[1] + (ext[1] - 1) * step)
+        try:
+            return super().generic_visit(n)
+        finally:
+            self.ranges.pop(id(n.var), None)
+
+    def visit_KernelLaunch(self, n):
+        for v, g in zip(n.block_vars, n.grid):
+            b = bound(g, self.ranges)
+            self.ranges[id(v)] = (0, b[1] - 1) if b is not None else (0, 2 ** 31 - 1)
+        try:
+            return super().generic_visit(n)
+        finally:
+            for v in n.block_vars:
+                self.ranges.pop(id(v), None)
+
+    def visit_IfThenElse(self, n):
+        cond = self.visit(n.cond)
+        then = self.with_facts(cond, lambda: self.visit(n.then_body))
+        other = self.visit(n.else_body) if n.else_body is not None else None
+        if cond is n.cond and then is n.then_body and other is n.else_body:
+            return n
+        out = S.IfThenElse(cond, then, other)
+        out.span = n.span
+        return out
+
+    def visit_Select(self, n):
+        cond = self.visit(n.cond)
+        t = self.with_facts(cond, lambda: self.visit(n.t))
+        f = self.visit(n.f)
+        if cond is n.cond and t is n.t and f is n.f:
+            return n
+        return E.Select(cond, t, f)
+
+    # accesses -------------------------------------------------------------------
+    def conditions(self, buf, indices):
+        conds = []
+        for i, dim in zip(indices, buf.shape):
+            b = bound(i, self.ranges)
+            n = bound(E.convert(dim), self.ranges) if not isinstance(dim, int) else (dim, dim)
+            if b is None or n is None or b[1] >= n[0]:
+                c = simplify(E.binop("<", i, dim))
+                if not (isinstance(c, E.IntImm) and c.value) and not self.known(c):
+                    conds.append(c)
+            if b is None or b[0] < 0:
+                c = simplify(E.binop(">=", i, 0))
+                if not (isinstance(c, E.IntImm) and c.value) and not self.known(c):
+                    conds.append(c)
+        out = None
+        for c in conds:
+            out = c if out is None else E.binop("&&", out, c)
+        return out
+
+    def visit_BufferLoad(self, n):
+        n2 = super().generic_visit(n)
+        if n2.buffer.scope != "global":
+            return n2
+        c = self.conditions(n2.buffer, n2.indices)
+        if c is None:
+            return n2
+        zero = E.FloatImm(0.0, n2.dtype) if n2.dtype.is_float else E.const(0, n2.dtype) \
+            if not n2.dtype.is_bool else E.IntImm(False, n2.dtype)
+        return E.Select(c, n2, zero)
+
+    def visit_BufferStore(self, n):
+        n2 = super().generic_visit(n)
+        if n2.buffer.scope != "global":
+            return n2
+        c = self.conditions(n2.buffer, n2.indices)
+        if c is None:
+            return n2
+        out = S.IfThenElse(c, n2)
+        out.span = n.span
+        return out
+
+    def visit_Call(self, n):
+        # atomics take the address of their first argument: guard the whole call
+        if n.name.startswith("atomic_") and isinstance(n.args[0], E.BufferLoad):
+            args = [n.args[0]] + [self.visit(a) for a in n.args[1:]]
+            idx = [self.visit(i) for i in n.args[0].indices]
+            return E.Call(n.name, [E.BufferLoad(n.args[0].buffer, idx)] + args[1:], n.dtype)
+        return super().generic_visit(n)
+
+    def visit_Evaluate(self, n):
+        v = self.visit(n.value)
+        out = S.Evaluate(v) if v is not n.value else n
+        out.span = n.span
+        if isinstance(v, E.Call) and v.name.startswith("atomic_") and isinstance(v.args[0], E.BufferLoad) \
+                and v.args[0].buffer.scope == "global":
+            c = self.conditions(v.args[0].buffer, v.args[0].indices)
+            if c is not None:
+                out = S.IfThenElse(c, out)
+                out.span = n.span
+        return out
+
+
+@function_pass("legalize_safe_memory_access")
+def legalize_safe_memory_access(func, ctx=None):
+    if ctx is not None and ctx.get("tl.disable_safe_memory_legalize"):
+        return func
+    return func.with_body(_Legalize().visit(func.body))
