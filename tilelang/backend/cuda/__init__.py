@@ -19,6 +19,20 @@ class CudaBackend(Backend):
     def device_available(self) -> bool:
         return _target.device_count() > 0
 
+    def sass(self, artifact) -> str:
+        """`kernel.get_sass()`: the cubin's SASS (needs cuobjdump, no GPU)."""
+        from tilelang.backend.cuda.compiler import sass
+        return sass(artifact.binary)
+
+    def identity(self) -> str:
+        """What a cubin depends on besides the source: the NVRTC version (cache key)."""
+        try:
+            from cuda.bindings import nvrtc
+            err, major, minor = nvrtc.nvrtcVersion()
+            return f"nvrtc-{major}.{minor}"
+        except Exception:  # noqa: BLE001
+            return "nvrtc-unknown"
+
     def lower(self, func, target, ctx):
         return _pipeline.lower(func, target, ctx)
 
