@@ -89,20 +89,26 @@ def fa_case(b, h, s, d, causal, cfgs):
         t_torch = bench(fn)
     flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
     for cfg in cfgs:
+        cfg = dict(cfg)
+        rs = cfg.pop("rs", "1")   # TILELANG_CUDA_WGMMA_RS: P from registers (1) or through shared memory (0)
         try:
-            t0 = time.perf_counter()
-            kern = FA.flash_attention(b, h, s, s, d, causal, "bhsd", **cfg)
-            ct = time.perf_counter() - t0
-            o = kern(q, k, v)
+            os.environ["TILELANG_CUDA_WGMMA_RS"] = rs
+            launch, ct, art = build(FA.flash_attention.get_tir(b, h, s, s, d, causal, "bhsd", **cfg))
+            o = torch.full_like(q, float("nan"))
+            launch([q, k, v, o])
             torch.cuda.synchronize()
             err = rel_err(o, ref)
-            t = bench(lambda: kern(q, k, v))
-            r = {"kernel": "flash_attention_fwd", "shape": [b, h, s, d], "causal": causal, "config": cfg, "ms": t,
+            t = bench(lambda: launch([q, k, v, o]))
+            r = {"kernel": "flash_attention_fwd", "shape": [b, h, s, d], "causal": causal, "config": cfg,
+                 "wgmma_rs": "wgmma_gemm_rs" in art.source, "ms": t,
                  "torch_sdpa_flash_ms": t_torch, "tflops": flops / t / 1e9, "torch_tflops": flops / t_torch / 1e9,
-                 "ratio_vs_torch": t_torch / t, "rel_err_vs_sdpa": err, "compile_s": ct}
+                 "ratio_vs_torch": t_torch / t, "rel_err_vs_sdpa": err, "compile_s": ct,
+                 "smem": art.meta["kernels"][0]["smem"]}
         except Exception as e:  # noqa: BLE001
             r = {"kernel": "flash_attention_fwd", "shape": [b, h, s, d], "causal": causal, "config": cfg,
                  "error": repr(e)[:500]}
+        finally:
+            os.environ.pop("TILELANG_CUDA_WGMMA_RS", None)
         print(r, flush=True)
         out.append(r)
     return out
@@ -125,9 +131,15 @@ def add_case(N=1 << 28):
 
 
 FA_CFGS = {128: [dict(block_M=128, block_N=64, num_stages=2, threads=256),
-                 dict(block_M=64, block_N=64, num_stages=2, threads=128)],
+                 dict(block_M=128, block_N=64, num_stages=2, threads=256, rs="0"),
+                 dict(block_M=128, block_N=128, num_stages=2, threads=256),
+                 dict(block_M=64, block_N=64, num_stages=2, threads=128),
+                 dict(block_M=64, block_N=64, num_stages=1, threads=128),
+                 dict(block_M=64, block_N=128, num_stages=2, threads=128)],
            64: [dict(block_M=128, block_N=128, num_stages=2, threads=256),
-                dict(block_M=128, block_N=64, num_stages=2, threads=256)]}
+                dict(block_M=128, block_N=64, num_stages=2, threads=256),
+                dict(block_M=64, block_N=128, num_stages=2, threads=128),
+                dict(block_M=64, block_N=64, num_stages=2, threads=128)]}
 
 
 def main():
@@ -157,7 +169,7 @@ def main():
         if "error" in r:
             print(f"{r['kernel']:24s} {str(r.get('shape')):22s} ERROR {r['error'][:120]}")
         else:
-            print(f"{r['kernel']:24s} {str(r.get('shape')):22s} {str(r.get('causal', '')):5s} ours {r['ms']:.3f} ms "
+            print(f"{r['kernel'][:20]:20s} {str(r.get('shape')):20s} {str(r.get('causal', '')):5s} ours {r['ms']:.3f} ms "
                   f"torch {r.get('torch_ms', r.get('torch_sdpa_flash_ms')):.3f} ms ratio {r['ratio_vs_torch']:.2f} "
                   f"err {r.get('rel_err', r.get('rel_err_vs_sdpa', 0)):.1e} {r.get('config', '')}")
 

@@ -14,6 +14,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 def run(name):
     path = ROOT / "examples" / name / f"example_{name}.py"
+    if not path.exists():   # folders whose example has another name (deepseek_mla/example_mla_decode.py)
+        found = sorted((ROOT / "examples" / name).glob("example_*.py"))
+        path = found[0] if found else path
     spec = importlib.util.spec_from_file_location(f"example_{name}", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod

@@ -105,3 +105,42 @@ def scalar_and_dynamic():
                 if bx * 128 + i < N:
                     B[bx * 128 + i] = A[bx * 128 + i] * acc
     return scale
+
+
+def gemm_row_stats(M=256, N=64, K=128, bm=64, threads=128, policy="FullRow", dtype="float16", reduce_dim=1):
+    """C = A @ B per block row tile, then row statistics of the accumulator kept as
+    fragments: Mx = max_j C (clear), Sm = 1 + sum_j (C - Mx) (non-clear reduce into a
+    filled row fragment); D = (C - Mx) * 0.5 cast to `dtype`. `reduce_dim=0` reduces over
+    rows instead (a use the register layouts cannot follow: shared-memory fallback)."""
+    red = bm if reduce_dim == 1 else N
+
+    @T.prim_func
+    def rowstats(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), D: T.Tensor((M, N), dtype),
+                 Mx: T.Tensor((M,), "float32"), Sm: T.Tensor((M,), "float32")):
+        with T.Kernel(T.ceildiv(M, bm), threads=threads) as bx:
+            As = T.alloc_shared((bm, K), dtype)
+            Bs = T.alloc_shared((K, N), dtype)
+            C = T.alloc_fragment((bm, N), "float32")
+            Ch = T.alloc_fragment((bm, N), dtype)
+            mx = T.alloc_fragment((red,), "float32")
+            sm = T.alloc_fragment((red,), "float32")
+            T.copy(A[bx * bm, 0], As)
+            T.copy(B, Bs)
+            T.clear(C)
+            T.gemm(As, Bs, C, policy=policy)
+            T.reduce_max(C, mx, dim=reduce_dim)
+            if reduce_dim == 1:
+                for i, j in T.Parallel(bm, N):
+                    C[i, j] = C[i, j] - mx[i]
+            T.fill(sm, 1.0)
+            T.reduce_sum(C, sm, dim=reduce_dim, clear=False)
+            T.copy(C, Ch)
+            for i, j in T.Parallel(bm, N):
+                Ch[i, j] = Ch[i, j] * 0.5
+            T.copy(Ch, D[bx * bm, 0])
+            if reduce_dim == 1:
+                for i in T.Parallel(bm):
+                    if bx * bm + i < M:
+                        Mx[bx * bm + i] = mx[i]
+                        Sm[bx * bm + i] = sm[i]
+    return rowstats

@@ -132,3 +132,58 @@ def test_view_of_shared_tile():
     b = torch.full((4096,), float("nan"), device="cuda")
     _run(viewk, [a, b])
     torch.testing.assert_close(b, a.flatten().roll(-64) * 2)
+
+
+def _fa_module():
+    import os
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    sys.path.insert(0, os.path.join(root, "examples", "flash_attention"))
+    import example_flash_attention as FA
+    return FA
+
+
+@pytest.mark.parametrize("rs", ["1", "0"])
+@pytest.mark.parametrize("b,h,sq,skv,d,causal,cfg", [
+    (2, 3, 512, 512, 128, False, dict(block_M=128, block_N=64, num_stages=2, threads=256)),
+    (2, 3, 512, 512, 128, True, dict(block_M=128, block_N=64, num_stages=2, threads=256)),
+    (1, 2, 300, 427, 64, True, dict(block_M=64, block_N=64, num_stages=2, threads=128)),
+    (1, 2, 333, 333, 64, False, dict(block_M=128, block_N=128, num_stages=2, threads=256)),
+    (2, 2, 256, 256, 128, False, dict(block_M=64, block_N=64, num_stages=1, threads=128)),
+])
+def test_flash_attention_register_fragments(monkeypatch, rs, b, h, sq, skv, d, causal, cfg):
+    """Scores, P and row statistics in registers (wgmma A from registers, or P staged
+    through shared memory with rs=0); ragged lengths exercise the masks."""
+    monkeypatch.setenv("TILELANG_CUDA_WGMMA_RS", rs)
+    FA = _fa_module()
+    f = FA.flash_attention.get_tir(b, h, sq, skv, d, causal, "bhsd", **cfg)
+    q = torch.randn(b, h, sq, d, device="cuda", dtype=torch.float16)
+    k = torch.randn(b, h, skv, d, device="cuda", dtype=torch.float16)
+    v = torch.randn(b, h, skv, d, device="cuda", dtype=torch.float16)
+    o = torch.full_like(q, float("nan"))
+    art = _run(f, [q, k, v, o])
+    assert ("wgmma_gemm_rs" in art.source) == (rs == "1")
+    ref = FA.ref_program(q, k, v, causal, "bhsd").float()
+    err = (o.float() - ref).norm() / ref.norm()
+    assert err < 1e-2, err
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(threads=64), dict(threads=64, policy="Square", N=128),
+                                dict(reduce_dim=0), dict(M=200)])
+def test_gemm_row_stats(kw):
+    """Register reductions (quad shuffles, clear and non-clear), row-replicated stores,
+    and the shared-memory fallbacks, against torch."""
+    M, N, K_ = kw.get("M", 256), kw.get("N", 64), 128
+    a = torch.randn(M, K_, device="cuda", dtype=torch.float16)
+    b = torch.randn(K_, N, device="cuda", dtype=torch.float16)
+    d = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    mx = torch.full((M,), float("nan"), device="cuda")
+    sm = torch.full((M,), float("nan"), device="cuda")
+    _run(K.gemm_row_stats(**kw), [a, b, d, mx, sm])
+    c = a.float() @ b.float()
+    if kw.get("reduce_dim", 1) == 1:
+        m = c.max(1).values
+        torch.testing.assert_close(mx, m, rtol=1e-3, atol=1e-3)
+        c = c - m[:, None]
+        torch.testing.assert_close(sm, 1 + c.sum(1), rtol=1e-3, atol=5e-2)
+    torch.testing.assert_close(d.float(), (c * 0.5).half().float(), rtol=1e-2, atol=5e-2)

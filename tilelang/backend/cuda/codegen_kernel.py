@@ -1,11 +1,13 @@
 """Lowered IR -> CUDA C++ (SIMT). One CUDA block per T.Kernel block.
 
 - T.Parallel nests at block level are flattened and their iterations spread over
-  the block's threads (or, over a register accumulator, follow its mma layout);
+  the block's threads; a nest over register fragments (fragment_layout.py) runs,
+  on every thread, over the slots that thread holds, with no barrier;
 - other block-level code runs on every thread, identically; its stores to shared
   or global memory (and atomics, prints) run on thread 0 only;
 - `__syncthreads()` goes where `sync_plan.py` says;
-- gemm / reduce tile ops come from `gemm_lowering.py` / `reduce_lowering.py`."""
+- gemm / reduce tile ops come from `gemm_lowering.py` / `reduce_lowering.py`
+  (a reduction of a register accumulator: per-thread slots, then quad shuffles)."""
 from __future__ import annotations
 
 import re
@@ -19,7 +21,8 @@ from tilelang.backend.cuda.analysis import parallel_nest
 from tilelang.backend.cuda.codegen_expr import ExprPrinter, ctype, cast_str
 from tilelang.backend.cuda.gemm_lowering import simt_gemm
 from tilelang.backend.cuda.plan import plan_kernel
-from tilelang.backend.cuda.reduce_lowering import emit_warp_reduce
+from tilelang.backend.cuda.fragment_layout import AccLayout
+from tilelang.backend.cuda.reduce_lowering import emit_warp_reduce, emit_register_reduce
 from tilelang.backend.cuda.sync_plan import SyncPlanner
 
 _RESERVED = {"int", "float", "double", "half", "char", "short", "long", "for", "if", "else", "while", "do",
@@ -59,7 +62,7 @@ class KernelCodegen:
         self.barriers = SyncPlanner(self.plan)
         self.barrier_before = self.barriers.run(launch.body)
         self.aligned = {}            # global buffer name -> bytes its pointer must be aligned to
-        self.acc_index = {}           # id(acc buffer) -> C index inside an anchored loop
+        self.acc_index = {}           # id(register fragment) -> C slot index inside its loop
         self.async_copy = False       # vector copies emitted now are cp.async (pipelined)
         self.lines = []
         self.indent = 1
@@ -113,9 +116,9 @@ class KernelCodegen:
         buf, idx = load.buffer, load.indices
         p = self.placement(buf)
         name = self.buf_name(buf)
-        if p is not None and p.kind == "acc":
+        if p is not None and p.kind in ("acc", "row"):
             if id(buf) not in self.acc_index:
-                raise NotImplementedError(f"register accumulator `{buf.name}` accessed outside its layout")
+                raise NotImplementedError(f"register fragment `{buf.name}` accessed outside its layout")
             return f"{name}[{self.acc_index[id(buf)]}]"
         if p is not None and p.kind == "var":
             return f"{name}[0]"
@@ -191,12 +194,12 @@ class KernelCodegen:
         if p.kind == "view":
             base = b.alias_of
             bp = self.placement(base)
-            if bp is not None and bp.kind == "acc":
+            if bp is not None and bp.kind in ("acc", "row"):
                 raise NotImplementedError(f"a view of the register accumulator `{base.name}`")
             self.w(f"{ct}* {name} = ({ct}*){self.buf_name(base)};")
             return
-        if p.kind == "acc":
-            self.w(f"float {name}[{p.acc.regs}];")
+        if p.kind in ("acc", "row"):
+            self.w(f"{ct} {name}[{p.acc.regs}];")
         elif p.kind == "var":
             init = cast_str(b.init.dtype, b.dtype, self.expr(b.init)) if b.init is not None else "0"
             self.w(f"{ct} {name}[1] = {{{init}}};")
@@ -304,8 +307,8 @@ class KernelCodegen:
         guard = "if (tl_tid == 0) " if self._guard(block, st) else ""
         if isinstance(obj, Buffer):
             p = self.placement(obj)
-            if p is not None and p.kind == "acc":
-                self.w(f"// T.print of the register accumulator `{obj.name}` is not supported yet")
+            if p is not None and p.kind in ("acc", "row"):
+                self.w(f"// T.print of the register fragment `{obj.name}` is not supported yet")
                 return
             n = 1
             for d in obj.shape:
@@ -374,6 +377,11 @@ class KernelCodegen:
         self.w("}")
 
     def s_Reduce(self, op, block):
+        p = self.placement(op.src.buffer)
+        if p is not None and p.kind == "acc":
+            for line in emit_register_reduce(self, op, p.acc):
+                self.w(line)
+            return
         if self.plan.nthreads % 32 == 0:
             for line in emit_warp_reduce(self, op):
                 self.w(line)
@@ -392,23 +400,9 @@ class KernelCodegen:
     # parallel loops --------------------------------------------------------------------
     def cooperative(self, st):
         vars_, mins, exts, body = parallel_nest(st)
-        accs = self._accs_in(body)
-        if accs:
-            cfg = self.placement(accs[0]).acc
-            L = cfg.layout()
-            self.w("#pragma unroll")
-            self.w(f"for (int tl_r = 0; tl_r < {cfg.regs}; ++tl_r) {{")
-            self.indent += 1
-            self.w(f"const int {self.bind(vars_[0])} = {L}::row(tl_tid, tl_r);")
-            self.w(f"const int {self.bind(vars_[1])} = {L}::col(tl_tid, tl_r);")
-            for b in accs:
-                self.acc_index[id(b)] = "tl_r"
-            self.stmt(body, False)
-            for b in accs:
-                del self.acc_index[id(b)]
-            self.indent -= 1
-            self.w("}")
-            return
+        regs = self._accs_in(body)
+        if regs:
+            return self.fragment_loop(vars_, body, regs)
         nt = self.plan.nthreads
         from tilelang.backend.cuda.vectorize import vector_width, emit_vector_copy
         V = vector_width(self, vars_, mins, exts, body)
@@ -446,6 +440,30 @@ class KernelCodegen:
             emit_vector_copy(self, body, V)
         else:
             self.stmt(body, False)
+        self.indent -= 1
+        self.w("}")
+
+    def fragment_loop(self, vars_, body, regs):
+        """A T.Parallel nest over register fragments (fragment_layout.py checked that
+        it indexes them by its loop variables): each thread runs the slots it holds;
+        a 2-D nest follows the accumulator layout, a 1-D nest the row layout."""
+        lays = [self.placement(b).acc for b in regs]
+        acc = [L for L in lays if isinstance(L, AccLayout)]
+        L = acc[0] if acc else lays[0]
+        lt = L.layout()
+        slot = self.names.new(object(), "tl_r", True)
+        self.w("#pragma unroll")
+        self.w(f"for (int {slot} = 0; {slot} < {L.regs}; ++{slot}) {{")
+        self.indent += 1
+        self.w(f"const int {self.bind(vars_[0])} = {lt}::row(tl_tid, {slot});")
+        if acc:
+            self.w(f"const int {self.bind(vars_[1])} = {lt}::col(tl_tid, {slot});")
+        for b in regs:
+            is_row = self.placement(b).kind == "row"
+            self.acc_index[id(b)] = f"{lt}::row_slot({slot})" if acc and is_row else slot
+        self.stmt(body, False)
+        for b in regs:
+            del self.acc_index[id(b)]
         self.indent -= 1
         self.w("}")
 
@@ -587,7 +605,7 @@ class KernelCodegen:
         def f(n):
             if isinstance(n, (E.BufferLoad, S.BufferStore)):
                 p = self.placement(n.buffer)
-                if p is not None and p.kind == "acc":
+                if p is not None and p.kind in ("acc", "row"):
                     out[id(n.buffer)] = n.buffer
         walk(body, f)
         return list(out.values())

@@ -1,17 +1,21 @@
 """Where each buffer of a kernel lives, and how each gemm runs.
 
-Every `shared` and `fragment` buffer lives in dynamic shared memory, except a gemm
-accumulator whose every other use is a T.Parallel loop over exactly its elements:
-that one lives in registers in the mma accumulator layout, and those loops follow
-the layout. `local`/`var` buffers are per-thread arrays; views (`T.view`,
+Every `shared` buffer lives in dynamic shared memory, and so does every fragment
+that fragment_layout.py leaves without a register layout. `local`/`var` buffers are per-thread arrays; views (`T.view`,
 `T.reshape`) are pointers to their base buffer's storage. Shared rows that feed
 ldmatrix are padded by 16 bytes so that the 8 row addresses of one ldmatrix hit
 distinct banks; shared operands of wgmma take the 128-byte swizzle (`tl::sw128`,
 1024-byte aligned) instead. Shared buffers filled by a pipelined loop's async
-copies get one slot per stage (pipeline_plan.py)."""
+copies get one slot per stage (pipeline_plan.py).
+
+Register fragments: gemm accumulators, what their T.Parallel loops, copies and
+reductions reach, and the row statistics (fragment_layout.py). A wgmma whose A operand is a
+register fragment reads it from registers (`tl::wgmma_gemm_rs`; set
+TILELANG_CUDA_WGMMA_RS=0 to stage it through shared memory instead)."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 
 from tilelang.ir import expr as E
@@ -22,16 +26,17 @@ from tilelang.backend.cuda.analysis import parallel_nest, all_loads_stores, thre
 from tilelang.backend.cuda.gemm_lowering import mma_config
 from tilelang.backend.cuda.wgmma_lowering import wgmma_config, swizzle_ok
 from tilelang.backend.cuda.pipeline_plan import find_pipelines
+from tilelang.backend.cuda.fragment_layout import AccLayout, infer as infer_fragment_layouts
 
 SMEM_ALIGN = 128
 
 
 @dataclass
 class Placement:
-    kind: str                 # param | workspace | smem | local | var | acc | view
+    kind: str                 # param | workspace | smem | local | var | acc | row | view
     strides: list = None      # element strides used to flatten indices
     offset: int = 0           # byte offset into dynamic shared memory (smem)
-    acc: object = None        # MmaConfig (acc)
+    acc: object = None        # AccLayout (acc) | RowLayout (row): fragment_layout.py
     swizzle: bool = False     # smem in the tl::sw128 layout (wgmma operand)
     stages: int = 1           # slots of a pipelined buffer (smem)
     stage_bytes: int = 0      # bytes between slots
@@ -48,6 +53,7 @@ class KernelPlan:
     depends: object = None                           # expr -> bool (thread-dependent)
     pipelines: dict = field(default_factory=dict)    # id(Pipelined loop) -> PipelineInfo
     uses_wgmma: bool = False
+    fragments: object = None                         # fragment_layout.FragmentLayouts
 
 
 def _const_shape(buf):
@@ -90,23 +96,19 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
         if buf.scope not in ("shared", "local.fragment") or buf.ndim < 2:
             return None
         return E.const_int_value(buf.shape[-1])
-    # fragments used as gemm operands must be addressable: treat them as shared
-    swizzled = set()
-    for g in gemms:
-        cfg = wgmma_config(g, arch, nthreads)
-        if cfg is not None and cfg.a_regs:
-            # fragment operands live in shared memory in this stage: read A as a shared tile
-            cfg = None if g.trans_A or not swizzle_ok(g.A.buffer) or cfg.K % 64 else \
-                dataclasses.replace(cfg, a_regs=False)
-        if cfg is not None:
-            swizzled.update((id(g.A.buffer), id(g.B.buffer)))
-        plan.gemms[id(g)] = cfg
-    for g in gemms:
-        if plan.gemms[id(g)] is None:
-            cfg = mma_config(_as_shared_view(g), arch, nthreads, unpadded_stride)
-            if cfg is not None and (id(g.A.buffer) in swizzled or id(g.B.buffer) in swizzled):
-                cfg = None   # ldmatrix addressing assumes row-major rows; the SIMT loop handles any layout
-            plan.gemms[id(g)] = cfg
+    # gemm configs and fragment layouts depend on each other only through wgmma's
+    # register A operand: a gemm whose A fragment cannot live in registers reads it
+    # from shared memory instead, and the layouts are inferred again.
+    shared_a = set() if os.environ.get("TILELANG_CUDA_WGMMA_RS", "1") != "0" else {id(g) for g in gemms}
+    while True:
+        swizzled = _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride)
+        frag = infer_fragment_layouts(launch, plan.gemms, plan.depends)
+        lost = {id(g) for g in gemms if getattr(plan.gemms[id(g)], "a_regs", False) and
+                id(g.A.buffer) not in frag.layouts}
+        if not lost:
+            break
+        shared_a |= lost
+    plan.fragments = frag
     plan.uses_wgmma = any(getattr(c, "kind", "") == "wgmma" for c in plan.gemms.values())
     padded = set()
     for g in gemms:
@@ -116,7 +118,6 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
                 row_bytes = (E.const_int_value(r.buffer.shape[-1]) or 0) * r.buffer.dtype.itemsize
                 if row_bytes % 32 == 0:  # an even number of 16-byte chunks: rows collide
                     padded.add(id(r.buffer))
-    accs = _register_accumulators(launch, gemms, plan)
     smem = []
     for buf in decls:
         if id(buf) in plan.placements:
@@ -128,8 +129,9 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
             plan.placements[id(buf)] = local_placement(buf)
         elif buf.scope == "global":
             plan.placements[id(buf)] = Placement("workspace", None)
-        elif id(buf) in accs:
-            plan.placements[id(buf)] = Placement("acc", None, acc=accs[id(buf)])
+        elif id(buf) in frag.layouts:
+            lay = frag.layouts[id(buf)]
+            plan.placements[id(buf)] = Placement("acc" if isinstance(lay, AccLayout) else "row", None, acc=lay)
         else:  # shared, shared.dyn, fragments (first stage: in shared memory)
             shape = _const_shape(buf)
             sw = id(buf) in swizzled
@@ -187,76 +189,25 @@ def _as_shared_view(g):
     return v
 
 
-def _register_accumulators(launch, gemms, plan):
-    """{id(buffer): MmaConfig} for gemm accumulators that can stay in registers."""
-    cand = {}
-    bad = set()
+def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride):
+    """Fill plan.gemms; returns the ids of shared buffers that take the sw128 layout.
+    A wgmma with a fragment A reads it from registers unless its gemm is in `shared_a`."""
+    swizzled = set()
     for g in gemms:
-        cfg = plan.gemms[id(g)]
-        buf = g.C.buffer
-        full = buf.scope == "local.fragment" and buf.ndim == 2 and all(
-            E.const_int_value(s) == 0 for s in g.C.starts) and \
-            [E.const_int_value(d) for d in buf.shape] == [cfg.M, cfg.N] if cfg else False
-        if not full or (id(buf) in cand and cand[id(buf)] != cfg):
-            bad.add(id(buf))
-        else:
-            cand[id(buf)] = cfg
+        cfg = wgmma_config(g, arch, nthreads)
+        if cfg is not None and cfg.a_regs and id(g) in shared_a:
+            # the fragment lives in shared memory: read A as a shared tile
+            cfg = None if g.trans_A or not swizzle_ok(g.A.buffer) or cfg.K % 64 else \
+                dataclasses.replace(cfg, a_regs=False)
+        if cfg is not None:
+            swizzled.add(id(g.B.buffer))
+            if not cfg.a_regs:
+                swizzled.add(id(g.A.buffer))
+        plan.gemms[id(g)] = cfg
     for g in gemms:
-        for r in (g.A, g.B):
-            bad.add(id(r.buffer))
-    walk(launch.body, lambda n: bad.add(id(n.buffer.alias_of)) if isinstance(n, S.DeclBuffer) and
-         getattr(n.buffer, "alias_of", None) is not None else None)
-    bufs = {}
-    walk(launch.body, lambda n: bufs.__setitem__(id(n.buffer), n.buffer) if isinstance(n, S.DeclBuffer) else None)
-
-    def touched(node):
-        ids = set()
-
-        def f(n):
-            if isinstance(n, E.BufferLoad) or isinstance(n, S.BufferStore):
-                ids.add(id(n.buffer))
-            elif isinstance(n, S.Print) and hasattr(n.obj, "scope"):
-                ids.add(id(n.obj))
-        walk(node, f)
-        return ids & set(cand)
-
-    def visit(st, uniform=True):
-        if st is None:
-            return
-        if isinstance(st, S.SeqStmt):
-            for s in st.stmts:
-                visit(s, uniform)
-        elif isinstance(st, S.For) and st.kind == S.PARALLEL and uniform:
-            vars_, mins, exts, body = parallel_nest(st)
-            used = touched(body)
-            cfgs = {cand[b] for b in used}
-            for b in used:
-                ok = len(vars_) == 2 and len(cfgs) == 1 and all(E.const_int_value(m) == 0 for m in mins) \
-                    and [E.const_int_value(e) for e in exts] == [cand[b].M, cand[b].N] and all(
-                        len(ix) == 2 and ix[0] is vars_[0] and ix[1] is vars_[1]
-                        for ix in all_loads_stores(body, bufs[b]))
-                if not ok:
-                    bad.add(b)
-        elif isinstance(st, TO.Gemm):
-            pass
-        elif isinstance(st, TO.TileOp):
-            for r in (getattr(st, "src", None), getattr(st, "dst", None), getattr(st, "value", None)):
-                if hasattr(r, "buffer"):
-                    bad.add(id(r.buffer))
-        elif isinstance(st, S.For) and uniform and not plan.depends(st.extent) and not plan.depends(st.min):
-            bad.update(touched(S.Evaluate(st.extent)) | touched(S.Evaluate(st.min)))
-            visit(st.body, True)
-        elif isinstance(st, S.IfThenElse) and uniform and not plan.depends(st.cond):
-            bad.update(touched(S.Evaluate(st.cond)))
-            visit(st.then_body, True)
-            visit(st.else_body, True)
-        elif isinstance(st, S.LetStmt) and uniform:
-            bad.update(touched(S.Evaluate(st.value)))
-            visit(st.body, True)
-        elif isinstance(st, S.While) and uniform and not plan.depends(st.cond):
-            bad.update(touched(S.Evaluate(st.cond)))
-            visit(st.body, True)
-        else:
-            bad.update(touched(st))
-    visit(launch.body)
-    return {b: c for b, c in cand.items() if b not in bad}
+        if plan.gemms[id(g)] is None:
+            cfg = mma_config(_as_shared_view(g), arch, nthreads, unpadded_stride)
+            if cfg is not None and (id(g.A.buffer) in swizzled or id(g.B.buffer) in swizzled):
+                cfg = None   # ldmatrix addressing assumes row-major rows; the SIMT loop handles any layout
+            plan.gemms[id(g)] = cfg
+    return swizzled

@@ -89,3 +89,30 @@ def emit_warp_reduce(cg, op):
     val = "tl_acc" if clear else combine(cross, dst, "tl_acc")
     lines += [f"    if (tl_lane == 0) {dst} = {val};", "  }", "}"]
     return lines
+
+
+def emit_register_reduce(cg, op, L):
+    """Lines of C++ for a dim-1 reduction of a register accumulator (AccLayout L) into
+    its row fragment (fragment_layout.py checked the shapes): every thread combines
+    the slots of each row it holds, then the quad that shares the row exchanges
+    partial results (xor 1, 2), so every holder of the row ends with the result."""
+    from tilelang.backend.cuda.codegen_expr import ctype, cast_str
+    dt = op.dst.buffer.dtype
+    ct = ctype(dt)
+    src, dst = cg.buf_name(op.src.buffer), cg.buf_name(op.dst.buffer)
+    init = cg.expr(_reduce_init(op.kind, dt))
+    clear = op.clear if isinstance(op.clear, bool) else bool(E.const_int_value(op.clear))
+    cross = {"abssum": "sum", "absmax": "max"}.get(op.kind, op.kind)
+    lt = L.layout()
+    x = cast_str(op.src.buffer.dtype, dt, f"{src}[tl_r]")
+    val = "tl_acc" if clear else combine(cross, f"{dst}[tl_s]", "tl_acc")
+    return ["{", "  #pragma unroll",
+            f"  for (int tl_s = 0; tl_s < {L.row_layout().regs}; ++tl_s) {{",
+            f"    {ct} tl_acc = {init};",
+            "    #pragma unroll",
+            f"    for (int tl_r = 0; tl_r < {L.regs}; ++tl_r) {{",
+            f"      if ({lt}::row_slot(tl_r) == tl_s) tl_acc = {combine(op.kind, 'tl_acc', x)};",
+            "    }",
+            f"    tl_acc = tl::quad_reduce(tl_acc, {_WARP_OP[op.kind]}());",
+            f"    {dst}[tl_s] = {val};",
+            "  }", "}"]

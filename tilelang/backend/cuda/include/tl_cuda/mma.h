@@ -56,6 +56,17 @@ template <int M, int N, int WM, int WN> struct MmaAccLayout {
     int lane = tid & 31, wc = (tid >> 5) % WN, ni = (r >> 2) % NI;
     return wc * WTN + ni * 8 + (lane & 3) * 2 + (r & 1);
   }
+  // slot of MmaRowLayout<M, WM> holding row(tid, r) (WN == 1)
+  TL_DEVICE static constexpr int row_slot(int r) { return ((r >> 2) / NI) * 2 + ((r >> 1) & 1); }
+};
+
+// A length-M vector of per-row values of an MmaAccLayout<M, N, WM, 1> tile: each
+// thread holds the SLOTS rows it owns, replicated over the 4 lanes of its quad.
+template <int M, int WM> struct MmaRowLayout {
+  static constexpr int WTM = M / WM, MI = WTM / 16, SLOTS = MI * 2;
+  TL_DEVICE static int row(int tid, int s) {
+    return (tid >> 5) * WTM + (s >> 1) * 16 + ((tid & 31) >> 2) + (s & 1) * 8;
+  }
 };
 
 // C[M, N] += A[M, K] * B[K, N]; A is stored K x M when TA, B is stored N x K when TB.

@@ -19,4 +19,10 @@ template <class Op, class T> TL_DEVICE T warp_reduce(T v, Op op) {
   return v;
 }
 
+// across the 4 lanes of a quad (the lanes that share a row of an mma accumulator)
+template <class Op, class T> TL_DEVICE T quad_reduce(T v, Op op) {
+  v = op(v, shfl_xor(v, 1));
+  return op(v, shfl_xor(v, 2));
+}
+
 }  // namespace tl
