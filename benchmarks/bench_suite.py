@@ -304,11 +304,12 @@ def main():
 
     def want(n):
         return not only or n in only
-    gcfg = [dict(block_M=128, block_N=128, block_K=32, num_stages=3, threads=128),
-            dict(block_M=128, block_N=256, block_K=32, num_stages=3, threads=256),
-            dict(block_M=128, block_N=128, block_K=64, num_stages=3, threads=256)]
-    acfg = [dict(block_M=64, block_N=64, num_stages=1, threads=128),
-            dict(block_M=128, block_N=64, num_stages=2, threads=256)]
+    gcfg = [dict(block_M=128, block_N=256, block_K=64, num_stages=4, threads=256),
+            dict(block_M=128, block_N=256, block_K=32, num_stages=4, threads=256),
+            dict(block_M=128, block_N=128, block_K=64, num_stages=4, threads=256)]
+    acfg = [dict(block_M=128, block_N=128, num_stages=2, threads=256),
+            dict(block_M=128, block_N=64, num_stages=2, threads=256),
+            dict(block_M=64, block_N=64, num_stages=1, threads=128)]
     if want("copy"):
         copy_bandwidth()
     if want("gemm"):

@@ -8,10 +8,11 @@ from tilelang.transform.pass_manager import PassContext, run_passes
 from tilelang.transform.implicit_kernel import implicit_kernel
 from tilelang.transform.lower_tile_ops import lower_tile_ops
 from tilelang.transform.simplify import simplify
+from tilelang.transform.legalize_safe_memory_access import legalize_safe_memory_access
 
 KEEP_TILE_OPS = (TO.Gemm, TO.Reduce)
 
-PASSES = [implicit_kernel, lower_tile_ops, simplify]
+PASSES = [implicit_kernel, lower_tile_ops, simplify, legalize_safe_memory_access, simplify]
 
 
 def lower(func, target, ctx=None):
