@@ -295,6 +295,16 @@ def summary_md(meta):
     return "\n".join(lines) + "\n"
 
 
+META = {}
+
+
+def flush():
+    out = pathlib.Path(os.environ.get("OUT", ROOT / "bench_out"))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "suite.json").write_text(json.dumps({"meta": META, "results": RESULTS}, indent=1, default=str))
+    (out / "suite.md").write_text(summary_md(META))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -303,7 +313,14 @@ def main():
     only = set(filter(None, args.only.split(",")))
 
     def want(n):
+        flush()
         return not only or n in only
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    except Exception:  # noqa: BLE001
+        commit = ""
+    META.update({"date": time.strftime("%Y-%m-%d %H:%M:%S"), "device": torch.cuda.get_device_name(0),
+                 "commit": commit or os.environ.get("TL_COMMIT", "unknown"), "torch": torch.__version__})
     gcfg = [dict(block_M=128, block_N=256, block_K=64, num_stages=4, threads=256),
             dict(block_M=128, block_N=256, block_K=32, num_stages=4, threads=256),
             dict(block_M=128, block_N=128, block_K=64, num_stages=4, threads=256)]
@@ -320,8 +337,6 @@ def main():
         for causal in (False, True):
             attention(8, 16, 4096, 128, causal, configs=acfg)
         attention(16, 16, 2048, 64, False, configs=acfg)
-    if want("mla"):
-        mla_decode(configs=[dict(block_H=64, block_N=64, num_split=8, threads=256)])
     if want("rowwise"):
         rowwise(configs=[dict(block_M=1, block_N=4096, threads=256), dict(block_M=4, block_N=1024, threads=256)])
     if want("add"):
@@ -330,18 +345,10 @@ def main():
         launch_overhead()
     if want("compile"):
         compile_times()
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
-    except Exception:  # noqa: BLE001
-        commit = ""
-    meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "device": torch.cuda.get_device_name(0),
-            "commit": commit or os.environ.get("TL_COMMIT", "unknown"), "torch": torch.__version__}
-    out = pathlib.Path(os.environ.get("OUT", ROOT / "bench_out"))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "suite.json").write_text(json.dumps({"meta": meta, "results": RESULTS}, indent=1))
-    md = summary_md(meta)
-    (out / "suite.md").write_text(md)
-    print(md)
+    if want("mla"):
+        mla_decode(configs=[dict(block_H=64, block_N=64, num_split=8, threads=256)])
+    flush()
+    print(summary_md(META))
 
 
 if __name__ == "__main__":
