@@ -51,7 +51,8 @@ def tune(name, factory, args, configs, ref, target="cuda"):
     out = dict(job=name, wall_s=wall, best_config=res.config, best_ms=res.latency, ref_ms=res.ref_latency,
                n_configs=len(configs), n_ok=sum(r["status"] == "ok" for r in recs),
                indices_measured=sorted(r["index"] for r in recs if r["latency_ms"] is not None),
-               devices_used=devices, compile_cpu_s_sum=compile_total, records=recs)
+               devices_used=devices, compile_cpu_s_sum=compile_total,
+               phases=getattr(res, "phase_times", None), records=recs)
     print(json.dumps({k: v for k, v in out.items() if k != "records"}), flush=True)
     return out
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 
 from tilelang.autotuner import space
 from tilelang.autotuner.benchmark import Bencher, Candidate
@@ -169,8 +170,10 @@ class AutoTuner:
                 continue
             kwargs[r.index] = self._compile_kwargs(target, pc)
             items.append((r.index, funcs[r.index], kwargs[r.index]))
+        t_compile = time.perf_counter()
         with Progress(len(items), "compiling") as bar:
             compiled = compile_candidates(items, timeout, progress=bar)
+        t_compile = time.perf_counter() - t_compile
         candidates = []
         for index, (status, ckey, art, secs, err) in sorted(compiled.items()):
             r = records[index]
@@ -185,8 +188,10 @@ class AutoTuner:
                 continue
             candidates.append(Candidate(r, kernel, funcs[index], kwargs[index]))
         bencher = Bencher(self.profile_args, warmup, rep, timeout, captured)
+        t_bench = time.perf_counter()
         with Progress(len(candidates), "benchmarking") as bar:
             bencher.run(candidates, target.kind, progress=bar)
+        t_bench = time.perf_counter() - t_bench
         good = [c for c in candidates if c.record.status == "ok"]
         if not good:
             raise RuntimeError("autotuning found no valid configuration:\n" +
@@ -195,6 +200,7 @@ class AutoTuner:
         result = AutotuneResult(latency=best.record.latency, config=best.record.config,
                                 ref_latency=bencher.ref_latency, libcode=best.kernel.get_kernel_source(),
                                 func=best.prim_func, kernel=best.kernel, records=records)
+        result.phase_times = {"compile_s": t_compile, "check_and_bench_s": t_bench}  # wall time per phase
         _annotate(best.kernel, result)
         return result
 
