@@ -322,8 +322,10 @@ def main():
         commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     except Exception:  # noqa: BLE001
         commit = ""
+    if len(commit) != 40:  # not a git checkout (the device machine gets a copy of the tree)
+        commit = os.environ.get("TL_COMMIT", "unknown")
     META.update({"date": time.strftime("%Y-%m-%d %H:%M:%S"), "device": torch.cuda.get_device_name(0),
-                 "commit": commit or os.environ.get("TL_COMMIT", "unknown"), "torch": torch.__version__})
+                 "commit": commit, "torch": torch.__version__})
     gcfg = [dict(block_M=128, block_N=256, block_K=64, num_stages=4, threads=256),
             dict(block_M=128, block_N=256, block_K=32, num_stages=4, threads=256),
             dict(block_M=128, block_N=128, block_K=64, num_stages=4, threads=256)]
