@@ -9,3 +9,4 @@ from tilelang.autotuner import autotune, AutoTuner  # noqa: E402
 from tilelang.ir.errors import TileLangError  # noqa: E402
 from tilelang.transform.pass_keys import PassConfigKey  # noqa: E402
 from tilelang.backend.registry import parse_target as determine_target  # noqa: E402
+from tilelang.ir.dtypes import DataType  # noqa: E402

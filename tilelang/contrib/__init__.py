@@ -1,0 +1,1 @@
+"""`tilelang.contrib`: toolchain helpers under their published names."""

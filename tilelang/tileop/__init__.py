@@ -1,0 +1,1 @@
+"""Published location of the tile-op enums (`tilelang.tileop.base.GemmWarpPolicy`)."""

@@ -1,0 +1,1 @@
+from tilelang.language.gemm import GemmWarpPolicy  # noqa: F401

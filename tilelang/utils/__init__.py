@@ -1,0 +1,1 @@
+"""Small helpers under their published names."""
