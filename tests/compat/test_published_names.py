@@ -25,3 +25,30 @@ def test_cuda_arch_description_without_gpu():
     from tilelang.carver.arch import CUDA
     a = CUDA("cuda -arch=sm_90a")
     assert a.sm_version == 90 and a.num_sms > 0 and a.smem_cap > 100_000
+
+
+def test_region_loop_break_atomic_load_store():
+    import numpy as np
+    import tilelang
+    import tilelang.language as T
+
+    @T.prim_func
+    def f(A: T.Tensor((8, 8), "float32"), B: T.Tensor((8, 8), "float32"), C: T.Tensor((4,), "int32")):
+        with T.Kernel(1) as bx:
+            s = T.alloc_shared((4, 4), "float32")
+            T.copy(T.region(A[2, 2], "r", 4, 4), s)
+            T.copy(s, T.region(B[0, 0], "w", 4, 4))
+            n = T.alloc_var("int32", init=0)
+            for i in T.serial(100):
+                if i == 3:
+                    T.loop_break()
+                n = n + 1
+            T.atomic_store(C[0], n)
+            T.atomic_store(C[1], T.atomic_load(C[0]) * 2)
+    k = tilelang.compile(f, target="cpu")
+    a = np.random.rand(8, 8).astype(np.float32)
+    b = np.zeros((8, 8), np.float32)
+    c = np.zeros(4, np.int32)
+    k(a, b, c)
+    np.testing.assert_array_equal(b[:4, :4], a[2:6, 2:6])
+    assert c[0] == 3 and c[1] == 6
