@@ -5,8 +5,9 @@ from tilelang.transform.lower_tile_ops import lower_tile_ops
 from tilelang.transform.pipelined_to_serial import pipelined_to_serial
 from tilelang.transform.simplify import simplify
 from tilelang.transform.legalize_safe_memory_access import legalize_safe_memory_access
+from tilelang.transform.rasterize_blocks import rasterize_blocks
 
-PASSES = [implicit_kernel, lower_tile_ops, pipelined_to_serial, simplify, legalize_safe_memory_access, simplify]
+PASSES = [implicit_kernel, rasterize_blocks, lower_tile_ops, pipelined_to_serial, simplify, legalize_safe_memory_access, simplify]
 
 
 def lower(func, ctx):
