@@ -19,7 +19,7 @@ import tilelang.language as T
 
 @tilelang.jit(out_idx=[-1])
 def matmul(M, N, K, block_M=64, block_N=64, block_K=32, trans_A=False, trans_B=False,
-           dtype=T.float16, accum_dtype=T.float32, relu=False, num_stages=2, threads=128):
+           dtype=T.float16, accum_dtype=T.float32, relu=False, num_stages=2, threads=128, swizzle_panel=0):
     A_shape = (K, M) if trans_A else (M, K)
     B_shape = (N, K) if trans_B else (K, N)
     A_tile = (block_K, block_M) if trans_A else (block_M, block_K)
@@ -32,6 +32,8 @@ def matmul(M, N, K, block_M=64, block_N=64, block_K=32, trans_A=False, trans_B=F
             C: T.Tensor((M, N), dtype),
     ):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            # panels of `swizzle_panel` block rows run together (L2 reuse); 0: launch order
+            T.use_swizzle(panel_size=swizzle_panel, enable=swizzle_panel > 0)
             A_shared = T.alloc_shared(A_tile, dtype)
             B_shared = T.alloc_shared(B_tile, dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
