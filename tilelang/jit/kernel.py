@@ -155,6 +155,42 @@ class JITKernel:
         return out
 
     def __call__(self, *args, stream=None):
+        # `_fast` is, after the first call, a function generated for this signature
+        # (see `_build_fast`); anything it does not accept goes to `_slow`, which
+        # checks every argument and explains what is wrong.
+        try:
+            return self._fast(args)
+        except TileLangError as e:
+            if e.span is None:
+                e.span = _caller_span()
+            raise e.with_traceback(None) from None
+
+    def _fast(self, args):
+        """Until the first successful call, and while torch is not imported, every call
+        takes the slow path; then the per-signature fast path is built (an instance
+        attribute that shadows this method from then on). After a successful call the
+        launcher is loaded, so the fast path can bind its positional entry."""
+        if not self._called or sys.modules.get("torch") is None:
+            out = self._slow(args)
+            self._called = True
+            return out
+        fast = self._build_fast()
+        self._fast = fast or self._slow
+        return self._fast(args)
+
+    _called = False
+
+    @property
+    def launcher(self):
+        return self._launcher
+
+    @launcher.setter
+    def launcher(self, launcher):
+        self._launcher = launcher
+        self.__dict__.pop("_fast", None)  # the fast path binds the launcher: rebuild it
+        self._called = False
+
+    def _slow(self, args):
         n_in = len(self.in_idx)
         if len(args) == len(self.params) and self.out_idx:
             args = [a for i, a in enumerate(args) if i not in self.out_idx]  # outputs passed too
@@ -162,12 +198,129 @@ class JITKernel:
             names = [self.params[i].name for i in self.in_idx]
             raise ArgumentError(f"kernel `{self.prim_func.name}` takes {n_in} argument(s) ({', '.join(names)}), "
                                 f"got {len(args)}", _caller_span()).with_traceback(None)
-        try:
-            return self._call(args)
-        except TileLangError as e:
-            if e.span is None:
-                e.span = _caller_span()
-            raise e.with_traceback(None) from None
+        return self._call(args)
+
+    def _build_fast(self):
+        """Generate `fast(args)` for this signature: torch tensors of the right dtype,
+        device, shape and contiguity, Python ints/floats for scalars; everything else
+        (numpy arrays, outputs passed in, wrong arguments) goes to `_slow`. Returns
+        None when no such path applies (no tensor input, a dtype torch lacks)."""
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return None
+        params, out_idx = self.params, self.out_idx
+        in_bufs = [i for i in self.in_idx if isinstance(params[i], Buffer)]
+        if not in_bufs:
+            return None
+        for i, p in enumerate(params):
+            if isinstance(p, Buffer) and not _has_torch_dtype(p.dtype):
+                return None
+            if not isinstance(p, (Buffer, Var)):
+                return None
+        want = "is_cpu" if self.target.kind == "cpu" else "is_cuda"
+        g = {"__name__": "tilelang.jit._fast_call", "slow": self._slow, "K": self, "empty": torch.empty,
+             "TileLangError": TileLangError}
+        names = {}          # param index -> local name
+        dyn_name = {}       # id(Var) -> local name of its bound value
+        n_in = len(self.in_idx)
+        lines = ["def fast(args):",
+                 f"    if len(args) != {n_in}: return slow(args)"]
+        locs = []
+        for k, i in enumerate(self.in_idx):
+            names[i] = f"a{k}" if isinstance(params[i], Buffer) else f"s{k}"
+            locs.append(names[i])
+        if locs:
+            lines.append(f"    {', '.join(locs)}, = args")
+        lines.append("    try:")
+        for i in in_bufs:
+            p, a = params[i], names[i]
+            g[f"D{i}"] = p.dtype.as_torch()
+            cond = f"{a}.dtype is not D{i} or not {a}.{want}"
+            if p.strides is None:
+                cond += f" or not {a}.is_contiguous()"
+            lines.append(f"        if {cond}: return slow(args)")
+            shape = list(p.shape)
+            static = [const_int_value(s) if not isinstance(s, Var) else None for s in shape]
+            if all(isinstance(s, int) for s in static):
+                g[f"S{i}"] = tuple(static)
+                lines.append(f"        if {a}.shape != S{i}: return slow(args)")
+                continue
+            lines.append(f"        sh = {a}.shape")
+            conds = [f"len(sh) != {len(shape)}"]
+            binds = []
+            for d, s in enumerate(shape):
+                if isinstance(s, Var):
+                    if id(s) in dyn_name:
+                        conds.append(f"sh[{d}] != {dyn_name[id(s)]}")
+                    else:
+                        dyn_name[id(s)] = f"d{len(dyn_name)}"
+                        binds.append(f"{dyn_name[id(s)]} = sh[{d}]")
+                elif static[d] is not None:
+                    conds.append(f"sh[{d}] != {static[d]}")
+                # other expressions are not checked (as in `_check`)
+            lines.append(f"        if {' or '.join(conds)}: return slow(args)")
+            for b in binds:
+                lines.append(f"        {b}")
+        lines.append("    except AttributeError:")
+        lines.append("        return slow(args)")
+        for i in self.in_idx:
+            p = params[i]
+            if isinstance(p, Buffer):
+                continue
+            s = names[i]
+            if p.dtype.is_float:
+                lines.append(f"    if type({s}) is not float and type({s}) is not int: return slow(args)")
+            else:
+                lines.append(f"    if type({s}) is not int: return slow(args)")
+        for v in self.dyn_vars:
+            if id(v) not in dyn_name:
+                return None
+        dev = f"{names[in_bufs[0]]}.device"
+        outs = []
+        for i in out_idx:
+            p = params[i]
+            o = names[i] = f"o{i}"
+            g[f"D{i}"] = p.dtype.as_torch()
+            dims = []
+            for s in p.shape:
+                c = const_int_value(s) if not isinstance(s, Var) else None
+                if c is not None:
+                    dims.append(str(c))
+                elif isinstance(s, Var) and id(s) in dyn_name:
+                    dims.append(dyn_name[id(s)])
+                else:
+                    dims = None
+                    break
+            if dims is not None:
+                shape_src = "(" + "".join(d + ", " for d in dims) + ")"
+            else:  # an expression of dynamic dimensions: the general evaluator
+                g[f"P{i}"] = p
+                dyn_src = "{" + ", ".join(f"{id(v)}: {dyn_name[id(v)]}" for v in self.dyn_vars) + "}"
+                shape_src = f"tuple(K._out_shape(P{i}, {dyn_src}))"
+            lines.append(f"    {o} = empty({shape_src}, dtype=D{i}, device={dev})")
+            outs.append(o)
+        bufs = [names[i] for i, p in enumerate(params) if isinstance(p, Buffer)]
+        ints = [names[i] for i in self.in_idx if not isinstance(params[i], Buffer) and not params[i].dtype.is_float]
+        ints += [dyn_name[id(v)] for v in self.dyn_vars]
+        floats = [names[i] for i in self.in_idx if not isinstance(params[i], Buffer) and params[i].dtype.is_float]
+
+        def tup(xs):
+            return "(" + "".join(x + ", " for x in xs) + ")"
+        positional = getattr(self.launcher, "positional", None)
+        if positional is not None:  # the launcher's entry for a fixed signature, bound now
+            g["L"] = positional()
+            lines.append(f"    L({', '.join(bufs + ints + floats)})")
+        else:
+            lines.append(f"    K.launcher([{', '.join(bufs)}], {tup(ints)}, {tup(floats)})")
+        if len(outs) == 1:
+            lines.append(f"    return {outs[0]}")
+        elif outs:
+            lines.append(f"    return [{', '.join(outs)}]")
+        src = "\n".join(lines) + "\n"
+        exec(compile(src, f"<tilelang call {self.prim_func.name}>", "exec"), g)  # noqa: S102 - our own code
+        fast = g["fast"]
+        fast.source = src
+        return fast
 
     def _fast_specs(self):
         """Per input: what a valid argument looks like, checked cheaply on each call."""
@@ -209,7 +362,7 @@ class JITKernel:
             try:
                 dt = a.dtype
                 if dt is tdt:   # torch
-                    ok = (a.is_cuda == want_cuda) and (not need_contig or a.is_contiguous())
+                    ok = (a.is_cuda if want_cuda else a.is_cpu) and (not need_contig or a.is_contiguous())
                     if like is None:
                         like = a
                 elif ndt is not None and dt == ndt and not want_cuda:  # numpy

@@ -1,15 +1,27 @@
 """Load a cubin with the driver API and launch its kernels on torch's current
 stream. The module is loaded on the first call (in the caller's CUDA context), so
-building and loading work on machines without a GPU; calling does not."""
+building and loading work on machines without a GPU; calling does not.
+
+The launch path is hot (a tiny kernel runs in ~2 us of GPU time), so after loading
+each launcher generates one Python function specialised to its parameter list: it
+reads the tensors' device pointers, checks the alignment the kernel's vector accesses
+need, writes the values into preallocated ctypes storage whose addresses form the
+`kernelParams` array, and calls `cuLaunchKernel` from `libcuda` through ctypes on the
+raw handle of torch's current stream. Anything that path does not expect (a DLPack
+array that is not a torch tensor, workspaces, a misaligned or CPU tensor, a wrong
+number of arguments, a driver error) goes to the general path, which explains it."""
 from __future__ import annotations
 
 import ctypes
+import re
 import threading
 
 _CTYPES = {"int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32, "int64": ctypes.c_int64,
            "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32,
            "uint64": ctypes.c_uint64, "bool": ctypes.c_bool, "float32": ctypes.c_float,
            "float64": ctypes.c_double}
+
+_CUDA_ERROR_INVALID_CONTEXT = 201
 
 
 class CudaRuntimeError(RuntimeError):
@@ -59,11 +71,50 @@ def data_ptr(x):
     return x.data_ptr()
 
 
+# the raw driver entry point, through ctypes (cuda-bindings' Python wrapper packs
+# arguments with several microseconds of Python per call) -----------------------------
+_LIBCUDA = None
+_LIBCUDA_LOCK = threading.Lock()
+
+
+def _libcuda_launch():
+    """`cuLaunchKernel` from libcuda through ctypes, or None where it cannot be loaded."""
+    global _LIBCUDA
+    if _LIBCUDA is None:
+        with _LIBCUDA_LOCK:
+            if _LIBCUDA is None:
+                fn = False
+                for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+                    try:
+                        lib = ctypes.CDLL(name)
+                        fn = lib.cuLaunchKernel
+                        break
+                    except (OSError, AttributeError):
+                        continue
+                if fn:
+                    # no argtypes: converting eleven arguments through them costs ~0.7 us a call;
+                    # the fast path passes ctypes objects for the pointers and small Python ints
+                    # (C int) for the grid, block and shared memory sizes
+                    fn.restype = ctypes.c_int
+                _LIBCUDA = fn
+    return _LIBCUDA or None
+
+
+def _stream_getter():
+    """device index -> raw handle (int) of torch's current stream on that device."""
+    import torch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw
+    return lambda dev: torch.cuda.current_stream(dev).cuda_stream
+
+
 class Launcher:
     def __init__(self, artifact):
         self.artifact = artifact
         self.meta = artifact.meta
         self._funcs = None
+        self._fast = None
         self._lock = threading.Lock()
 
     def _load(self):
@@ -80,7 +131,11 @@ class Launcher:
                     f"raising {k['entry']}'s dynamic shared memory to {k['smem']} bytes")
             funcs.append(f)
         self._module = mod
-        # per-call constants, computed once (the launch path is hot: keep it short)
+        self._constants()
+        return funcs
+
+    def _constants(self):
+        """Per-call constants, computed once."""
         meta = self.meta
         names = meta.get("param_names") or [None] * len(meta["param_types"])
         self._params = list(zip(meta["param_types"], names))
@@ -98,9 +153,178 @@ class Launcher:
                 except ValueError:
                     codes.append(compile(g, "<grid>", "eval"))
             self._grids.append(codes)
-        return funcs
+
+    def _prepare(self):
+        """Load the module (once) and build the fast launch function."""
+        with self._lock:
+            if self._fast is None:
+                if self._funcs is None:
+                    self._funcs = self._load()
+                launch = _libcuda_launch()
+                fast = None
+                if launch is not None:
+                    fast = self._build_fast(launch, [int(f) for f in self._funcs], _stream_getter())
+                self._fast = fast or self._general
+        return self._fast
 
     def __call__(self, buffers, ints=(), floats=()):
+        fast = self._fast
+        if fast is None:
+            fast = self._prepare()
+        return fast(buffers, ints, floats)
+
+    def positional(self):
+        """The launch as a function of positional arguments (tensors, then ints, then
+        floats, in the order of `__call__`'s lists): no list to build or unpack. For
+        callers that launch the same signature many times (JITKernel's fast path).
+        Loads the module."""
+        fast = self._fast or self._prepare()
+        return getattr(fast, "positional", None) or self._general_positional
+
+    def _general_positional(self, *args):
+        nb, ni = self.meta["n_buffers"], self.meta["n_ints"]
+        return self._general(list(args[:nb]), args[nb:nb + ni], args[nb + ni:])
+
+    # the specialised path ----------------------------------------------------------
+    def _build_fast(self, launch, handles, get_stream):
+        """A function (buffers, ints, floats) -> None for this parameter list (its
+        attribute `positional`: the same taking (*buffers, *ints, *floats)), or None
+        when the general path must run every call (workspaces)."""
+        meta = self.meta
+        if meta["workspaces"]:
+            return None
+        nb, ni, nf = meta["n_buffers"], meta["n_ints"], meta["n_floats"]
+        storage = [t() for t in self._types]
+        params = (ctypes.c_void_p * max(1, len(storage)))(*[ctypes.addressof(v) for v in storage])
+        g = {"__name__": "tilelang.backend.cuda._launch", "launch": launch, "get_stream": get_stream,
+             "lock": self._lock, "general": self._general, "failed": self._launch_failed, "params": params,
+             "min": min, "max": max, "int": int, "sv": ctypes.c_void_p(), "ArgumentError": ctypes.ArgumentError}
+        bs = [f"b{k}" for k in range(nb)]
+        is_ = [f"i{k}" for k in range(ni)]
+        fs = [f"f{k}" for k in range(nf)]
+        gen = "return general(buffers, ints, floats)"
+        # the body, over b*, i*, f*; GEN is how to give up to the general path
+        body = ["    try:"]
+        if nb:
+            body.append(f"        if not ({' and '.join(b + '.is_cuda' for b in bs)}): GEN")
+            for b in bs:
+                body.append(f"        p{b[1:]} = {b}.data_ptr()")
+            body.append("        dev = b0.get_device()")
+        else:
+            body.append("        import torch")
+            body.append("        dev = torch.cuda.current_device()")
+        body.append("    except (AttributeError, TypeError, ValueError):")
+        body.append("        GEN")
+        sets = []
+        it_b = it_i = it_f = 0
+        for slot, ((cls, dt), name) in enumerate(self._params):
+            g[f"v{slot}"] = storage[slot]
+            if cls == "buffer":
+                a = self._align.get(name, 1)
+                if a > 1:  # the alignment the kernels' vector accesses need
+                    body.append(f"    if p{it_b} % {a}: GEN")
+                sets.append(f"v{slot}.value = p{it_b}")
+                it_b += 1
+            elif cls == "int":
+                sets.append(f"v{slot}.value = i{it_i}")
+                it_i += 1
+            else:
+                sets.append(f"v{slot}.value = f{it_f}")
+                it_f += 1
+        if (it_b, it_i, it_f) != (nb, ni, nf):  # the metadata disagrees with itself
+            return None
+        body.append("    stream = get_stream(dev)")
+        launches = []
+        for j, (k, gcode) in enumerate(zip(meta["kernels"], self._grids)):
+            g[f"F{j}"] = ctypes.c_void_p(handles[j])
+            bx, by, bz = (int(t) for t in k["threads"])
+            smem = int(k["smem"])
+            dims, dyn = [], []
+            for d, c in enumerate(gcode):
+                if isinstance(c, int):
+                    dims.append(str(c))
+                else:
+                    expr = re.sub(r"\bints\[(\d+)\]", r"i\1", k["grid"][d])
+                    body.append(f"    g{j}_{d} = {expr}")
+                    dims.append(f"g{j}_{d}")
+                    dyn.append(f"g{j}_{d}")
+            if not dyn and min(int(x) for x in dims) <= 0:
+                continue  # an empty grid: nothing to launch
+            call = f"launch(F{j}, {', '.join(dims)}, {bx}, {by}, {bz}, {smem}, sv, params, None)"
+            launches.append((j, call, " and ".join(f"{x} > 0" for x in dyn)))
+        body.append("    with lock:")
+        body.append("        try:")
+        body.append("            sv.value = stream")
+        for st in sets:
+            body.append(f"            {st}")
+        body.append("        except TypeError:")
+        body.append("            GEN")
+        for j, call, cond in launches:
+            ind = "        "
+            if cond:
+                body.append(f"{ind}if {cond}:")
+                ind += "    "
+            body.append(f"{ind}try:")
+            body.append(f"{ind}    r = {call}")
+            body.append(f"{ind}except ArgumentError:  # a size that does not fit a C int")
+            body.append(f"{ind}    r = 1  # CUDA_ERROR_INVALID_VALUE")
+            body.append(f"{ind}if r: return failed(r, {j}, buffers, ints, floats)")
+
+        def tup(xs):
+            return "(" + "".join(x + ", " for x in xs) + ")"
+        lists = f"buffers, ints, floats = [{', '.join(bs)}], {tup(is_)}, {tup(fs)}"
+        # fast(buffers, ints, floats)
+        lines = ["def fast(buffers, ints, floats):", "    try:"]
+        for names, what in ((bs, "buffers"), (is_, "ints"), (fs, "floats")):
+            if names:
+                lines.append(f"        {', '.join(names)}, = {what}")
+            else:
+                lines.append(f"        if len({what}): {gen}")
+        lines.append("    except (TypeError, ValueError):")
+        lines.append(f"        {gen}")
+        lines += [ln.replace("GEN", gen) for ln in body]
+        # fastp(*buffers, *ints, *floats): the lists only when giving up
+        lines.append("")
+        lines.append(f"def fastp({', '.join(bs + is_ + fs)}):")
+        lines += [ln.replace("GEN", f"{lists}; {gen}") for ln in body]
+        src = "\n".join(lines) + "\n"
+        # fastp's failure path needs the lists too
+        out, in_p = [], False
+        for ln in src.split("\n"):
+            if ln.startswith("def fastp"):
+                in_p = True
+            if in_p and "return failed(r, " in ln:
+                ind = ln[:len(ln) - len(ln.lstrip())]
+                ln = ln.replace("if r: return failed(", f"if r:\n{ind}    {lists}\n{ind}    return failed(")
+            out.append(ln)
+        src = "\n".join(out)
+        exec(compile(src, f"<tilelang launch {self.artifact.entry}>", "exec"), g)  # noqa: S102 - our own code
+        fast = g["fast"]
+        fast.positional = g["fastp"]
+        fast.source = src
+        return fast
+
+    def _launch_failed(self, err, j, buffers, ints, floats):
+        """The driver refused a launch on the fast path: a thread without the context
+        gets it made current and the launch repeated; anything else is explained."""
+        if err == _CUDA_ERROR_INVALID_CONTEXT:
+            _ensure_context()
+            return self._general(buffers, ints, floats)
+        from cuda.bindings import driver as drv
+        try:
+            name = drv.CUresult(err).name
+        except ValueError:
+            name = f"error {err}"
+        try:
+            _, text = drv.cuGetErrorString(drv.CUresult(err))
+            text = text.decode() if isinstance(text, bytes) else str(text)
+        except Exception:  # noqa: BLE001 - the message without the driver's text
+            text = ""
+        raise CudaRuntimeError(f"cuLaunchKernel({self.meta['kernels'][j]['entry']}) failed: {name}"
+                               + (f": {text}" if text else ""))
+
+    # the general path: any DLPack array, workspaces, every error explained ----------
+    def _general(self, buffers, ints=(), floats=()):
         import torch
         from cuda.bindings import driver as drv
         if self._funcs is None:
@@ -146,6 +370,17 @@ class Launcher:
             bx, by, bz = k["threads"]
             _check(drv.cuLaunchKernel(f, grid[0], grid[1], grid[2], bx, by, bz, k["smem"], stream, args, 0),
                    f"cuLaunchKernel({k['entry']})")
+
+
+def fake_driver_for_benchmarks(launcher, launch=None, stream=0):
+    """Prepare `launcher` to run its fast path without a GPU: kernel handles 0, the
+    driver call replaced by `launch` (same arguments as cuLaunchKernel; default: a
+    no-op returning 0) and the current stream by `stream`. For timing the Python side
+    of a launch and testing the argument packing on machines without a GPU."""
+    launcher._constants()
+    launcher._funcs = [0] * len(launcher.meta["kernels"])
+    launcher._fast = launcher._build_fast(launch or (lambda *a: 0), launcher._funcs, lambda dev: stream)
+    return launcher._fast
 
 
 def load(artifact):
