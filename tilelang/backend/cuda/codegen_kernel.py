@@ -24,6 +24,8 @@ from tilelang.backend.cuda.plan import plan_kernel
 from tilelang.backend.cuda.fragment_layout import AccLayout
 from tilelang.backend.cuda.reduce_lowering import emit_warp_reduce, emit_register_reduce
 from tilelang.backend.cuda.sync_plan import SyncPlanner
+from tilelang.backend.cuda.tile_layout import Scalar
+from tilelang.backend.cuda.tile_codegen import emit_tile_loop, emit_tile_reduce
 
 _RESERVED = {"int", "float", "double", "half", "char", "short", "long", "for", "if", "else", "while", "do",
              "return", "break", "continue", "const", "auto", "struct", "class", "union", "void", "bool",
@@ -63,6 +65,7 @@ class KernelCodegen:
         self.barrier_before = self.barriers.run(launch.body)
         self.aligned = {}            # global buffer name -> bytes its pointer must be aligned to
         self.acc_index = {}           # id(register fragment) -> C slot index inside its loop
+        self.load_override = {}       # id(buffer) -> C expression of its element load (tile_codegen)
         self.async_copy = False       # vector copies emitted now are cp.async (pipelined)
         self.lines = []
         self.indent = 1
@@ -114,9 +117,13 @@ class KernelCodegen:
     def access(self, load):
         """C lvalue of buf[indices] (a BufferLoad or a store target)."""
         buf, idx = load.buffer, load.indices
+        if isinstance(load, E.BufferLoad) and id(buf) in self.load_override:
+            return self.load_override[id(buf)]
         p = self.placement(buf)
         name = self.buf_name(buf)
-        if p is not None and p.kind in ("acc", "row"):
+        if p is not None and p.kind in ("acc", "row", "tile"):
+            if id(buf) not in self.acc_index and isinstance(p.acc, Scalar):
+                return f"{name}[0]"
             if id(buf) not in self.acc_index:
                 raise NotImplementedError(f"register fragment `{buf.name}` accessed outside its layout")
             return f"{name}[{self.acc_index[id(buf)]}]"
@@ -134,6 +141,8 @@ class KernelCodegen:
         self.w("extern __shared__ __align__(1024) unsigned char tl_smem[];")
         self.w("const int tl_tid = tl::thread_linear();" if len(L.threads) > 1 else
                "const int tl_tid = threadIdx.x;")
+        if self.plan.red_phase_bytes:
+            self.w("int tl_rphase = 0;   // shared scratch phase of register-tile reductions")
         for v, ax in zip(L.block_vars, "xyz"):
             self.w(f"const int {self.bind(v)} = blockIdx.{ax};")
         for v, ax in zip(L.thread_vars, "xyz"):
@@ -194,11 +203,11 @@ class KernelCodegen:
         if p.kind == "view":
             base = b.alias_of
             bp = self.placement(base)
-            if bp is not None and bp.kind in ("acc", "row"):
+            if bp is not None and bp.kind in ("acc", "row", "tile"):
                 raise NotImplementedError(f"a view of the register accumulator `{base.name}`")
             self.w(f"{ct}* {name} = ({ct}*){self.buf_name(base)};")
             return
-        if p.kind in ("acc", "row"):
+        if p.kind in ("acc", "row", "tile"):
             self.w(f"{ct} {name}[{p.acc.regs}];")
         elif p.kind == "var":
             init = cast_str(b.init.dtype, b.dtype, self.expr(b.init)) if b.init is not None else "0"
@@ -307,7 +316,7 @@ class KernelCodegen:
         guard = "if (tl_tid == 0) " if self._guard(block, st) else ""
         if isinstance(obj, Buffer):
             p = self.placement(obj)
-            if p is not None and p.kind in ("acc", "row"):
+            if p is not None and p.kind in ("acc", "row", "tile"):
                 self.w(f"// T.print of the register fragment `{obj.name}` is not supported yet")
                 return
             n = 1
@@ -382,6 +391,10 @@ class KernelCodegen:
             for line in emit_register_reduce(self, op, p.acc):
                 self.w(line)
             return
+        if p is not None and p.kind == "tile":
+            for line in emit_tile_reduce(self, op, p.acc):
+                self.w(line)
+            return
         if self.plan.nthreads % 32 == 0:
             for line in emit_warp_reduce(self, op):
                 self.w(line)
@@ -401,7 +414,10 @@ class KernelCodegen:
     def cooperative(self, st):
         vars_, mins, exts, body = parallel_nest(st)
         regs = self._accs_in(body)
-        if regs:
+        if regs and self.placement(regs[0]).kind == "tile":
+            if emit_tile_loop(self, vars_, mins, exts, body, regs):
+                return
+        elif regs:
             return self.fragment_loop(vars_, body, regs)
         nt = self.plan.nthreads
         from tilelang.backend.cuda.vectorize import vector_width, emit_vector_copy
@@ -605,7 +621,7 @@ class KernelCodegen:
         def f(n):
             if isinstance(n, (E.BufferLoad, S.BufferStore)):
                 p = self.placement(n.buffer)
-                if p is not None and p.kind in ("acc", "row"):
+                if p is not None and p.kind in ("acc", "row", "tile"):
                     out[id(n.buffer)] = n.buffer
         walk(body, f)
         return list(out.values())

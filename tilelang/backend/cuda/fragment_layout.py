@@ -25,7 +25,12 @@ A layout is kept only where every use can follow it: parallel nests over the lay
 (element loops), dim-1 reductions from an AccLayout into its RowLayout, gemms that read
 it as their accumulator (or wgmma register A). Any other use (a scalar statement, a
 view, another tile op, a loop that indexes it differently, two layouts meeting) moves
-the fragment back to shared memory, which is always correct; `report` says why."""
+the fragment back to shared memory, which is always correct; `report` says why.
+
+Fragments that no gemm reaches (and that share no loop or reduction with one) then take
+the thread-tile layouts of tile_layout.py, driven by their T.Parallel loops (RMSNorm,
+softmax, LayerNorm, element-wise epilogues); block-level stores whose fragment operands
+have one element run on every thread's replicated copy."""
 from __future__ import annotations
 
 import os
@@ -37,6 +42,7 @@ from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.visitor import walk
 from tilelang.backend.cuda.analysis import parallel_nest
+from tilelang.backend.cuda.tile_layout import infer_tiles, canon_shape
 
 
 @dataclass(frozen=True)
@@ -125,12 +131,16 @@ class _Loop:
         self.vars, self.mins, self.exts, body = parallel_nest(st)
         self.exts = [E.const_int_value(e) for e in self.exts]
         self.zero = all(E.const_int_value(m) == 0 for m in self.mins)
+        self.st = st
         self.idx = {}             # id(frag) -> [index tuples]
+        self.written = set()      # id(frag) stored to
         self.atomic = False
 
         def f(n):
             if isinstance(n, (E.BufferLoad, S.BufferStore)) and id(n.buffer) in frags:
                 self.idx.setdefault(id(n.buffer), []).append(list(n.indices))
+                if isinstance(n, S.BufferStore):
+                    self.written.add(id(n.buffer))
             elif isinstance(n, E.Call) and n.name.startswith("atomic_"):
                 self.atomic = True
             elif isinstance(n, S.Print):
@@ -215,6 +225,8 @@ def infer(launch, gemm_cfgs, depends):
         elif isinstance(st, S.While) and not depends(st.cond):
             mark(touched(S.Evaluate(st.cond)), "loop condition")
             visit(st.body)
+        elif _scalar_store(st, frags) and not depends(st.value):
+            loops.append(_Loop(st, frags))   # a replicated one-element fragment: a 0-D loop
         else:
             mark(touched(st), f"scalar or thread-divergent use ({type(st).__name__})")
     visit(launch.body)
@@ -294,6 +306,12 @@ def infer(launch, gemm_cfgs, depends):
                 mark([fid], why)
             continue
         break
+    gemm_ids = set(lay)
+    for g in gemms:
+        gemm_ids |= {id(r.buffer) for r in (g.A, g.B, g.C)}
+    one = {f for f, b in frags.items() if not canon_shape(b)}
+    lay.update(infer_tiles(frags, gemm_ids | set(bad), loops, reduces, one, _nthreads(launch), mark,
+                           taint=gemm_ids & set(frags)))
     out.layouts = lay
     for fid, b in frags.items():
         if fid in lay:
@@ -303,6 +321,28 @@ def infer(launch, gemm_cfgs, depends):
     if os.environ.get("TILELANG_CUDA_DUMP_FRAGMENTS"):
         sys.stderr.write(format_report(out))
     return out
+
+
+def _nthreads(launch):
+    n = 1
+    for t in launch.threads:
+        n *= int(t)
+    return n
+
+
+def _scalar_store(st, frags):
+    """A block-level store whose fragment operands all have one element, indexed by 0:
+    every thread runs it on its replicated copy."""
+    if not isinstance(st, S.BufferStore):
+        return False
+    ok = [True]
+
+    def f(n):
+        if isinstance(n, (E.BufferLoad, S.BufferStore)) and id(n.buffer) in frags:
+            if canon_shape(n.buffer) or any(E.const_int_value(i) != 0 for i in n.indices):
+                ok[0] = False
+    walk(st, f)
+    return ok[0]
 
 
 def _reduce_dim(r):

@@ -27,16 +27,18 @@ from tilelang.backend.cuda.gemm_lowering import mma_config
 from tilelang.backend.cuda.wgmma_lowering import wgmma_config, swizzle_ok
 from tilelang.backend.cuda.pipeline_plan import find_pipelines
 from tilelang.backend.cuda.fragment_layout import AccLayout, infer as infer_fragment_layouts
+from tilelang.backend.cuda.tile_layout import TILE_LAYOUTS, ThreadTile
 
 SMEM_ALIGN = 128
 
 
 @dataclass
 class Placement:
-    kind: str                 # param | workspace | smem | local | var | acc | row | view
+    kind: str                 # param | workspace | smem | local | var | acc | row | tile | view
     strides: list = None      # element strides used to flatten indices
     offset: int = 0           # byte offset into dynamic shared memory (smem)
-    acc: object = None        # AccLayout (acc) | RowLayout (row): fragment_layout.py
+    acc: object = None        # AccLayout (acc) | RowLayout (row): fragment_layout.py;
+                              # ThreadTile | TileRows | TileCols | Scalar (tile): tile_layout.py
     swizzle: bool = False     # smem in the tl::sw128 layout (wgmma operand)
     stages: int = 1           # slots of a pipelined buffer (smem)
     stage_bytes: int = 0      # bytes between slots
@@ -54,6 +56,8 @@ class KernelPlan:
     pipelines: dict = field(default_factory=dict)    # id(Pipelined loop) -> PipelineInfo
     uses_wgmma: bool = False
     fragments: object = None                         # fragment_layout.FragmentLayouts
+    red_offset: int = 0      # shared scratch of register-tile reductions wider than a warp:
+    red_phase_bytes: int = 0  # two phases (alternating reductions need one barrier each)
 
 
 def _const_shape(buf):
@@ -131,7 +135,8 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
             plan.placements[id(buf)] = Placement("workspace", None)
         elif id(buf) in frag.layouts:
             lay = frag.layouts[id(buf)]
-            plan.placements[id(buf)] = Placement("acc" if isinstance(lay, AccLayout) else "row", None, acc=lay)
+            kind = "tile" if isinstance(lay, TILE_LAYOUTS) else "acc" if isinstance(lay, AccLayout) else "row"
+            plan.placements[id(buf)] = Placement(kind, None, acc=lay)
         else:  # shared, shared.dyn, fragments (first stage: in shared memory)
             shape = _const_shape(buf)
             sw = id(buf) in swizzled
@@ -151,8 +156,28 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
         offset = (offset + align - 1) // align * align
         p.offset = offset
         offset += p.stage_bytes * p.stages
+    red = _reduce_scratch_bytes(launch, plan)
+    if red:
+        offset = (offset + SMEM_ALIGN - 1) // SMEM_ALIGN * SMEM_ALIGN
+        plan.red_offset, plan.red_phase_bytes = offset, red
+        offset += 2 * red
     plan.smem_bytes = offset
     return plan
+
+
+def _reduce_scratch_bytes(launch, plan):
+    """Bytes per phase of the cross-warp exchange of register-tile reductions."""
+    need = 0
+
+    def f(n):
+        nonlocal need
+        if isinstance(n, TO.Reduce):
+            p = plan.placements.get(id(n.src.buffer))
+            if p is not None and p.kind == "tile" and isinstance(p.acc, ThreadTile) and p.acc.group > 32:
+                b = plan.nthreads // 32 * p.acc.row_regs * max(4, n.dst.buffer.dtype.itemsize)
+                need = max(need, (b + 15) // 16 * 16)
+    walk(launch.body, f)
+    return need
 
 
 def _vector_width_for(plan):

@@ -10,7 +10,7 @@ from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.backend.cuda.analysis import accesses
 
-REGISTER_KINDS = ("local", "var", "acc", "row")
+REGISTER_KINDS = ("local", "var", "acc", "row", "tile")
 
 
 class SyncPlanner:

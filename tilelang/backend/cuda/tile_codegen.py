@@ -1,0 +1,300 @@
+"""CUDA C++ for T.Parallel loops and reductions over the thread-tile register layouts of
+tile_layout.py. Every loop is fully unrolled over the slots a thread holds, so register
+arrays are only ever indexed by constants:
+
+- tile mode (a loop over the tile, or a 1-D loop over a one-row tile): chunk c of V
+  elements starts at flat = (c * T + tid) * V; a copy between a register fragment and
+  global/shared memory moves each chunk as one vector of up to 16 bytes (several for
+  wider elements), with the bound check evaluated once per chunk;
+- rows / cols mode (a 1-D loop over the row or column fragments): each thread runs the
+  rows / columns it holds (replicated over the threads that share them);
+- a loop over one-element fragments only: every thread runs it on its own copy.
+
+A reduction over the last dimension combines the thread's slots of each row, then the
+lanes of the row with butterfly shuffles (every lane ends with the result); rows wider
+than a warp exchange warp partials through shared memory (two alternating phases, one
+barrier per reduction)."""
+from __future__ import annotations
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.backend.cuda.codegen_expr import ctype, cast_str
+from tilelang.backend.cuda.tile_layout import ThreadTile, TileRows, TileCols, Scalar
+from tilelang.backend.cuda.vectorize import VEC_TYPES, _has, _mult_except, _cond_ok
+
+
+def emit_tile_loop(cg, vars_, mins, exts, body, regs):
+    """A T.Parallel nest whose register fragments have tile_layout layouts."""
+    exts = [E.const_int_value(e) for e in exts]
+    unit = [v for v, e in zip(vars_, exts) if e == 1]
+    cv = [v for v, e in zip(vars_, exts) if e != 1]
+    lays = {id(b): cg.placement(b).acc for b in regs}
+    dist = [L for L in lays.values() if not isinstance(L, Scalar)]
+    scal = [b for b in regs if isinstance(lays[id(b)], Scalar)]
+    if not dist and cv:     # reads replicated scalars only: an ordinary cooperative loop
+        return False
+    cg.w("{")
+    cg.indent += 1
+    for v in unit:
+        cg.names.by_id[id(v)] = "0"
+    for b in scal:
+        cg.acc_index[id(b)] = "0"
+    if not dist:
+        cg.stmt(body, False)
+    else:
+        D = dist[0]
+        L = D if isinstance(D, ThreadTile) else D.tile
+        mode = "tile" if len(cv) == 2 or isinstance(D, ThreadTile) else "rows" if isinstance(D, TileRows) else "cols"
+        if mode == "rows":
+            _rows_loop(cg, L, cv[0], body, regs, lays)
+        else:
+            _chunk_loop(cg, L, mode, cv, body, regs, lays)
+    for b in scal:
+        del cg.acc_index[id(b)]
+    cg.indent -= 1
+    cg.w("}")
+    return True
+
+
+def _slot(L, lay, s):
+    if isinstance(lay, ThreadTile):
+        return s
+    if isinstance(lay, TileRows):
+        return f"({s}) / {L.G}"
+    return f"({s}) % {L.G}"
+
+
+def _rows_loop(cg, L, iv, body, regs, lays):
+    s = cg.names.new(object(), "tl_s", True)
+    cg.w("#pragma unroll")
+    cg.w(f"for (int {s} = 0; {s} < {L.row_regs}; ++{s}) {{")
+    cg.indent += 1
+    cg.w(f"const int {cg.bind(iv)} = ({s} * {L.G // L.V * L.T * L.V} + tl_tid * {L.V}) / {L.N};")
+    for b in regs:
+        if not isinstance(lays[id(b)], Scalar):
+            cg.acc_index[id(b)] = s
+    cg.stmt(body, False)
+    for b in regs:
+        cg.acc_index.pop(id(b), None)
+    cg.indent -= 1
+    cg.w("}")
+
+
+def _chunk_loop(cg, L, mode, cv, body, regs, lays):
+    """Tile or cols mode: chunks of V contiguous elements along the row."""
+    nch = L.K if mode == "tile" else L.G // L.V
+    c = cg.names.new(object(), "tl_c", True)
+    cg.w("#pragma unroll")
+    cg.w(f"for (int {c} = 0; {c} < {nch}; ++{c}) {{")
+    cg.indent += 1
+    f = cg.names.new(object(), "tl_f", True)
+    cg.w(f"const int {f} = ({c} * {L.T} + tl_tid) * {L.V};")
+    jv = cv[-1]
+    if len(cv) == 2:
+        cg.w(f"const int {cg.bind(cv[0])} = {f} / {L.N};")
+    j0 = cg.names.new(object(), "tl_j0", True)
+    cg.w(f"const int {j0} = {f} % {L.N};" if L.M > 1 else f"const int {j0} = {f};")
+    W, vec = L.V, None
+    while W >= 2 and vec is None:   # the widest vector that divides the chunk and the row stride
+        vec = _vector_copy(cg, body, jv, W, lays)
+        W = W if vec is not None else W // 2
+    if vec is not None:
+        for e0 in range(0, L.V, W):
+            _emit_vector_copy(cg, vec, jv, j0 if e0 == 0 else f"({j0} + {e0})", c, L, W, e0)
+    else:
+        e = cg.names.new(object(), "tl_e", True)
+        hoisted = _hoist_shared_loads(cg, body, cv, jv, j0, L, e)
+        cg.w("#pragma unroll")
+        cg.w(f"for (int {e} = 0; {e} < {L.V}; ++{e}) {{")
+        cg.indent += 1
+        cg.w(f"const int {cg.bind(jv)} = {j0} + {e};")
+        s = f"{c} * {L.V} + {e}"
+        for b in regs:
+            lay = lays[id(b)]
+            if not isinstance(lay, Scalar):
+                cg.acc_index[id(b)] = _slot(L, lay, s) if mode == "tile" else s
+        cg.stmt(body, False)
+        for b in regs:
+            if not isinstance(lays[id(b)], Scalar):
+                del cg.acc_index[id(b)]
+        for b in hoisted:
+            del cg.load_override[b]
+        cg.indent -= 1
+        cg.w("}")
+    cg.indent -= 1
+    cg.w("}")
+
+
+def _hoist_shared_loads(cg, body, cv, jv, j0, L, e):
+    """Shared tiles that the body reads at the loop's own (i, j) and does not write: one
+    vector load per chunk (in bounds: the tile has the loop's shape); the element
+    loads read that vector. Returns the hoisted buffer ids."""
+    from tilelang.ir.visitor import walk
+    from tilelang.backend.cuda.tile_layout import canon_shape
+    loads, written = {}, set()
+
+    def f(n):
+        if isinstance(n, S.BufferStore):
+            written.add(id(n.buffer))
+        elif isinstance(n, E.BufferLoad):
+            loads.setdefault(id(n.buffer), []).append(n)
+    walk(body, f)
+    out = []
+    for bid, ls in loads.items():
+        b = ls[0].buffer
+        p = cg.placement(b)
+        if bid in written or p is None or p.kind != "smem" or p.swizzle or b.dtype.bits < 8:
+            continue
+        if canon_shape(b) != ([L.M, L.N] if L.M > 1 else [L.N]) or len(cv) != len(canon_shape(b)):
+            continue
+        ok = True
+        for ld in ls:
+            ix = [i for i, d in zip(ld.indices, b.shape) if E.const_int_value(d) != 1]
+            rest = [i for i, d in zip(ld.indices, b.shape) if E.const_int_value(d) == 1]
+            ok &= all(i is v for i, v in zip(ix, cv)) and all(E.const_int_value(i) == 0 for i in rest)
+        strides = cg.strides(b)
+        ok = ok and E.const_int_value(strides[-1]) == 1 and \
+            all(E.const_int_value(x) is not None and E.const_int_value(x) % L.V == 0 for x in strides[:-1])
+        nbytes = L.V * b.dtype.itemsize
+        if not ok or nbytes < 2 or (nbytes > 16 and nbytes % 16):
+            continue
+        piece = min(nbytes, 16)
+        vt, _ = VEC_TYPES[piece]
+        v = cg.names.new(object(), "tl_h", True)
+        cg.names.by_id[id(jv)] = j0
+        addr = f"&{cg.access(ls[0])}"
+        cg.w(f"{vt} {v}[{nbytes // piece}];")
+        for q in range(nbytes // piece):
+            cg.w(f"{v}[{q}] = reinterpret_cast<const {vt}*>({addr})[{q}];")
+        cg.load_override[bid] = f"reinterpret_cast<const {ctype(b.dtype)}*>({v})[{e}]"
+        out.append(bid)
+    return out
+
+
+def _strip(v):
+    while isinstance(v, E.Cast):
+        v = v.value
+    return v
+
+
+def _vector_copy(cg, body, jv, V, lays):
+    """(guard, store, load, sel, reg side 'dst'|'src') when the body copies one element
+    between a register tile and memory that a V-element vector can move."""
+    guard = None
+    if isinstance(body, S.IfThenElse) and body.else_body is None:
+        guard, body = body.cond, body.then_body
+    if not isinstance(body, S.BufferStore):
+        return None
+    val, sel = _strip(body.value), None
+    if isinstance(val, E.Select):
+        z = _strip(val.f)
+        if not (isinstance(z, (E.FloatImm, E.IntImm)) and z.value == 0):
+            return None
+        sel, val = val.cond, _strip(val.t)
+    if not isinstance(val, E.BufferLoad):
+        return None
+    reg = [x for x in (body, val) if id(x.buffer) in lays and isinstance(lays[id(x.buffer)], (ThreadTile, TileCols))]
+    if len(reg) != 1:
+        return None
+    mem = val if reg[0] is body else body
+    p = cg.placement(mem.buffer)
+    if mem.buffer.dtype.bits < 8 or (p is not None and (p.kind != "smem" or p.swizzle)):
+        return None
+    if mem.buffer.scope not in ("global", "shared", "shared.dyn", "local.fragment"):
+        return None
+    if V * mem.buffer.dtype.itemsize < 2 or (V * mem.buffer.dtype.itemsize > 16 and
+                                              V * mem.buffer.dtype.itemsize % 16):
+        return None
+    strides = cg.strides(mem.buffer)
+    if E.const_int_value(strides[-1]) != 1 or any(_has(i, jv) for i in mem.indices[:-1]):
+        return None
+    if any(E.const_int_value(s) is None or E.const_int_value(s) % V for s in strides[:-1]):
+        return None
+    if not _mult_except(mem.indices[-1], jv, V):
+        return None
+    if not all(c is None or _cond_ok(c, jv, V) for c in (guard, sel)):
+        return None
+    if sel is not None and mem is body:
+        return None
+    return guard, body, val, sel, "dst" if reg[0] is body else "src"
+
+
+def _emit_vector_copy(cg, m, jv, j0, c, L, V, e0):
+    """Elements e0 .. e0 + V - 1 of chunk c as one vector (pieces of 16 bytes)."""
+    guard, store, load, sel, side = m
+    mem = load if side == "dst" else store
+    reg = store if side == "dst" else load
+    nbytes = V * mem.buffer.dtype.itemsize
+    piece = min(nbytes, 16)
+    np_ = nbytes // piece
+    vt, zero = VEC_TYPES[piece]
+    mt = ctype(mem.buffer.dtype)
+    if mem.buffer.scope == "global":
+        cg.aligned[mem.buffer.name] = max(cg.aligned.get(mem.buffer.name, 1), piece)
+    cg.names.by_id[id(jv)] = j0
+    addr = f"&{cg.access(mem)}"
+    slot = lambda e: f"{c} * {L.V} + {e0 + e}"  # noqa: E731  (a tile or cols fragment: chunk c, element e)
+    v = cg.names.new(object(), "tl_v", True)
+    cg.w(f"{vt} {v}[{np_}];")
+    if side == "dst":   # memory -> registers
+        pred = " && ".join(f"({cg.expr(x)})" for x in (guard, sel) if x is not None)
+        for q in range(np_):
+            ld = f"reinterpret_cast<const {vt}*>({addr})[{q}]"
+            cg.w(f"{v}[{q}] = {f'({pred}) ? {ld} : {zero}' if pred else ld};")
+        for e in range(V):
+            cg.acc_index[id(reg.buffer)] = slot(e)
+            x = cast_str(mem.buffer.dtype, reg.buffer.dtype, f"reinterpret_cast<const {mt}*>({v})[{e}]")
+            cg.w(f"{cg.access(reg)} = {x};")
+    else:               # registers -> memory
+        for e in range(V):
+            cg.acc_index[id(reg.buffer)] = slot(e)
+            x = cast_str(reg.buffer.dtype, mem.buffer.dtype, cg.access(reg))
+            cg.w(f"reinterpret_cast<{mt}*>({v})[{e}] = {x};")
+        lines = [f"reinterpret_cast<{vt}*>({addr})[{q}] = {v}[{q}];" for q in range(np_)]
+        if guard is not None:
+            cg.w(f"if ({cg.expr(guard)}) {{ {' '.join(lines)} }}")
+        else:
+            for ln in lines:
+                cg.w(ln)
+    del cg.acc_index[id(reg.buffer)]
+
+
+def emit_tile_reduce(cg, op, L):
+    """A reduction over the last dimension of register tile L into its rows."""
+    from tilelang.backend.cuda.reduce_lowering import combine, _WARP_OP
+    from tilelang.transform.lower_tile_ops import _reduce_init
+    dt = op.dst.buffer.dtype
+    ct = ctype(dt)
+    src, dst = cg.buf_name(op.src.buffer), cg.buf_name(op.dst.buffer)
+    init = cg.expr(_reduce_init(op.kind, dt))
+    clear = op.clear if isinstance(op.clear, bool) else bool(E.const_int_value(op.clear))
+    cross = {"abssum": "sum", "absmax": "max"}.get(op.kind, op.kind)
+    wop = _WARP_OP[op.kind]
+    R, G, g = L.row_regs, L.G, L.group
+    x = cast_str(op.src.buffer.dtype, dt, f"{src}[tl_s * {G} + tl_r]")
+    out = ["{", f"  {ct} tl_acc[{R}];", "  #pragma unroll", f"  for (int tl_s = 0; tl_s < {R}; ++tl_s) {{",
+           f"    {ct} tl_a = {init};", "    #pragma unroll",
+           f"    for (int tl_r = 0; tl_r < {G}; ++tl_r) tl_a = {combine(op.kind, 'tl_a', x)};"]
+    m = min(g, 32) // 2
+    while m >= 1:
+        out.append(f"    tl_a = {wop}()(tl_a, tl::shfl_xor(tl_a, {m}));")
+        m //= 2
+    out += ["    tl_acc[tl_s] = tl_a;", "  }"]
+    if g > 32:
+        nw = cg.plan.nthreads // 32
+        out += [f"  {ct}* tl_red = reinterpret_cast<{ct}*>(tl_smem + {cg.plan.red_offset} + "
+                f"tl_rphase * {cg.plan.red_phase_bytes});",
+                "  tl_rphase ^= 1;",
+                "  if ((tl_tid & 31) == 0) {", "    #pragma unroll",
+                f"    for (int tl_s = 0; tl_s < {R}; ++tl_s) tl_red[tl_s * {nw} + (tl_tid >> 5)] = tl_acc[tl_s];",
+                "  }", "  __syncthreads();",
+                f"  const int tl_w0 = (tl_tid / {g}) * {g // 32};",
+                "  #pragma unroll", f"  for (int tl_s = 0; tl_s < {R}; ++tl_s) {{",
+                f"    {ct} tl_a = tl_red[tl_s * {nw} + tl_w0];", "    #pragma unroll",
+                f"    for (int tl_w = 1; tl_w < {g // 32}; ++tl_w) "
+                f"tl_a = {wop}()(tl_a, tl_red[tl_s * {nw} + tl_w0 + tl_w]);",
+                "    tl_acc[tl_s] = tl_a;", "  }"]
+    d = "0" if isinstance(cg.placement(op.dst.buffer).acc, Scalar) else "tl_s"
+    val = "tl_acc[tl_s]" if clear else combine(cross, f"{dst}[{d}]", "tl_acc[tl_s]")
+    out += ["  #pragma unroll", f"  for (int tl_s = 0; tl_s < {R}; ++tl_s) {dst}[{d}] = {val};", "}"]
+    return out
