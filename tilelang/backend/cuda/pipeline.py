@@ -9,10 +9,11 @@ from tilelang.transform.implicit_kernel import implicit_kernel
 from tilelang.transform.lower_tile_ops import lower_tile_ops
 from tilelang.transform.simplify import simplify
 from tilelang.transform.legalize_safe_memory_access import legalize_safe_memory_access
+from tilelang.transform.rasterize_blocks import rasterize_blocks
 
 KEEP_TILE_OPS = (TO.Gemm, TO.Reduce)
 
-PASSES = [implicit_kernel, lower_tile_ops, simplify, legalize_safe_memory_access, simplify]
+PASSES = [implicit_kernel, rasterize_blocks, lower_tile_ops, simplify, legalize_safe_memory_access, simplify]
 
 
 def lower(func, target, ctx=None):
