@@ -52,3 +52,14 @@ def test_region_loop_break_atomic_load_store():
     k(a, b, c)
     np.testing.assert_array_equal(b[:4, :4], a[2:6, 2:6])
     assert c[0] == 3 and c[1] == 6
+
+
+def test_warp_indices_are_expressions_of_the_thread_index():
+    import tilelang.language as T
+
+    @T.prim_func
+    def f(A: T.Tensor((256,), "int32")):
+        with T.Kernel(1, threads=256) as bx:
+            A[T.get_thread_binding()] = T.get_warp_idx() * 100 + T.get_lane_idx() + T.get_warp_group_idx() * 7
+    text = f.script()
+    assert "tx // 32 * 100 + tx % 32 + tx // 128 * 7" in text

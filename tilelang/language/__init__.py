@@ -8,7 +8,8 @@ from tilelang.frontend.prim_func import prim_func
 from tilelang.language.proxy import (Tensor, Buffer_ as Buffer, StridedTensor, dyn, dynamic, symbolic, const,
                                      empty, ptr)
 from tilelang.language.kernel import (Kernel, get_thread_binding, get_thread_bindings, get_block_binding,
-                                      get_block_bindings, get_thread_extent, use_swizzle)
+                                      get_block_bindings, get_thread_extent, use_swizzle, get_lane_idx,
+                                      get_warp_idx, get_warp_group_idx)
 from tilelang.language.loops import serial, unroll, vectorized, Parallel, Pipelined, grid, Persistent
 from tilelang.language.alloc import (alloc_shared, alloc_fragment, alloc_local, alloc_var, alloc_global,
                                      alloc_buffer, alloc_barrier, alloc_reducer, finalize_reducer, reshape, view)

@@ -85,3 +85,16 @@ def use_swizzle(panel_size: int = 10, order: str = "row", enable: bool = True):
     f = _frame()
     if enable:
         f.annotations["swizzle"] = (panel_size, order)
+
+
+def get_lane_idx(warp_size: int = 32):
+    """The thread's lane within its warp (GPU backends)."""
+    return get_thread_binding(0) % warp_size
+
+
+def get_warp_idx(warp_size: int = 32):
+    return get_thread_binding(0) // warp_size
+
+
+def get_warp_group_idx(warp_size: int = 32, warps_per_group: int = 4):
+    return get_thread_binding(0) // (warp_size * warps_per_group)
