@@ -6,8 +6,8 @@ from tilelang.backend.registry import get_backend, parse_target
 from tilelang.backend.cuda.compiler import sass
 
 
-def build(func, arch="sm_90a"):
-    return get_backend("cuda").build(func, parse_target({"kind": "cuda", "arch": arch}))
+def build(func, arch="sm_90a", config=None):
+    return get_backend("cuda").build(func, parse_target({"kind": "cuda", "arch": arch}), dict(config or {}) or None)
 
 
 def sass_ops(artifact):

@@ -1,5 +1,6 @@
 """CPU-only: the sm_90a performance paths are in the SASS. GEMM and FlashAttention
-use warpgroup MMA (HGMMA), pipelined tile copies are cp.async (LDGSTS), and no
+use warpgroup MMA (HGMMA), the GEMM's pipelined tile copies are bulk tensor copies
+(UTMALDG; cp.async = LDGSTS with `tl.disable_tma_lower` and elsewhere), and no
 kernel spills to local memory (LDL/STL). sm_80 keeps mma.sync (HMMA) + cp.async."""
 import os
 import sys
@@ -21,13 +22,49 @@ def _no_spills(ops):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("trans_A,trans_B", [(False, False), (False, True), (True, False)])
 def test_gemm_sm90a_is_hgmma_with_cp_async(dtype, trans_A, trans_B):
+    """TMA off (pass config): the tiles are cp.async'd by every thread."""
     art = build(K.gemm(4096, 4096, 4096, bm=128, bn=256, bk=64, threads=256, stages=4, dtype=dtype,
-                       trans_A=trans_A, trans_B=trans_B, relu=trans_B))
+                       trans_A=trans_A, trans_B=trans_B, relu=trans_B), config={"tl.disable_tma_lower": True})
     assert "tl::wgmma_ss_issue<" in art.source and "tl::sw128<" in art.source
+    assert "tma_load" not in art.source and not art.meta["kernels"][0]["tmaps"]
     ops = sass_ops(art)
-    assert ops["HGMMA"] >= 4 and ops["LDGSTS"] > 0 and ops["HMMA"] == 0, ops
+    assert ops["HGMMA"] >= 4 and ops["LDGSTS"] > 0 and ops["HMMA"] == 0 and ops["UTMALDG"] == 0, ops
     _no_spills(ops)
     assert art.meta["kernels"][0]["smem"] == 4 * (128 * 64 + 64 * 256) * 2
+
+
+@needs_sass
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("trans_A,trans_B", [(False, False), (False, True), (True, False)])
+def test_gemm_sm90a_is_hgmma_with_tma(dtype, trans_A, trans_B):
+    """Default on sm_90a: one thread issues bulk tensor copies (UTMALDG) that complete on
+    mbarriers; no per-thread cp.async and no block barrier in the main loop."""
+    art = build(K.gemm(4096, 4096, 4096, bm=128, bn=256, bk=64, threads=256, stages=4, dtype=dtype,
+                       trans_A=trans_A, trans_B=trans_B, relu=trans_B))
+    src = art.source
+    assert "tl::wgmma_ss_issue<" in src and "tl::tma_load_2d(" in src and "__grid_constant__ tl::TmaDesc" in src
+    k = art.meta["kernels"][0]
+    assert len(k["tmaps"]) == 2 and all(t["box"][0] == 64 for t in k["tmaps"]), k["tmaps"]
+    assert k["aligned"]["A"] >= 16 and k["aligned"]["B"] >= 16
+    main_loop = src[src.index("for (int k = "):src.index("tl::wgmma_wait<0>")]
+    assert "__syncthreads" not in main_loop and "cp_async" not in main_loop
+    ops = sass_ops(art)
+    assert ops["HGMMA"] >= 4 and ops["UTMALDG"] > 0 and ops["LDGSTS"] == 0 and ops["HMMA"] == 0, ops
+    assert ops["SYNCS"] > 0, ops   # mbarrier arrive / try_wait
+    _no_spills(ops)
+    assert k["smem"] == 4 * (128 * 64 + 64 * 256) * 2 + 16 * 4
+
+
+@needs_nvrtc
+def test_gemm_tma_falls_back_to_cp_async():
+    """A row stride that is not a multiple of 16 bytes cannot be a tensor map: cp.async."""
+    art = build(K.gemm(4096, 4096, 4100, bm=128, bn=256, bk=64, threads=256, stages=4))
+    assert "tma_load" not in art.source and "cp_async<" in art.source and not art.meta["kernels"][0]["tmaps"]
+    # a ragged edge with aligned strides keeps TMA (out-of-bounds boxes are zero-filled)
+    art = build(K.gemm(320, 400, 360, bm=128, bn=256, bk=64, threads=256, stages=3))
+    assert "tma_load" in art.source and "cp_async<" not in art.source
+    # sm_80 never uses it
+    assert "tma_load" not in build(K.gemm(stages=3), "sm_80").source
 
 
 @needs_sass

@@ -43,7 +43,8 @@ class CudaBackend(Backend):
             from tilelang.backend.registry import parse_target
             target = parse_target(target)
         lowered = self.lower(func, target, ctx)
-        source, meta = generate(lowered, target)
+        config = ctx.config if ctx is not None and hasattr(ctx, "config") else (ctx or {})
+        source, meta = generate(lowered, target, config)
         dump = os.environ.get("TL_CUDA_DUMP")
         if dump:
             os.makedirs(dump, exist_ok=True)

@@ -60,7 +60,7 @@ def py_expr(e, env):
     raise NotImplementedError(f"cannot evaluate `{e}` on the host")
 
 
-def generate(func, target):
+def generate(func, target, config=None):
     """(source, meta) for a lowered function."""
     workspaces, launches = _top_level(func.body)
     names = Names()
@@ -79,8 +79,14 @@ def generate(func, target):
     kernels, sources = [], []
     for k, launch in enumerate(launches):
         entry = f"{func.name}_kernel" if len(launches) == 1 else f"{func.name}_kernel_{k}"
-        src, m = KernelCodegen(launch, entry, target, params, _scoped(names)).emit()
+        kc = KernelCodegen(launch, entry, target, params, _scoped(names), config, {id(b) for b in bufs})
+        src, m = kc.emit()
         m["grid"] = [py_expr(g, env) for g in m["grid"]] + ["1"] * (3 - len(m["grid"]))
+        # tensor maps of the kernel's bulk tensor copies: extra trailing parameters
+        m["tmaps"] = [{"buffer": bufs.index(t.src),
+                       "dims": [py_expr(E.convert(t.src.shape[1]), env), py_expr(E.convert(t.src.shape[0]), env)],
+                       "row_bytes": E.const_int_value(t.src.shape[1]) * t.src.dtype.itemsize,
+                       "box": [64, t.rows], "elem_bytes": t.src.dtype.itemsize} for t in kc.tmaps]
         kernels.append(m)
         sources.append(src)
     meta = {

@@ -56,8 +56,12 @@ class Names:
 
 
 class KernelCodegen:
-    def __init__(self, launch, entry, target, params, names):
+    def __init__(self, launch, entry, target, params, names, config=None, param_bufs=()):
         self.launch, self.entry, self.target = launch, entry, target
+        from tilelang.backend.cuda.tma import tma_enabled
+        self.use_tma = tma_enabled(config, target.arch)
+        self.param_bufs = set(param_bufs)   # ids of the function's tensor parameters
+        self.tmaps = []                       # TmaCopy per tensor-map parameter (trailing)
         self.params = params          # [(kind, obj, c decl)] in kernel-parameter order
         self.names = names            # shared with the function level (params)
         self.plan = plan_kernel(launch, target.arch)
@@ -153,6 +157,10 @@ class KernelCodegen:
                    f"reinterpret_cast<{ctype(b.dtype)}*>(tl_smem + {p.offset});")
         self.stmt(L.body, block=True)
         out.append("}")
+        if self.tmaps:
+            sig = ", ".join([sig] * bool(sig) + [f"const __grid_constant__ tl::TmaDesc tl_tmap_{n}"
+                                                  for n in range(len(self.tmaps))])
+            out[0] = f'extern "C" __global__ void __launch_bounds__({nt}) {self.entry}({sig}) {{'
         meta = {"entry": self.entry, "threads": [int(t) for t in L.threads] + [1] * (3 - len(L.threads)),
                 "grid": L.grid, "smem": self.plan.smem_bytes, "aligned": self.aligned}
         from tilelang.backend.cuda.wgmma_lowering import instruction_wrappers
@@ -489,6 +497,9 @@ class KernelCodegen:
         (pipeline_plan.py has the schedule and the conditions)."""
         ns = info.stages
         if self._overlapped_wgmma(info):
+            tmas = self._tma_copies(info)
+            if tmas is not None:
+                return self.pipelined_tma(st, info, tmas)
             return self.pipelined_wgmma(st, info)
         lo = self.expr(st.min)
         hi = self.expr(simplify(st.min + st.extent))
@@ -590,6 +601,121 @@ class KernelCodegen:
         self.w("tl::wgmma_wait<0>();")
         self.w(f"tl::fence_regs<{cfg.regs}>({acc});")
         self.w("tl::cp_async_wait<0>();")
+
+    def _tma_copies(self, info):
+        """TmaCopy for every copy of the loop, or None (tma.py has the conditions)."""
+        if not self.use_tma:
+            return None
+        from tilelang.backend.cuda.tma import match_tma
+        out = [match_tma(c, self.plan, self.param_bufs) for c in info.copies]
+        return None if any(t is None for t in out) else out
+
+    def pipelined_tma(self, st, info, tmas):
+        """The GEMM main loop fed by bulk tensor copies (tma.py): thread 0 fills the
+        s-slot ring, each slot with a "full" barrier (the copies' bytes) and an
+        "empty" one (one arrival per warp). Iteration k waits for full[k % s], issues
+        its wgmma group, waits for group k - 1 (one stays in flight), releases slot
+        (k - 1) % s and thread 0 refills it with iteration k - 1 + s once every warp
+        has released it."""
+        ns = info.stages
+        g = info.rest[0]
+        cfg = self.plan.gemms[id(g)]
+        nwarps = self.plan.nthreads // 32
+        lo = self.expr(st.min)
+        hi = self.expr(simplify(st.min + st.extent))
+        acc = self.buf_name(g.C.buffer)
+        maps = []
+        for t in tmas:
+            maps.append(f"tl_tmap_{len(self.tmaps)}")
+            self.tmaps.append(t)
+            self.aligned[t.src.name] = max(self.aligned.get(t.src.name, 1), 16)
+        nbytes = sum(t.nbytes for t in tmas)
+        full = self.names.new(object(), "tl_full", True)
+        empty = self.names.new(object(), "tl_empty", True)
+        # the barriers live after the kernel's other dynamic shared memory
+        off = (self.plan.smem_bytes + 7) // 8 * 8
+        self.plan.smem_bytes = off + 16 * ns
+        self.w(f"unsigned long long* {full} = reinterpret_cast<unsigned long long*>(tl_smem + {off});")
+        self.w(f"unsigned long long* {empty} = {full} + {ns};")
+        self.w("if (tl_tid == 0) {")
+        for m in maps:
+            self.w(f"  tl::tma_prefetch_desc(&{m});")
+        self.w(f"  for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_init(&{full}[tl_s], 1); "
+               f"tl::mbar_init(&{empty}[tl_s], {nwarps}); }}")
+        self.w("  tl::mbar_init_fence();")
+        self.w("}")
+        self.sync()
+
+        def issue(kexpr, slot):
+            """thread 0: the copies of iteration `kexpr` into `slot` (C expressions)."""
+            self.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
+            kn = self.names.new(object(), "tl_kt", True)
+            self.w(f"const int {kn} = {kexpr};")
+            saved = self.names.by_id.get(id(st.var))
+            self.names.by_id[id(st.var)] = kn
+            for t, m in zip(tmas, maps):
+                base = self.buf_name(t.dst)
+                el = self.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
+                r0, c0 = self.expr(t.row0), self.expr(t.col0)
+                for strip in range(t.cols // 64):
+                    off = f" + {strip * 64}" if strip else ""
+                    self.w(f"tl::tma_load_2d({base} + ({slot}) * {el} + {strip * t.rows * 64}, &{m}, "
+                           f"&{full}[{slot}], ({c0}){off}, {r0});")
+            if saved is None:
+                del self.names.by_id[id(st.var)]
+            else:
+                self.names.by_id[id(st.var)] = saved
+        self.w("if (tl_tid == 0) {")
+        self.indent += 1
+        p = self.names.new(object(), "tl_p", True)
+        self.w(f"for (int {p} = 0; {p} < {ns}; ++{p}) {{")
+        self.indent += 1
+        self.w(f"if ({lo} + {p} < {hi}) {{")
+        self.indent += 1
+        issue(f"{lo} + {p}", p)
+        self.indent -= 1
+        self.w("}")
+        self.indent -= 1
+        self.w("}")
+        self.indent -= 1
+        self.w("}")
+        stage = self.names.new(object(), "tl_stage", True)
+        phase = self.names.new(object(), "tl_phase", True)
+        self.w(f"int {stage} = 0;")
+        self.w(f"unsigned {phase} = 0u;")
+        k = self.bind(st.var)
+        self.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
+        self.indent += 1
+        self.w(f"tl::mbar_wait({full} + {stage}, {phase});")
+        saved = self._slot_pointers(info, stage)
+        from tilelang.backend.cuda.codegen_expr import ctype as _ct
+        self.w(f"tl::wgmma_ss_issue<{cfg.M}, {cfg.N}, {cfg.K}, {str(cfg.trans_A).lower()}, "
+               f"{str(cfg.trans_B).lower()}, {_ct(g.A.buffer.dtype)}>({self.buf_name(g.A.buffer)}, "
+               f"{self.buf_name(g.B.buffer)}, {acc});")
+        self._restore(saved)
+        self.w("tl::wgmma_wait<1>();")
+        self.w(f"if ({k} > {lo}) {{")
+        self.indent += 1
+        prev = self.names.new(object(), "tl_prev", True)
+        self.w(f"const int {prev} = {stage} == 0 ? {ns - 1} : {stage} - 1;")
+        self.w(f"if ((tl_tid & 31) == 0) tl::mbar_arrive(&{empty}[{prev}]);")
+        self.w(f"if (tl_tid == 0 && {k} - 1 + {ns} < {hi}) {{")
+        self.indent += 1
+        self.w(f"tl::mbar_wait(&{empty}[{prev}], {stage} == 0 ? ({phase} ^ 1u) : {phase});")
+        issue(f"{k} - 1 + {ns}", prev)
+        self.indent -= 1
+        self.w("}")
+        self.indent -= 1
+        self.w("}")
+        self.w(f"if (++{stage} == {ns}) {{ {stage} = 0; {phase} ^= 1u; }}")
+        self.indent -= 1
+        self.w("}")
+        self.w("tl::wgmma_wait<0>();")
+        self.w(f"tl::fence_regs<{cfg.regs}>({acc});")
+        # every copy was consumed; the barriers may be initialized again (an outer loop)
+        self.w("__syncthreads();")
+        self.w(f"if (tl_tid == 0) {{ for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_inval(&{full}[tl_s]); "
+               f"tl::mbar_inval(&{empty}[tl_s]); }} }}")
 
     def _slot_pointers(self, info, slot):
         saved = {}

@@ -109,6 +109,76 @@ def _stream_getter():
     return lambda dev: torch.cuda.current_stream(dev).cuda_stream
 
 
+_ENCODE = None
+
+
+def _libcuda_encode():
+    """`cuTensorMapEncodeTiled` from libcuda through ctypes, or None."""
+    global _ENCODE
+    if _ENCODE is None:
+        fn = False
+        for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+            try:
+                fn = ctypes.CDLL(name).cuTensorMapEncodeTiled
+                break
+            except (OSError, AttributeError):
+                continue
+        if fn:
+            P64, P32 = ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32)
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, P64, P64, P32, P32,
+                           ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+            fn.restype = ctypes.c_int
+        _ENCODE = fn
+    return _ENCODE or None
+
+
+class TensorMap:
+    """A `const __grid_constant__ tl::TmaDesc` kernel parameter: the CUtensorMap
+    (128 bytes, 64-byte aligned) of a 2-D tensor for the kernel's bulk tensor copies
+    (tma.py), 128-byte swizzle, zero fill out of bounds. Encoded again only when the
+    tensor's address or shape changes."""
+    _DTYPE = {1: 0, 2: 1, 4: 2, 8: 4}   # element bytes -> CU_TENSOR_MAP_DATA_TYPE_UINT8/16/32/64
+
+    def __init__(self, spec):
+        self.spec = spec
+        self._raw = (ctypes.c_uint8 * 192)()
+        self.address = (ctypes.addressof(self._raw) + 63) // 64 * 64
+        self.key = None
+        self._dims = (ctypes.c_uint64 * 2)()
+        self._strides = (ctypes.c_uint64 * 1)(int(spec["row_bytes"]))
+        self._box = (ctypes.c_uint32 * 2)(*[int(b) for b in spec["box"]])
+        self._es = (ctypes.c_uint32 * 2)(1, 1)
+
+    def getPtr(self):  # noqa: N802 - cuda-bindings' kernel-parameter protocol
+        return self.address
+
+    def update(self, ptr, dims):
+        key = (ptr, dims)
+        if key == self.key:
+            return
+        if min(dims) <= 0:   # an empty tensor: no copy reads it
+            self.key = key
+            return
+        self._dims[0], self._dims[1] = dims
+        dt = self._DTYPE[int(self.spec["elem_bytes"])]
+        # interleave NONE (0), swizzle 128B (3), L2 promotion 256B (3), OOB fill zeros (0)
+        enc = _libcuda_encode()
+        if enc is not None:
+            err = enc(ctypes.c_void_p(self.address), dt, 2, ctypes.c_void_p(ptr), self._dims, self._strides,
+                      self._box, self._es, 0, 3, 3, 0)
+            if err:
+                raise CudaRuntimeError(f"cuTensorMapEncodeTiled failed (error {err}) for a tensor at {ptr:#x} "
+                                       f"of shape {list(reversed(dims))}, box {list(self.spec['box'])}")
+        else:
+            from cuda.bindings import driver as drv
+            tm = _check(drv.cuTensorMapEncodeTiled(
+                drv.CUtensorMapDataType(dt), 2, ptr, list(dims), [int(self.spec["row_bytes"])],
+                list(self.spec["box"]), [1, 1], drv.CUtensorMapInterleave(0), drv.CUtensorMapSwizzle(3),
+                drv.CUtensorMapL2promotion(3), drv.CUtensorMapFloatOOBfill(0)), "cuTensorMapEncodeTiled")
+            ctypes.memmove(self.address, tm.getPtr(), 128)
+        self.key = key
+
+
 class Launcher:
     def __init__(self, artifact):
         self.artifact = artifact
@@ -144,6 +214,9 @@ class Launcher:
         for k in meta["kernels"]:
             for n, a in k.get("aligned", {}).items():
                 self._align[n] = max(self._align.get(n, 1), a)
+        # per kernel: [(TensorMap, buffer index, [dim expression over ints])]
+        self._tmaps = [[(TensorMap(t), int(t["buffer"]), list(t["dims"])) for t in k.get("tmaps", ())]
+                       for k in meta["kernels"]]
         self._grids = []
         for k in meta["kernels"]:
             codes = []
@@ -250,8 +323,18 @@ class Launcher:
                     dyn.append(f"g{j}_{d}")
             if not dyn and min(int(x) for x in dims) <= 0:
                 continue  # an empty grid: nothing to launch
-            call = f"launch(F{j}, {', '.join(dims)}, {bx}, {by}, {bz}, {smem}, sv, params, None)"
-            launches.append((j, call, " and ".join(f"{x} > 0" for x in dyn)))
+            pj = "params"
+            pre = []
+            if self._tmaps[j]:
+                pj = f"params{j}"
+                g[pj] = (ctypes.c_void_p * (len(storage) + len(self._tmaps[j])))(
+                    *([ctypes.addressof(v) for v in storage] + [tm.address for tm, _, _ in self._tmaps[j]]))
+                for n, (tm, bi, dexprs) in enumerate(self._tmaps[j]):
+                    g[f"T{j}_{n}"] = tm
+                    dt = ", ".join(re.sub(r"\bints\[(\d+)\]", r"i\1", d) for d in dexprs)
+                    pre.append(f"T{j}_{n}.update(p{bi}, ({dt},))")
+            call = f"launch(F{j}, {', '.join(dims)}, {bx}, {by}, {bz}, {smem}, sv, {pj}, None)"
+            launches.append((j, call, " and ".join(f"{x} > 0" for x in dyn), pre))
         body.append("    with lock:")
         body.append("        try:")
         body.append("            sv.value = stream")
@@ -259,11 +342,13 @@ class Launcher:
             body.append(f"            {st}")
         body.append("        except TypeError:")
         body.append("            GEN")
-        for j, call, cond in launches:
+        for j, call, cond, pre in launches:
             ind = "        "
             if cond:
                 body.append(f"{ind}if {cond}:")
                 ind += "    "
+            for ln in pre:
+                body.append(f"{ind}{ln}")
             body.append(f"{ind}try:")
             body.append(f"{ind}    r = {call}")
             body.append(f"{ind}except ArgumentError:  # a size that does not fit a C int")
@@ -363,12 +448,17 @@ class Launcher:
         types = self._types
         stream = drv.CUstream(torch.cuda.current_stream(dev).cuda_stream)
         args = (tuple(values), types)
-        for f, k, gcode in zip(self._funcs, meta["kernels"], self._grids):
+        for f, k, gcode, tms in zip(self._funcs, meta["kernels"], self._grids, self._tmaps):
             grid = [g if isinstance(g, int) else eval(g, env) for g in gcode]  # noqa: S307 - our own expressions
             if min(grid) <= 0:
                 continue
             bx, by, bz = k["threads"]
-            _check(drv.cuLaunchKernel(f, grid[0], grid[1], grid[2], bx, by, bz, k["smem"], stream, args, 0),
+            kargs = args
+            if tms:
+                for tm, bi, dexprs in tms:
+                    tm.update(values[bi], tuple(eval(d, env) for d in dexprs))  # noqa: S307 - our own expressions
+                kargs = (args[0] + tuple(tm for tm, _, _ in tms), args[1] + (None,) * len(tms))
+            _check(drv.cuLaunchKernel(f, grid[0], grid[1], grid[2], bx, by, bz, k["smem"], stream, kargs, 0),
                    f"cuLaunchKernel({k['entry']})")
 
 

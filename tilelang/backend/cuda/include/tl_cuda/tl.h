@@ -6,3 +6,4 @@
 #include "async.h"
 #include "mma.h"
 #include "wgmma.h"
+#include "tma.h"

@@ -1,0 +1,57 @@
+// Bulk tensor copies (TMA, sm_90) completing on mbarriers. A tensor map is
+// encoded on the host (runtime.py, CU_TENSOR_MAP_SWIZZLE_128B) and passed by value
+// as a `const __grid_constant__ tl::TmaDesc` kernel parameter; one thread issues
+// the copies, every consumer waits on the stage's "full" barrier and releases the
+// stage on its "empty" barrier.
+#pragma once
+#include "common.h"
+
+namespace tl {
+
+struct alignas(64) TmaDesc {
+  unsigned long long opaque[16];
+};
+
+TL_DEVICE unsigned smem_addr(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
+
+TL_DEVICE void mbar_init(unsigned long long* bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+TL_DEVICE void mbar_inval(unsigned long long* bar) {
+  asm volatile("mbarrier.inval.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+// make the initialized barriers visible to the async proxy (the copy engine)
+TL_DEVICE void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+TL_DEVICE void mbar_arrive(unsigned long long* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+// this thread's arrival, announcing `bytes` of transactions (the copies that follow)
+TL_DEVICE void mbar_arrive_expect_tx(unsigned long long* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+// wait until the phase of parity `phase` has completed
+TL_DEVICE void mbar_wait(unsigned long long* bar, unsigned phase) {
+  const unsigned a = smem_addr(bar);
+  unsigned done;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(a), "r"(phase)
+                 : "memory");
+  } while (!done);
+}
+
+TL_DEVICE void tma_prefetch_desc(const TmaDesc* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
+}
+
+// shared <- global box at (c0 = innermost coordinate, c1), completing on `bar`
+TL_DEVICE void tma_load_2d(void* dst, const TmaDesc* map, unsigned long long* bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n"
+      ::"r"(smem_addr(dst)), "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1)
+      : "memory");
+}
+
+}  // namespace tl

@@ -1,0 +1,109 @@
+"""Tile copies of a pipelined sm_90a GEMM loop as bulk tensor copies (TMA).
+
+A copy `S[i, j] = A[r0 + i, c0 + j]` (optionally `if_then_else(bounds, A[...], 0)`)
+of a whole 2-D shared tile in the `tl::sw128` layout from a 2-D, contiguous,
+16-bit global kernel parameter whose row stride is a compile-time multiple of 16
+bytes becomes `C / 64` bulk tensor copies of R x 64 boxes, issued by one thread,
+completing on an mbarrier (`include/tl_cuda/tma.h`). The host encodes one tensor
+map (`CU_TENSOR_MAP_SWIZZLE_128B`, whose shared layout is exactly sw128's) per copy
+in the launcher (runtime.py) and passes it as a `const __grid_constant__`
+parameter. Boxes that run past the tensor's edge are zero-filled by the hardware,
+which is what the bound-check selects that T.copy adds would give; any other
+select or guard keeps the cp.async path.
+
+On by default for sm_90a; `pass_configs={"tl.disable_tma_lower": True}` or
+TILELANG_CUDA_TMA=0 turns it off."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from tilelang.ir import expr as E
+from tilelang.ir.visitor import collect_vars
+from tilelang.arith.simplify import simplify, linear_form
+from tilelang.backend.cuda.analysis import parallel_nest
+from tilelang.backend.cuda.target import arch_number
+
+
+@dataclass
+class TmaCopy:
+    src: object          # the global Buffer (a kernel parameter)
+    dst: object          # the shared Buffer (sw128, pipelined)
+    rows: int            # R: tile rows (box outer extent)
+    cols: int            # C: tile columns, a multiple of 64 (C / 64 boxes)
+    row0: object         # PrimExpr: the tile's first global row (may use the loop var)
+    col0: object         # PrimExpr: its first global column
+    nbytes: int          # bytes one issue of this copy delivers
+
+
+def tma_enabled(ctx_config, arch):
+    if arch is None or not str(arch).startswith("sm_90a") or arch_number(arch) != 90:
+        return False
+    if os.environ.get("TILELANG_CUDA_TMA", "1") == "0":
+        return False
+    cfg = ctx_config or {}
+    return not bool(cfg.get("tl.disable_tma_lower", False))
+
+
+def _zero(e):
+    return E.const_int_value(simplify(e)) == 0
+
+
+def _is_bound(atom, idx, dim):
+    """atom is `idx < dim` (both already in the source's index space)."""
+    return isinstance(atom, E.BinOp) and atom.op == "<" and _zero(E.binop("-", atom.a, idx)) and \
+        _zero(E.binop("-", atom.b, dim))
+
+
+def _conjuncts(c):
+    if isinstance(c, E.BinOp) and c.op == "&&":
+        return _conjuncts(c.a) + _conjuncts(c.b)
+    return [c]
+
+
+def match_tma(st, plan, param_ids):
+    """A TmaCopy for the T.Parallel copy nest `st`, or None (cp.async then)."""
+    from tilelang.backend.cuda.vectorize import match_copy
+    vars_, mins, exts, inner = parallel_nest(st)
+    m = match_copy(inner)
+    if m is None or len(vars_) != 2:
+        return None
+    guard, store, load, sel = m
+    dst, src = store.buffer, load.buffer
+    pd = plan.placements.get(id(dst))
+    if guard is not None or pd is None or not pd.swizzle or dst.ndim != 2 or src.ndim != 2:
+        return None
+    if id(src) not in param_ids or src.dtype.bits != 16 or getattr(src, "strides", None) is not None:
+        return None
+    cols_g = E.const_int_value(src.shape[1])
+    if cols_g is None or (cols_g * src.dtype.itemsize) % 16:
+        return None
+    R, C = (E.const_int_value(d) for d in dst.shape)
+    if R is None or C is None or R > 256 or R % 8 or C % 64:
+        return None
+    if [E.const_int_value(e) for e in exts] != [R, C] or not all(E.const_int_value(x) == 0 for x in mins):
+        return None
+    # dst[v0, v1] exactly
+    if not all(isinstance(i, E.Var) and i is v for i, v in zip(store.indices, vars_)):
+        return None
+    origin = []
+    for d, v in enumerate(vars_):
+        idx = simplify(load.indices[d])
+        lin = linear_form(idx)
+        if lin is None:
+            return None
+        terms, _ = lin
+        coef = {id(a): c for a, c in terms.values() if isinstance(a, E.Var)}
+        if coef.get(id(v)) != 1:
+            return None
+        rest = simplify(E.binop("-", idx, v))
+        if any(x is w for x in collect_vars(rest) for w in vars_):
+            return None
+        if plan.depends(rest):
+            return None
+        origin.append(rest)
+    if sel is not None:
+        for atom in _conjuncts(sel):
+            if not any(_is_bound(atom, load.indices[d], src.shape[d]) for d in range(2)):
+                return None
+    return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize)
