@@ -241,8 +241,8 @@ class Substitute(Mutator):
     """Replace variables (by identity) with expressions."""
 
     def __init__(self, mapping):
-        self.mapping = {id(k): v for k, v in mapping.items()} if mapping and not isinstance(
-            next(iter(mapping)), int) else dict(mapping)
+        # keyed by identity: Var's `==` builds an expression
+        self.mapping = {id(k): v for k, v in mapping.items()}
 
     def visit_Var(self, v):
         return self.mapping.get(id(v), v)
