@@ -40,3 +40,5 @@ for _n in dir(_math):
 from tilelang.language.compat import region, loop_break, atomic_load, atomic_store  # noqa: E402
 int4 = DataType("int4")
 uint4 = DataType("uint4")
+from tilelang.language.sync import (ws, mbarrier_wait_parity, mbarrier_arrive, mbarrier_expect_tx,  # noqa: E402
+                                    barrier_arrive, barrier_wait, fence_proxy_async, cp_async_barrier_noinc)

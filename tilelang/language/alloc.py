@@ -69,9 +69,9 @@ def alloc_var(dtype="int32", *args, init=None, scope="local.var"):
 
 def alloc_barrier(arrive_count=1):
     """An mbarrier (GPU); kept so published kernels parse. Barriers are implicit here."""
-    b = B.require("T.alloc_barrier")
-    buf = Buffer(_name("mbarrier"), (1,), "uint64", "shared.barrier")
-    return buf
+    B.require("T.alloc_barrier")
+    n = len(arrive_count) if isinstance(arrive_count, (list, tuple)) else 1
+    return Buffer(_name("mbarrier"), (n,), "uint64", "shared.barrier")
 
 
 def alloc_reducer(shape, dtype="float32", op="sum", replication=None):
