@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from tilelang.ir import stmt as S
 from tilelang.ir.span import Span, set_span_provider
 from tilelang.ir.buffer import set_store_handler
-from tilelang.ir.expr import convert, cast, PrimExpr
+from tilelang.ir.expr import convert, cast, literal, PrimExpr
 
 _tls = threading.local()
 
@@ -103,15 +103,6 @@ def frame_span(f) -> Span:
     return Span(code.co_filename, f.f_lineno, 0, None)
 
 
-def _literal(value, dtype):
-    from tilelang.ir.expr import const
-    if isinstance(value, (int, float, bool)):
-        if dtype.is_float or (isinstance(value, int) and not dtype.is_bool) or dtype.is_bool:
-            return const(value if not dtype.is_bool else bool(value), dtype)
-        return cast(const(value), dtype)
-    return convert(value)
-
-
 def _store(buffer, value, indices):
     b = require("a buffer store")
     if not isinstance(value, PrimExpr):
@@ -119,7 +110,7 @@ def _store(buffer, value, indices):
         if isinstance(value, Buffer) and value.is_var():
             value = value.load()
         else:
-            value = _literal(value, buffer.dtype)
+            value = literal(value, buffer.dtype) if isinstance(value, (int, float, bool)) else convert(value)
     if value.dtype is not buffer.dtype:
         value = cast(value, buffer.dtype)
     b.emit(S.BufferStore(buffer, value, indices))

@@ -213,6 +213,19 @@ def const(value, dtype=None) -> PrimExpr:
     return IntImm(int(value), dtype)
 
 
+def literal(value, dtype) -> PrimExpr:
+    """A Python number as a constant of `dtype` (a float going into an integer type is
+    cast, i.e. truncated, as C does)."""
+    dtype = as_dtype(dtype)
+    if dtype.is_float:
+        return FloatImm(float(value), dtype)
+    if dtype.is_bool:
+        return IntImm(bool(value), dtype)
+    if isinstance(value, float):
+        return cast(const(value), dtype)
+    return const(int(value), dtype)
+
+
 def convert(x) -> PrimExpr:
     """A Python number or expression as a `PrimExpr`."""
     if isinstance(x, PrimExpr):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from tilelang.frontend import builder as B
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, BufferRegion, to_region
-from tilelang.ir.expr import BufferLoad, convert, cast, PrimExpr
+from tilelang.ir.expr import BufferLoad, convert, cast, literal, PrimExpr
 from tilelang.ir.errors import TileLangError, ShapeMismatchError
 
 
@@ -16,7 +16,7 @@ def _atomic(kind, dst, value, return_prev=False):
             raise TileLangError(f"T.atomic_{kind}(..., return_prev=True) needs one element, e.g. C[i]")
         if isinstance(value, Buffer) and value.is_var():
             value = value.load()
-        v = _lit(value, dst.dtype) if isinstance(value, (int, float)) else cast(convert(value), dst.dtype)
+        v = literal(value, dst.dtype) if isinstance(value, (int, float)) else cast(convert(value), dst.dtype)
         from tilelang.ir.expr import Call
         return Call(f"atomic_{kind}", [dst, v], dst.dtype)
     if isinstance(value, (Buffer, BufferRegion)) and not (isinstance(value, Buffer) and value.is_var()):
@@ -38,15 +38,8 @@ def _atomic(kind, dst, value, return_prev=False):
         value = value.load()
     v = value if isinstance(value, PrimExpr) else convert(value)
     b.emit(TO.Atomic(kind, d, cast(v, d.buffer.dtype) if not (isinstance(value, (int, float))) else
-                     _lit(value, d.buffer.dtype), return_prev))
+                     literal(value, d.buffer.dtype), return_prev))
     return None
-
-
-def _lit(v, dtype):
-    from tilelang.ir.expr import const
-    if dtype.is_float:
-        return const(float(v), dtype)
-    return const(int(v), dtype)
 
 
 def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):

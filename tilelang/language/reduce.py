@@ -4,7 +4,7 @@ from __future__ import annotations
 from tilelang.frontend import builder as B
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, BufferRegion, to_region
-from tilelang.ir.expr import const_int_value, convert, cast, BufferLoad, PrimExpr
+from tilelang.ir.expr import const_int_value, convert, cast, literal, BufferLoad, PrimExpr
 from tilelang.ir.errors import ShapeMismatchError, TileLangError
 
 
@@ -90,17 +90,8 @@ def fill(buffer, value):
     if isinstance(v, Buffer) and v.is_var():
         v = v.load()
     v = cast(convert(v), r.buffer.dtype) if not isinstance(v, (int, float, bool)) else \
-        _lit(v, r.buffer.dtype)
+        literal(v, r.buffer.dtype)
     b.emit(TO.Fill(r, v))
-
-
-def _lit(v, dtype):
-    from tilelang.ir.expr import const
-    if dtype.is_float:
-        return const(float(v), dtype)
-    if isinstance(v, float):
-        return cast(const(v), dtype)
-    return const(v, dtype)
 
 
 def clear(buffer):

@@ -75,8 +75,7 @@ def implicit_kernel(func):
         if id(r.buffer) not in seen and r.buffer.scope in ("local.fragment", "local"):
             seen.add(id(r.buffer))
             zero.append(TO.Fill(BufferRegion(r.buffer, [(E.IntImm(0), E.convert(d)) for d in r.buffer.shape]),
-                                E.FloatImm(0.0, r.buffer.dtype) if r.buffer.dtype.is_float
-                                else E.const(0, r.buffer.dtype)))
+                                E.literal(0, r.buffer.dtype)))
     after = [substitute(_own_tile(s, spatial, block_vars), mapping) for s in stmts[k + 1:]]
     kbody = S.seq(stmts[:k] + zero + [body] + after)
     launch = S.KernelLaunch([ext for _, _, ext in spatial], [DEFAULT_THREADS], block_vars,

@@ -108,9 +108,7 @@ class _Legalize(Mutator):
         c = self.conditions(n2.buffer, n2.indices)
         if c is None:
             return n2
-        zero = E.FloatImm(0.0, n2.dtype) if n2.dtype.is_float else E.const(0, n2.dtype) \
-            if not n2.dtype.is_bool else E.IntImm(False, n2.dtype)
-        return E.Select(c, n2, zero)
+        return E.Select(c, n2, E.literal(0, n2.dtype))
 
     def visit_BufferStore(self, n):
         n2 = super().generic_visit(n)

@@ -96,8 +96,7 @@ def lower_copy(op: TO.Copy):
     if src.buffer.scope == "global":
         c = in_bounds(src.buffer, sidx, src)
         if c is not None:
-            val = E.Select(c, val, E.cast(E.const(0), src.buffer.dtype) if not src.buffer.dtype.is_float
-                           else E.FloatImm(0.0, src.buffer.dtype))
+            val = E.Select(c, val, E.literal(0, src.buffer.dtype))
     val = E.cast(val, dst.buffer.dtype)
     store = S.BufferStore(dst.buffer, val, didx)
     if dst.buffer.scope == "global":
@@ -121,10 +120,8 @@ def lower_fill(op: TO.Fill):
 
 
 def _reduce_init(kind, dtype):
-    if kind in ("sum", "abssum", "bitor", "bitxor"):
-        return E.const(0, dtype) if not dtype.is_float else E.FloatImm(0.0, dtype)
-    if kind == "absmax":
-        return E.FloatImm(0.0, dtype) if dtype.is_float else E.const(0, dtype)
+    if kind in ("sum", "abssum", "bitor", "bitxor", "absmax"):  # |x| >= 0: absmax starts at 0
+        return E.literal(0, dtype)
     if kind == "bitand":
         return E.const(-1, dtype)
     if kind == "max":
@@ -158,17 +155,17 @@ def _combine(kind, acc, x):
     raise ValueError(kind)
 
 
-def lower_reduce(op: TO.Reduce):
+def reduce_indices(op: TO.Reduce, ovars, r):
+    """(src indices, dst indices, outer extents) of a reduction for outer loop vars
+    `ovars` and reduced index `r`: the source's kept dims map onto the destination's
+    dims (keepdim form, or its non-unit dims in order)."""
     src, dst = op.src, op.dst
     nd = len(src.extents)
     outer = [d for d in range(nd) if d != op.dim]
-    ovars = _new_vars(len(outer))
-    r = E.Var("r")
     sidx = list(src.starts)
     for v, d in zip(ovars, outer):
         sidx[d] = simplify(sidx[d] + v)
     sidx[op.dim] = simplify(sidx[op.dim] + r)
-    # map outer dims onto the destination's dims
     dnd = len(dst.extents)
     didx = list(dst.starts)
     if dnd == nd:  # keepdim form
@@ -181,9 +178,17 @@ def lower_reduce(op: TO.Reduce):
             for (v, _), dd in zip(onon, dnon):
                 didx[dd] = simplify(didx[dd] + v)
         else:
-            for k, (v, d) in enumerate(zip(ovars, outer)):
+            for k, v in enumerate(ovars):
                 if k < dnd:
                     didx[k] = simplify(didx[k] + v)
+    return sidx, didx, [src.extents[d] for d in outer]
+
+
+def lower_reduce(op: TO.Reduce):
+    src, dst = op.src, op.dst
+    ovars = _new_vars(len(src.extents) - 1)
+    r = E.Var("r")
+    sidx, didx, outer_exts = reduce_indices(op, ovars, r)
     dt = dst.buffer.dtype
     acc = E.BufferLoad(dst.buffer, didx)
     x = E.cast(E.BufferLoad(src.buffer, sidx), dt)
@@ -192,7 +197,7 @@ def lower_reduce(op: TO.Reduce):
     clear = op.clear if isinstance(op.clear, bool) else bool(E.const_int_value(op.clear))
     if clear:
         body = S.seq([S.BufferStore(dst.buffer, _reduce_init(op.kind, dt), didx), body])
-    return _loops(ovars, [src.extents[d] for d in outer], body)
+    return _loops(ovars, outer_exts, body)
 
 
 def lower_cumsum(op: TO.CumSum):
@@ -252,8 +257,7 @@ def lower_gemm_clear(op: TO.Gemm):
     g = TO.Gemm(op.A, op.B, op.C, op.trans_A, op.trans_B, op.policy, False, op.k_pack, op.wg_wait,
                 op.annotations)
     g.span = op.span
-    fill = lower_fill(TO.Fill(op.C, E.FloatImm(0.0, op.C.buffer.dtype) if op.C.buffer.dtype.is_float
-                              else E.const(0, op.C.buffer.dtype)))
+    fill = lower_fill(TO.Fill(op.C, E.literal(0, op.C.buffer.dtype)))
     if ca is True or (isinstance(ca, E.IntImm) and ca.value):
         return S.seq([fill, g])
     return S.seq([S.IfThenElse(E.as_bool(ca), fill), g])

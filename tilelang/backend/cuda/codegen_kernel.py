@@ -501,22 +501,7 @@ class KernelCodegen:
             if tmas is not None:
                 return self.pipelined_tma(st, info, tmas)
             return self.pipelined_wgmma(st, info)
-        lo = self.expr(st.min)
-        hi = self.expr(simplify(st.min + st.extent))
-        self.sync()
-        p = self.names.new(object(), "tl_p", True)
-        self.w(f"for (int {p} = 0; {p} < {ns - 1}; ++{p}) {{")
-        self.indent += 1
-        self.w(f"if ({lo} + {p} < {hi}) {{")
-        self.indent += 1
-        k0 = self.bind(st.var)
-        self.w(f"const int {k0} = {lo} + {p};")
-        self._issue(info, p)
-        self.indent -= 1
-        self.w("}")
-        self.w("tl::cp_async_commit();")
-        self.indent -= 1
-        self.w("}")
+        lo, hi = self._cp_async_prologue(st, info, ns - 1)
         k = self.bind(st.var)
         self.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
         self.indent += 1
@@ -540,6 +525,27 @@ class KernelCodegen:
         self.w("}")
         self.w("tl::cp_async_wait<0>();")
 
+    def _cp_async_prologue(self, st, info, count):
+        """Issue the copies of the first `count` iterations (one cp.async group each, empty
+        past the end) before the main loop; returns the loop bounds (lo, hi) as C++."""
+        lo = self.expr(st.min)
+        hi = self.expr(simplify(st.min + st.extent))
+        self.sync()
+        p = self.names.new(object(), "tl_p", True)
+        self.w(f"for (int {p} = 0; {p} < {count}; ++{p}) {{")
+        self.indent += 1
+        self.w(f"if ({lo} + {p} < {hi}) {{")
+        self.indent += 1
+        k0 = self.bind(st.var)
+        self.w(f"const int {k0} = {lo} + {p};")
+        self._issue(info, p)
+        self.indent -= 1
+        self.w("}")
+        self.w("tl::cp_async_commit();")
+        self.indent -= 1
+        self.w("}")
+        return lo, hi
+
     def _overlapped_wgmma(self, info):
         """The body is one wgmma gemm on ring buffers into a register accumulator."""
         if info.stages < 3 or len(info.rest) != 1 or not isinstance(info.rest[0], TO.Gemm):
@@ -557,23 +563,8 @@ class KernelCodegen:
         ns, d = info.stages, info.stages - 2
         g = info.rest[0]
         cfg = self.plan.gemms[id(g)]
-        lo = self.expr(st.min)
-        hi = self.expr(simplify(st.min + st.extent))
+        lo, hi = self._cp_async_prologue(st, info, d)
         acc = self.buf_name(g.C.buffer)
-        self.sync()
-        p = self.names.new(object(), "tl_p", True)
-        self.w(f"for (int {p} = 0; {p} < {d}; ++{p}) {{")
-        self.indent += 1
-        self.w(f"if ({lo} + {p} < {hi}) {{")
-        self.indent += 1
-        k0 = self.bind(st.var)
-        self.w(f"const int {k0} = {lo} + {p};")
-        self._issue(info, p)
-        self.indent -= 1
-        self.w("}")
-        self.w("tl::cp_async_commit();")
-        self.indent -= 1
-        self.w("}")
         k = self.bind(st.var)
         self.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
         self.indent += 1

@@ -5,38 +5,10 @@ from __future__ import annotations
 
 from tilelang.ir import expr as E
 from tilelang.arith.simplify import simplify
-from tilelang.transform.lower_tile_ops import _reduce_init, _nonunit
+from tilelang.transform.lower_tile_ops import _reduce_init, reduce_indices
 
 _WARP_OP = {"sum": "tl::SumOp", "abssum": "tl::SumOp", "max": "tl::MaxOp", "absmax": "tl::MaxOp",
             "min": "tl::MinOp", "bitand": "tl::BitAndOp", "bitor": "tl::BitOrOp", "bitxor": "tl::BitXorOp"}
-
-
-def reduce_indices(op, ovars, r):
-    """(src indices, dst indices) for outer loop vars `ovars` and reduced index `r`,
-    mapping the source's kept dims onto the destination as the reference does."""
-    src, dst = op.src, op.dst
-    nd = len(src.extents)
-    outer = [d for d in range(nd) if d != op.dim]
-    sidx = list(src.starts)
-    for v, d in zip(ovars, outer):
-        sidx[d] = simplify(sidx[d] + v)
-    sidx[op.dim] = simplify(sidx[op.dim] + r)
-    dnd = len(dst.extents)
-    didx = list(dst.starts)
-    if dnd == nd:
-        for v, d in zip(ovars, outer):
-            didx[d] = simplify(didx[d] + v)
-    else:
-        dnon = _nonunit(dst)
-        onon = [(v, d) for v, d in zip(ovars, outer) if E.const_int_value(src.extents[d]) != 1]
-        if len(dnon) == len(onon):
-            for (v, _), dd in zip(onon, dnon):
-                didx[dd] = simplify(didx[dd] + v)
-        else:
-            for k, v in enumerate(ovars):
-                if k < dnd:
-                    didx[k] = simplify(didx[k] + v)
-    return sidx, didx, [src.extents[d] for d in outer]
 
 
 def combine(kind, acc, x):
