@@ -10,3 +10,16 @@ from tilelang.ir.errors import TileLangError  # noqa: E402
 from tilelang.transform.pass_keys import PassConfigKey  # noqa: E402
 from tilelang.backend.registry import parse_target as determine_target  # noqa: E402
 from tilelang.ir.dtypes import DataType  # noqa: E402
+from tilelang.compat import tvm, install_tvm_alias  # noqa: E402
+install_tvm_alias()  # `import tvm` -> our shim when no real TVM is installed
+from tilelang.math import cdiv, next_power_of_2  # noqa: E402
+from tilelang import engine  # noqa: E402
+from tilelang.engine import register_cuda_postproc, register_hip_postproc, register_c_postproc  # noqa: E402
+
+
+def set_log_level(level):
+    """Level of the `tilelang` logger: a name ("DEBUG", "INFO", ...) or a number."""
+    import logging
+    if isinstance(level, str):
+        level = getattr(logging, level.upper(), logging.INFO)
+    logging.getLogger("tilelang").setLevel(level)

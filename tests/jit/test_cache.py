@@ -88,3 +88,10 @@ def test_key_depends_on_pass_configs_and_flags(fresh_cache):
     b = tilelang.compile(add_func(N=777), out_idx=[-1], target="cpu", compile_flags=["-DTL_X=1"])
     c = tilelang.compile(add_func(N=777), out_idx=[-1], target="cpu", pass_configs={"tl.disable_fast_math": True})
     assert len({a.cache_key(), b.cache_key(), c.cache_key()}) == 3
+
+
+def test_cache_keys_depend_on_the_compiler_source():
+    # kernels cached by another build of the compiler (same version string) are not reused
+    from tilelang.jit import cache
+    fp = cache.code_fingerprint()
+    assert len(fp) == 16 and fp == cache.code_fingerprint()

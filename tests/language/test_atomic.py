@@ -108,3 +108,31 @@ def test_atomic_add_return_prev():
     p = np.zeros(4, np.int32)
     kern(c, p)
     assert list(p) == [0, 1, 2, 3] and c[0] == 4
+
+
+def test_atomic_addx4_and_x2_add_consecutive_elements():
+    # T.atomic_addx4(C[i, j], V[k, l]) adds V[k, l:l+4] into C[i, j:j+4]
+    @T.prim_func
+    def k(V: T.Tensor((4, 16), "float32"), C: T.Tensor((2, 16), "float32")):
+        with T.Kernel(4, threads=32) as bx:
+            s = T.alloc_shared((16,), "float32")
+            T.copy(V[bx, :], s)
+            for j in T.Parallel(4):
+                T.atomic_addx4(C[0, j * 4], s[j * 4])
+            for j in T.Parallel(8):
+                T.atomic_addx2(C[1, j * 2], V[bx, j * 2])
+    kern = tilelang.compile(k, target="cpu")
+    v = np.random.rand(4, 16).astype(np.float32)
+    c = np.zeros((2, 16), np.float32)
+    kern(v, c)
+    np.testing.assert_allclose(c[0], v.sum(0), rtol=1e-5)
+    np.testing.assert_allclose(c[1], v.sum(0), rtol=1e-5)
+
+
+def test_atomic_addx4_return_prev_is_rejected():
+    from tilelang.ir.errors import TileLangError
+    with pytest.raises(TileLangError, match="not supported"):
+        @T.prim_func
+        def k(C: T.Tensor((4,), "float32")):
+            with T.Kernel(1) as bx:
+                T.atomic_addx4(C[0], 1.0, return_prev=True)

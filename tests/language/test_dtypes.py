@@ -177,3 +177,12 @@ def test_dtype_names_and_aliases():
     for name in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                  "float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2"):
         assert str(getattr(T, name)) == name
+
+
+def test_dtype_constructor_takes_torch_and_numpy_dtypes():
+    import numpy as np
+    import torch
+    import tilelang.language as T
+    assert T.dtype(torch.float16) == T.float16
+    assert T.dtype(np.float32) == T.float32
+    assert T.dtype(T.bfloat16) is T.bfloat16

@@ -211,3 +211,27 @@ def test_gemm_fragment_A_transposed(trans_B):
     a = np.random.randn(K, M).astype(np.float32)
     b = np.random.randn(*((N, K) if trans_B else (K, N))).astype(np.float32)
     np.testing.assert_allclose(kern(a, b), a.T @ (b.T if trans_B else b), rtol=1e-4, atol=1e-4)
+
+
+def test_gemm_operands_by_keyword():
+    import tilelang.language as T
+
+    @T.prim_func
+    def k(A: T.Tensor((16, 16), "float32"), Bm: T.Tensor((16, 16), "float32"), C: T.Tensor((16, 16), "float32")):
+        with T.Kernel(1, threads=32):
+            a = T.alloc_shared((16, 16), "float32")
+            b = T.alloc_shared((16, 16), "float32")
+            c = T.alloc_fragment((16, 16), "float32")
+            T.copy(A, a)
+            T.copy(Bm, b)
+            T.clear(c)
+            T.gemm(a, B=b, C=c, policy=T.GemmWarpPolicy.FullRow)
+            T.copy(c, C)
+    import numpy as np
+    import tilelang
+    kern = tilelang.compile(k, target="cpu")
+    x = np.random.rand(16, 16).astype(np.float32)
+    y = np.random.rand(16, 16).astype(np.float32)
+    z = np.zeros((16, 16), np.float32)
+    kern(x, y, z)
+    np.testing.assert_allclose(z, x @ y, rtol=1e-5)

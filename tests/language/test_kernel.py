@@ -79,13 +79,23 @@ def test_single_block_var_name_binding():
     np.testing.assert_allclose(kern(a), a.sum(1), rtol=1e-5, atol=1e-5)
 
 
-def test_thread_binding_rejected_clearly_on_cpu():
-    # the CPU backend runs one thread per block: explicit thread indexing is refused with a clear error
+def test_thread_binding_on_cpu():
+    # threads that cannot see each other's work run one after another on the CPU
     @T.prim_func
     def k(C: T.Tensor((2, 64), "int32")):
         with T.Kernel(2, threads=64) as bx:
             tx = T.get_thread_binding()
             C[bx, tx] = tx + bx * 1000
-    with pytest.raises(tilelang.TileLangError,
-                       match="thread"):
-        tilelang.compile(k, out_idx=[0], target="cpu")
+    c = tilelang.compile(k, out_idx=[0], target="cpu")()
+    np.testing.assert_array_equal(c, np.arange(64)[None, :] + np.array([[0], [1000]]))
+
+    # threads that share memory are refused with a clear error (backend/cpu/thread_loops.py)
+    @T.prim_func
+    def shared(C: T.Tensor((2, 64), "int32")):
+        with T.Kernel(2, threads=64) as bx:
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((64,), "int32")
+            s[tx] = tx
+            C[bx, tx] = s[63 - tx]
+    with pytest.raises(tilelang.TileLangError, match="thread"):
+        tilelang.compile(shared, out_idx=[0], target="cpu")

@@ -25,7 +25,8 @@ class AutoTuneImpl:
                  ref_prog=None, supply_prog=None, rtol=1e-2, atol=1e-2, max_mismatched_ratio=0.01,
                  skip_check=False, manual_check_prog=None, cache_input_tensors=False, backend="event"):
         from tilelang.jit import JITImpl
-        if not isinstance(jit_impl, JITImpl):
+        from tilelang.jit.eager import EagerKernel
+        if not isinstance(jit_impl, (JITImpl, EagerKernel)):
             from tilelang.jit import jit
             if not callable(jit_impl) or hasattr(jit_impl, "prim_func"):
                 raise TypeError("@tilelang.autotune decorates a kernel factory: put it above @tilelang.jit(...)")
@@ -73,6 +74,11 @@ class AutoTuneImpl:
 
     def tune(self, *args, **kwargs):
         """The `AutotuneResult` for these problem arguments (cached per process)."""
+        from tilelang.jit.eager import EagerKernel
+        if isinstance(self.jit_impl, EagerKernel):
+            from tilelang.ir.errors import TileLangError
+            raise TileLangError(f"autotuning the eager kernel `{self.func.__name__}` is not supported yet",
+                                hint="pass one config's values explicitly, e.g. fn.compile(M=..., block_M=128)")
         key = space.normalize((list(args), kwargs))
         with self._lock:
             res = self._results.get(key)
@@ -88,6 +94,8 @@ class AutoTuneImpl:
         return self.tune(*args, **kwargs).kernel
 
     def compile(self, *args, **kwargs):
+        if self._tunables_given(args, kwargs):  # an explicit config: compile it (no tensors needed)
+            return self.jit_impl.compile(*args, **kwargs)
         return self(*args, **kwargs)
 
 

@@ -31,6 +31,9 @@ class Helpers:
     @staticmethod
     def for_iter(it):
         from tilelang.language.loops import LoopFrame, serial
+        from tilelang.language.kernel import is_launch_index
+        if is_launch_index(it):  # `for tx in T.thread_binding(...)`: each thread once
+            return iter((it,))
         if isinstance(it, range):
             it = serial(it.start, it.stop, it.step) if it.step != 1 else serial(it.start, it.stop)
         if isinstance(it, LoopFrame):
@@ -58,6 +61,17 @@ class Helpers:
             b.emit(S.Continue())
             return False
         return True
+
+    @staticmethod
+    def expr_stmt(value):
+        """An expression statement: a call (`T.call_extern(...)`) is evaluated for its
+        effects, as `T.evaluate` would; other values are dropped, as in Python."""
+        from tilelang.ir.expr import Call
+        if isinstance(value, Call):
+            b = B.current()
+            if b is not None:
+                b.emit(S.Evaluate(value))
+        return value
 
     # branches -------------------------------------------------------------------
     @staticmethod
@@ -154,6 +168,30 @@ class Helpers:
     @staticmethod
     def lookup(ns, name):
         return ns.get(name, UNSET)
+
+    @staticmethod
+    def snapshot(values):
+        """The right-hand side of a tuple assignment, with every value that reads a buffer
+        copied into a fresh scalar first (IR loads read memory when the store runs, so
+        `a[0], a[1] = a[1], a[0]` would otherwise see its own first store)."""
+        b = B.current()
+        if b is None:
+            return values
+        from tilelang.ir.expr import PrimExpr, BufferLoad
+        from tilelang.ir.visitor import walk
+        out = []
+        for v in values:
+            if isinstance(v, Buffer) and v.is_var():
+                v = v.load()
+            loads = []
+            if isinstance(v, PrimExpr):
+                walk(v, lambda n: loads.append(n) if isinstance(n, BufferLoad) else None)
+            if loads:
+                tmp = Buffer("tuple_tmp", (1,), v.dtype, "local.var", init=v)
+                b.emit(S.DeclBuffer(tmp))
+                v = tmp.load()
+            out.append(v)
+        return type(values)(out)
 
     @staticmethod
     def assign(value, old):

@@ -66,6 +66,12 @@ def rewritten_function(func):
         if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
             raise TileLangError(f"`{func.__name__}` is not defined with `def`")
         fdef.decorator_list = []
+        # Annotations were evaluated when the user's `def` ran (they may name locals of the
+        # enclosing factory that the closure does not capture); re-evaluating them here
+        # could fail, and the parameters are built from `func.__annotations__` anyway.
+        for a in fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs:
+            a.annotation = None
+        fdef.returns = None
         for node in ast.walk(tree):
             if hasattr(node, "col_offset") and node.col_offset is not None:
                 node.col_offset += indent

@@ -16,7 +16,7 @@ from tilelang.ir import stmt as S
 def _annotations(func, fn):
     anns = dict(getattr(func, "__annotations__", {}))
     for k, v in list(anns.items()):
-        if isinstance(v, str):
+        if isinstance(v, str) and not isinstance(v, DataType):
             anns[k] = eval(v, fn.__globals__)  # noqa: S307 - the user's own annotation text
     return anns
 

@@ -156,6 +156,10 @@ class KernelRewriter(ast.NodeTransformer):
     # assignments --------------------------------------------------------------
     def visit_Assign(self, node):
         self.generic_visit(node)
+        if len(node.targets) == 1 and isinstance(node.targets[0], (ast.Tuple, ast.List)) and \
+                isinstance(node.value, (ast.Tuple, ast.List)):
+            # `a[0], a[1] = a[1], a[0]`: read every right-hand value before any store
+            node.value = _call("snapshot", [node.value], node.value)
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
             old = _call("lookup", [ast.Call(func=ast.Name(id="locals", ctx=ast.Load()), args=[], keywords=[]),
@@ -185,6 +189,13 @@ class KernelRewriter(ast.NodeTransformer):
         call = _call("annotate", [ast.Constant(name), old, node.annotation, value,
                                   ast.Constant(node.value is not None)], node)
         return ast.copy_location(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=call), node)
+
+    def visit_Expr(self, node):
+        self.generic_visit(node)
+        if isinstance(node.value, ast.Constant):  # docstrings
+            return node
+        node.value = _call("expr_stmt", [node.value], node.value)
+        return node
 
     def visit_Return(self, node):
         self.generic_visit(node)

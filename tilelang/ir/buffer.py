@@ -133,8 +133,10 @@ class Buffer:
     def load(self):
         return BufferLoad(self, [IntImm(0)] * max(1, self.ndim))
 
-    def access_ptr(self, *args, **kwargs):
-        return self
+    def access_ptr(self, access_mask="r", ptr_type="handle", content_lanes=1, offset=0, extent=None):
+        """TVM's `buffer.access_ptr(mask)`: a pointer to the first element (plus `offset`)."""
+        from tilelang.language.extern import buffer_access_ptr
+        return buffer_access_ptr(self, access_mask, ptr_type, content_lanes, offset, extent)
 
     def __repr__(self):
         return f"Buffer({self.name}, {list(self.shape)}, {self.dtype}, {self.scope})"

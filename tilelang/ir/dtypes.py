@@ -28,12 +28,16 @@ _ALIASES = {
     "fp32": "float32", "fp64": "float64", "bf16": "bfloat16", "int": "int32",
     "float8_e4m3": "float8_e4m3fn", "e4m3_float8": "float8_e4m3fn", "float8_e4m3fnuz": "float8_e4m3fnuz",
     "e5m2_float8": "float8_e5m2", "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2",
-    "long": "int64", "uchar": "uint8", "char": "int8", "short": "int16",
+    "long": "int64", "uchar": "uint8", "char": "int8", "short": "int16", "uint": "uint32",
+    "ulong": "uint64",
 }
 
 
-class DataType:
+class DataType(str):
     """An element type. Instances are interned: compare with `==` or `is`.
+
+    A `str` subclass whose value is the canonical name, as the published dtype is:
+    user code passes `T.bfloat16` wherever a name is expected (`getattr(torch, dtype)`).
 
     Calling a dtype, as in `T.float32(0)`, builds a constant (or a cast of an
     expression), matching the published `T.<dtype>(value)` form.
@@ -41,13 +45,15 @@ class DataType:
 
     _interned: dict[str, "DataType"] = {}
 
-    def __new__(cls, name: str):
+    def __new__(cls, name):
+        if not isinstance(name, str):  # T.dtype(torch.float16), T.dtype(np.float32), ...
+            return as_dtype(name)
         name = _ALIASES.get(name, name)
         if name not in _TABLE:
             raise ValueError(f"unknown dtype {name!r}")
         obj = cls._interned.get(name)
         if obj is None:
-            obj = super().__new__(cls)
+            obj = super().__new__(cls, name)
             obj.name = name
             obj.kind, obj.bits = _TABLE[name]
             cls._interned[name] = obj
@@ -98,6 +104,9 @@ class DataType:
             return self is as_dtype(other)
         except (ValueError, TypeError):
             return False
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
 
     def __hash__(self):
         return hash(self.name)

@@ -359,3 +359,27 @@ def const_int_value(x):
 
 def infinity(dtype) -> FloatImm:
     return FloatImm(math.inf, as_dtype(dtype))
+
+
+# pointers to elements (`T.access_ptr`) -------------------------------------------------
+
+ACCESS_PTR = "tl.access_ptr"
+ACCESS_MASKS = {"r": 1, "w": 2, "rw": 3, "wr": 3}
+
+
+def access_ptr(load: BufferLoad, mask: int) -> Call:
+    """The address of one buffer element, passed to extern functions. `mask` says how
+    the callee uses the memory behind it: 1 read, 2 write, 3 both."""
+    return Call(ACCESS_PTR, [load, IntImm(int(mask))], DataType("handle"))
+
+
+def addressed_load(e):
+    """The element whose address `e` takes (an access pointer), else None."""
+    if isinstance(e, Call) and e.name == ACCESS_PTR and e.args and isinstance(e.args[0], BufferLoad):
+        return e.args[0]
+    return None
+
+
+def access_mask(e) -> int:
+    """The read/write mask of an access pointer (1 read, 2 write, 3 both)."""
+    return e.args[1].value if len(e.args) > 1 and isinstance(e.args[1], IntImm) else 3

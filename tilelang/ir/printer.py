@@ -81,11 +81,24 @@ class Printer:
         if isinstance(e, E.Select):
             return f"T.if_then_else({self.expr(e.cond)}, {self.expr(e.t)}, {self.expr(e.f)})"
         if isinstance(e, E.Call):
-            args = ", ".join(self.expr(a) for a in e.args)
-            return f"T.{e.name}({args})"
+            return self.call(e)
         if isinstance(e, E.BufferLoad):
             return f"{self.buf(e.buffer)}[{', '.join(self.expr(i) for i in e.indices)}]"
         return repr(e)
+
+    def call(self, e):
+        """`T.<name>(args)` for the T namespace's intrinsics; the forms that carry a
+        dtype or a string keep it (the structural hash is this text)."""
+        args = ", ".join(self.expr(a) for a in e.args)
+        if e.name == "reinterpret":
+            return f'T.reinterpret({args}, "{e.dtype}")'
+        if e.name == E.ACCESS_PTR:
+            mask = {1: "r", 2: "w", 3: "rw"}.get(E.access_mask(e), "rw")
+            return f'T.access_ptr({self.expr(e.args[0])}, "{mask}")'
+        import tilelang.language as T
+        if "." in e.name or not hasattr(T, e.name):  # an extern function
+            return f'T.call_extern("{e.dtype}", {e.name!r}{", " + args if args else ""})'
+        return f"T.{e.name}({args})"
 
     def region(self, r: BufferRegion):
         if all(_is_zero(st) and _same(e, d) for (st, e), d in zip(r.ranges, r.buffer.shape)):
@@ -161,7 +174,14 @@ class Printer:
         elif isinstance(s, S.Print):
             self.emit(f"T.print({self.expr(s.obj)}, msg={s.msg!r})", ind)
         elif isinstance(s, S.Barrier):
-            self.emit("T.sync_threads()", ind)
+            args = [a for a in (s.barrier_id, s.arrive_count) if a is not None]
+            self.emit(f"T.sync_threads({', '.join(self.expr(a) for a in args)})", ind)
+        elif isinstance(s, S.ThreadAllReduce):
+            fn = f"lambda {self.var(s.lhs)}, {self.var(s.rhs)}: {self.expr(s.combine)}"
+            self.emit(f"with T.attr(T.comm_reducer({fn}, [{self.expr(s.identity)}]), \"reduce_scope\", 0):", ind)
+            threads = ", ".join(self.var(v) for v in s.thread_vars)
+            self.emit(f"T.evaluate(T.tvm_thread_allreduce(T.uint32(1), {self.expr(s.value)}, "
+                      f"{self.expr(s.cond)}, {self.expr(s.dst)}, {threads}, dtype=\"handle\"))", ind + 1)
         elif isinstance(s, TO.Copy):
             self.emit(f"T.copy({self.region(s.src)}, {self.region(s.dst)})", ind)
         elif isinstance(s, TO.Fill):
@@ -183,8 +203,12 @@ class Printer:
         elif isinstance(s, TO.CumSum):
             self.emit(f"T.cumsum({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}, "
                       f"reverse={s.reverse})", ind)
+        elif isinstance(s, TO.FinalizeReducer):
+            self.emit(f"T.finalize_reducer({self.buf(s.buffer)})  # {s.op}", ind)
         elif isinstance(s, TO.Atomic):
             self.emit(f"T.atomic_{s.kind}({self.expr(s.dst)}, {self.expr(s.value)})", ind)
+        elif hasattr(s, "print_with"):  # ops that print themselves (ir/operand_op.py)
+            self.emit(s.print_with(self), ind)
         else:
             self.emit(f"<{type(s).__name__}>", ind)
 

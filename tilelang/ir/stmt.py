@@ -110,11 +110,32 @@ class Print(Stmt):
 
 
 class Barrier(Stmt):
-    """`T.sync_threads()` and friends: a block-wide barrier (a no-op on the CPU)."""
+    """`T.sync_threads()` and friends: a block-wide barrier (a no-op on the CPU).
+    `T.sync_threads(barrier_id, arrive_count)` is a named barrier that only the
+    `arrive_count` threads reaching it take part in (the others do not wait)."""
 
-    def __init__(self, kind="block"):
+    def __init__(self, kind="block", barrier_id=None, arrive_count=None):
         self._init()
         self.kind = kind
+        self.barrier_id = barrier_id
+        self.arrive_count = arrive_count
+
+    @property
+    def is_partial(self) -> bool:
+        return self.arrive_count is not None
+
+
+class ThreadAllReduce(Stmt):
+    """`T.tvm_thread_allreduce`: every thread of a group, the threads that differ only
+    in `thread_vars`, gets the combination of the group's `value`s (threads whose `cond`
+    is false contribute `identity`) in `dst`. `combine` is an expression in `lhs` and
+    `rhs` (an associative, commutative operator). All threads of the block execute it."""
+
+    def __init__(self, lhs, rhs, combine, identity, value, cond, dst, thread_vars):
+        self._init()
+        self.lhs, self.rhs, self.combine, self.identity = lhs, rhs, combine, identity
+        self.value, self.cond, self.dst = value, cond, dst
+        self.thread_vars = list(thread_vars)
 
 
 def seq(stmts):

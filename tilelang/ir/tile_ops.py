@@ -61,6 +61,17 @@ class CumSum(TileOp):
         self.src, self.dst, self.dim, self.reverse = src, dst, dim, reverse
 
 
+class FinalizeReducer(TileOp):
+    """`T.finalize_reducer(buf)`: a `T.alloc_reducer` buffer whose copies (one per thread
+    on the GPU, each holding partial results) are combined with `op` ("sum", "max",
+    "min"), so that every copy holds the final values."""
+    op_name = "finalize_reducer"
+
+    def __init__(self, buffer, op="sum"):
+        self._init()
+        self.buffer, self.op = buffer, op
+
+
 class Atomic(TileOp):
     """`T.atomic_add/max/min`: dst (region) op= value (region or scalar expression)."""
     op_name = "atomic"

@@ -75,6 +75,8 @@ def _children(node):
         return [node.cond]
     if isinstance(node, S.Print):
         return [node.obj] if isinstance(node.obj, E.PrimExpr) else []
+    if isinstance(node, S.ThreadAllReduce):
+        return [node.value, node.cond, node.dst, node.identity] + node.thread_vars
     if isinstance(node, TO.Copy):
         return [node.src, node.dst]
     if isinstance(node, TO.Fill):
@@ -87,6 +89,8 @@ def _children(node):
         return [node.src, node.dst]
     if isinstance(node, TO.Atomic):
         return [node.dst, node.value]
+    if hasattr(node, "children"):  # ops that list their own operands (ir/operand_op.py)
+        return node.children()
     return []
 
 
@@ -191,6 +195,13 @@ class Mutator:
             return n if o is n.obj else _keep(S.Print(o, n.msg), n)
         if isinstance(n, (S.Break, S.Continue, S.Barrier)):
             return n
+        if isinstance(n, S.ThreadAllReduce):
+            v, c, d, i = self._v(n.value), self._v(n.cond), self._v(n.dst), self._v(n.identity)
+            tv = [self._v(t) for t in n.thread_vars]
+            if v is n.value and c is n.cond and d is n.dst and i is n.identity and \
+                    all(a is b for a, b in zip(tv, n.thread_vars)):
+                return n
+            return _keep(S.ThreadAllReduce(n.lhs, n.rhs, n.combine, i, v, c, d, tv), n)
         if isinstance(n, TO.Copy):
             s, d = self._v(n.src), self._v(n.dst)
             return n if s is n.src and d is n.dst else _keep(TO.Copy(s, d, n.annotations), n)
@@ -209,9 +220,15 @@ class Mutator:
         if isinstance(n, TO.CumSum):
             s, d = self._v(n.src), self._v(n.dst)
             return n if s is n.src and d is n.dst else _keep(TO.CumSum(s, d, n.dim, n.reverse), n)
+        if isinstance(n, TO.FinalizeReducer):
+            b = self.visit_buffer(n.buffer)
+            return n if b is n.buffer else _keep(TO.FinalizeReducer(b, n.op), n)
         if isinstance(n, TO.Atomic):
             d, v = self._v(n.dst), self._v(n.value)
             return n if d is n.dst and v is n.value else _keep(TO.Atomic(n.kind, d, v, n.return_prev), n)
+        if hasattr(n, "map_children"):  # ops that rebuild themselves (ir/operand_op.py)
+            out = n.map_children(self._v)
+            return n if out is n else _keep(out, n)
         raise TypeError(f"Mutator: unknown node {type(n).__name__}")
 
 

@@ -64,6 +64,10 @@ class JITImpl:
     def par_compile(self, configs, **kwargs):
         return [self.compile(**c) if isinstance(c, dict) else self.compile(*c) for c in configs]
 
+    def get_kernel_source(self, *args, **kwargs):
+        """The generated source of the kernel these factory arguments build."""
+        return self.compile(*args, **kwargs).get_kernel_source()
+
     def __call__(self, *args, **kwargs):
         try:
             return self.compile(*args, **kwargs)

@@ -60,6 +60,29 @@ def clear_cache(disk=False):
             shutil.rmtree(os.path.join(env.cache_dir(), ns), ignore_errors=True)
 
 
+_FINGERPRINT = None
+
+
+def code_fingerprint() -> str:
+    """A digest of this package's own source (Python files and CUDA/C++ headers), so
+    that kernels cached by another build of the compiler are never reused even when
+    the version string did not change. Computed once per process (a few ms)."""
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        h = hashlib.sha256()
+        for d, dirs, files in sorted(os.walk(root)):
+            dirs.sort()
+            for f in sorted(files):
+                if f.endswith((".py", ".h")):
+                    p = os.path.join(d, f)
+                    h.update(os.path.relpath(p, root).encode())
+                    with open(p, "rb") as fh:
+                        h.update(fh.read())
+        _FINGERPRINT = h.hexdigest()[:16]
+    return _FINGERPRINT
+
+
 def make_key(*parts) -> str:
     h = hashlib.sha256()
     for p in parts:

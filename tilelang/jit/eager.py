@@ -35,10 +35,13 @@ def is_eager(func) -> bool:
             return True
 
     def scan(nodes):
+        # a factory that defines a @T.prim_func anywhere is classic, whatever it computes
+        # before (e.g. `S = T.dynamic("S")` for the nested function's shapes)
         for node in nodes:
             for sub in ast.walk(node):
                 if isinstance(sub, ast.FunctionDef) and any("prim_func" in ast.unparse(d) for d in sub.decorator_list):
                     return "classic"
+        for node in nodes:
             for sub in ast.walk(node):
                 if isinstance(sub, ast.AnnAssign) and sub.value is None and "Tensor" in ast.unparse(sub.annotation):
                     return "eager"
@@ -105,6 +108,10 @@ class EagerKernel:
 
     def par_compile(self, configs, **kwargs):
         return [self.compile(**c) for c in configs]
+
+    def get_kernel_source(self, *args, **kwargs):
+        """The generated source for these arguments (same forms as `compile`)."""
+        return self.compile(*args, **kwargs).get_kernel_source()
 
     def compile_bound(self, bound, consts=None):
         from tilelang.jit.kernel import JITKernel

@@ -66,7 +66,7 @@ class JITKernel:
     def cache_key(self):
         ident = getattr(self.backend, "identity", lambda: "")()
         cfg = sorted((k, repr(v)) for k, v in self.pass_configs.items() if k != "tl.lower_trace")
-        return cache.make_key("tilelang", __version__, structural_hash(self.prim_func), self.target.key(),
+        return cache.make_key("tilelang", __version__, cache.code_fingerprint(), structural_hash(self.prim_func), self.target.key(),
                               cfg, self.compile_flags, ident)
 
     def _build(self):

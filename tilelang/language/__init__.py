@@ -15,6 +15,7 @@ from tilelang.language.alloc import (alloc_shared, alloc_fragment, alloc_local, 
                                      alloc_buffer, alloc_barrier, alloc_reducer, finalize_reducer, reshape, view)
 from tilelang.language.copy import copy, async_copy, tma_copy
 from tilelang.language.gemm import gemm, GemmWarpPolicy, wgmma_gemm, wait_wgmma
+from tilelang.language.gemm_sp import gemm_sp
 from tilelang.language.reduce import (reduce_sum, reduce_max, reduce_min, reduce_abssum, reduce_absmax,
                                       reduce_bitand, reduce_bitor, reduce_bitxor, reduce, cumsum, fill, clear)
 from tilelang.language.atomic import atomic_add, atomic_max, atomic_min, atomic_addx2, atomic_addx4
@@ -26,7 +27,7 @@ from tilelang.layout import Layout, Fragment  # noqa: F401  (T.Layout / T.Fragme
 from tilelang.language.misc import (print, device_assert, annotate_layout, annotate_padding,  # noqa: A004
                                     annotate_l2_hit_ratio, annotate_safe_value, sync_threads, sync_warp,
                                     sync_global, set_max_nreg, no_set_max_nreg, disable_warp_group_reg_alloc,
-                                    evaluate, call_extern, macro)
+                                    evaluate, macro)
 
 float = float32  # noqa: A001 - `T.float` is float32 as in the published API
 half = float16
@@ -42,3 +43,9 @@ int4 = DataType("int4")
 uint4 = DataType("uint4")
 from tilelang.language.sync import (ws, mbarrier_wait_parity, mbarrier_arrive, mbarrier_expect_tx,  # noqa: E402
                                     barrier_arrive, barrier_wait, fence_proxy_async, cp_async_barrier_noinc)
+from tilelang.language.extern import import_source, call_extern, access_ptr, dp4a  # noqa: E402
+from tilelang.language.thread_reduce import attr, comm_reducer, tvm_thread_allreduce  # noqa: E402
+from tilelang.language.kernel import thread_binding  # noqa: E402
+int = int32  # noqa: A001 - `T.int` / `T.uint` as in the published API
+uint = uint32
+from tilelang.language.ptx import ptx_cp_async  # noqa: E402

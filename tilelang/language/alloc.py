@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tilelang.frontend import builder as B
 from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.expr import PrimExpr, convert, cast
 from tilelang.ir.dtypes import as_dtype
@@ -75,15 +76,23 @@ def alloc_barrier(arrive_count=1):
 
 
 def alloc_reducer(shape, dtype="float32", op="sum", replication=None):
-    """A per-block accumulator (on the GPU replicated over threads, combined by
-    `T.finalize_reducer`)."""
+    """A per-block accumulator that T.Parallel iterations update with `op` (`r[i] += v`
+    for "sum", `r[i] = T.max(r[i], v)` for "max"): on the GPU each thread keeps partial
+    results until `T.finalize_reducer` combines them."""
+    if op not in ("sum", "max", "min"):
+        raise TileLangError(f"T.alloc_reducer: op must be \"sum\", \"max\" or \"min\", got {op!r}")
     buf = alloc_fragment(shape, dtype)
     buf.reducer_op = op
     return buf
 
 
 def finalize_reducer(reducer):
-    return None
+    """Combine the partial results of a `T.alloc_reducer` buffer."""
+    op = getattr(reducer, "reducer_op", None)
+    if op is None:
+        raise TileLangError(f"T.finalize_reducer takes a buffer from T.alloc_reducer, got "
+                            f"`{getattr(reducer, 'name', reducer)}`")
+    B.require("T.finalize_reducer").emit(TO.FinalizeReducer(reducer, op))
 
 
 def empty_like(*a, **k):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from tilelang.frontend import builder as B
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, BufferRegion, to_region
-from tilelang.ir.expr import BufferLoad, convert, cast, literal, PrimExpr
+from tilelang.ir.expr import BufferLoad, convert, cast, const_int_value, literal, PrimExpr
 from tilelang.ir.errors import TileLangError, ShapeMismatchError
 
 
@@ -54,9 +54,33 @@ def atomic_min(dst, value, memory_order=None, return_prev=False):
     return _atomic("min", dst, value, return_prev)
 
 
+def _lanes(x, n, what):
+    """`A[..., j]` as the n consecutive elements A[..., j:j+n] (the vector atomics)."""
+    if isinstance(x, Buffer) and x.is_var():
+        return x.load()
+    if not isinstance(x, BufferLoad):
+        return x
+    if x.buffer.shape and const_int_value(x.buffer.shape[-1]) is not None and \
+            const_int_value(x.buffer.shape[-1]) < n:
+        raise ShapeMismatchError(f"T.atomic_addx{n}: the {what} `{x.buffer.name}` has fewer than {n} elements "
+                                 f"in its last dimension")
+    return BufferRegion(x.buffer, [(i, 1) for i in x.indices[:-1]] + [(x.indices[-1], n)])
+
+
+def _atomic_add_vector(n, dst, value, return_prev):
+    """`T.atomic_addx{n}(C[i, j], V[k, l])`: C[i, j + t] += V[k, l + t] for t < n (a
+    scalar value is added to each of the n elements)."""
+    if return_prev:
+        raise TileLangError(f"T.atomic_addx{n}(..., return_prev=True) is not supported",
+                            hint=f"use T.atomic_add on each of the {n} elements")
+    if not isinstance(dst, BufferLoad):
+        raise TileLangError(f"T.atomic_addx{n} takes the first destination element, e.g. C[i, j]")
+    return _atomic("add", _lanes(dst, n, "destination"), _lanes(value, n, "value"))
+
+
 def atomic_addx2(dst, value, return_prev=False):
-    return _atomic("add", dst, value, return_prev)
+    return _atomic_add_vector(2, dst, value, return_prev)
 
 
 def atomic_addx4(dst, value, return_prev=False):
-    return _atomic("add", dst, value, return_prev)
+    return _atomic_add_vector(4, dst, value, return_prev)

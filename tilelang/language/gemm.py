@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import enum
 
-from tilelang.frontend import builder as B
+from tilelang.frontend import builder as _builder
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, BufferRegion, to_region
 from tilelang.ir.expr import const_int_value, BufferLoad
@@ -54,10 +54,10 @@ def _region(x, what):
     return to_region(x)
 
 
-def gemm(A, B_, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square,
+def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square,
          clear_accum=False, k_pack=1, wg_wait=0, mbar=None, **kwargs):
-    b = B.require("T.gemm")
-    ra, rb, rc = _region(A, "A"), _region(B_, "B"), _region(C, "C")
+    b = _builder.require("T.gemm")
+    ra, rb, rc = _region(A, "A"), _region(B, "B"), _region(C, "C")
     (a0, a1), (b0, b1), (c0, c1) = _dims2(ra, "A"), _dims2(rb, "B"), _dims2(rc, "C")
     M, Ka = (a1, a0) if transpose_A else (a0, a1)
     Kb, N = (b1, b0) if transpose_B else (b0, b1)

@@ -98,3 +98,44 @@ def get_warp_idx(warp_size: int = 32):
 
 def get_warp_group_idx(warp_size: int = 32, warps_per_group: int = 4):
     return get_thread_binding(0) // (warp_size * warps_per_group)
+
+
+_THREAD_TAGS = {"threadIdx.x": ("thread", 0), "threadIdx.y": ("thread", 1), "threadIdx.z": ("thread", 2),
+                "blockIdx.x": ("block", 0), "blockIdx.y": ("block", 1), "blockIdx.z": ("block", 2)}
+
+
+def thread_binding(start, stop=None, thread=None, *, annotations=None):
+    """`T.thread_binding(0, n, thread="threadIdx.x")`: the kernel's index along that
+    thread (or block) axis, whose extent must be n. Assigned (`tx = ...`) or iterated
+    (`for tx in ...`, one iteration per thread), as in TVM script."""
+    if thread is None and isinstance(stop, str):
+        start, stop, thread = 0, start, stop
+    if stop is None:
+        start, stop = 0, start
+    if thread not in _THREAD_TAGS:
+        raise TileLangError(f"T.thread_binding: thread={thread!r} must be one of {', '.join(_THREAD_TAGS)}")
+    f = _frame()
+    kind, axis = _THREAD_TAGS[thread]
+    extents = f.threads if kind == "thread" else f.grid
+    vars_ = f.thread_vars if kind == "thread" else f.block_vars
+    if axis >= len(vars_):
+        raise TileLangError(f"T.thread_binding({thread!r}): the kernel has {len(vars_)} {kind} dimension(s)",
+                            hint="give T.Kernel(..., threads=(x, y, z)) that many dimensions")
+    from tilelang.arith.simplify import simplify
+    from tilelang.ir.expr import const_int_value
+    ext = simplify(convert(stop) - convert(start))
+    have = simplify(convert(extents[axis]))
+    if const_int_value(start) != 0 or const_int_value(simplify(ext - have)) != 0:
+        raise TileLangError(f"T.thread_binding({start}, {stop}, thread={thread!r}) does not match the kernel's "
+                            f"extent {have} along {thread}",
+                            hint="bind the whole axis: T.thread_binding(0, <extent>, thread=...)")
+    return vars_[axis]
+
+
+def is_launch_index(v) -> bool:
+    """Whether `v` is a thread or block index of the innermost T.Kernel."""
+    b = B.current()
+    if b is None or not b.kernel_frames or not isinstance(v, Var):
+        return False
+    f = b.kernel_frames[-1]
+    return any(v is x for x in list(f.thread_vars) + list(f.block_vars))

@@ -114,8 +114,10 @@ def Cast(dtype, value):  # noqa: N802 - published name
     return cast(value, dtype)
 
 
-def reinterpret(value_or_dtype, dtype_or_value):
-    """Bit cast. Accepts (dtype, value) and (value, dtype)."""
+def reinterpret(value_or_dtype, dtype_or_value=None, dtype=None):
+    """Bit cast. Accepts (dtype, value), (value, dtype) and (value, dtype=...)."""
+    if dtype is not None:
+        value_or_dtype, dtype_or_value = value_or_dtype, dtype
     if isinstance(value_or_dtype, (str, DataType)):
         dtype, value = value_or_dtype, dtype_or_value
     else:

@@ -1,5 +1,5 @@
 """Debugging and hints: `T.print`, `T.device_assert`, `T.annotate_layout`,
-`T.sync_threads`, `T.macro`, `T.call_extern`, `T.evaluate`."""
+`T.sync_threads`, `T.macro`, `T.evaluate`."""
 from __future__ import annotations
 
 import functools
@@ -7,7 +7,7 @@ import functools
 from tilelang.frontend import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir.buffer import Buffer, BufferRegion
-from tilelang.ir.expr import convert, as_bool, PrimExpr, call, StringImm
+from tilelang.ir.expr import convert, as_bool, PrimExpr, StringImm
 from tilelang.ir.errors import TileLangError
 
 
@@ -51,9 +51,31 @@ def annotate_safe_value(*a, **k):
     return None
 
 
-def sync_threads(*a, **k):
+def sync_threads(barrier_id=None, arrive_count=None):
+    """A barrier of the whole block; with `arrive_count`, the named barrier `barrier_id`
+    of only that many threads (a multiple of 32: whole warps), for use inside branches
+    that only some warps take."""
     b = B.require("T.sync_threads")
-    b.emit(S.Barrier("block"))
+    args = []
+    for what, v in (("barrier_id", barrier_id), ("arrive_count", arrive_count)):
+        if v is None:
+            args.append(None)
+            continue
+        if isinstance(v, Buffer) and v.is_var():
+            v = v.load()
+        args.append(convert(v))
+    bid, cnt = args
+    if cnt is not None and bid is None:
+        raise TileLangError("T.sync_threads(arrive_count=...) needs a barrier_id too",
+                            hint="e.g. T.sync_threads(1, 128); id 0 is the block-wide barrier")
+    from tilelang.ir.expr import const_int_value
+    c = const_int_value(cnt) if cnt is not None else None
+    if c is not None and (c <= 0 or c % 32):
+        raise TileLangError(f"T.sync_threads: arrive_count={c} must be a positive multiple of 32 (whole warps)")
+    i = const_int_value(bid) if bid is not None else None
+    if i is not None and not 0 <= i < 16:
+        raise TileLangError(f"T.sync_threads: barrier_id={i} must be in 0..15")
+    b.emit(S.Barrier("block", bid, cnt))
 
 
 def sync_warp(*a, **k):
@@ -77,11 +99,12 @@ def disable_warp_group_reg_alloc(*a, **k):
 
 
 def evaluate(value):
-    B.require("T.evaluate").emit(S.Evaluate(convert(value)))
-
-
-def call_extern(dtype, name, *args):
-    return call(name, [a if isinstance(a, PrimExpr) else convert(a) for a in args], dtype)
+    """`T.evaluate(expr)`: run `expr` for its effects. None (what statement-like calls
+    such as `T.tvm_thread_allreduce` return) is a no-op."""
+    b = B.require("T.evaluate")
+    if value is None:
+        return
+    b.emit(S.Evaluate(convert(value)))
 
 
 class Macro:

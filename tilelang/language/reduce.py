@@ -4,7 +4,7 @@ from __future__ import annotations
 from tilelang.frontend import builder as B
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, BufferRegion, to_region
-from tilelang.ir.expr import const_int_value, convert, cast, literal, BufferLoad, PrimExpr
+from tilelang.ir.expr import const_int_value, convert, cast, literal, PrimExpr
 from tilelang.ir.errors import ShapeMismatchError, TileLangError
 
 
@@ -82,9 +82,8 @@ def cumsum(src, dst=None, dim=0, reverse=False):
 
 
 def fill(buffer, value):
+    """Fill a buffer, a slice, or one element (`T.fill(buf[i], v)`: extent 1 at i)."""
     b = B.require("T.fill")
-    if isinstance(buffer, BufferLoad):
-        raise TileLangError("T.fill takes a buffer or a slice, not one element")
     r = to_region(buffer)
     v = value
     if isinstance(v, Buffer) and v.is_var():

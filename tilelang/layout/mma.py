@@ -126,3 +126,32 @@ def simulate_ldmatrix_x4(address_fn, trans=False):
                     r0, c0 = rows[8 * m + t // 4]
                     out[(t, 2 * m + h)] = (r0, c0 + 2 * (t % 4) + h)
     return out
+
+
+# register slots -> tile elements ---------------------------------------------
+# The inverse of the fragments above, in closed form: which element of its
+# instruction tile slot `s` of lane `lane` holds. The arguments may be ints or IR
+# expressions (only // and % are used), so the CPU reference and the CUDA
+# per-element path evaluate the same formulas.
+
+def mma_a_element(lane, s, bits):
+    """(row, col) of the A tile (16 x K, row-major M x K) held in slot s."""
+    if bits == 16:
+        return lane // 4 + 8 * ((s // 2) % 2), 2 * (lane % 4) + s % 2 + 8 * (s // 4)
+    if bits == 8:
+        return lane // 4 + 8 * ((s // 4) % 2), 4 * (lane % 4) + s % 4 + 16 * (s // 8)
+    raise NotImplementedError(f"no sm_80 mma A fragment for {bits}-bit inputs")
+
+
+def mma_b_element(lane, s, bits):
+    """(k, n) of the B tile (K x 8) held in slot s."""
+    if bits == 16:
+        return 2 * (lane % 4) + s % 2 + 8 * (s // 2), lane // 4
+    if bits == 8:
+        return 4 * (lane % 4) + s % 4 + 16 * (s // 4), lane // 4
+    raise NotImplementedError(f"no sm_80 mma B fragment for {bits}-bit inputs")
+
+
+def mma_c_element(lane, s):
+    """(row, col) of the 16 x 8 accumulator tile held in slot s (0..3)."""
+    return lane // 4 + 8 * (s // 2), 2 * (lane % 4) + s % 2

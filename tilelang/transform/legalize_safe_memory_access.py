@@ -122,6 +122,12 @@ class _Legalize(Mutator):
         return out
 
     def visit_Call(self, n):
+        if E.addressed_load(n) is not None:  # T.access_ptr: an address, not a load to predicate
+            ld = n.args[0]
+            idx = [self.visit(i) for i in ld.indices]
+            if all(a is b for a, b in zip(idx, ld.indices)):
+                return n
+            return E.Call(n.name, [E.BufferLoad(ld.buffer, idx)] + n.args[1:], n.dtype)
         # atomics take the address of their first argument: guard the whole call
         if n.name.startswith("atomic_") and isinstance(n.args[0], E.BufferLoad):
             args = [n.args[0]] + [self.visit(a) for a in n.args[1:]]

@@ -33,13 +33,17 @@ def test_float16_atomic_add():
 
 
 def test_explicit_thread_indexing_is_rejected_with_a_span():
+    # (threads that do not communicate run one after another: tests/backend/cpu/test_thread_loops.py)
     @T.prim_func
     def f(A: T.Tensor((128,), "float32")):
         with T.Kernel(1, threads=128) as bx:
             tx = T.get_thread_binding()
             A[tx] = 1.0
-    with pytest.raises(LoweringError, match="one thread per block"):
+            T.sync_threads()
+            A[tx] = A[127 - tx] + 1.0
+    with pytest.raises(LoweringError, match="one thread per block") as e:
         tilelang.compile(f, target="cpu")
+    assert e.value.span is not None and e.value.span.line > 0
 
 
 def test_gemm_large_tile_heap_allocated():

@@ -1,5 +1,6 @@
 """The CPU backend: C++ from the tile-level IR, the system compiler, ctypes. It is
 the reference implementation of TileLang's semantics (one CPU thread per block)."""
+from tilelang.backend import postproc
 from tilelang.backend.base import Backend, Artifact
 from tilelang.backend.registry import register
 from tilelang.backend.cpu import target as _target, pipeline as _pipeline, codegen as _codegen
@@ -18,7 +19,7 @@ class CPUBackend(Backend):
 
     def build(self, func, target, ctx):
         lowered = self.lower(func, target, ctx)
-        source = _codegen.generate(lowered, "tl_entry")
+        source = postproc.apply("c", _codegen.generate(lowered, "tl_entry"), target)
         binary = _compiler.compile_source(source, ctx.get("compile_flags") or ())
         nb = sum(1 for p in func.params if isinstance(p, Buffer))
         return Artifact(target, source, binary, "tl_entry", {"num_buffers": nb})
@@ -27,7 +28,7 @@ class CPUBackend(Backend):
         return _runtime.CPULauncher(artifact)
 
     def identity(self):
-        return _compiler.compiler_identity()
+        return _compiler.compiler_identity() + postproc.identity("c")
 
 
 register("cpu", CPUBackend())

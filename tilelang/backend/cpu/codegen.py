@@ -12,6 +12,8 @@ from tilelang.ir.buffer import Buffer
 from tilelang.ir.printer import Namer
 from tilelang.ir.visitor import walk
 from tilelang.ir.errors import LoweringError
+from tilelang.ir.extern import is_import_source
+from tilelang.ir.async_copy import PTX_CP_ASYNC
 
 CTYPES = {
     "bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
@@ -120,7 +122,7 @@ class CodegenCPU:
             if dt.is_int:
                 return f"tl::floormod<{ctype(dt)}>({a}, {b})"
             return f"{ctype(dt)}(tl::floormod((double)({a}), (double)({b})))"
-        if op in ("+", "-", "*", "/") and dt.bits < 32 and dt.is_int:
+        if op in ("+", "-", "*", "/", "<<") and dt.bits < 32 and dt.is_int:
             return f"(({ctype(e.dtype)})({a} {BIN_C[op]} {b}))"
         return f"({a} {BIN_C[op]} {b})"
 
@@ -148,6 +150,12 @@ class CodegenCPU:
             return f"tl::{n}<{t}>({', '.join(args)})"
         if n == "reinterpret":
             return f"tl::reinterpret<{ctype(e.dtype)}, {ctype(e.args[0].dtype)}>({args[0]})"
+        if n == E.ACCESS_PTR:
+            return f"(&{args[0]})"
+        if n == "tl.dp4a":
+            return f"tl::dp4a({', '.join(args)})"
+        if n == PTX_CP_ASYNC:
+            return f"tl::cp_async_now<{e.args[2].value}>({args[0]}, {args[1]}, {args[3]})"
         if n.startswith("atomic_"):
             addr = f"&{args[0]}"
             return f"tl::{n}<{ctype(e.dtype)}>({addr}, {args[1]})"
@@ -188,6 +196,9 @@ class CodegenCPU:
             self.stmt(x)
 
     def s_Evaluate(self, s):
+        if is_import_source(s):
+            raise LoweringError("T.import_source brings CUDA device code, which the CPU backend cannot compile",
+                                span=s.span, hint="compile this kernel for a CUDA target")
         self.emit(f"(void)({self.expr(s.value)});")
 
     def s_BufferStore(self, s):
@@ -320,10 +331,15 @@ class CodegenCPU:
         uses_threads = []
         tv = {id(v) for v in k.thread_vars}
         walk(k.body, lambda n: uses_threads.append(n) if isinstance(n, E.Var) and id(n) in tv else None)
-        if uses_threads:
-            raise LoweringError("this kernel indexes threads explicitly (T.get_thread_binding); the CPU backend "
-                                "runs one thread per block", span=k.span,
-                                hint="write the per-thread work as T.Parallel loops over tiles")
+        thread_loops = []
+        if uses_threads:  # threads one after another, when nothing can tell (thread_loops.py)
+            from tilelang.backend.cpu.thread_loops import thread_private_violation, thread_loop_headers
+            why = thread_private_violation(k)
+            if why is not None:
+                raise LoweringError(f"this kernel indexes threads explicitly (T.get_thread_binding) and {why[0]}; "
+                                    "the CPU backend runs one thread per block", span=why[1] or k.span,
+                                    hint="write the per-thread work as T.Parallel loops over tiles")
+            thread_loops = thread_loop_headers(k, self.vname)
         grid = [self.expr(g) for g in k.grid] + ["1"] * (3 - len(k.grid))
         bv = list(k.block_vars)
         self.emit(f"{{  // kernel {kid}: grid ({', '.join(grid)})")
@@ -346,7 +362,13 @@ class CodegenCPU:
             self.emit(f"const {ctype(v.dtype)} {self.vname(v)} = ({ctype(v.dtype)}){src};")
         prev = self.cur_block_vars
         self.cur_block_vars = bv
+        for line in thread_loops:
+            self.emit(line)
+            self.ind += 1
         self.stmt(k.body)
+        for _ in thread_loops:
+            self.ind -= 1
+            self.emit("}")
         self.cur_block_vars = prev
         self.ind -= 1
         self.emit("}")

@@ -6,8 +6,10 @@ from tilelang.transform.pipelined_to_serial import pipelined_to_serial
 from tilelang.transform.simplify import simplify
 from tilelang.transform.legalize_safe_memory_access import legalize_safe_memory_access
 from tilelang.transform.rasterize_blocks import rasterize_blocks
+from tilelang.transform.lower_warp_mma import lower_warp_mma
+from tilelang.transform.lower_gemm_sp import lower_gemm_sp
 
-PASSES = [implicit_kernel, rasterize_blocks, lower_tile_ops, pipelined_to_serial, simplify, legalize_safe_memory_access, simplify]
+PASSES = [lower_gemm_sp, implicit_kernel, rasterize_blocks, lower_warp_mma, lower_tile_ops, pipelined_to_serial, simplify, legalize_safe_memory_access, simplify]
 
 
 def lower(func, ctx):

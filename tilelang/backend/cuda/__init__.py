@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from tilelang.backend import postproc
 from tilelang.backend.base import Artifact, Backend
 from tilelang.backend.registry import register
 from tilelang.backend.cuda import target as _target
@@ -29,9 +30,13 @@ class CudaBackend(Backend):
         try:
             from cuda.bindings import nvrtc
             err, major, minor = nvrtc.nvrtcVersion()
-            return f"nvrtc-{major}.{minor}"
+            nv = f"nvrtc-{major}.{minor}"
         except Exception:  # noqa: BLE001
-            return "nvrtc-unknown"
+            nv = "nvrtc-unknown"
+        # the environment switches that change the generated code
+        import os
+        env = ",".join(f"{k}={os.environ[k]}" for k in sorted(os.environ) if k.startswith("TILELANG_CUDA_"))
+        return nv + postproc.identity("cuda") + env
 
     def lower(self, func, target, ctx):
         return _pipeline.lower(func, target, ctx)
@@ -45,6 +50,7 @@ class CudaBackend(Backend):
         lowered = self.lower(func, target, ctx)
         config = ctx.config if ctx is not None and hasattr(ctx, "config") else (ctx or {})
         source, meta = generate(lowered, target, config)
+        source = postproc.apply("cuda", source, target)
         dump = os.environ.get("TL_CUDA_DUMP")
         if dump:
             os.makedirs(dump, exist_ok=True)

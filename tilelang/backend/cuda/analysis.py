@@ -55,12 +55,32 @@ def thread_dependent_vars(body, thread_vars):
                     and id(n.buffer) not in tdbuf and (depends(n.value) or any(depends(i) for i in n.indices)):
                 tdbuf.add(id(n.buffer))
                 changed = True
+            elif isinstance(n, S.ThreadAllReduce) and id(n.dst.buffer) not in tdbuf:
+                tdbuf.add(id(n.dst.buffer))   # one result per group of threads
+                changed = True
+            elif isinstance(n, S.Evaluate) and _written_registers(n, tdbuf):
+                changed = True
             elif isinstance(n, S.For) and n.kind != S.PARALLEL and id(n.var) not in td and \
                     (depends(n.min) or depends(n.extent)):
                 td.add(id(n.var))
                 changed = True
         walk(body, g)
     return td, tdbuf, depends
+
+
+def _written_registers(st, tdbuf):
+    """Mark the local buffers that extern code writes through T.access_ptr in `st` as
+    thread-dependent (the callee's results are opaque); whether any was new."""
+    new = []
+
+    def f(n):
+        ld = E.addressed_load(n)
+        if ld is not None and E.access_mask(n) & 2 and ld.buffer.scope in ("local", "local.var") \
+                and id(ld.buffer) not in tdbuf:
+            tdbuf.add(id(ld.buffer))
+            new.append(ld.buffer)
+    walk(st, f)
+    return bool(new)
 
 
 class _Access(Visitor):
@@ -81,7 +101,15 @@ class _Access(Visitor):
     def visit_Call(self, n):
         if n.name.startswith("atomic_") and n.args and isinstance(n.args[0], E.BufferLoad):
             self.writes.append(n.args[0].buffer)
+        ld = E.addressed_load(n)
+        if ld is not None and E.access_mask(n) & 2:  # extern code writes through it
+            self.writes.append(ld.buffer)
         self.generic_visit(n)
+
+    def visit_ThreadAllReduce(self, n):
+        self.writes.append(n.dst.buffer)
+        for e in (n.value, n.cond, n.identity, *n.dst.indices):
+            self.visit(e)
 
     def _region(self, r, write=False):
         if isinstance(r, BufferRegion):
@@ -109,6 +137,11 @@ class _Access(Visitor):
 
     def visit_Fill(self, n):
         self._region(n.dst, write=True)
+
+    def visit_OperandOp(self, n):  # ops that list what they read and write (ir/operand_op.py)
+        self.reads.extend(n.reads())
+        self.writes.extend(n.writes())
+        self.generic_visit(n)
 
     def visit_Print(self, n):
         from tilelang.ir.buffer import Buffer

@@ -6,10 +6,14 @@ from __future__ import annotations
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.buffer import Buffer
+from tilelang.ir.extern import imported_sources
 from tilelang.backend.cuda.codegen_expr import ctype
 from tilelang.backend.cuda.codegen_kernel import KernelCodegen, Names
 
 HEADER = '#include "tl_cuda/tl.h"\n'
+# short type names that device code written for nvcc gets from the host's <sys/types.h>
+# (NVRTC has no host headers); repeating a typedef of the same type is legal C++
+IMPORT_PRELUDE = "typedef unsigned int uint;\ntypedef unsigned short ushort;\ntypedef unsigned char uchar;\n\n"
 
 
 def _top_level(body):
@@ -99,7 +103,11 @@ def generate(func, target, config=None):
         "n_ints": len(ints) + len(dyn),
         "n_floats": len(floats),
     }
-    return HEADER + "\n" + "\n\n".join(sources) + "\n", meta
+    # T.import_source texts: after our header, before the kernels that call into them
+    imported = "".join(t.rstrip() + "\n\n" for t in imported_sources(func.body))
+    if imported:
+        imported = IMPORT_PRELUDE + imported
+    return HEADER + "\n" + imported + "\n\n".join(sources) + "\n", meta
 
 
 def _scoped(names):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from tilelang.ir import expr as E
+from tilelang.ir.async_copy import PTX_CP_ASYNC
 from tilelang.ir.dtypes import DataType
 
 _CTYPES = {
@@ -139,6 +140,9 @@ class ExprPrinter:
                 a, b = f"(float)({a})", f"(float)({b})"
             out = f"tl::{'floordiv' if op == '//' else 'floormod'}({a}, {b})"
             return cast_str(DataType("float32"), dt, out) if is_lowp(dt) else out
+        if op in ("+", "-", "*", "<<") and dt.is_int and dt.bits < 32:
+            # C computes narrow ints in int: wrap to the dtype's width as the IR means
+            return f"(({ctype(dt)})({a} {op} {b}))"
         return f"({a} {op} {b})"
 
     def p_Not(self, e):
@@ -167,7 +171,17 @@ class ExprPrinter:
             return f"{name}((float)({self(args[0])}))" if args[0].dtype.bits <= 32 else \
                 f"{name}({self(args[0])})"
         if name == "reinterpret":
-            return f"tl::bitcast<{ctype(dt)}>({self(args[0])})"
+            # From spelled out: C promotes narrow ints to int, the source dtype says the width
+            return f"tl::bitcast<{ctype(dt)}, {ctype(args[0].dtype)}>({self(args[0])})"
+        if name == E.ACCESS_PTR:
+            return f"(&{self.buffer_access(args[0])})"
+        if name.startswith("atomic_") and args and isinstance(args[0], E.BufferLoad):
+            # return_prev=True: the call's value is the previous content
+            return f"tl::{name}(&{self.buffer_access(args[0])}, ({ctype(dt)})({self(args[1])}))"
+        if name == PTX_CP_ASYNC:
+            return f"tl::cp_async_now<{args[2].value}>({self(args[0])}, {self(args[1])}, {self(args[3])})"
+        if name == "tl.dp4a":
+            return f"tl::dp4a({', '.join(self(a) for a in args)})"
         if name == "truncmod":
             return f"(({self(args[0])}) % ({self(args[1])}))"
         if name in ("if_then_else",):

@@ -10,6 +10,8 @@
   (a reduction of a register accumulator: per-thread slots, then quad shuffles)."""
 from __future__ import annotations
 
+import os
+
 import re
 
 from tilelang.ir import expr as E
@@ -26,6 +28,8 @@ from tilelang.backend.cuda.reduce_lowering import emit_warp_reduce, emit_registe
 from tilelang.backend.cuda.sync_plan import SyncPlanner
 from tilelang.backend.cuda.tile_layout import Scalar
 from tilelang.backend.cuda.tile_codegen import emit_tile_loop, emit_tile_reduce
+from tilelang.backend.cuda.thread_allreduce import emit_thread_allreduce, emit_finalize_reducer
+from tilelang.ir.extern import is_import_source
 
 _RESERVED = {"int", "float", "double", "half", "char", "short", "long", "for", "if", "else", "while", "do",
              "return", "break", "continue", "const", "auto", "struct", "class", "union", "void", "bool",
@@ -73,6 +77,7 @@ class KernelCodegen:
         self.async_copy = False       # vector copies emitted now are cp.async (pipelined)
         self.lines = []
         self.indent = 1
+        self._addressed = None        # ids of buffers whose element addresses are taken
         self.printer = ExprPrinter(_NameView(names), self.access)
 
     # helpers ------------------------------------------------------------------
@@ -161,11 +166,29 @@ class KernelCodegen:
             sig = ", ".join([sig] * bool(sig) + [f"const __grid_constant__ tl::TmaDesc tl_tmap_{n}"
                                                   for n in range(len(self.tmaps))])
             out[0] = f'extern "C" __global__ void __launch_bounds__({nt}) {self.entry}({sig}) {{'
+        self._check_smem(L)
         meta = {"entry": self.entry, "threads": [int(t) for t in L.threads] + [1] * (3 - len(L.threads)),
                 "grid": L.grid, "smem": self.plan.smem_bytes, "aligned": self.aligned}
         from tilelang.backend.cuda.wgmma_lowering import instruction_wrappers
         prelude = instruction_wrappers([c for c in self.plan.gemms.values() if getattr(c, "kind", "") == "wgmma"])
         return prelude + "\n".join(out), meta
+
+    def _check_smem(self, L):
+        from tilelang.backend.cuda.plan import max_dynamic_smem
+        from tilelang.ir.errors import LoweringError
+        import warnings
+        for note in self.plan.notes:
+            warnings.warn(f"{self.entry}: {note}", stacklevel=2)
+        limit = max_dynamic_smem(self.target.arch)
+        if self.plan.smem_bytes > limit:
+            sizes = sorted(((self.placement(b).stage_bytes * self.placement(b).stages, b.name)
+                            for b in self._smem_buffers()), reverse=True)
+            top = ", ".join(f"{n} {sz // 1024} KB" for sz, n in sizes[:4])
+            raise LoweringError(
+                f"kernel `{self.entry}` needs {self.plan.smem_bytes} bytes of shared memory, more than the "
+                f"{limit} one block may use on {self.target.arch} (largest: {top})",
+                getattr(L, "span", None),
+                hint="use smaller tiles, fewer pipeline stages, or fragments instead of shared buffers")
 
     def _smem_buffers(self):
         seen = []
@@ -224,10 +247,26 @@ class KernelCodegen:
             n = 1
             for d in b.shape:
                 n *= E.const_int_value(d)
-            self.w(f"{ct} {name}[{n}];")
+            # extern code may read it through wider types (T.access_ptr)
+            align = "__align__(16) " if id(b) in self.addressed() else ""
+            self.w(f"{align}{ct} {name}[{n}];")
         else:
             raise NotImplementedError(f"T.alloc_global inside a kernel (`{b.name}`): allocate it at "
                                       f"function level")
+
+    def addressed(self):
+        """ids of the buffers whose element addresses the kernel takes (T.access_ptr)."""
+        if self._addressed is None:
+            from tilelang.ir.visitor import walk
+            out = set()
+
+            def f(n):
+                ld = E.addressed_load(n)
+                if ld is not None:
+                    out.add(id(ld.buffer))
+            walk(self.launch.body, f)
+            self._addressed = out
+        return self._addressed
 
     def _guard(self, block, st):
         """Block-level stores to shared/global memory happen once, on thread 0."""
@@ -242,6 +281,8 @@ class KernelCodegen:
 
     def s_Evaluate(self, st, block):
         v = st.value
+        if is_import_source(st):  # its text goes before the kernels (codegen.py)
+            return
         if isinstance(v, E.Call) and v.name.startswith("atomic_") and v.args and \
                 isinstance(v.args[0], E.BufferLoad):
             dst = v.args[0]
@@ -252,7 +293,7 @@ class KernelCodegen:
         self.w(f"if (tl_tid == 0) {{ {line} }}" if self._guard(block, st) else line)
 
     def s_For(self, st, block):
-        if st.kind == S.PARALLEL and block:
+        if st.kind == S.PARALLEL and block and not self._registers_only(st):
             return self.cooperative(st)
         if block and id(st) in self.plan.pipelines:
             return self.pipelined(st, self.plan.pipelines[id(st)])
@@ -309,8 +350,24 @@ class KernelCodegen:
         self.indent -= 1
         self.w("}")
 
+    def s_ThreadAllReduce(self, st, block):
+        emit_thread_allreduce(self, st, block)
+
+    def s_FinalizeReducer(self, op, block):
+        emit_finalize_reducer(self, op)
+
     def s_Barrier(self, st, block):
-        self.sync()
+        if st.barrier_id is None:
+            self.sync()
+            return
+        # named barrier: bar.sync id[, count] (count: the threads that take part)
+        if self.plan.uses_wgmma:
+            self.w("tl::fence_proxy_async();")
+        if st.arrive_count is None:
+            self.w(f'asm volatile("bar.sync %0;" :: "r"((int)({self.expr(st.barrier_id)})) : "memory");')
+        else:
+            self.w(f'asm volatile("bar.sync %0, %1;" :: "r"((int)({self.expr(st.barrier_id)})), '
+                   f'"r"((int)({self.expr(st.arrive_count)})) : "memory");')
 
     def s_Assert(self, st, block):
         msg = str(st.message).replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
@@ -366,6 +423,9 @@ class KernelCodegen:
         (pa, lda), (pb, ldb) = ptr(op.A), ptr(op.B)
         call = (f"tl::gemm_ss<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}, {ta}, {tb}>"
                 f"({pa}, {lda}, {pb}, {ldb}, {{acc}});")
+        if getattr(cfg, "k32", False):   # fp8: A M x K, B N x K (gemm_lowering.mma_config)
+            call = (f"tl::gemm_ss_k32<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}>"
+                    f"({pa}, {lda}, {pb}, {ldb}, {{acc}});")
         return self._gemm_call(op, cfg, call)
 
     def _gemm_call(self, op, cfg, call):
@@ -417,6 +477,45 @@ class KernelCodegen:
     def s_Copy(self, op, block):
         from tilelang.transform.lower_tile_ops import lower_copy
         self.stmt(lower_copy(op), block)
+
+    def s_WarpMmaLoad(self, op, block):
+        from tilelang.backend.cuda.warp_mma_lowering import emit_load
+        emit_load(self, op)
+
+    def s_WarpMma(self, op, block):
+        from tilelang.backend.cuda.warp_mma_lowering import emit_mma
+        emit_mma(self, op)
+
+    def s_WarpMmaStore(self, op, block):
+        from tilelang.backend.cuda.warp_mma_lowering import emit_store
+        emit_store(self, op)
+
+    def _registers_only(self, st):
+        """A T.Parallel nest that works on per-thread arrays: it stores only into them
+        (`T.clear` of a `T.alloc_local` array), or it moves data of one whose contents
+        differ between threads (a `T.copy` of a thread's registers to memory) and no
+        register fragment. Every thread runs all of it on its own registers; splitting
+        it over the threads would give each a few elements. (A local array that holds
+        the same value in every thread, e.g. a block index read into a scalar, is just
+        an operand of an ordinary, shared-out loop.)"""
+        from tilelang.ir.visitor import walk
+        kinds, private, fragments = [], [], []
+
+        def f(n):
+            if isinstance(n, (S.BufferStore, E.BufferLoad)):
+                kind = getattr(self.placement(n.buffer), "kind", None)
+                if kind == "local" and id(n.buffer) in self.plan.td_bufs:
+                    private.append(n)
+                elif kind in ("acc", "row", "tile"):
+                    fragments.append(n)
+            if isinstance(n, S.BufferStore):
+                kinds.append(getattr(self.placement(n.buffer), "kind", None))
+            elif isinstance(n, E.Call) and n.name.startswith("atomic_"):
+                kinds.append("atomic")
+        walk(st, f)
+        if kinds and all(k in ("local", "var") for k in kinds):
+            return True
+        return bool(private) and not fragments
 
     # parallel loops --------------------------------------------------------------------
     def cooperative(self, st):
@@ -612,6 +711,7 @@ class KernelCodegen:
         g = info.rest[0]
         cfg = self.plan.gemms[id(g)]
         nwarps = self.plan.nthreads // 32
+        lag = max(1, min(ns - 1, int(os.environ.get("TILELANG_CUDA_TMA_REFILL_LAG", "1"))))
         lo = self.expr(st.min)
         hi = self.expr(simplify(st.min + st.extent))
         acc = self.buf_name(g.C.buffer)
@@ -690,14 +790,26 @@ class KernelCodegen:
         prev = self.names.new(object(), "tl_prev", True)
         self.w(f"const int {prev} = {stage} == 0 ? {ns - 1} : {stage} - 1;")
         self.w(f"if ((tl_tid & 31) == 0) tl::mbar_arrive(&{empty}[{prev}]);")
-        self.w(f"if (tl_tid == 0 && {k} - 1 + {ns} < {hi}) {{")
-        self.indent += 1
-        self.w(f"tl::mbar_wait(&{empty}[{prev}], {stage} == 0 ? ({phase} ^ 1u) : {phase});")
-        issue(f"{k} - 1 + {ns}", prev)
+        if lag == 1:
+            self.w(f"if (tl_tid == 0 && {k} - 1 + {ns} < {hi}) {{")
+            self.indent += 1
+            self.w(f"tl::mbar_wait(&{empty}[{prev}], {stage} == 0 ? ({phase} ^ 1u) : {phase});")
+            issue(f"{k} - 1 + {ns}", prev)
+            self.indent -= 1
+            self.w("}")
         self.indent -= 1
         self.w("}")
-        self.indent -= 1
-        self.w("}")
+        if lag > 1:
+            # refill the slot released `lag` iterations ago: every warp has long
+            # released it, so thread 0 (a consumer too) rarely waits for the others
+            j = self.names.new(object(), "tl_j", True)
+            self.w(f"if (tl_tid == 0 && {k} - {lo} >= {lag} && {k} - {lag} + {ns} < {hi}) {{")
+            self.indent += 1
+            self.w(f"const int {j} = {k} - {lo} - {lag};")
+            self.w(f"tl::mbar_wait(&{empty}[{j} % {ns}], ({j} / {ns}) & 1u);")
+            issue(f"{k} - {lag} + {ns}", f"{j} % {ns}")
+            self.indent -= 1
+            self.w("}")
         self.w(f"if (++{stage} == {ns}) {{ {stage} = 0; {phase} ^= 1u; }}")
         self.indent -= 1
         self.w("}")

@@ -1,5 +1,5 @@
 """`T.gemm` on CUDA: tensor cores (ldmatrix + mma.sync m16n8k16, `tl::gemm_ss` in
-include/tl_cuda/mma.h) when the shapes, dtypes and arch allow, else a SIMT loop
+include/tl_cuda/mma.h; fp8: m16n8k32, `tl::gemm_ss_k32`) when the shapes, dtypes and arch allow, else a SIMT loop
 that is correct for any shapes and dtypes."""
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ class MmaConfig:
     WN: int   # warps along N
 
     kind = "mma"
+    k32 = False   # MmaK32Config: 8-bit (fp8) operands
 
     @property
     def regs(self):
@@ -29,6 +30,13 @@ class MmaConfig:
 
     def layout(self):
         return f"tl::MmaAccLayout<{self.M}, {self.N}, {self.WM}, {self.WN}>"
+
+
+@dataclass(frozen=True)
+class MmaK32Config(MmaConfig):
+    """fp8 operands: m16n8k32 steps (`tl::gemm_ss_k32`), A stored M x K, B stored N x K;
+    the accumulator layout is MmaConfig's."""
+    k32 = True
 
 
 def mat_dims(r: BufferRegion):
@@ -61,21 +69,30 @@ def warp_partition(M, N, nwarps, policy="Square"):
         wn = nwarps // wm
         if M % (16 * wm) or N % (16 * wn):
             continue
-        if policy == "FullRow" and wn != 1 or policy == "FullCol" and wm != 1:
-            continue
-        score = abs(math.log((M / wm) / (N / wn)))
+        # FullRow / FullCol put every warp along one axis; where the tile is too small
+        # for that, as many as fit (the published policies also relax), never the
+        # SIMT loop
+        if policy == "FullRow":
+            score = (wn, 0.0)
+        elif policy == "FullCol":
+            score = (wm, 0.0)
+        else:
+            score = (0, abs(math.log((M / wm) / (N / wn))))
         if best is None or score < best[0]:
             best = (score, wm, wn)
     return None if best is None else (best[1], best[2])
 
 
-def _aligned8(x):
-    """x is a multiple of 8 for every value of its variables."""
+_FP8 = ("float8_e4m3fn", "float8_e5m2")
+
+
+def _aligned(x, n):
+    """x is a multiple of n for every value of its variables."""
     lin = linear_form(simplify(E.convert(x))) if isinstance(x, (E.PrimExpr, int)) else None
     if lin is None:
         return False
     terms, const = lin
-    return const % 8 == 0 and all(c % 8 == 0 for _, c in terms.values())
+    return const % n == 0 and all(c % n == 0 for _, c in terms.values())
 
 
 def mma_config(op, arch, nthreads, row_stride):
@@ -88,19 +105,24 @@ def mma_config(op, arch, nthreads, row_stride):
         return None
     M, N, K = mnk
     da, db, dc = op.A.buffer.dtype, op.B.buffer.dtype, op.C.buffer.dtype
-    if da is not db or da.name not in ("float16", "bfloat16") or dc.name != "float32":
+    # fp8 (e4m3 / e5m2, mixed too) on sm_89+: m16n8k32, both operands K-major (ldmatrix
+    # has no 8-bit transpose), so A stored M x K and B stored N x K
+    k32 = da.name in _FP8 and db.name in _FP8 and dc.name == "float32" and arch_number(arch) >= 89 and \
+        not op.trans_A and op.trans_B
+    if not k32 and (da is not db or da.name not in ("float16", "bfloat16") or dc.name != "float32"):
         return None
-    if op.A.buffer.scope != "shared" or op.B.buffer.scope != "shared" or K % 16:
+    kstep, vec = (32, 16) if k32 else (16, 8)     # K per mma; elements per 16-byte row piece
+    if op.A.buffer.scope != "shared" or op.B.buffer.scope != "shared" or K % kstep:
         return None
     for r in (op.A, op.B):
         ld = row_stride(r.buffer)
-        if ld is None or ld % 8 or not _aligned8(r.starts[-1]):
+        if ld is None or ld % vec or not _aligned(r.starts[-1], vec):
             return None
     policy = op.policy if isinstance(op.policy, str) else getattr(op.policy, "name", "Square")
     wp = warp_partition(M, N, nthreads // 32, policy if policy in ("FullRow", "FullCol") else "Square")
     if wp is None:
         return None
-    return MmaConfig(M, N, K, wp[0], wp[1])
+    return (MmaK32Config if k32 else MmaConfig)(M, N, K, wp[0], wp[1])
 
 
 def simt_gemm(op):

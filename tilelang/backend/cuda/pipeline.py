@@ -10,10 +10,11 @@ from tilelang.transform.lower_tile_ops import lower_tile_ops
 from tilelang.transform.simplify import simplify
 from tilelang.transform.legalize_safe_memory_access import legalize_safe_memory_access
 from tilelang.transform.rasterize_blocks import rasterize_blocks
+from tilelang.transform.lower_gemm_sp import lower_gemm_sp
 
-KEEP_TILE_OPS = (TO.Gemm, TO.Reduce)
+KEEP_TILE_OPS = (TO.Gemm, TO.Reduce, TO.FinalizeReducer)
 
-PASSES = [implicit_kernel, rasterize_blocks, lower_tile_ops, simplify, legalize_safe_memory_access, simplify]
+PASSES = [lower_gemm_sp, implicit_kernel, rasterize_blocks, lower_tile_ops, simplify, legalize_safe_memory_access, simplify]
 
 
 def lower(func, target, ctx=None):

@@ -60,7 +60,7 @@ def _only_loads_of(nest, src):
     return not bad
 
 
-def find_pipelines(launch, plan, arch, vector_width):
+def find_pipelines(launch, plan, arch, vector_width, max_stages=None):
     """{id(loop): PipelineInfo}. `vector_width(vars, mins, exts, body)` -> elements
     per vector or None, as the codegen will vectorize the copy."""
     out = {}
@@ -76,6 +76,8 @@ def find_pipelines(launch, plan, arch, vector_width):
          getattr(n.buffer, "alias_of", None) is not None else None)
     for loop in loops:
         stages = int(loop.annotations.get("num_stages", 0) or 0)
+        if max_stages is not None:
+            stages = min(stages, max_stages)
         if stages < 2 or loop.step is not None or plan.depends(loop.min) or plan.depends(loop.extent):
             continue
         info = PipelineInfo(stages)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
+from tilelang.ir import warp_ops as W
 from tilelang.ir.visitor import walk
 from tilelang.backend.cuda.analysis import parallel_nest, all_loads_stores, thread_dependent_vars
 from tilelang.backend.cuda.gemm_lowering import mma_config
@@ -58,6 +59,7 @@ class KernelPlan:
     fragments: object = None                         # fragment_layout.FragmentLayouts
     red_offset: int = 0      # shared scratch of register-tile reductions wider than a warp:
     red_phase_bytes: int = 0  # two phases (alternating reductions need one barrier each)
+    notes: list = field(default_factory=list)        # decisions the user should hear about
 
 
 def _const_shape(buf):
@@ -122,6 +124,10 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
                 row_bytes = (E.const_int_value(r.buffer.shape[-1]) or 0) * r.buffer.dtype.itemsize
                 if row_bytes % 32 == 0:  # an even number of 16-byte chunks: rows collide
                     padded.add(id(r.buffer))
+    # the same for the shared operands of warp-level mma loads (ir/warp_ops.py)
+    walk(launch.body, lambda n: padded.add(id(n.src.buffer)) if isinstance(n, W.WarpMmaLoad) and
+         n.src.buffer.dtype.bits == 16 and n.src.buffer.ndim >= 2 and
+         (E.const_int_value(n.src.buffer.shape[-1]) or 0) * 2 % 32 == 0 else None)
     smem = []
     for buf in decls:
         if id(buf) in plan.placements:
@@ -140,29 +146,136 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
         else:  # shared, shared.dyn, fragments (first stage: in shared memory)
             shape = _const_shape(buf)
             sw = id(buf) in swizzled
-            strides, n = _row_major(shape, 8 if id(buf) in padded and not sw else 0)
+            strides, n = _row_major(shape, 16 // buf.dtype.itemsize if id(buf) in padded and not sw else 0)
             plan.placements[id(buf)] = Placement("smem", strides, 0, swizzle=sw,
                                                  stage_bytes=n * buf.dtype.itemsize)
             smem.append(buf)
-    plan.pipelines = find_pipelines(launch, plan, arch, _vector_width_for(plan))
-    for info in plan.pipelines.values():
-        for b in info.bufs:
-            plan.placements[id(b)].stages = info.stages
-    offset = 0
-    for buf in smem:
+    # Every shared buffer gets its own storage unless that does not fit: then buffers
+    # whose lifetimes do not overlap share storage (at the price of a barrier where it
+    # changes hands), and then pipeline stages are dropped.
+    always = {id(b): (0, 1 << 30) for b in smem}
+    live = always
+    limit = max_dynamic_smem(arch)
+    cap = None
+    while True:
+        plan.pipelines = find_pipelines(launch, plan, arch, _vector_width_for(plan), max_stages=cap)
+        for buf in smem:
+            plan.placements[id(buf)].stages = 1
+        for info in plan.pipelines.values():
+            for b in info.bufs:
+                plan.placements[id(b)].stages = info.stages
+        offset = _assign_offsets(smem, plan, live)
+        red = _reduce_scratch_bytes(launch, plan)
+        if red:
+            offset = (offset + SMEM_ALIGN - 1) // SMEM_ALIGN * SMEM_ALIGN
+            plan.red_offset, plan.red_phase_bytes = offset, red
+            offset += 2 * red
+        deepest = max((i.stages for i in plan.pipelines.values()), default=1)
+        if offset <= limit:
+            break
+        if live is always:
+            live = _live_ranges(launch, smem, plan.depends)
+            continue
+        if deepest <= 1:
+            break
+        # Over the device's shared memory: fewer pipeline stages before giving up
+        # (num_stages is a performance hint; the caller is told).
+        cap = deepest - 1
+        plan.notes.append(f"pipeline stages capped at {cap} so that shared memory fits in {limit} bytes")
+    plan.smem_bytes = offset
+    return plan
+
+
+def max_dynamic_smem(arch) -> int:
+    """Bytes of dynamic shared memory one block may opt in to on `arch`."""
+    from tilelang.backend.cuda.target import arch_number
+    n = arch_number(arch) if arch else 80
+    if n >= 90:
+        return 227 * 1024
+    if n in (80, 87):
+        return 163 * 1024
+    if n >= 86:
+        return 99 * 1024
+    if n >= 75:
+        return 64 * 1024
+    return 48 * 1024
+
+
+def _buffers_in(node):
+    """Root buffers a statement mentions in any way (loads, stores, tile-op regions,
+    pointers): conservative, so that a buffer is never thought dead while in use."""
+    from tilelang.ir.buffer import Buffer
+    found = {}
+
+    def root(b):
+        while getattr(b, "alias_of", None) is not None:
+            b = b.alias_of
+        return b
+
+    def visit(n):
+        for v in getattr(n, "__dict__", {}).values():
+            for x in (v if isinstance(v, (list, tuple)) else (v,)):
+                if isinstance(x, Buffer):
+                    found[id(root(x))] = True
+                elif x is not None and hasattr(x, "buffer") and isinstance(getattr(x, "buffer"), Buffer):
+                    found[id(root(x.buffer))] = True
+    walk(node, visit)
+    return found
+
+
+def _live_ranges(launch, smem, depends):
+    """{id(buf): (first, last)} over the kernel body's statements in program order,
+    descending into sequences, `let`s and block-uniform `if`s (where sync_plan.py can
+    put a barrier between two statements) but not into loops: a buffer used inside a
+    loop is live for the whole loop. One never mentioned is never live."""
+    units = []
+
+    def flat(st):
+        if isinstance(st, S.SeqStmt):
+            for x in st.stmts:
+                flat(x)
+        elif isinstance(st, S.LetStmt):
+            units.append(S.Evaluate(st.value))
+            flat(st.body)
+        elif isinstance(st, S.IfThenElse) and not depends(st.cond):
+            units.append(S.Evaluate(st.cond))
+            flat(st.then_body)
+            flat(st.else_body)
+        elif st is not None and not isinstance(st, S.DeclBuffer):
+            units.append(st)
+    flat(launch.body)
+    first, last = {}, {}
+    for i, u in enumerate(units):
+        for b in _buffers_in(u):
+            first.setdefault(b, i)
+            last[b] = i
+    # a buffer the body never mentions needs no storage of its own
+    return {id(b): (first.get(id(b), -1), last.get(id(b), -1)) for b in smem}
+
+
+def _assign_offsets(smem, plan, live):
+    """Place shared buffers, largest first, at the lowest offset that no buffer with an
+    overlapping lifetime occupies (buffers used by disjoint top-level statements share
+    space; sync_plan.py puts a barrier where one's storage passes to the next)."""
+    placed = []   # (lo, hi, first, last)
+    order = sorted(smem, key=lambda b: -plan.placements[id(b)].stage_bytes * plan.placements[id(b)].stages)
+    end = 0
+    for buf in order:
         p = plan.placements[id(buf)]
         align = 1024 if p.swizzle else SMEM_ALIGN
         p.stage_bytes = (p.stage_bytes + align - 1) // align * align
-        offset = (offset + align - 1) // align * align
-        p.offset = offset
-        offset += p.stage_bytes * p.stages
-    red = _reduce_scratch_bytes(launch, plan)
-    if red:
-        offset = (offset + SMEM_ALIGN - 1) // SMEM_ALIGN * SMEM_ALIGN
-        plan.red_offset, plan.red_phase_bytes = offset, red
-        offset += 2 * red
-    plan.smem_bytes = offset
-    return plan
+        size = p.stage_bytes * p.stages
+        a, z = live[id(buf)]
+        busy = sorted((lo, hi) for lo, hi, f, l in placed if not (l < a or z < f))
+        off = 0
+        for lo, hi in busy:
+            if off + size <= lo:
+                break
+            off = max(off, (hi + align - 1) // align * align)
+        p.offset = off
+        placed.append((off, off + size, a, z))
+        end = max(end, off + size)
+    return end
 
 
 def _reduce_scratch_bytes(launch, plan):

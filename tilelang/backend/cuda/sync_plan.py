@@ -17,6 +17,10 @@ class SyncPlanner:
     def __init__(self, plan):
         self.plan = plan
         self.before = set()   # id(stmt) that needs a barrier before it
+        # byte ranges of shared buffers: two buffers whose lifetimes do not overlap may
+        # share storage (plan.py), so an access to one conflicts with the other
+        self.ranges = {k: (p.offset, p.offset + p.stage_bytes * p.stages)
+                       for k, p in plan.placements.items() if p.kind == "smem"}
 
     def _visible(self, buf):
         p = self.plan.placements.get(id(buf))
@@ -42,11 +46,16 @@ class SyncPlanner:
                 out.add((self._root(b), "w", executor))
         return out
 
-    @staticmethod
-    def _conflict(acc, pending):
+    def _same_storage(self, b, b2):
+        if b == b2:
+            return True
+        r, r2 = self.ranges.get(b), self.ranges.get(b2)
+        return r is not None and r2 is not None and r[0] < r2[1] and r2[0] < r[1]
+
+    def _conflict(self, acc, pending):
         for b, m, ex in acc:
             for b2, m2, ex2 in pending:
-                if b == b2 and "w" in (m, m2) and not (ex == ex2 == "t0"):
+                if "w" in (m, m2) and not (ex == ex2 == "t0") and self._same_storage(b, b2):
                     return True
         return False
 
@@ -69,7 +78,8 @@ class SyncPlanner:
                 pending = self.visit(s, pending)
             return pending
         if isinstance(st, S.Barrier):
-            return set()
+            # a named barrier of some threads orders nothing for the others
+            return pending if st.is_partial else set()
         if isinstance(st, S.DeclBuffer):
             return pending
         if isinstance(st, S.For) and st.kind == S.PARALLEL:
@@ -111,7 +121,21 @@ class SyncPlanner:
         shared/global memory, an atomic, a print): codegen runs it on thread 0."""
         if isinstance(st, S.BufferStore) and not self._visible(st.buffer):
             return False
+        if isinstance(st, S.Evaluate) and self._addresses_registers(st):
+            return False   # an extern call on the thread's own registers (T.access_ptr)
         return isinstance(st, (S.BufferStore, S.Evaluate, S.Print)) and not self._thread_dependent(st)
+
+    def _addresses_registers(self, st):
+        from tilelang.ir.visitor import walk
+        from tilelang.ir import expr as E
+        found = []
+
+        def f(n):
+            ld = E.addressed_load(n)
+            if ld is not None and not self._visible(ld.buffer):
+                found.append(ld)
+        walk(st, f)
+        return bool(found)
 
     def _thread_dependent(self, st):
         from tilelang.ir.visitor import walk

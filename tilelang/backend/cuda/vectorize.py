@@ -3,8 +3,8 @@
 instruction when alignment and predicates provably hold for whole vectors:
 - the innermost loop var appears only in the last index, with coefficient 1, and
   every other term of that index and every outer stride is a multiple of V;
-- a bound check on the innermost var compares `x < n` with n a multiple of V, so
-  it is true or false for a whole vector."""
+- a bound check on the innermost var compares `x < n` (or `x >= n`) with n a multiple
+  of V, so it is true or false for a whole vector."""
 from __future__ import annotations
 
 from tilelang.ir import expr as E
@@ -47,7 +47,9 @@ def _cond_ok(c, v, V):
     for atom in _conjuncts(c):
         if not _has(atom, v):
             continue
-        if not (isinstance(atom, E.BinOp) and atom.op == "<" and not _has(atom.b, v)):
+        # x < n and x >= n (a lower bound such as `x >= 0` where x is not provably
+        # non-negative) hold for all of [x - v, x - v + V) or none when n % V == 0
+        if not (isinstance(atom, E.BinOp) and atom.op in ("<", ">=") and not _has(atom.b, v)):
             return False
         if not _mult_except(atom.a, v, V) or not _mult_except(atom.b, None, V):
             return False

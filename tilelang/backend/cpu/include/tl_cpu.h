@@ -243,6 +243,18 @@ template <class To, class From> inline To reinterpret(From v) {
   return r;
 }
 
+// T.ptx_cp_async: N bytes global -> shared, zero-filled when !pred.
+template <int N> inline void cp_async_now(void* dst, const void* src, bool pred) {
+  if (pred) std::memcpy(dst, src, N); else std::memset(dst, 0, N);
+}
+
+// T.dp4a: *c += a[0]*b[0] + ... + a[3]*b[3] over int8.
+inline void dp4a(const int8_t* a, const int8_t* b, int32_t* c) {
+  int32_t s = *c;
+  for (int i = 0; i < 4; ++i) s += (int32_t)a[i] * (int32_t)b[i];
+  *c = s;
+}
+
 // ------------------------------------------------------------------- atomics
 template <int N> struct uint_of;
 template <> struct uint_of<1> { using type = uint8_t; };

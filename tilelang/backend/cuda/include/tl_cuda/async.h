@@ -27,6 +27,14 @@ template <int N> TL_DEVICE void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// T.ptx_cp_async: a copy this thread has finished when the call returns (the
+// compiler orders it with other threads' reads by data flow, as any store)
+template <int N> TL_DEVICE void cp_async_now(void* smem, const void* gmem, bool pred) {
+  cp_async<N>(smem, gmem, pred);
+  cp_async_commit();
+  cp_async_wait<0>();
+}
+
 // generic-proxy shared-memory writes (st.shared, cp.async) become visible to the
 // async proxy (wgmma operand reads); each writing thread runs it before the barrier
 TL_DEVICE void fence_proxy_async() {

@@ -1,16 +1,17 @@
 // Atomics on global/shared memory. fp32/fp16/bf16 add are native (sm_70+/sm_80+);
-// float max/min go through a compare-and-swap loop.
+// float max/min go through a compare-and-swap loop. Each returns the previous value
+// (`T.atomic_add(..., return_prev=True)`).
 #pragma once
 #include "common.h"
 
 namespace tl {
 
-template <class T> TL_DEVICE void atomic_add(T* p, T v) { atomicAdd(p, v); }
+template <class T> TL_DEVICE T atomic_add(T* p, T v) { return atomicAdd(p, v); }
 
-template <class T> TL_DEVICE void atomic_max(T* p, T v) { atomicMax(p, v); }
-template <class T> TL_DEVICE void atomic_min(T* p, T v) { atomicMin(p, v); }
+template <class T> TL_DEVICE T atomic_max(T* p, T v) { return atomicMax(p, v); }
+template <class T> TL_DEVICE T atomic_min(T* p, T v) { return atomicMin(p, v); }
 
-TL_DEVICE void atomic_max(float* p, float v) {
+TL_DEVICE float atomic_max(float* p, float v) {
   int* ip = reinterpret_cast<int*>(p);
   int old = *ip;
   while (__int_as_float(old) < v) {
@@ -18,8 +19,9 @@ TL_DEVICE void atomic_max(float* p, float v) {
     if (prev == old) break;
     old = prev;
   }
+  return __int_as_float(old);
 }
-TL_DEVICE void atomic_min(float* p, float v) {
+TL_DEVICE float atomic_min(float* p, float v) {
   int* ip = reinterpret_cast<int*>(p);
   int old = *ip;
   while (__int_as_float(old) > v) {
@@ -27,6 +29,7 @@ TL_DEVICE void atomic_min(float* p, float v) {
     if (prev == old) break;
     old = prev;
   }
+  return __int_as_float(old);
 }
 
 }  // namespace tl

@@ -49,6 +49,16 @@ TL_DEVICE double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 TL_DEVICE float inf_f32() { return __int_as_float(0x7f800000); }
 TL_DEVICE float nan_f32() { return __int_as_float(0x7fffffff); }
 
+// T.dp4a: *c += a[0]*b[0] + ... + a[3]*b[3] over int8 (one IDP4A). Byte loads: the
+// operands need no alignment; the compiler merges them when they are aligned registers.
+TL_DEVICE int pack_s8x4(const signed char* p) {
+  return (int)((unsigned)(unsigned char)p[0] | ((unsigned)(unsigned char)p[1] << 8) |
+               ((unsigned)(unsigned char)p[2] << 16) | ((unsigned)(unsigned char)p[3] << 24));
+}
+TL_DEVICE void dp4a(const signed char* a, const signed char* b, int* c) {
+  *c = __dp4a(pack_s8x4(a), pack_s8x4(b), *c);
+}
+
 // Linear thread index within the block and the block's thread count.
 TL_DEVICE int thread_linear() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);

@@ -44,6 +44,22 @@ template <> struct Mma16816<__nv_bfloat16> {
   }
 };
 
+// m16n8k32 for 8-bit integer operands (A: 4 registers of 4 bytes, B: 2, C: 4 values); fp8 is
+// Fp8Mma below.
+template <class TA, class TB, class TC> struct Mma16832;
+#define TL_MMA_16832(TA, TB, TC, PTX, CREG)                                                             \
+  template <> struct Mma16832<TA, TB, TC> {                                                            \
+    TL_DEVICE static void run(TC* d, const unsigned* a, const unsigned* b) {                           \
+      asm volatile("mma.sync.aligned.m16n8k32.row.col." PTX                                            \
+                   " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"                \
+                   : "+" CREG(d[0]), "+" CREG(d[1]), "+" CREG(d[2]), "+" CREG(d[3])                    \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));                \
+    }                                                                                                  \
+  };
+TL_MMA_16832(signed char, signed char, int, "s32.s8.s8.s32", "r")
+TL_MMA_16832(unsigned char, unsigned char, int, "s32.u8.u8.s32", "r")
+#undef TL_MMA_16832
+
 template <int M, int N, int WM, int WN> struct MmaAccLayout {
   static constexpr int WTM = M / WM, WTN = N / WN, MI = WTM / 16, NI = WTN / 8;
   static constexpr int REGS = MI * NI * 4;
@@ -106,6 +122,64 @@ TL_DEVICE void gemm_ss(const T* A, int lda, const T* B, int ldb, float* acc) {
     for (int mi = 0; mi < L::MI; ++mi)
 #pragma unroll
       for (int ni = 0; ni < L::NI; ++ni) Mma16816<T>::run(acc + (mi * L::NI + ni) * 4, a[mi], b[ni]);
+  }
+}
+
+// fp8 m16n8k32 as two fp16 m16n8k16 (Hopper has no fp8 mma.sync unit; this is what
+// the instruction costs there anyway, with the conversions placed by us): bytes 0-1 of
+// an 8-bit register hold K 4t, 4t+1 and bytes 2-3 K 4t+2, 4t+3; taken as fp16 K
+// positions 2t, 2t+1 and 2t+8, 2t+9 in both A and B, each product pairs the same K.
+template <class T> TL_DEVICE unsigned fp8x2_to_f16x2(unsigned short v);
+template <> TL_DEVICE unsigned fp8x2_to_f16x2<__nv_fp8_e4m3>(unsigned short v) {
+  unsigned r;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(r) : "h"(v));
+  return r;
+}
+template <> TL_DEVICE unsigned fp8x2_to_f16x2<__nv_fp8_e5m2>(unsigned short v) {
+  unsigned r;
+  asm("cvt.rn.f16x2.e5m2x2 %0, %1;\n" : "=r"(r) : "h"(v));
+  return r;
+}
+template <class TA, class TB> struct Fp8Mma {
+  TL_DEVICE static void run(float* d, const unsigned* a, const unsigned* b) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {   // K 0-15, then 16-31
+      const unsigned a0 = a[2 * h], a1 = a[2 * h + 1], b0 = b[h];
+      unsigned fa[4] = {fp8x2_to_f16x2<TA>(a0 & 0xFFFF), fp8x2_to_f16x2<TA>(a1 & 0xFFFF),
+                        fp8x2_to_f16x2<TA>(a0 >> 16), fp8x2_to_f16x2<TA>(a1 >> 16)};
+      unsigned fb[2] = {fp8x2_to_f16x2<TB>(b0 & 0xFFFF), fp8x2_to_f16x2<TB>(b0 >> 16)};
+      Mma16816<half>::run(d, fa, fb);
+    }
+  }
+};
+
+// The same for 8-bit operands (fp8: e4m3 / e5m2): m16n8k32, A stored M x K and B stored
+// N x K (ldmatrix moves 8-bit data only untransposed); one 16-byte row piece is 16
+// elements, so the second K half of each matrix sits 16 columns further.
+template <int M, int N, int K, int WM, int WN, class TA, class TB>
+TL_DEVICE void gemm_ss_k32(const TA* A, int lda, const TB* B, int ldb, float* acc) {
+  using L = MmaAccLayout<M, N, WM, WN>;
+  static_assert(L::WTM % 16 == 0 && L::WTN % 16 == 0 && K % 32 == 0, "gemm_ss_k32 tile shape");
+  const int tid = thread_linear(), lane = tid & 31;
+  const int wr = (tid >> 5) / WN, wc = (tid >> 5) % WN;
+#pragma unroll
+  for (int k0 = 0; k0 < K; k0 += 32) {
+    unsigned a[L::MI][4];
+    unsigned b[L::NI][2];
+#pragma unroll
+    for (int mi = 0; mi < L::MI; ++mi)
+      ldmatrix_x4(a[mi], A + (wr * L::WTM + mi * 16 + (lane & 15)) * lda + k0 + (lane >> 4) * 16);
+#pragma unroll
+    for (int nj = 0; nj < L::NI / 2; ++nj) {
+      unsigned r[4];
+      ldmatrix_x4(r, B + (wc * L::WTN + nj * 16 + (lane >> 4) * 8 + (lane & 7)) * ldb + k0 + ((lane >> 3) & 1) * 16);
+      b[2 * nj][0] = r[0]; b[2 * nj][1] = r[1];
+      b[2 * nj + 1][0] = r[2]; b[2 * nj + 1][1] = r[3];
+    }
+#pragma unroll
+    for (int mi = 0; mi < L::MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < L::NI; ++ni) Fp8Mma<TA, TB>::run(acc + (mi * L::NI + ni) * 4, a[mi], b[ni]);
   }
 }
 

@@ -5,5 +5,6 @@
 #include "atomic.h"
 #include "async.h"
 #include "mma.h"
+#include "warp_mma.h"
 #include "wgmma.h"
 #include "tma.h"

@@ -1,0 +1,44 @@
+"""`tvm.tirx` (alias `tvm.tir`): expression constructors over our IR, with TVM's
+argument orders (`reinterpret(dtype, value)`, `Cast(dtype, value)`)."""
+from __future__ import annotations
+
+from tilelang.ir.dtypes import as_dtype
+from tilelang.ir.expr import (PrimExpr, Var, IntImm, FloatImm, BufferLoad, convert, literal, call,
+                              cast as _cast, select, minimum, maximum)
+
+
+def const(value, dtype=None) -> PrimExpr:
+    """A literal of `dtype` (TVM's default: int32 for ints, float32 for floats)."""
+    if dtype is None:
+        return convert(value)
+    return literal(value, dtype)
+
+
+def reinterpret(dtype, value) -> PrimExpr:
+    """Bit cast of `value` to `dtype` (same width)."""
+    from tilelang.language.math import reinterpret as _reinterpret
+    return _reinterpret(as_dtype(dtype), value)
+
+
+def Cast(dtype, value) -> PrimExpr:  # noqa: N802 - TVM's name
+    return _cast(convert(value), as_dtype(dtype))
+
+
+def Select(cond, true_value, false_value) -> PrimExpr:  # noqa: N802
+    return select(cond, true_value, false_value)
+
+
+def Min(a, b) -> PrimExpr:  # noqa: N802
+    return minimum(a, b)
+
+
+def Max(a, b) -> PrimExpr:  # noqa: N802
+    return maximum(a, b)
+
+
+def call_extern(dtype, func_name, *args) -> PrimExpr:
+    return call(func_name, list(args), as_dtype(dtype))
+
+
+__all__ = ["PrimExpr", "Var", "IntImm", "FloatImm", "BufferLoad", "const", "reinterpret", "Cast", "Select",
+           "Min", "Max", "call_extern"]

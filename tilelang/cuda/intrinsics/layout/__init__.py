@@ -1,0 +1,2 @@
+"""Layout helpers of the mma emitter (published path)."""
+from tilelang.cuda.intrinsics.layout.mma_layout import get_swizzle_layout, make_mma_swizzle_layout  # noqa: F401

@@ -1,0 +1,40 @@
+"""`tilelang.language.dtypes` (published module): the dtype class and one object per
+element type, plus the torch -> name table that user code imports. Our dtype is
+`tilelang.ir.dtypes.DataType`."""
+from __future__ import annotations
+
+from tilelang.ir.dtypes import DataType
+
+dtype = DataType
+
+bool = DataType("bool")  # noqa: A001 - published names shadow builtins here
+short, int, long = DataType("int16"), DataType("int32"), DataType("int64")  # noqa: A001
+half, float, double = DataType("float16"), DataType("float32"), DataType("float64")  # noqa: A001
+int4, uint4 = DataType("int4"), DataType("uint4")
+int8, int16, int32, int64 = (DataType(n) for n in ("int8", "int16", "int32", "int64"))
+uint8, uint16, uint32, uint64 = (DataType(n) for n in ("uint8", "uint16", "uint32", "uint64"))
+float16, bfloat16, float32, float64 = (DataType(n) for n in ("float16", "bfloat16", "float32", "float64"))
+float8_e4m3fn = float8_e4m3 = DataType("float8_e4m3fn")
+float8_e5m2 = DataType("float8_e5m2")
+float8_e4m3fnuz, float8_e5m2fnuz = DataType("float8_e4m3fnuz"), DataType("float8_e5m2fnuz")
+tfloat32 = DataType("tfloat32")
+
+
+def _torch_names():
+    """torch dtype -> canonical name, for the torch dtypes we have a DataType for."""
+    try:
+        import torch
+    except ImportError:  # torch is optional
+        return {}
+    out = {}
+    for attr in ("bool", "short", "int", "long", "half", "float", "double", "int8", "int16", "int32", "int64",
+                 "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32", "float64",
+                 "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"):
+        t = getattr(torch, attr, None)
+        if t is not None:
+            out[t] = DataType(str(t).replace("torch.", "")).name
+    return out
+
+
+_TORCH_DTYPE_TO_STR = _torch_names()
+_STR_TO_TORCH_DTYPE = {v: k for k, v in _TORCH_DTYPE_TO_STR.items()}
