@@ -48,10 +48,16 @@ class JITKernel:
         self.target = parse_target(target)
         self.backend = get_backend(self.target.kind)
         self.out_idx = _normalize_out_idx(out_idx, len(func.params))
-        self.pass_configs = dict(pass_configs or {})
+        from tilelang.transform.pass_keys import check_pass_configs
+        check_pass_configs(pass_configs)
+        # PassConfigKey members hash as enum members, not as their strings: use the strings
+        self.pass_configs = {getattr(k, "value", k): v for k, v in (pass_configs or {}).items()}
         if isinstance(compile_flags, str):
             compile_flags = compile_flags.split()
         self.compile_flags = list(compile_flags or [])
+        extra = self.pass_configs.get("tl.device_compile_flags")
+        if extra:
+            self.compile_flags += extra.split() if isinstance(extra, str) else list(extra)
         self.verbose = verbose
         t0 = time.perf_counter()
         self.artifact, self.cache_hit = self._build()

@@ -10,8 +10,6 @@
   (a reduction of a register accumulator: per-thread slots, then quad shuffles)."""
 from __future__ import annotations
 
-import os
-
 import re
 
 from tilelang.ir import expr as E
@@ -711,7 +709,6 @@ class KernelCodegen:
         g = info.rest[0]
         cfg = self.plan.gemms[id(g)]
         nwarps = self.plan.nthreads // 32
-        lag = max(1, min(ns - 1, int(os.environ.get("TILELANG_CUDA_TMA_REFILL_LAG", "1"))))
         lo = self.expr(st.min)
         hi = self.expr(simplify(st.min + st.extent))
         acc = self.buf_name(g.C.buffer)
@@ -790,26 +787,14 @@ class KernelCodegen:
         prev = self.names.new(object(), "tl_prev", True)
         self.w(f"const int {prev} = {stage} == 0 ? {ns - 1} : {stage} - 1;")
         self.w(f"if ((tl_tid & 31) == 0) tl::mbar_arrive(&{empty}[{prev}]);")
-        if lag == 1:
-            self.w(f"if (tl_tid == 0 && {k} - 1 + {ns} < {hi}) {{")
-            self.indent += 1
-            self.w(f"tl::mbar_wait(&{empty}[{prev}], {stage} == 0 ? ({phase} ^ 1u) : {phase});")
-            issue(f"{k} - 1 + {ns}", prev)
-            self.indent -= 1
-            self.w("}")
+        self.w(f"if (tl_tid == 0 && {k} - 1 + {ns} < {hi}) {{")
+        self.indent += 1
+        self.w(f"tl::mbar_wait(&{empty}[{prev}], {stage} == 0 ? ({phase} ^ 1u) : {phase});")
+        issue(f"{k} - 1 + {ns}", prev)
         self.indent -= 1
         self.w("}")
-        if lag > 1:
-            # refill the slot released `lag` iterations ago: every warp has long
-            # released it, so thread 0 (a consumer too) rarely waits for the others
-            j = self.names.new(object(), "tl_j", True)
-            self.w(f"if (tl_tid == 0 && {k} - {lo} >= {lag} && {k} - {lag} + {ns} < {hi}) {{")
-            self.indent += 1
-            self.w(f"const int {j} = {k} - {lo} - {lag};")
-            self.w(f"tl::mbar_wait(&{empty}[{j} % {ns}], ({j} / {ns}) & 1u);")
-            issue(f"{k} - {lag} + {ns}", f"{j} % {ns}")
-            self.indent -= 1
-            self.w("}")
+        self.indent -= 1
+        self.w("}")
         self.w(f"if (++{stage} == {ns}) {{ {stage} = 0; {phase} ^= 1u; }}")
         self.indent -= 1
         self.w("}")
