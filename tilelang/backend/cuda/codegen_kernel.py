@@ -572,13 +572,26 @@ class KernelCodegen:
         acc = [L for L in lays if isinstance(L, AccLayout)]
         L = acc[0] if acc else lays[0]
         lt = L.layout()
+        shift = None
+        if acc:   # a shifted window acc[i + c0, j + c1] (fragment_layout.py checked it)
+            from tilelang.backend.cuda.fragment_layout import index_shift
+            from tilelang.ir.visitor import walk
+            found = []
+            walk(body, lambda n: found.append(index_shift(n.indices, vars_))
+                 if isinstance(n, (E.BufferLoad, S.BufferStore)) and any(n.buffer is b for b in regs) else None)
+            if found and found[0] is not None and any(E.const_int_value(c) != 0 for c in found[0]):
+                shift = found[0]
         slot = self.names.new(object(), "tl_r", True)
         self.w("#pragma unroll")
         self.w(f"for (int {slot} = 0; {slot} < {L.regs}; ++{slot}) {{")
         self.indent += 1
-        self.w(f"const int {self.bind(vars_[0])} = {lt}::row(tl_tid, {slot});")
+        sub = (lambda d: f" - ({self.expr(shift[d])})") if shift else (lambda d: "")
+        self.w(f"const int {self.bind(vars_[0])} = {lt}::row(tl_tid, {slot}){sub(0)};")
         if acc:
-            self.w(f"const int {self.bind(vars_[1])} = {lt}::col(tl_tid, {slot});")
+            self.w(f"const int {self.bind(vars_[1])} = {lt}::col(tl_tid, {slot}){sub(1)};")
+        if shift:
+            i, j = self.names.by_id[id(vars_[0])], self.names.by_id[id(vars_[1])]
+            self.w(f"if ({i} < 0 || {i} >= {L.M} || {j} < 0 || {j} >= {L.N}) continue;")
         for b in regs:
             is_row = self.placement(b).kind == "row"
             self.acc_index[id(b)] = f"{lt}::row_slot({slot})" if acc and is_row else slot

@@ -130,6 +130,7 @@ class _Loop:
     def __init__(self, st, frags):
         self.vars, self.mins, self.exts, body = parallel_nest(st)
         self.exts = [E.const_int_value(e) for e in self.exts]
+        self.guarded = guarded_body(body)
         self.zero = all(E.const_int_value(m) == 0 for m in self.mins)
         self.st = st
         self.idx = {}             # id(frag) -> [index tuples]
@@ -150,6 +151,37 @@ class _Loop:
     def indexed_by(self, fid, k):
         """Every access of fid is [v0, ..., v_{k-1}]."""
         return all(len(ix) == k and all(ix[d] is self.vars[d] for d in range(k)) for ix in self.idx[fid])
+
+    def shifted_by(self, fid):
+        """The shift (c0, c1) when every access of the 2-D fid is [v0 + c0, v1 + c1] with
+        the same c0, c1 (expressions free of the loop's variables), else None."""
+        offs = [index_shift(ix, self.vars) for ix in self.idx[fid]]
+        if not offs or None in offs or len({tuple(map(str, o)) for o in offs}) != 1:
+            return None
+        return offs[0]
+
+
+def index_shift(ix, vars_):
+    """(c0, c1) when the 2-D index ix is (vars_[0] + c0, vars_[1] + c1) with c0, c1 free
+    of vars_ (constants, or outer loop variables as in `acc[i + s * 32, j]`), else None."""
+    from tilelang.arith.simplify import simplify
+    from tilelang.ir.visitor import collect_vars
+    if len(ix) != 2 or len(vars_) != 2:
+        return None
+    out = []
+    for d in range(2):
+        c = simplify(E.binop("-", ix[d], vars_[d]))
+        if any(v is vars_[0] or v is vars_[1] for v in collect_vars(c)):
+            return None
+        out.append(c)
+    return tuple(out)
+
+
+def guarded_body(body):
+    """The loop body does nothing outside one `if` (no else): iterations that a shifted
+    accumulator access would take out of bounds can be skipped (they either do nothing or
+    read out of bounds)."""
+    return isinstance(body, S.IfThenElse) and body.else_body is None or isinstance(body, S.BufferStore)
 
 
 def infer(launch, gemm_cfgs, depends):
@@ -364,6 +396,11 @@ def _validate(lay, loops, reduces, gemms, gemm_cfgs, frags):
             (L,) = accs
             ok = lp.exts == [L.M, L.N] and all(lp.indexed_by(f, 2) for f in regs if lay[f] == L) and \
                 all(lay[f] == L.row_layout() and lp.indexed_by(f, 1) for f in regs if lay[f] != L)
+            if not ok and lp.exts == [L.M, L.N] and all(lay[f] == L for f in regs) and lp.guarded:
+                # `X[i, j] = acc[i + c0, j + c1]` (a shifted window of the accumulator):
+                # each thread runs the iterations whose element it holds
+                shifts = [lp.shifted_by(f) for f in regs]
+                ok = None not in shifts and len({tuple(map(str, x)) for x in shifts}) == 1
         elif ok:
             (R,) = rows
             ok = lp.exts == [R.M] and all(lp.indexed_by(f, 1) for f in regs) and not lp.atomic
