@@ -94,7 +94,8 @@ def test_flash_attention_sm80_mma_sync_register_softmax():
 @pytest.mark.parametrize("kw,registers,shared", [
     (dict(), ("C", "Ch", "mx", "sm"), ()),
     (dict(threads=64), ("C", "Ch", "mx", "sm"), ()),                   # mma.sync, FullRow
-    (dict(threads=64, policy="Square", N=128), (), ("C", "Ch", "mx", "sm")),   # rows split over warps
+    # warps split the columns: row results combine the warps' partials in shared scratch
+    (dict(threads=64, policy="Square", N=128), ("C", "Ch", "mx", "sm"), ()),
     (dict(reduce_dim=0), (), ("C", "Ch", "mx", "sm")),                 # column reduction
 ])
 def test_row_stats_layouts_and_fallbacks(kw, registers, shared):
@@ -113,3 +114,22 @@ def test_fallback_reasons_are_reported(capsys, monkeypatch):
     build(K.gemm_row_stats(reduce_dim=0))
     err = capsys.readouterr().err
     assert "fragment layouts:" in err and "a reduction other than dim=1" in err, err
+
+
+@needs_sass
+def test_mla_scores_stay_in_registers_when_row_layouts_meet():
+    """MLA decode: the score tile (64 x 32, warps 4 x 2) and the output (64 x 512, warps
+    1 x 8) have different row layouts; the row statistics live in shared memory, the
+    scores stay in registers (their row reductions store into the shared vectors)."""
+    import importlib.util
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    spec = importlib.util.spec_from_file_location(
+        "mla_example", os.path.join(root, "examples", "deepseek_mla", "example_mla_decode.py"))
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    art = build(m.mla_decode.get_tir(2, 128, 1024, 512, 64, block_H=64, block_N=32, num_split=4, threads=256))
+    src = art.source
+    assert "* acc_s = reinterpret_cast" not in src and "* acc_o = reinterpret_cast" not in src
+    assert "* m_i = reinterpret_cast" in src and "tl_red[" in src
+    ops = sass_ops(art)
+    assert ops["HMMA"] > 0 and ops["LDL"] == 0 and ops["STL"] == 0, ops

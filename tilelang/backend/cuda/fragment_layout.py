@@ -9,9 +9,11 @@ Two register layouts, both derived from the mma.sync / wgmma accumulator pattern
   (row(t, r), col(t, r)). A gemm accumulator starts with its gemm's layout; a wgmma
   whose A operand is a fragment asks for `AccLayout(M, K, warps, 1)` (the register
   A fragment of wgmma is the accumulator pattern of an M x K tile);
-- `RowLayout(M, WM)` (only for WN == 1): a length-M vector, each thread holding the
-  2 * MI rows it owns in the accumulator layout, replicated over the 4 lanes of a quad
-  (`tl::MmaRowLayout<M, WM>`): row statistics such as m_i / l_i of FlashAttention.
+- `RowLayout(M, WM, WN)`: a length-M vector, each thread holding the 2 * MI rows it owns
+  in the accumulator layout, replicated over the 4 lanes of a quad and over the WN warps
+  that share those rows (`tl::MmaRowLayout<M, WM, WN>`): row statistics such as m_i / l_i
+  of FlashAttention. With WN > 1 a row reduction ends with an exchange of the warps'
+  partial results through shared memory.
 
 Propagation, to a fixed point:
 - a 2-D T.Parallel nest over exactly an AccLayout's M x N that indexes a fragment of
@@ -68,7 +70,7 @@ class AccLayout:
         return f"tl::MmaAccLayout<{self.M}, {self.N}, {self.WM}, {self.WN}>"
 
     def row_layout(self):
-        return RowLayout(self.M, self.WM) if self.WN == 1 else None
+        return RowLayout(self.M, self.WM, self.WN)
 
     # Python mirror of the header (tests, debug dumps)
     def row(self, tid, r):
@@ -87,16 +89,17 @@ class AccLayout:
 class RowLayout:
     M: int
     WM: int
+    WN: int = 1   # warps along N holding the same rows (their partials meet in shared memory)
 
     @property
     def regs(self):
         return (self.M // self.WM // 16) * 2
 
     def layout(self):
-        return f"tl::MmaRowLayout<{self.M}, {self.WM}>"
+        return f"tl::MmaRowLayout<{self.M}, {self.WM}, {self.WN}>"
 
     def row(self, tid, s):
-        lane, wr = tid & 31, tid >> 5
+        lane, wr = tid & 31, (tid >> 5) // self.WN
         return wr * (self.M // self.WM) + (s >> 1) * 16 + (lane >> 2) + (s & 1) * 8
 
 
@@ -411,9 +414,11 @@ def _validate(lay, loops, reduces, gemms, gemm_cfgs, frags):
         if s not in lay and d not in lay:
             continue
         L = lay.get(s)
-        ok = isinstance(L, AccLayout) and L.row_layout() is not None and lay.get(d) == L.row_layout() and \
-            _reduce_dim(r) == 1 and \
-            _whole(r.src) and _whole(r.dst)
+        # into its row layout, or (rows of another layout met it) into a 1-D vector in
+        # shared memory that the reduction's row holders store
+        ok = isinstance(L, AccLayout) and (lay.get(d) == L.row_layout() or
+                                           d not in lay and r.dst.buffer.ndim == 1) and \
+            _reduce_dim(r) == 1 and _whole(r.src) and _whole(r.dst)
         if not ok:
             bad += [(f, "a reduction other than dim=1 of an accumulator into its rows") for f in (s, d) if f in lay]
     for g in gemms:

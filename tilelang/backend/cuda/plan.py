@@ -289,6 +289,10 @@ def _reduce_scratch_bytes(launch, plan):
             if p is not None and p.kind == "tile" and isinstance(p.acc, ThreadTile) and p.acc.group > 32:
                 b = plan.nthreads // 32 * p.acc.row_regs * max(4, n.dst.buffer.dtype.itemsize)
                 need = max(need, (b + 15) // 16 * 16)
+            elif p is not None and p.kind == "acc" and getattr(p.acc, "WN", 1) > 1:
+                # one partial per row and warp column (reduce_lowering.emit_register_reduce)
+                b = p.acc.M * p.acc.WN * max(4, n.dst.buffer.dtype.itemsize)
+                need = max(need, (b + 15) // 16 * 16)
     walk(launch.body, f)
     return need
 

@@ -78,13 +78,41 @@ def emit_register_reduce(cg, op, L):
     lt = L.layout()
     x = cast_str(op.src.buffer.dtype, dt, f"{src}[tl_r]")
     val = "tl_acc" if clear else combine(cross, f"{dst}[tl_s]", "tl_acc")
-    return ["{", "  #pragma unroll",
-            f"  for (int tl_s = 0; tl_s < {L.row_layout().regs}; ++tl_s) {{",
-            f"    {ct} tl_acc = {init};",
-            "    #pragma unroll",
-            f"    for (int tl_r = 0; tl_r < {L.regs}; ++tl_r) {{",
-            f"      if ({lt}::row_slot(tl_r) == tl_s) tl_acc = {combine(op.kind, 'tl_acc', x)};",
-            "    }",
-            f"    tl_acc = tl::quad_reduce(tl_acc, {_WARP_OP[op.kind]}());",
-            f"    {dst}[tl_s] = {val};",
-            "  }", "}"]
+    R = L.row_layout()
+    rl = R.layout()
+    WN = L.WN
+    in_regs = cg.placement(op.dst.buffer).kind == "row"
+    if not in_regs:   # a vector in shared memory: one holder of each row stores it
+        d = f"{dst}[{rl}::row(tl_tid, tl_s)]"
+        val = "tl_acc" if clear else combine(cross, d, "tl_acc")
+        lead = "(tl_tid & 3) == 0" + (f" && (tl_tid >> 5) % {WN} == 0" if WN > 1 else "")
+        store = f"    if ({lead}) {d} = {val};"
+    else:
+        store = f"    {dst}[tl_s] = {val};"
+    lines = ["{", "  #pragma unroll",
+             f"  for (int tl_s = 0; tl_s < {R.regs}; ++tl_s) {{",
+             f"    {ct} tl_acc = {init};",
+             "    #pragma unroll",
+             f"    for (int tl_r = 0; tl_r < {L.regs}; ++tl_r) {{",
+             f"      if ({lt}::row_slot(tl_r) == tl_s) tl_acc = {combine(op.kind, 'tl_acc', x)};",
+             "    }",
+             f"    tl_acc = tl::quad_reduce(tl_acc, {_WARP_OP[op.kind]}());"]
+    if L.WN == 1:
+        return lines + [store, "  }", "}"]
+    # WN warps hold different columns of the same rows: quad leaders publish their warp's
+    # partial per row in the shared scratch (two phases, plan.py), then every holder of a
+    # row combines the WN partials
+    return lines[:1] + [
+        f"  {ct}* tl_red = reinterpret_cast<{ct}*>(tl_smem + {cg.plan.red_offset} + "
+        f"tl_rphase * {cg.plan.red_phase_bytes});",
+        "  tl_rphase ^= 1;",
+        f"  const int tl_wc = (tl_tid >> 5) % {WN};"] + lines[1:] + [
+        f"    if ((tl_tid & 3) == 0) tl_red[{rl}::row(tl_tid, tl_s) * {WN} + tl_wc] = tl_acc;",
+        "  }", "  __syncthreads();", "  #pragma unroll",
+        f"  for (int tl_s = 0; tl_s < {R.regs}; ++tl_s) {{",
+        f"    const int tl_row = {rl}::row(tl_tid, tl_s) * {WN};",
+        f"    {ct} tl_acc = tl_red[tl_row];",
+        "    #pragma unroll",
+        f"    for (int tl_w = 1; tl_w < {WN}; ++tl_w) tl_acc = {_WARP_OP[op.kind]}()(tl_acc, tl_red[tl_row + tl_w]);",
+        store,
+        "  }", "}"]

@@ -76,12 +76,13 @@ template <int M, int N, int WM, int WN> struct MmaAccLayout {
   TL_DEVICE static constexpr int row_slot(int r) { return ((r >> 2) / NI) * 2 + ((r >> 1) & 1); }
 };
 
-// A length-M vector of per-row values of an MmaAccLayout<M, N, WM, 1> tile: each
-// thread holds the SLOTS rows it owns, replicated over the 4 lanes of its quad.
-template <int M, int WM> struct MmaRowLayout {
+// A length-M vector of per-row values of an MmaAccLayout<M, N, WM, WN> tile: each
+// thread holds the SLOTS rows it owns, replicated over the 4 lanes of its quad and
+// over the WN warps that share its rows.
+template <int M, int WM, int WN = 1> struct MmaRowLayout {
   static constexpr int WTM = M / WM, MI = WTM / 16, SLOTS = MI * 2;
   TL_DEVICE static int row(int tid, int s) {
-    return (tid >> 5) * WTM + (s >> 1) * 16 + ((tid & 31) >> 2) + (s & 1) * 8;
+    return ((tid >> 5) / WN) * WTM + (s >> 1) * 16 + ((tid & 31) >> 2) + (s & 1) * 8;
   }
 };
 
