@@ -25,12 +25,12 @@ def test_published_keys_exist():
 
 def test_ignored_key_warns_once():
     from tilelang.transform import pass_keys
-    pass_keys._warned.discard("tl.disable_loop_unswitching")
+    pass_keys._warned.discard("tl.disable_out_of_bound_warning")
     with pytest.warns(UserWarning, match="no effect"):
-        tilelang.compile(_k(), target="cpu", pass_configs={PassConfigKey.TL_DISABLE_LOOP_UNSWITCHING: True})
+        tilelang.compile(_k(), target="cpu", pass_configs={PassConfigKey.TL_DISABLE_OUT_OF_BOUND_WARNING: True})
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        tilelang.compile(_k(), target="cpu", pass_configs={PassConfigKey.TL_DISABLE_LOOP_UNSWITCHING: True})
+        tilelang.compile(_k(), target="cpu", pass_configs={PassConfigKey.TL_DISABLE_OUT_OF_BOUND_WARNING: True})
 
 
 def test_enum_keys_are_honored_like_strings():
