@@ -399,7 +399,20 @@ class KernelCodegen:
         raise NotImplementedError("nested T.Kernel")
 
     # tile ops ----------------------------------------------------------------------
+    def _require_block_level(self, op, what):
+        """Tile ops that split their work among all of the block's threads cannot run in
+        a branch that only some threads take: they would silently compute part of it."""
+        from tilelang.ir.errors import LoweringError
+        raise LoweringError(
+            f"{what} inside a branch on the thread index (or another per-thread context): "
+            f"the whole block computes a tile op together, so only part of it would be done",
+            getattr(op, "span", None),
+            hint="move it out of the `if tx < ...` branch; for producer/consumer roles use "
+                 "T.Pipelined (or T.ws scopes), whose schedule the compiler derives")
+
     def s_Gemm(self, op, block):
+        if not block:
+            self._require_block_level(op, "T.gemm")
         cfg = self.plan.gemms.get(id(op))
         if cfg is None:
             return self.cooperative(simt_gemm(op))
@@ -452,6 +465,8 @@ class KernelCodegen:
         self.w("}")
 
     def s_Reduce(self, op, block):
+        if not block:
+            self._require_block_level(op, f"T.reduce_{op.kind}")
         p = self.placement(op.src.buffer)
         if p is not None and p.kind == "acc":
             for line in emit_register_reduce(self, op, p.acc):
