@@ -44,6 +44,10 @@ uint4 = DataType("uint4")
 from tilelang.language.sync import (ws, mbarrier_wait_parity, mbarrier_arrive, mbarrier_expect_tx,  # noqa: E402
                                     barrier_arrive, barrier_wait, fence_proxy_async, cp_async_barrier_noinc)
 from tilelang.language.extern import import_source, call_extern, access_ptr, dp4a  # noqa: E402
+from tilelang.language.warp import (shfl_xor, shfl_down, shfl_up, shfl_sync, warp_reduce_sum,  # noqa: E402
+                                    warp_reduce_max, warp_reduce_min, warp_reduce_bitand, warp_reduce_bitor,
+                                    any_sync, all_sync, ballot_sync, ballot, activemask, syncthreads_count,
+                                    syncthreads_and, syncthreads_or)
 from tilelang.language.thread_reduce import attr, comm_reducer, tvm_thread_allreduce  # noqa: E402
 from tilelang.language.kernel import thread_binding  # noqa: E402
 int = int32  # noqa: A001 - `T.int` / `T.uint` as in the published API

@@ -25,6 +25,14 @@ def parallel_nest(loop: S.For):
     return vars_, mins, exts, cur
 
 
+# warp/block collective intrinsics (language/warp.py): all threads must execute them
+WARP_COLLECTIVES = frozenset({
+    "tl.shfl_xor_sync", "tl.shfl_down_sync", "tl.shfl_up_sync", "tl.shfl_sync",
+    "tl.warp_reduce_sum", "tl.warp_reduce_max", "tl.warp_reduce_min", "tl.warp_reduce_bitand",
+    "tl.warp_reduce_bitor", "tl.any_sync", "tl.all_sync", "tl.ballot_sync", "tl.activemask",
+    "tl.syncthreads_count", "tl.syncthreads_and", "tl.syncthreads_or"})
+
+
 def thread_dependent_vars(body, thread_vars):
     """ids of Vars and local buffers whose values differ between threads: the thread
     indices, and (transitively) what is computed from them."""
@@ -39,6 +47,8 @@ def thread_dependent_vars(body, thread_vars):
                 found.append(n)
             elif isinstance(n, E.BufferLoad) and id(n.buffer) in tdbuf:
                 found.append(n)
+            elif isinstance(n, E.Call) and n.name in WARP_COLLECTIVES:
+                found.append(n)   # every thread must take part: never one thread's job
         walk(node, f)
         return bool(found)
 

@@ -180,6 +180,8 @@ class ExprPrinter:
             return f"tl::{name}(&{self.buffer_access(args[0])}, ({ctype(dt)})({self(args[1])}))"
         if name == PTX_CP_ASYNC:
             return f"tl::cp_async_now<{args[2].value}>({self(args[0])}, {self(args[1])}, {self(args[3])})"
+        if name in _WARP_CALLS:
+            return _WARP_CALLS[name](*[self(a) for a in args])
         if name == "tl.dp4a":
             return f"tl::dp4a({', '.join(self(a) for a in args)})"
         if name == "truncmod":
@@ -200,3 +202,24 @@ class ExprPrinter:
         strs = [f"(float)({self(a)})" if a.dtype.name != "float32" else self(a) for a in args]
         out = f"{fn}({', '.join(strs)})"
         return out if dt.name == "float32" else cast_str(DataType("float32"), dt, out)
+
+
+# language/warp.py's intrinsics: the CUDA built-ins (reduce.h has the butterfly reduction)
+_WARP_CALLS = {
+    "tl.shfl_xor_sync": lambda m, v, d, w: f"__shfl_xor_sync({m}, {v}, {d}, {w})",
+    "tl.shfl_down_sync": lambda m, v, d, w: f"__shfl_down_sync({m}, {v}, {d}, {w})",
+    "tl.shfl_up_sync": lambda m, v, d, w: f"__shfl_up_sync({m}, {v}, {d}, {w})",
+    "tl.shfl_sync": lambda m, v, d, w: f"__shfl_sync({m}, {v}, {d}, {w})",
+    "tl.warp_reduce_sum": lambda v: f"tl::warp_reduce({v}, tl::SumOp())",
+    "tl.warp_reduce_max": lambda v: f"tl::warp_reduce({v}, tl::MaxOp())",
+    "tl.warp_reduce_min": lambda v: f"tl::warp_reduce({v}, tl::MinOp())",
+    "tl.warp_reduce_bitand": lambda v: f"tl::warp_reduce({v}, tl::BitAndOp())",
+    "tl.warp_reduce_bitor": lambda v: f"tl::warp_reduce({v}, tl::BitOrOp())",
+    "tl.any_sync": lambda m, p: f"__any_sync({m}, {p})",
+    "tl.all_sync": lambda m, p: f"__all_sync({m}, {p})",
+    "tl.ballot_sync": lambda m, p: f"((unsigned long long)__ballot_sync({m}, {p}))",
+    "tl.activemask": lambda: "((unsigned long long)__activemask())",
+    "tl.syncthreads_count": lambda p: f"__syncthreads_count({p})",
+    "tl.syncthreads_and": lambda p: f"__syncthreads_and({p})",
+    "tl.syncthreads_or": lambda p: f"__syncthreads_or({p})",
+}

@@ -1,0 +1,77 @@
+"""Warp shuffles, warp reductions and votes (T.shfl_*, T.warp_reduce_*, T.ballot_sync,
+...): CUDA source and SASS here, results on the GPU; the CPU backend rejects them."""
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tests.backend.cuda.conftest import needs_nvrtc, needs_sass
+
+
+def warp_sums(n=256):
+    @T.prim_func
+    def k(X: T.Tensor((n,), "float32"), S: T.Tensor((n // 32,), "float32"), D: T.Tensor((n,), "float32"),
+          B: T.Tensor((n // 32,), "uint64"), C: T.Tensor((1,), "int32")):
+        with T.Kernel(1, threads=n):
+            tx = T.get_thread_binding()
+            v = T.alloc_var("float32")
+            v = X[tx]
+            s = T.warp_reduce_sum(v)
+            D[tx] = T.shfl_down(v, 1) + T.shfl_xor(v, 2) + T.shfl_sync(v, 0) + T.shfl_up(v, 1)
+            b = T.ballot_sync(v > 0)
+            cnt = T.syncthreads_count(v > 0)
+            if tx % 32 == 0:
+                S[tx // 32] = s
+                B[tx // 32] = b
+            if tx == 0:
+                C[0] = cnt
+    return k
+
+
+@needs_sass
+def test_warp_intrinsics_compile_to_shuffles_and_votes():
+    kern = tilelang.compile(warp_sums(), target="cuda -arch=sm_90a")
+    src = kern.get_kernel_source()
+    for f in ("__shfl_down_sync(", "__shfl_xor_sync(", "__shfl_sync(", "__shfl_up_sync(",
+              "tl::warp_reduce(", "__ballot_sync(", "__syncthreads_count("):
+        assert f in src, f
+    sass = kern.get_sass()
+    assert "SHFL.BFLY" in sass and "SHFL.DOWN" in sass and "VOTE" in sass
+
+
+def test_cpu_rejects_warp_intrinsics_clearly():
+    with pytest.raises(tilelang.TileLangError, match="other threads") as e:
+        tilelang.compile(warp_sums(), target="cpu")
+    assert "test_warp_intrinsics.py" in str(e.value)
+
+
+def test_float_predicate_is_rejected():
+    with pytest.raises(tilelang.TileLangError, match="predicate"):
+        @T.prim_func
+        def k(X: T.Tensor((32,), "float32"), B: T.Tensor((32,), "uint64")):
+            with T.Kernel(1, threads=32):
+                tx = T.get_thread_binding()
+                B[tx] = T.ballot_sync(X[tx])
+
+
+@pytest.mark.gpu
+def test_warp_intrinsics_on_gpu():
+    import torch
+    n = 256
+    kern = tilelang.compile(warp_sums(n), target="cuda")
+    x = torch.randn(n, device="cuda")
+    s = torch.zeros(n // 32, device="cuda")
+    d = torch.zeros(n, device="cuda")
+    b = torch.zeros(n // 32, device="cuda", dtype=torch.uint64)
+    c = torch.zeros(1, device="cuda", dtype=torch.int32)
+    kern(x, s, d, b, c)
+    xw = x.view(-1, 32).cpu()
+    torch.testing.assert_close(s.cpu(), xw.sum(1), rtol=1e-5, atol=1e-5)
+    lane = torch.arange(32)
+    down = xw[:, torch.clamp(lane + 1, max=31)]
+    up = xw[:, torch.clamp(lane - 1, min=0)]
+    ref = down + xw[:, lane ^ 2] + xw[:, :1] + up
+    torch.testing.assert_close(d.cpu().view(-1, 32), ref, rtol=1e-5, atol=1e-5)
+    bits = ((xw > 0).to(torch.int64) << lane).sum(1)
+    assert [int(v) for v in b.cpu().to(torch.int64)] == [int(v) for v in bits]
+    assert int(c.item()) == int((x > 0).sum())
