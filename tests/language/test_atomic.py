@@ -136,3 +136,36 @@ def test_atomic_addx4_return_prev_is_rejected():
         def k(C: T.Tensor((4,), "float32")):
             with T.Kernel(1) as bx:
                 T.atomic_addx4(C[0], 1.0, return_prev=True)
+
+
+def test_bitwise_atomics_cpu_and_cuda_source():
+    import numpy as np
+    import pytest
+    import tilelang
+    import tilelang.language as T
+
+    @T.prim_func
+    def bits(Flags: T.Tensor((64,), "int32"), Out: T.Tensor((3,), "int32")):
+        with T.Kernel(4) as bx:
+            for i in T.Parallel(16):
+                T.atomic_or(Out[0], Flags[bx * 16 + i])
+                T.atomic_and(Out[1], Flags[bx * 16 + i])
+                T.atomic_xor(Out[2], Flags[bx * 16 + i])
+    kern = tilelang.compile(bits, target="cpu")
+    flags = (1 << (np.arange(64) % 31)).astype(np.int32)
+    out = np.array([0, -1, 0], np.int32)
+    kern(flags, out)
+    assert out[0] == np.bitwise_or.reduce(flags)
+    assert out[1] == np.bitwise_and.reduce(flags)
+    assert out[2] == np.bitwise_xor.reduce(flags)
+    try:
+        src = tilelang.compile(bits, target="cuda -arch=sm_90a").get_kernel_source()
+    except ImportError:
+        return
+    assert "tl::atomic_or(" in src and "tl::atomic_xor(" in src
+
+    with pytest.raises(tilelang.TileLangError, match="integer destination"):
+        @T.prim_func
+        def bad(X: T.Tensor((4,), "float32")):
+            with T.Kernel(1):
+                T.atomic_or(X[0], 1.0)

@@ -99,3 +99,20 @@ def test_thread_binding_on_cpu():
             C[bx, tx] = s[63 - tx]
     with pytest.raises(tilelang.TileLangError, match="thread"):
         tilelang.compile(shared, out_idx=[0], target="cpu")
+
+
+def test_launch_extent_queries():
+    import numpy as np
+    import tilelang
+    import tilelang.language as T
+
+    @T.prim_func
+    def k(O: T.Tensor((4,), "int32")):
+        with T.Kernel(3, 2, threads=(32, 4)) as (bx, by):
+            if bx == 0 and by == 0:
+                O[0] = T.get_block_extent(0) * 10 + T.get_block_extents()[1]
+                O[1] = T.get_thread_extents()[0] + T.get_thread_extents()[1]
+    kern = tilelang.compile(k, target="cpu")
+    o = np.zeros(4, np.int32)
+    kern(o)
+    assert o[0] == 32 and o[1] == 36

@@ -9,7 +9,8 @@ from tilelang.language.proxy import (Tensor, Buffer_ as Buffer, StridedTensor, d
                                      empty, ptr)
 from tilelang.language.kernel import (Kernel, get_thread_binding, get_thread_bindings, get_block_binding,
                                       get_block_bindings, get_thread_extent, use_swizzle, get_lane_idx,
-                                      get_warp_idx, get_warp_group_idx)
+                                      get_warp_idx, get_warp_group_idx, get_warp_idx_sync,
+                                      get_thread_extents, get_block_extent, get_block_extents)
 from tilelang.language.loops import serial, unroll, vectorized, Parallel, Pipelined, grid, Persistent
 from tilelang.language.alloc import (alloc_shared, alloc_fragment, alloc_local, alloc_var, alloc_global,
                                      alloc_buffer, alloc_barrier, alloc_reducer, finalize_reducer, reshape, view)
@@ -18,7 +19,8 @@ from tilelang.language.gemm import gemm, GemmWarpPolicy, wgmma_gemm, wait_wgmma
 from tilelang.language.gemm_sp import gemm_sp
 from tilelang.language.reduce import (reduce_sum, reduce_max, reduce_min, reduce_abssum, reduce_absmax,
                                       reduce_bitand, reduce_bitor, reduce_bitxor, reduce, cumsum, fill, clear)
-from tilelang.language.atomic import atomic_add, atomic_max, atomic_min, atomic_addx2, atomic_addx4
+from tilelang.language.atomic import (atomic_add, atomic_max, atomic_min, atomic_addx2, atomic_addx4, atomic_or,
+                                      atomic_and, atomic_xor)
 from tilelang.language.math import (abs, max, min, pow, cast, Cast, if_then_else, Select, infinity, ninf,  # noqa: A004
                                     ceildiv, floordiv, floormod, truncdiv, truncmod, max_value, min_value,
                                     reinterpret, clamp, isnan, isinf, isfinite, And, Or, Not, all_of, any_of)

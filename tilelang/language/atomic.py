@@ -54,6 +54,26 @@ def atomic_min(dst, value, memory_order=None, return_prev=False):
     return _atomic("min", dst, value, return_prev)
 
 
+def _bitwise(kind, dst, value, return_prev):
+    d = dst.buffer if isinstance(dst, (BufferLoad, BufferRegion)) else dst
+    if not (d.dtype.is_int and d.dtype.bits in (32, 64)):
+        raise TileLangError(f"T.atomic_{kind} needs a 32- or 64-bit integer destination, got {d.dtype}")
+    return _atomic(kind, dst, value, return_prev)
+
+
+def atomic_or(dst, value, memory_order=None, return_prev=False):
+    """dst |= value, atomically (32/64-bit integers)."""
+    return _bitwise("or", dst, value, return_prev)
+
+
+def atomic_and(dst, value, memory_order=None, return_prev=False):
+    return _bitwise("and", dst, value, return_prev)
+
+
+def atomic_xor(dst, value, memory_order=None, return_prev=False):
+    return _bitwise("xor", dst, value, return_prev)
+
+
 def _lanes(x, n, what):
     """`A[..., j]` as the n consecutive elements A[..., j:j+n] (the vector atomics)."""
     if isinstance(x, Buffer) and x.is_var():

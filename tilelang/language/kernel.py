@@ -80,6 +80,20 @@ def get_thread_extent(dim: int = 0):
     return _frame().threads[dim]
 
 
+def get_thread_extents():
+    """The block's thread extents, one per dimension."""
+    return list(_frame().threads)
+
+
+def get_block_extent(dim: int = 0):
+    """The grid's extent along `dim`."""
+    return _frame().grid[dim]
+
+
+def get_block_extents():
+    return list(_frame().grid)
+
+
 def use_swizzle(panel_size: int = 10, order: str = "row", enable: bool = True):
     """Block rasterization hint (better L2 reuse on GPUs); no effect on results."""
     f = _frame()
@@ -94,6 +108,12 @@ def get_lane_idx(warp_size: int = 32):
 
 def get_warp_idx(warp_size: int = 32):
     return get_thread_binding(0) // warp_size
+
+
+def get_warp_idx_sync(warp_size: int = 32):
+    """The warp index (the published form makes it provably warp-uniform; ours is already
+    computed as `thread // warp_size`)."""
+    return get_warp_idx(warp_size)
 
 
 def get_warp_group_idx(warp_size: int = 32, warps_per_group: int = 4):

@@ -284,6 +284,9 @@ template <class T> inline T atomic_max(T* addr, T v) {
 template <class T> inline T atomic_min(T* addr, T v) {
   return atomic_update(addr, [v](T o) { return v < o ? v : o; });
 }
+template <class T> inline T atomic_or(T* addr, T v) { return __atomic_fetch_or(addr, v, __ATOMIC_RELAXED); }
+template <class T> inline T atomic_and(T* addr, T v) { return __atomic_fetch_and(addr, v, __ATOMIC_RELAXED); }
+template <class T> inline T atomic_xor(T* addr, T v) { return __atomic_fetch_xor(addr, v, __ATOMIC_RELAXED); }
 
 // ---------------------------------------------------------------------- gemm
 // C[M,N] += op(A)[M,K] @ op(B)[K,N]; A is stored [M][lda] (or [K][lda] when

@@ -10,6 +10,10 @@ template <class T> TL_DEVICE T atomic_add(T* p, T v) { return atomicAdd(p, v); }
 
 template <class T> TL_DEVICE T atomic_max(T* p, T v) { return atomicMax(p, v); }
 template <class T> TL_DEVICE T atomic_min(T* p, T v) { return atomicMin(p, v); }
+// bitwise (32/64-bit integers)
+template <class T> TL_DEVICE T atomic_or(T* p, T v) { return atomicOr(p, v); }
+template <class T> TL_DEVICE T atomic_and(T* p, T v) { return atomicAnd(p, v); }
+template <class T> TL_DEVICE T atomic_xor(T* p, T v) { return atomicXor(p, v); }
 
 TL_DEVICE float atomic_max(float* p, float v) {
   int* ip = reinterpret_cast<int*>(p);
