@@ -226,3 +226,25 @@ def test_cumsum_on_global():
     kern = tilelang.compile(k, out_idx=[1], target="cpu")
     a = np.random.randn(4, 8).astype(np.float32)
     np.testing.assert_allclose(kern(a), np.cumsum(a, 1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cummax_2d(dim, reverse):
+    @T.prim_func
+    def k(A: T.Tensor((R, C), "float32"), O: T.Tensor((R, C), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            X = T.alloc_shared((R, C), "float32")
+            T.copy(A, X)
+            T.cummax(X, dim=dim, reverse=reverse)
+            T.copy(X, O)
+    kern = tilelang.compile(k, out_idx=[1], target="cpu")
+    a = np.random.randn(R, C).astype(np.float32)
+    if reverse:
+        ref = np.flip(np.maximum.accumulate(np.flip(a, dim), dim), dim)
+    else:
+        ref = np.maximum.accumulate(a, dim)
+    np.testing.assert_array_equal(kern(a), ref)
+    assert "T.cummax(" in k.script()
+    src = tilelang.compile(k, out_idx=[1], target="cuda -arch=sm_90a").get_kernel_source()
+    assert "tl::max(" in src or "fmaxf(" in src or "max(" in src

@@ -201,7 +201,7 @@ class Printer:
             self.emit(f"T.reduce_{s.kind}({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}, "
                       f"clear={s.clear})", ind)
         elif isinstance(s, TO.CumSum):
-            self.emit(f"T.cumsum({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}, "
+            self.emit(f"T.cum{s.kind}({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}, "
                       f"reverse={s.reverse})", ind)
         elif isinstance(s, TO.FinalizeReducer):
             self.emit(f"T.finalize_reducer({self.buf(s.buffer)})  # {s.op}", ind)

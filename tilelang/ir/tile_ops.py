@@ -54,11 +54,12 @@ class Reduce(TileOp):
 
 
 class CumSum(TileOp):
+    """An inclusive scan along `dim`: `kind` "sum" (T.cumsum) or "max" (T.cummax)."""
     op_name = "cumsum"
 
-    def __init__(self, src, dst, dim=0, reverse=False):
+    def __init__(self, src, dst, dim=0, reverse=False, kind="sum"):
         self._init()
-        self.src, self.dst, self.dim, self.reverse = src, dst, dim, reverse
+        self.src, self.dst, self.dim, self.reverse, self.kind = src, dst, dim, reverse, kind
 
 
 class FinalizeReducer(TileOp):

@@ -219,7 +219,7 @@ class Mutator:
             return n if s is n.src and d is n.dst else _keep(TO.Reduce(n.kind, s, d, n.dim, n.clear), n)
         if isinstance(n, TO.CumSum):
             s, d = self._v(n.src), self._v(n.dst)
-            return n if s is n.src and d is n.dst else _keep(TO.CumSum(s, d, n.dim, n.reverse), n)
+            return n if s is n.src and d is n.dst else _keep(TO.CumSum(s, d, n.dim, n.reverse, n.kind), n)
         if isinstance(n, TO.FinalizeReducer):
             b = self.visit_buffer(n.buffer)
             return n if b is n.buffer else _keep(TO.FinalizeReducer(b, n.op), n)

@@ -18,7 +18,7 @@ from tilelang.language.copy import copy, async_copy, tma_copy
 from tilelang.language.gemm import gemm, GemmWarpPolicy, wgmma_gemm, wait_wgmma
 from tilelang.language.gemm_sp import gemm_sp
 from tilelang.language.reduce import (reduce_sum, reduce_max, reduce_min, reduce_abssum, reduce_absmax,
-                                      reduce_bitand, reduce_bitor, reduce_bitxor, reduce, cumsum, fill, clear)
+                                      reduce_bitand, reduce_bitor, reduce_bitxor, reduce, cumsum, cummax, fill, clear)
 from tilelang.language.atomic import (atomic_add, atomic_max, atomic_min, atomic_addx2, atomic_addx4, atomic_or,
                                       atomic_and, atomic_xor)
 from tilelang.language.math import (abs, max, min, pow, cast, Cast, if_then_else, Select, infinity, ninf,  # noqa: A004

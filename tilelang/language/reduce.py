@@ -69,16 +69,26 @@ def reduce(buffer, out, reduce_type, dim=-1, clear=True):
     _reduce(reduce_type, buffer, out, dim, clear)
 
 
-def cumsum(src, dst=None, dim=0, reverse=False):
-    b = B.require("T.cumsum")
+def _scan(kind, src, dst, dim, reverse):
+    b = B.require(f"T.cum{kind}")
     s = to_region(src)
     d = to_region(dst) if dst is not None else s
     if _shape(s) != _shape(d):
-        raise ShapeMismatchError(f"T.cumsum: source {_shape(s)} and destination {_shape(d)} differ")
+        raise ShapeMismatchError(f"T.cum{kind}: source {_shape(s)} and destination {_shape(d)} differ")
     nd = len(s.extents)
     if not -nd <= dim < nd:
-        raise ShapeMismatchError(f"T.cumsum: dim={dim} is out of range for a {nd}-D buffer")
-    b.emit(TO.CumSum(s, d, dim % nd, reverse))
+        raise ShapeMismatchError(f"T.cum{kind}: dim={dim} is out of range for a {nd}-D buffer")
+    b.emit(TO.CumSum(s, d, dim % nd, reverse, kind))
+
+
+def cumsum(src, dst=None, dim=0, reverse=False):
+    """Inclusive running sum along `dim` (in place when `dst` is None)."""
+    _scan("sum", src, dst, dim, reverse)
+
+
+def cummax(src, dst=None, dim=0, reverse=False):
+    """Inclusive running maximum along `dim` (in place when `dst` is None)."""
+    _scan("max", src, dst, dim, reverse)
 
 
 def fill(buffer, value):

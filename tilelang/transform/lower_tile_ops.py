@@ -224,9 +224,9 @@ def lower_cumsum(op: TO.CumSum):
         pos = simplify(r + 1)
         prev = r
     init = S.BufferStore(dst.buffer, E.cast(E.BufferLoad(src.buffer, idx(src, first)), dt), idx(dst, first))
-    step = S.BufferStore(dst.buffer, E.binop("+", E.BufferLoad(dst.buffer, idx(dst, prev)),
-                                             E.cast(E.BufferLoad(src.buffer, idx(src, pos)), dt)),
-                         idx(dst, pos))
+    a, x = E.BufferLoad(dst.buffer, idx(dst, prev)), E.cast(E.BufferLoad(src.buffer, idx(src, pos)), dt)
+    combined = E.binop("+", a, x) if op.kind == "sum" else E.maximum(a, x)
+    step = S.BufferStore(dst.buffer, combined, idx(dst, pos))
     scan = S.seq([init, S.For(r, E.IntImm(0), simplify(n - 1), S.SERIAL, step)])
     return _loops(ovars, [src.extents[d] for d in outer], scan)
 
