@@ -167,7 +167,15 @@ class Printer:
             thr = s.threads[0] if len(s.threads) == 1 else "[" + ", ".join(map(str, s.threads)) + "]"
             names = ", ".join(self.var(v) for v in s.block_vars)
             names = names if len(s.block_vars) == 1 else f"({names})"
-            self.emit(f"with T.Kernel({grid}, threads={thr}) as {names}:", ind)
+            cl = s.annotations.get("cluster_dims")
+            cl = f", cluster_dims={cl!r}" if cl else ""
+            self.emit(f"with T.Kernel({grid}, threads={thr}{cl}) as {names}:", ind)
+            # launch annotations change the generated code: part of the printed (and hashed) form
+            if s.annotations.get("swizzle"):
+                panel, order = s.annotations["swizzle"]
+                self.emit(f"T.use_swizzle({panel!r}, {order!r})", ind + 1)
+            if s.annotations.get("min_blocks_per_sm"):
+                self.emit(f"T.annotate_min_blocks_per_sm({s.annotations['min_blocks_per_sm']!r})", ind + 1)
             self.body(s.body, ind + 1)
         elif isinstance(s, S.Assert):
             self.emit(f"T.device_assert({self.expr(s.cond)}, {s.message!r})", ind)

@@ -10,7 +10,8 @@ from tilelang.language.proxy import (Tensor, Buffer_ as Buffer, StridedTensor, d
 from tilelang.language.kernel import (Kernel, get_thread_binding, get_thread_bindings, get_block_binding,
                                       get_block_bindings, get_thread_extent, use_swizzle, get_lane_idx,
                                       get_warp_idx, get_warp_group_idx, get_warp_idx_sync,
-                                      get_thread_extents, get_block_extent, get_block_extents)
+                                      get_thread_extents, get_block_extent, get_block_extents,
+                                      annotate_min_blocks_per_sm)
 from tilelang.language.loops import serial, unroll, vectorized, Parallel, Pipelined, grid, Persistent
 from tilelang.language.alloc import (alloc_shared, alloc_fragment, alloc_local, alloc_var, alloc_global,
                                      alloc_buffer, alloc_barrier, alloc_reducer, finalize_reducer, reshape, view)

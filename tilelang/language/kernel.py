@@ -94,6 +94,14 @@ def get_block_extents():
     return list(_frame().grid)
 
 
+def annotate_min_blocks_per_sm(n: int):
+    """Ask the CUDA compiler to fit at least `n` blocks per SM (the second argument of
+    `__launch_bounds__`: it caps registers per thread accordingly)."""
+    if not isinstance(n, int) or n < 1:
+        raise TileLangError(f"T.annotate_min_blocks_per_sm takes a positive int, got {n!r}")
+    _frame().annotations["min_blocks_per_sm"] = n
+
+
 def use_swizzle(panel_size: int = 10, order: str = "row", enable: bool = True):
     """Block rasterization hint (better L2 reuse on GPUs); no effect on results."""
     f = _frame()

@@ -143,7 +143,7 @@ class KernelCodegen:
         L = self.launch
         nt = self.plan.nthreads
         sig = ", ".join(d for _, _, d in self.params)
-        out = [f'extern "C" __global__ void __launch_bounds__({nt}) {self.entry}({sig}) {{']
+        out = [f'extern "C" __global__ void __launch_bounds__({nt}{self._min_blocks()}) {self.entry}({sig}) {{']
         self.lines = out
         self.w("extern __shared__ __align__(1024) unsigned char tl_smem[];")
         self.w("const int tl_tid = tl::thread_linear();" if len(L.threads) > 1 else
@@ -163,13 +163,17 @@ class KernelCodegen:
         if self.tmaps:
             sig = ", ".join([sig] * bool(sig) + [f"const __grid_constant__ tl::TmaDesc tl_tmap_{n}"
                                                   for n in range(len(self.tmaps))])
-            out[0] = f'extern "C" __global__ void __launch_bounds__({nt}) {self.entry}({sig}) {{'
+            out[0] = f'extern "C" __global__ void __launch_bounds__({nt}{self._min_blocks()}) {self.entry}({sig}) {{'
         self._check_smem(L)
         meta = {"entry": self.entry, "threads": [int(t) for t in L.threads] + [1] * (3 - len(L.threads)),
                 "grid": L.grid, "smem": self.plan.smem_bytes, "aligned": self.aligned}
         from tilelang.backend.cuda.wgmma_lowering import instruction_wrappers
         prelude = instruction_wrappers([c for c in self.plan.gemms.values() if getattr(c, "kind", "") == "wgmma"])
         return prelude + "\n".join(out), meta
+
+    def _min_blocks(self):
+        n = self.launch.annotations.get("min_blocks_per_sm")
+        return f", {n}" if n else ""
 
     def _check_smem(self, L):
         from tilelang.backend.cuda.plan import max_dynamic_smem
