@@ -40,3 +40,25 @@ def test_the_users_own_guard_is_enough():
                     C[bx * 32 + i] = A[bx * 32 + i] + 1.0
     text = _legal(f)
     assert text.count("if ") == 1 and "if_then_else" not in text
+
+
+def test_cpu_skips_out_of_bounds_stores_to_block_arrays():
+    # a kernel bug (a fragment shorter than its loop) must not corrupt the process on the CPU
+    import numpy as np
+    import tilelang
+    import tilelang.language as T
+
+    @T.prim_func
+    def k(A: T.Tensor((64,), "float32"), O: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128):
+            small = T.alloc_fragment((4,), "float32")
+            for i in T.Parallel(64):
+                small[i] = A[i]          # only i < 4 is in bounds
+            for i in T.Parallel(4):
+                O[i] = small[i]
+    kern = tilelang.compile(k, target="cpu")
+    a = np.arange(64, dtype=np.float32)
+    o = np.zeros(64, np.float32)
+    kern(a, o)
+    np.testing.assert_array_equal(o[:4], a[:4])
+    assert "if ((i < 4))" in kern.get_kernel_source()

@@ -1,5 +1,6 @@
 """Predicate element accesses to global buffers that cannot be proven in bounds:
-loads outside read 0, stores outside are skipped (as `T.copy` does). Bounds come
+loads outside read 0, stores outside are skipped (as `T.copy` does); on the CPU,
+stores to a block's own arrays (shared, fragment, local) too. Bounds come
 from interval analysis over loop and block ranges, and from the conditions of
 enclosing `if`s (a user's own guard makes ours unnecessary)."""
 from __future__ import annotations
@@ -20,7 +21,8 @@ def _conjuncts(c):
 
 
 class _Legalize(Mutator):
-    def __init__(self):
+    def __init__(self, guard_local_stores=False):
+        self.guard_local_stores = guard_local_stores
         self.ranges = {}
         self.facts = [set()]
         self.printer = Printer()
@@ -112,7 +114,7 @@ class _Legalize(Mutator):
 
     def visit_BufferStore(self, n):
         n2 = super().generic_visit(n)
-        if n2.buffer.scope != "global":
+        if n2.buffer.scope != "global" and not (self.guard_local_stores and n2.buffer.scope != "local.var"):
             return n2
         c = self.conditions(n2.buffer, n2.indices)
         if c is None:
@@ -152,4 +154,8 @@ class _Legalize(Mutator):
 def legalize_safe_memory_access(func, ctx=None):
     if ctx is not None and ctx.get("tl.disable_safe_memory_legalize"):
         return func
-    return func.with_body(_Legalize().visit(func.body))
+    # On the CPU a block's shared/fragment/local arrays are ordinary memory: a store past
+    # their end (a kernel bug the GPU may not notice) would corrupt the process, so such
+    # stores are skipped there too.
+    cpu = ctx is not None and getattr(getattr(ctx, "target", None), "kind", None) == "cpu"
+    return func.with_body(_Legalize(guard_local_stores=cpu).visit(func.body))
