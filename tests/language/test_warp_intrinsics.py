@@ -75,3 +75,32 @@ def test_warp_intrinsics_on_gpu():
     bits = ((xw > 0).to(torch.int64) << lane).sum(1)
     assert [int(v) for v in b.cpu().to(torch.int64)] == [int(v) for v in bits]
     assert int(c.item()) == int((x > 0).sum())
+
+
+@needs_nvrtc
+def test_match_and_elect():
+    @T.prim_func
+    def k(X: T.Tensor((64,), "int32"), M: T.Tensor((64,), "uint32"), A: T.Tensor((64,), "uint32"),
+          E: T.Tensor((64,), "int32")):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            M[tx] = T.match_any_sync(X[tx])
+            A[tx] = T.match_all_sync(X[tx])
+            E[tx] = T.if_then_else(T.shuffle_elect(32), 1, 0)
+    src = tilelang.compile(k, target="cuda -arch=sm_90a").get_kernel_source()
+    assert "__match_any_sync(" in src and "tl::match_all(" in src
+    assert "((tx) & 31) == 0" in src   # one elected lane per 32 threads
+
+
+def test_index_to_coordinates_on_cpu():
+    @T.prim_func
+    def k(O: T.Tensor((3,), "int32")):
+        with T.Kernel(1):
+            c = T.index_to_coordinates(23, (2, 3, 4))
+            O[0] = c[0]
+            O[1] = c[1]
+            O[2] = c[2]
+    kern = tilelang.compile(k, target="cpu")
+    o = np.zeros(3, np.int32)
+    kern(o)
+    assert list(o) == list(np.unravel_index(23, (2, 3, 4)))

@@ -41,7 +41,7 @@ for _n in dir(_math):
     if _n.startswith("__") and _n.endswith(("exp", "exp2", "exp10", "log", "log2", "log10", "sin", "cos",
                                             "tan", "tanh")) and not _n.endswith("__"):
         globals()[_n] = getattr(_math, _n)
-from tilelang.language.compat import region, loop_break, atomic_load, atomic_store  # noqa: E402
+from tilelang.language.compat import region, loop_break, atomic_load, atomic_store, index_to_coordinates  # noqa: E402
 int4 = DataType("int4")
 uint4 = DataType("uint4")
 from tilelang.language.sync import (ws, mbarrier_wait_parity, mbarrier_arrive, mbarrier_expect_tx,  # noqa: E402
@@ -50,7 +50,8 @@ from tilelang.language.extern import import_source, call_extern, access_ptr, dp4
 from tilelang.language.warp import (shfl_xor, shfl_down, shfl_up, shfl_sync, warp_reduce_sum,  # noqa: E402
                                     warp_reduce_max, warp_reduce_min, warp_reduce_bitand, warp_reduce_bitor,
                                     any_sync, all_sync, ballot_sync, ballot, activemask, syncthreads_count,
-                                    syncthreads_and, syncthreads_or)
+                                    syncthreads_and, syncthreads_or, match_any_sync, match_all_sync,
+                                    shuffle_elect)
 from tilelang.language.thread_reduce import attr, comm_reducer, tvm_thread_allreduce  # noqa: E402
 from tilelang.language.kernel import thread_binding  # noqa: E402
 int = int32  # noqa: A001 - `T.int` / `T.uint` as in the published API

@@ -34,3 +34,12 @@ def atomic_store(dst, value, memory_order=None):
     if not isinstance(dst, BufferLoad):
         raise TileLangError("T.atomic_store takes an element such as C[i] as its destination")
     dst.buffer[tuple(dst.indices)] = value
+
+
+def index_to_coordinates(index, shape):
+    """The row-major coordinates of the flat `index` in an array of `shape`."""
+    coords = []
+    for extent in reversed(list(shape)):
+        coords.append(index % extent)
+        index = index // extent
+    return coords[::-1]

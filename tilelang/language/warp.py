@@ -1,6 +1,7 @@
 """Warp- and block-collective intrinsics for kernels that index threads explicitly:
 shuffles (`T.shfl_xor/down/up/sync`), warp reductions (`T.warp_reduce_*`), votes
-(`T.any_sync`, `T.all_sync`, `T.ballot_sync`, `T.ballot`, `T.activemask`) and the
+(`T.any_sync`, `T.all_sync`, `T.ballot_sync`, `T.ballot`, `T.activemask`,
+`T.match_any_sync`, `T.match_all_sync`), `T.shuffle_elect`, and the
 block votes that are also barriers (`T.syncthreads_count/and/or`). They lower to the
 CUDA intrinsics of the same names; every thread of the warp (block) must reach them.
 The CPU backend, which runs such kernels one thread after another, rejects them."""
@@ -147,3 +148,25 @@ def syncthreads_and(predicate):
 def syncthreads_or(predicate):
     return _at_call_site(call("tl.syncthreads_or", [_predicate(predicate, "T.syncthreads_or")], "int32"),
                          "T.syncthreads_or")
+
+
+def match_any_sync(value, mask=FULL_MASK):
+    """A uint32 of the lanes in `mask` whose `value` equals this lane's."""
+    v = _value(value, "T.match_any_sync")
+    return _at_call_site(call("tl.match_any_sync", [_mask(mask), v], "uint32"), "T.match_any_sync")
+
+
+def match_all_sync(value, mask=FULL_MASK):
+    """`mask` when every lane in it holds the same `value`, else 0."""
+    v = _value(value, "T.match_all_sync")
+    return _at_call_site(call("tl.match_all_sync", [_mask(mask), v], "uint32"), "T.match_all_sync")
+
+
+def shuffle_elect(thread_extent: int):
+    """True on exactly one thread of each group of `thread_extent` consecutive threads
+    (0: one thread of the whole block)."""
+    from tilelang.language.kernel import get_thread_binding
+    if not isinstance(thread_extent, int) or thread_extent < 0:
+        raise TileLangError(f"T.shuffle_elect takes a non-negative int, got {thread_extent!r}")
+    tx = get_thread_binding(0)
+    return tx == 0 if thread_extent == 0 else tx % thread_extent == 0

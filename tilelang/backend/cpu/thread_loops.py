@@ -11,7 +11,7 @@ from tilelang.ir import stmt as S
 from tilelang.ir.visitor import walk
 
 _COLLECTIVE_CALLS = ("shfl", "shuffle", "warp", "ballot", "activemask", "syncthreads", "allreduce", "barrier",
-                     "mbarrier", "cp_async", "tma", "any_sync", "all_sync")
+                     "mbarrier", "cp_async", "tma", "any_sync", "all_sync", "match_")
 
 
 def thread_private_violation(kernel: S.KernelLaunch):

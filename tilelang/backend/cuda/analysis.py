@@ -30,7 +30,7 @@ WARP_COLLECTIVES = frozenset({
     "tl.shfl_xor_sync", "tl.shfl_down_sync", "tl.shfl_up_sync", "tl.shfl_sync",
     "tl.warp_reduce_sum", "tl.warp_reduce_max", "tl.warp_reduce_min", "tl.warp_reduce_bitand",
     "tl.warp_reduce_bitor", "tl.any_sync", "tl.all_sync", "tl.ballot_sync", "tl.activemask",
-    "tl.syncthreads_count", "tl.syncthreads_and", "tl.syncthreads_or"})
+    "tl.syncthreads_count", "tl.syncthreads_and", "tl.syncthreads_or", "tl.match_any_sync", "tl.match_all_sync"})
 
 
 def thread_dependent_vars(body, thread_vars):

@@ -222,4 +222,6 @@ _WARP_CALLS = {
     "tl.syncthreads_count": lambda p: f"__syncthreads_count({p})",
     "tl.syncthreads_and": lambda p: f"__syncthreads_and({p})",
     "tl.syncthreads_or": lambda p: f"__syncthreads_or({p})",
+    "tl.match_any_sync": lambda m, v: f"__match_any_sync({m}, {v})",
+    "tl.match_all_sync": lambda m, v: f"tl::match_all({m}, {v})",
 }

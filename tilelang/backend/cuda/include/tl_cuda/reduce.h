@@ -19,6 +19,12 @@ template <class Op, class T> TL_DEVICE T warp_reduce(T v, Op op) {
   return v;
 }
 
+// T.match_all_sync: the mask when every lane agrees, else 0 (the predicate is dropped)
+template <class T> TL_DEVICE unsigned match_all(unsigned mask, T v) {
+  int pred;
+  return __match_all_sync(mask, v, &pred);
+}
+
 // across the 4 lanes of a quad (the lanes that share a row of an mma accumulator)
 template <class Op, class T> TL_DEVICE T quad_reduce(T v, Op op) {
   v = op(v, shfl_xor(v, 1));
