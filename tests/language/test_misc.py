@@ -144,3 +144,36 @@ def test_get_kernel_source_and_hints_accepted():
     assert isinstance(src, str) and len(src) > 0
     a = np.random.randn(32).astype(np.float32)
     np.testing.assert_array_equal(kern(a), a[::-1])
+
+
+def test_annotate_restrict_buffers_drops_restrict_and_is_hashed():
+    import numpy as np
+    import tilelang
+    import tilelang.language as T
+    from tilelang.ir.structural_hash import structural_hash
+
+    def make(alias):
+        @T.prim_func
+        def k(X: T.Tensor((8,), "float32"), Y: T.Tensor((8,), "float32")):
+            if alias:
+                T.annotate_restrict_buffers(X, Y)
+            with T.Kernel(1):
+                for i in T.serial(8):
+                    Y[i] = X[i] + 1
+        return k
+    a, b = make(True), make(False)
+    assert "T.annotate_restrict_buffers(X, Y)" in a.script()
+    assert structural_hash(a) != structural_hash(b)
+    kern = tilelang.compile(a, target="cpu")
+    assert "float* __restrict__ X" not in kern.get_kernel_source()
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros(8, np.float32)
+    kern(x, y)
+    np.testing.assert_array_equal(y, x + 1)
+    try:
+        src = tilelang.compile(a, target="cuda -arch=sm_90a").get_kernel_source()
+    except ImportError:
+        return
+    assert "float* X" in src and "float* __restrict__ X" not in src
+    src2 = tilelang.compile(b, target="cuda -arch=sm_90a").get_kernel_source()
+    assert "float* __restrict__ X" in src2

@@ -261,6 +261,9 @@ class Printer:
                 params.append(f"{self.var(p)}: T.{p.dtype}")
         self.emit("@T.prim_func", 0)
         self.emit(f"def {f.name}({', '.join(params)}):", 0)
+        aliased = [self.buf(p) for p in f.params if isinstance(p, Buffer) and getattr(p, "may_alias", False)]
+        if aliased:   # changes the generated code (no __restrict__): part of the printed form
+            self.emit(f"T.annotate_restrict_buffers({', '.join(aliased)})", 1)
         self.body(f.body, 1)
         return "\n".join(self.lines) + "\n"
 

@@ -43,6 +43,17 @@ def annotate_padding(*a, **k):
     return None
 
 
+def annotate_restrict_buffers(*buffers):
+    """Tell the compiler that these tensor parameters may overlap in memory (slices of
+    one tensor): their pointers lose `__restrict__`, so loads are not reordered across
+    stores to the others."""
+    for b in buffers:
+        if not isinstance(b, Buffer) or b.scope != "global":
+            raise TileLangError("T.annotate_restrict_buffers takes the kernel's tensor parameters, "
+                                f"got {b!r}")
+        b.may_alias = True
+
+
 def annotate_l2_hit_ratio(*a, **k):
     return None
 

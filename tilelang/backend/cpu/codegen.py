@@ -389,7 +389,8 @@ class CodegenCPU:
         nb = ni = nf = 0
         for p in f.params:
             if isinstance(p, Buffer):
-                self.emit(f"{ctype(p.dtype)}* __restrict__ {self.bname(p)} = ({ctype(p.dtype)}*)tl_bufs[{nb}];")
+                restrict = "" if getattr(p, "may_alias", False) else " __restrict__"
+                self.emit(f"{ctype(p.dtype)}*{restrict} {self.bname(p)} = ({ctype(p.dtype)}*)tl_bufs[{nb}];")
                 nb += 1
         for p in f.params:
             if isinstance(p, E.Var):

@@ -74,7 +74,8 @@ def generate(func, target, config=None):
     floats = [p for p in func.params if isinstance(p, E.Var) and p.dtype.is_float]
     dyn = func.dynamic_vars()
     for b in bufs + workspaces:
-        params.append(("buffer", b, f"{ctype(b.dtype)}* __restrict__ {names.new(b, b.name)}"))
+        restrict = "" if getattr(b, "may_alias", False) else " __restrict__"
+        params.append(("buffer", b, f"{ctype(b.dtype)}*{restrict} {names.new(b, b.name)}"))
     for v in ints + dyn:
         params.append(("int", v, f"{ctype(v.dtype)} {names.new(v, v.name)}"))
     for v in floats:
