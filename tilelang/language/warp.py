@@ -28,11 +28,15 @@ def _at_call_site(value, what):
     return BufferLoad(buf, [IntImm(0)])
 
 
-def _value(v, what):
-    from tilelang.ir.buffer import Buffer
+def _expr(v):
+    """An operand as an expression (a `T.alloc_var` variable reads its value)."""
     if isinstance(v, Buffer) and v.is_var():
         v = v.load()
-    v = convert(v)
+    return convert(int(v) if isinstance(v, bool) else v)
+
+
+def _value(v, what):
+    v = _expr(v)
     if v.dtype.bits > 64 or v.dtype.name in ("bool",):
         raise TileLangError(f"{what} takes a numeric value, got {v.dtype}")
     return v
@@ -97,10 +101,7 @@ def warp_reduce_bitor(value):
 
 
 def _predicate(p, what):
-    from tilelang.ir.buffer import Buffer
-    if isinstance(p, Buffer) and p.is_var():
-        p = p.load()
-    p = convert(int(p) if isinstance(p, bool) else p)
+    p = _expr(p)
     if p.dtype.is_float:
         raise TileLangError(f"{what} takes an integer or boolean predicate, got {p.dtype}",
                             hint="compare it first, e.g. `x > 0`")

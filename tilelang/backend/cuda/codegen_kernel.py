@@ -636,16 +636,7 @@ class KernelCodegen:
         self.indent += 1
         self.w(f"tl::cp_async_wait<{ns - 2}>();")
         self.sync()
-        kn = self.names.new(object(), k + "_next", True)
-        self.w(f"if ({k} + {ns - 1} < {hi}) {{")
-        self.indent += 1
-        self.w(f"const int {kn} = {k} + {ns - 1};")
-        self.names.by_id[id(st.var)] = kn
-        self._issue(info, f"({kn} - {lo}) % {ns}")
-        self.names.by_id[id(st.var)] = k
-        self.indent -= 1
-        self.w("}")
-        self.w("tl::cp_async_commit();")
+        self._issue_ahead(st, info, k, ns - 1, lo, hi)
         saved = self._slot_pointers(info, f"({k} - {lo}) % {ns}")
         for s in info.rest:
             self.stmt(s, True)
@@ -653,6 +644,21 @@ class KernelCodegen:
         self.indent -= 1
         self.w("}")
         self.w("tl::cp_async_wait<0>();")
+
+    def _issue_ahead(self, st, info, k, d, lo, hi):
+        """Inside the main loop at iteration `k`: the copies of iteration k + d into its
+        slot (when it exists), then close the cp.async group."""
+        ns = info.stages
+        kn = self.names.new(object(), k + "_next", True)
+        self.w(f"if ({k} + {d} < {hi}) {{")
+        self.indent += 1
+        self.w(f"const int {kn} = {k} + {d};")
+        self.names.by_id[id(st.var)] = kn
+        self._issue(info, f"({kn} - {lo}) % {ns}")
+        self.names.by_id[id(st.var)] = k
+        self.indent -= 1
+        self.w("}")
+        self.w("tl::cp_async_commit();")
 
     def _cp_async_prologue(self, st, info, count):
         """Issue the copies of the first `count` iterations (one cp.async group each, empty
@@ -705,16 +711,7 @@ class KernelCodegen:
                f"{str(cfg.trans_B).lower()}, {_ct(g.A.buffer.dtype)}>({self.buf_name(g.A.buffer)}, "
                f"{self.buf_name(g.B.buffer)}, {acc});")
         self._restore(saved)
-        kn = self.names.new(object(), k + "_next", True)
-        self.w(f"if ({k} + {d} < {hi}) {{")
-        self.indent += 1
-        self.w(f"const int {kn} = {k} + {d};")
-        self.names.by_id[id(st.var)] = kn
-        self._issue(info, f"({kn} - {lo}) % {ns}")
-        self.names.by_id[id(st.var)] = k
-        self.indent -= 1
-        self.w("}")
-        self.w("tl::cp_async_commit();")
+        self._issue_ahead(st, info, k, d, lo, hi)
         self.w("tl::wgmma_wait<1>();")
         self.indent -= 1
         self.w("}")

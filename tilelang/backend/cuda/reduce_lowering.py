@@ -24,6 +24,28 @@ def combine(kind, acc, x):
     return f"({acc} {dict(bitand='&', bitor='|', bitxor='^')[kind]} {x})"
 
 
+def reduce_parts(cg, op):
+    """What every reduction emitter needs: the accumulator's dtype and C type, the C names
+    of source and destination, the identity, whether the destination is cleared, and how
+    partial results combine (abs-sum partials add, abs-max partials max)."""
+    from types import SimpleNamespace
+    from tilelang.backend.cuda.codegen_expr import ctype
+    dt = op.dst.buffer.dtype
+    return SimpleNamespace(
+        dt=dt, ct=ctype(dt), src=cg.buf_name(op.src.buffer), dst=cg.buf_name(op.dst.buffer),
+        init=cg.expr(_reduce_init(op.kind, dt)),
+        clear=op.clear if isinstance(op.clear, bool) else bool(E.const_int_value(op.clear)),
+        cross={"abssum": "sum", "absmax": "max"}.get(op.kind, op.kind))
+
+
+def scratch_lines(cg, ct):
+    """The shared scratch of cross-warp reductions, alternating between two phases so
+    that one barrier per reduction suffices (plan.py sizes it)."""
+    return [f"  {ct}* tl_red = reinterpret_cast<{ct}*>(tl_smem + {cg.plan.red_offset} + "
+            f"tl_rphase * {cg.plan.red_phase_bytes});",
+            "  tl_rphase ^= 1;"]
+
+
 def emit_warp_reduce(cg, op):
     """Lines of C++ for a Reduce whose operands live in shared/global memory."""
     from tilelang.backend.cuda.codegen_expr import ctype, cast_str
@@ -68,13 +90,9 @@ def emit_register_reduce(cg, op, L):
     its row fragment (fragment_layout.py checked the shapes): every thread combines
     the slots of each row it holds, then the quad that shares the row exchanges
     partial results (xor 1, 2), so every holder of the row ends with the result."""
-    from tilelang.backend.cuda.codegen_expr import ctype, cast_str
-    dt = op.dst.buffer.dtype
-    ct = ctype(dt)
-    src, dst = cg.buf_name(op.src.buffer), cg.buf_name(op.dst.buffer)
-    init = cg.expr(_reduce_init(op.kind, dt))
-    clear = op.clear if isinstance(op.clear, bool) else bool(E.const_int_value(op.clear))
-    cross = {"abssum": "sum", "absmax": "max"}.get(op.kind, op.kind)
+    from tilelang.backend.cuda.codegen_expr import cast_str
+    P = reduce_parts(cg, op)
+    dt, ct, src, dst, init, clear, cross = P.dt, P.ct, P.src, P.dst, P.init, P.clear, P.cross
     lt = L.layout()
     x = cast_str(op.src.buffer.dtype, dt, f"{src}[tl_r]")
     val = "tl_acc" if clear else combine(cross, f"{dst}[tl_s]", "tl_acc")
@@ -102,10 +120,7 @@ def emit_register_reduce(cg, op, L):
     # WN warps hold different columns of the same rows: quad leaders publish their warp's
     # partial per row in the shared scratch (two phases, plan.py), then every holder of a
     # row combines the WN partials
-    return lines[:1] + [
-        f"  {ct}* tl_red = reinterpret_cast<{ct}*>(tl_smem + {cg.plan.red_offset} + "
-        f"tl_rphase * {cg.plan.red_phase_bytes});",
-        "  tl_rphase ^= 1;",
+    return lines[:1] + scratch_lines(cg, ct) + [
         f"  const int tl_wc = (tl_tid >> 5) % {WN};"] + lines[1:] + [
         f"    if ((tl_tid & 3) == 0) tl_red[{rl}::row(tl_tid, tl_s) * {WN} + tl_wc] = tl_acc;",
         "  }", "  __syncthreads();", "  #pragma unroll",

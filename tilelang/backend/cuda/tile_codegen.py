@@ -261,14 +261,9 @@ def _emit_vector_copy(cg, m, jv, j0, c, L, V, e0):
 
 def emit_tile_reduce(cg, op, L):
     """A reduction over the last dimension of register tile L into its rows."""
-    from tilelang.backend.cuda.reduce_lowering import combine, _WARP_OP
-    from tilelang.transform.lower_tile_ops import _reduce_init
-    dt = op.dst.buffer.dtype
-    ct = ctype(dt)
-    src, dst = cg.buf_name(op.src.buffer), cg.buf_name(op.dst.buffer)
-    init = cg.expr(_reduce_init(op.kind, dt))
-    clear = op.clear if isinstance(op.clear, bool) else bool(E.const_int_value(op.clear))
-    cross = {"abssum": "sum", "absmax": "max"}.get(op.kind, op.kind)
+    from tilelang.backend.cuda.reduce_lowering import combine, _WARP_OP, reduce_parts, scratch_lines
+    P = reduce_parts(cg, op)
+    dt, ct, src, dst, init, clear, cross = P.dt, P.ct, P.src, P.dst, P.init, P.clear, P.cross
     wop = _WARP_OP[op.kind]
     R, G, g = L.row_regs, L.G, L.group
     x = cast_str(op.src.buffer.dtype, dt, f"{src}[tl_s * {G} + tl_r]")
@@ -282,9 +277,7 @@ def emit_tile_reduce(cg, op, L):
     out += ["    tl_acc[tl_s] = tl_a;", "  }"]
     if g > 32:
         nw = cg.plan.nthreads // 32
-        out += [f"  {ct}* tl_red = reinterpret_cast<{ct}*>(tl_smem + {cg.plan.red_offset} + "
-                f"tl_rphase * {cg.plan.red_phase_bytes});",
-                "  tl_rphase ^= 1;",
+        out += scratch_lines(cg, ct) + [
                 "  if ((tl_tid & 31) == 0) {", "    #pragma unroll",
                 f"    for (int tl_s = 0; tl_s < {R}; ++tl_s) tl_red[tl_s * {nw} + (tl_tid >> 5)] = tl_acc[tl_s];",
                 "  }", "  __syncthreads();",
