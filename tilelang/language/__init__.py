@@ -31,7 +31,8 @@ from tilelang.language.misc import (print, device_assert, annotate_layout, annot
                                     annotate_l2_hit_ratio, annotate_restrict_buffers, annotate_safe_value,
                                     sync_threads, sync_warp,
                                     sync_global, set_max_nreg, no_set_max_nreg, disable_warp_group_reg_alloc,
-                                    evaluate, macro)
+                                    inc_max_nreg, dec_max_nreg, annotate_producer_reg_dealloc,
+                                    annotate_consumer_reg_alloc, evaluate, macro)
 
 float = float32  # noqa: A001 - `T.float` is float32 as in the published API
 half = float16
@@ -46,7 +47,10 @@ from tilelang.language.compat import region, loop_break, atomic_load, atomic_sto
 int4 = DataType("int4")
 uint4 = DataType("uint4")
 from tilelang.language.sync import (ws, mbarrier_wait_parity, mbarrier_arrive, mbarrier_expect_tx,  # noqa: E402
-                                    barrier_arrive, barrier_wait, fence_proxy_async, cp_async_barrier_noinc)
+                                    barrier_arrive, barrier_wait, fence_proxy_async, cp_async_barrier_noinc,
+                                    mbarrier_arrive_expect_tx, ptx_arrive_barrier, ptx_arrive_barrier_expect_tx,
+                                    ptx_cp_async_barrier, ptx_init_barrier_thread_count, ptx_fence_barrier_init,
+                                    named_barrier_arrive, ptx_commit_group, ptx_wait_group)
 from tilelang.language.extern import import_source, call_extern, access_ptr, dp4a  # noqa: E402
 from tilelang.language.warp import (shfl_xor, shfl_down, shfl_up, shfl_sync, warp_reduce_sum,  # noqa: E402
                                     warp_reduce_max, warp_reduce_min, warp_reduce_bitand, warp_reduce_bitor,

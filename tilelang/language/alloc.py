@@ -6,7 +6,7 @@ from tilelang.frontend import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer
-from tilelang.ir.expr import PrimExpr, convert, cast
+from tilelang.ir.expr import PrimExpr, convert, cast, const_int_value
 from tilelang.ir.dtypes import as_dtype
 from tilelang.ir.errors import TileLangError
 
@@ -69,10 +69,21 @@ def alloc_var(dtype="int32", *args, init=None, scope="local.var"):
 
 
 def alloc_barrier(arrive_count=1):
-    """An mbarrier (GPU); kept so published kernels parse. Barriers are implicit here."""
-    B.require("T.alloc_barrier")
-    n = len(arrive_count) if isinstance(arrive_count, (list, tuple)) else 1
-    return Buffer(_name("mbarrier"), (n,), "uint64", "shared.barrier")
+    """Shared-memory mbarriers, one per entry of `arrive_count` (an int: one barrier):
+    a phase of barrier i completes after `arrive_count[i]` arrivals (and the bytes
+    announced with expect_tx). The block initialises them before its first statement."""
+    b = B.require("T.alloc_barrier")
+    counts = list(arrive_count) if isinstance(arrive_count, (list, tuple)) else [arrive_count]
+    vals = []
+    for c in counts:
+        v = c if isinstance(c, int) else const_int_value(convert(c))
+        if v is None or v <= 0:
+            raise TileLangError(f"T.alloc_barrier: arrive counts must be positive constants, got {c!r}")
+        vals.append(int(v))
+    buf = Buffer(_name("mbarrier"), (len(vals),), "uint64", "shared.barrier")
+    buf.arrive_counts = vals
+    b.emit(S.DeclBuffer(buf))
+    return buf
 
 
 def alloc_reducer(shape, dtype="float32", op="sum", replication=None):

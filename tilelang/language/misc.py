@@ -101,7 +101,36 @@ def no_set_max_nreg(*a, **k):
     return None
 
 
-def set_max_nreg(*a, **k):
+def set_max_nreg(reg_count, is_inc):
+    """`setmaxnreg` (sm_90a): the warpgroup running it grows (is_inc=1) or shrinks
+    (is_inc=0) its registers per thread to `reg_count` (24..256, a multiple of 8), so
+    that consumer warpgroups can hold larger accumulators than producer ones. Every
+    thread of the warpgroup must run it; elsewhere it is a no-op."""
+    from tilelang.ir import mbarrier as M
+    from tilelang.ir.expr import const_int_value as _c
+    n, inc = _c(convert(reg_count)), _c(convert(is_inc))
+    if n is None or inc is None:
+        raise TileLangError("T.set_max_nreg: the register count and is_inc must be constants")
+    if not (24 <= n <= 256 and n % 8 == 0):
+        raise TileLangError(f"T.set_max_nreg: reg_count must be a multiple of 8 in 24..256, got {n}")
+    return M.call(M.SET_MAX_NREG, n, 1 if inc else 0)
+
+
+def inc_max_nreg(reg_count):
+    return set_max_nreg(reg_count, 1)
+
+
+def dec_max_nreg(reg_count):
+    return set_max_nreg(reg_count, 0)
+
+
+def annotate_producer_reg_dealloc(reg_count=24):
+    """A hint for automatic warp specialization (which we do not do): accepted, no effect."""
+    return None
+
+
+def annotate_consumer_reg_alloc(reg_count=240):
+    """A hint for automatic warp specialization (which we do not do): accepted, no effect."""
     return None
 
 

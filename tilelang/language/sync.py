@@ -1,18 +1,43 @@
-"""Explicit synchronisation and warp-specialization scopes from the published API
-(`T.ws`, `T.mbarrier_*`, `T.barrier_*`). Our compiler inserts every barrier a program
-needs from its data flow, so these are accepted and have no effect of their own: a
-`T.ws(...)` scope runs with all of the block's threads, in program order."""
+"""Hand-written synchronisation from the published API: mbarriers (`T.alloc_barrier`
+with `T.barrier_arrive` / `T.barrier_wait` / `T.mbarrier_*` / `T.cp_async_barrier_noinc`),
+named-barrier arrivals, register reallocation (`T.set_max_nreg`) and the proxy fence.
+
+They are what producer/consumer kernels written by hand use: branches on the thread
+index (`if tx < 128: ...`) give each range of warps its role (the CUDA backend
+plans the tile ops of such a branch for that range, backend/cuda/thread_ranges.py)
+and the ranges hand tiles to each other through mbarriers. The barriers the data
+flow needs inside one range, and between whole-block statements, the compiler
+still inserts itself.
+
+`T.ws(...)` scopes (the published automatic warp specialization) run here with all
+of the block's threads, in program order."""
 from __future__ import annotations
+
+from tilelang.frontend import builder as B
+from tilelang.ir import mbarrier as M
+from tilelang.ir.buffer import Buffer
+from tilelang.ir.errors import TileLangError
+from tilelang.ir.expr import BufferLoad, IntImm, convert
 
 
 class _WarpScope:
+    """All threads run the scope, so the explicit hand-offs written for split warp
+    groups (mbarrier arrivals and waits) inside it are dropped: the compiler's own
+    barriers order its data flow."""
+
     def __init__(self, *ids):
         self.ids = ids
 
     def __enter__(self):
+        b = B.current()
+        if b is not None:
+            b.ws_depth = getattr(b, "ws_depth", 0) + 1
         return self
 
     def __exit__(self, *exc):
+        b = B.current()
+        if b is not None:
+            b.ws_depth -= 1
         return False
 
 
@@ -21,9 +46,108 @@ def ws(*warp_group_ids):
     return _WarpScope(*warp_group_ids)
 
 
-def _accepted(*args, **kwargs):
-    return None
+def _mbar(x, what):
+    """The barrier element a call acts on: `bar` (its first barrier) or `bar[i]`."""
+    if isinstance(x, Buffer) and x.scope == "shared.barrier":
+        return BufferLoad(x, [IntImm(0)])
+    if isinstance(x, BufferLoad) and x.buffer.scope == "shared.barrier":
+        return x
+    name = getattr(x, "name", None) or getattr(getattr(x, "buffer", None), "name", None) or type(x).__name__
+    raise TileLangError(f"T.{what} takes a barrier from T.alloc_barrier (or one element of it), got `{name}`",
+                        hint="bars = T.alloc_barrier([128] * 2); T.barrier_arrive(bars[0])")
 
 
-mbarrier_wait_parity = mbarrier_arrive = mbarrier_expect_tx = _accepted
-barrier_arrive = barrier_wait = fence_proxy_async = cp_async_barrier_noinc = _accepted
+def _sync_call(name, *args):
+    """The call, or None inside a `T.ws` scope (see _WarpScope)."""
+    b = B.current()
+    if b is not None and getattr(b, "ws_depth", 0) > 0:
+        return None
+    return M.call(name, *args)
+
+
+def _value(v):
+    if isinstance(v, Buffer) and v.is_var():
+        return v.load()
+    return convert(v)
+
+
+def mbarrier_wait_parity(mbarrier, parity):
+    """Wait until the phase of `mbarrier` with parity `parity` (0 or 1) has completed."""
+    return _sync_call(M.WAIT_PARITY, _mbar(mbarrier, "mbarrier_wait_parity"), _value(parity))
+
+
+def barrier_wait(mbarrier, parity):
+    """`T.mbarrier_wait_parity`."""
+    return _sync_call(M.WAIT_PARITY, _mbar(mbarrier, "barrier_wait"), _value(parity))
+
+
+def mbarrier_arrive(mbarrier, cta_id=None):
+    """This thread arrives on `mbarrier` (a phase completes after `arrive_count` arrivals)."""
+    if cta_id is not None:
+        raise TileLangError("T.mbarrier_arrive(..., cta_id=...) arrives on another block of a cluster; "
+                            "thread-block clusters are not supported yet")
+    return _sync_call(M.ARRIVE, _mbar(mbarrier, "mbarrier_arrive"))
+
+
+def barrier_arrive(mbarrier):
+    """`T.mbarrier_arrive`."""
+    return _sync_call(M.ARRIVE, _mbar(mbarrier, "barrier_arrive"))
+
+
+ptx_arrive_barrier = barrier_arrive
+
+
+def mbarrier_expect_tx(mbarrier, tx):
+    """Announce `tx` more bytes of asynchronous copies that complete on `mbarrier`."""
+    return _sync_call(M.EXPECT_TX, _mbar(mbarrier, "mbarrier_expect_tx"), _value(tx))
+
+
+def mbarrier_arrive_expect_tx(mbarrier, tx):
+    """Arrive on `mbarrier` and announce `tx` bytes of asynchronous copies."""
+    return _sync_call(M.ARRIVE_EXPECT_TX, _mbar(mbarrier, "mbarrier_arrive_expect_tx"), _value(tx))
+
+
+ptx_arrive_barrier_expect_tx = mbarrier_arrive_expect_tx
+
+
+def cp_async_barrier_noinc(barrier):
+    """Arrive on `barrier` once this thread's earlier `T.ptx_cp_async` copies have landed;
+    the arrival counts toward the barrier's `arrive_count`."""
+    return _sync_call(M.CP_ASYNC_ARRIVE, _mbar(barrier, "cp_async_barrier_noinc"), 1)
+
+
+def ptx_cp_async_barrier(barrier):
+    """Make the current phase of `barrier` also wait for this thread's earlier cp.async
+    copies (no arrival of its own)."""
+    return _sync_call(M.CP_ASYNC_ARRIVE, _mbar(barrier, "ptx_cp_async_barrier"), 0)
+
+
+def ptx_init_barrier_thread_count(barrier, thread_count):
+    """(Re)initialise `barrier` for `thread_count` arrivals per phase."""
+    return M.call(M.INIT, _mbar(barrier, "ptx_init_barrier_thread_count"), _value(thread_count))
+
+
+def ptx_fence_barrier_init():
+    return M.call(M.FENCE_INIT)
+
+
+def fence_proxy_async():
+    """Order this thread's shared-memory writes before later asynchronous-proxy reads
+    (wgmma operands, TMA stores)."""
+    return M.call(M.FENCE_PROXY_ASYNC)
+
+
+def named_barrier_arrive(barrier_id, thread_count):
+    """Arrive on the named barrier `barrier_id` of `thread_count` threads without waiting
+    (`bar.arrive`); the waiting side uses `T.sync_threads(barrier_id, thread_count)`."""
+    return M.call(M.NAMED_ARRIVE, _value(barrier_id), _value(thread_count))
+
+
+def ptx_commit_group():
+    """Close the group of this thread's cp.async copies issued so far."""
+    return M.call(M.CP_ASYNC_COMMIT)
+
+
+def ptx_wait_group(num):
+    """Wait until at most `num` of this thread's cp.async groups are still in flight."""
+    return M.call(M.CP_ASYNC_WAIT, _value(num))

@@ -1,5 +1,6 @@
 """CPU-only: tile ops that split their work among the block's threads (gemm, reductions)
-inside a branch on the thread index are a clear compile error, not a partial result."""
+inside a branch on the thread index are a clear compile error, not a partial result,
+unless the branch selects whole warps (`if tx < 128:`, test_warp_specialized.py)."""
 import pytest
 
 import tilelang
@@ -20,7 +21,7 @@ def _kernel(op):
             T.copy(A, a)
             T.copy(B, b)
             T.clear(c)
-            if tx < 128:
+            if tx < 100:   # not whole warps
                 if op == "gemm":
                     T.gemm(a, b, c)
                 else:

@@ -14,6 +14,7 @@ from tilelang.ir.visitor import walk
 from tilelang.ir.errors import LoweringError
 from tilelang.ir.extern import is_import_source
 from tilelang.ir.async_copy import PTX_CP_ASYNC
+from tilelang.ir.mbarrier import every_thread_call
 
 CTYPES = {
     "bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
@@ -199,6 +200,11 @@ class CodegenCPU:
         if is_import_source(s):
             raise LoweringError("T.import_source brings CUDA device code, which the CPU backend cannot compile",
                                 span=s.span, hint="compile this kernel for a CUDA target")
+        if every_thread_call(s.value):
+            # one CPU thread runs the block in program order: barriers, register
+            # reallocation and proxy fences have nothing to order (kernels whose
+            # thread ranges wait on each other are refused in s_KernelLaunch)
+            return
         self.emit(f"(void)({self.expr(s.value)});")
 
     def s_BufferStore(self, s):

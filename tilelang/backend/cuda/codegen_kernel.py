@@ -76,6 +76,7 @@ class KernelCodegen:
         self.lines = []
         self.indent = 1
         self._addressed = None        # ids of buffers whose element addresses are taken
+        self.range = self.plan.regions.full   # threads running the code emitted now (thread_ranges.py)
         self.printer = ExprPrinter(_NameView(names), self.access)
 
     # helpers ------------------------------------------------------------------
@@ -173,6 +174,8 @@ class KernelCodegen:
 
     def _min_blocks(self):
         n = self.launch.annotations.get("min_blocks_per_sm")
+        if not n and self.plan.sets_max_nreg:
+            n = 1   # setmaxnreg needs a register count ptxas can determine at entry
         return f", {n}" if n else ""
 
     def _check_smem(self, L):
@@ -201,10 +204,19 @@ class KernelCodegen:
 
     def sync(self):
         """A block barrier; shared memory that wgmma reads next was written by ordinary
-        stores or cp.async (generic proxy): fence it toward the async proxy first."""
+        stores or cp.async (generic proxy): fence it toward the async proxy first.
+        Inside a warp-specialized branch: the named barrier of its thread range."""
         if self.plan.uses_wgmma:
             self.w("tl::fence_proxy_async();")
-        self.w("__syncthreads();")
+        if self.range == self.plan.regions.full:
+            self.w("__syncthreads();")
+            return
+        bid = self.plan.regions.barrier_ids.get(self.range)
+        if bid is None:
+            from tilelang.ir.errors import LoweringError
+            raise LoweringError(f"kernel `{self.entry}`: more thread ranges need barriers than the 15 "
+                                f"named barriers a block has")
+        self.w(f'asm volatile("bar.sync {bid}, {self.range.size};" ::: "memory");')
 
     # statements ------------------------------------------------------------------
     def stmt(self, st, block):
@@ -231,6 +243,8 @@ class KernelCodegen:
             p = self.plan.placements[id(b)] = local_placement(b)
         if p.kind == "smem":
             return
+        if p.kind == "mbar":
+            return self._declare_mbarriers(b)
         name = self.names.new(b, b.name) if self.names.get(id(b)) is None else self.buf_name(b)
         ct = ctype(b.dtype)
         if p.kind == "view":
@@ -255,6 +269,57 @@ class KernelCodegen:
         else:
             raise NotImplementedError(f"T.alloc_global inside a kernel (`{b.name}`): allocate it at "
                                       f"function level")
+
+    def _declare_mbarriers(self, b):
+        """T.alloc_barrier: static shared mbarriers, initialised by the range's first
+        thread and made visible (to the copy engine too) before anyone arrives."""
+        name = self.names.new(b, b.name)
+        counts = getattr(b, "arrive_counts", None) or [1] * E.const_int_value(b.shape[0])
+        self.w(f"__shared__ __align__(8) unsigned long long {name}[{len(counts)}];")
+        inits = " ".join(f"tl::mbar_init(&{name}[{i}], {c});" for i, c in enumerate(counts))
+        self.w(f"if (tl_tid == 0) {{ {inits} tl::mbar_init_fence(); }}")
+        self.sync()
+
+    def _every_thread_call(self, v):
+        """C for the calls each thread that reaches them runs (ir/mbarrier.py)."""
+        from tilelang.ir import mbarrier as M
+        a = v.args
+
+        def bar():
+            return f"&{self.access(a[0])}"
+        fence = self.plan.uses_wgmma
+        if v.name == M.ARRIVE:
+            # this thread's shared writes may feed another range's wgmma (async proxy)
+            return ("tl::fence_proxy_async(); " if fence else "") + f"tl::mbar_arrive({bar()});"
+        if v.name == M.ARRIVE_EXPECT_TX:
+            return f"tl::mbar_arrive_expect_tx({bar()}, {self.expr(a[1])});"
+        if v.name == M.EXPECT_TX:
+            return f"tl::mbar_expect_tx({bar()}, {self.expr(a[1])});"
+        if v.name == M.WAIT_PARITY:
+            return f"tl::mbar_wait({bar()}, {self.expr(a[1])});" + (" tl::fence_proxy_async();" if fence else "")
+        if v.name == M.CP_ASYNC_ARRIVE:
+            return f"tl::cp_async_mbar_arrive<{'true' if E.const_int_value(a[1]) else 'false'}>({bar()});"
+        if v.name == M.INIT:
+            return f"tl::mbar_init({bar()}, {self.expr(a[1])});"
+        if v.name == M.FENCE_INIT:
+            return "tl::mbar_init_fence();"
+        if v.name == M.SET_MAX_NREG:
+            r = self.range
+            if r == self.plan.regions.full or r.lo % 128 or r.size % 128:
+                # every warpgroup asking for the same count changes nothing, and
+                # setmaxnreg needs whole warpgroups
+                return "// T.set_max_nreg: only whole warpgroups of a thread range reallocate registers"
+            return f"tl::set_max_nreg<{E.const_int_value(a[0])}, {'true' if E.const_int_value(a[1]) else 'false'}>();"
+        if v.name == M.FENCE_PROXY_ASYNC:
+            return "tl::fence_proxy_async();"
+        if v.name == M.NAMED_ARRIVE:
+            return (f'asm volatile("bar.arrive %0, %1;" :: "r"((int)({self.expr(a[0])})), '
+                    f'"r"((int)({self.expr(a[1])})) : "memory");')
+        if v.name == M.CP_ASYNC_COMMIT:
+            return "tl::cp_async_commit();"
+        if v.name == M.CP_ASYNC_WAIT:
+            return f"tl::cp_async_wait<{E.const_int_value(a[0])}>();"
+        raise NotImplementedError(v.name)
 
     def addressed(self):
         """ids of the buffers whose element addresses the kernel takes (T.access_ptr)."""
@@ -284,6 +349,16 @@ class KernelCodegen:
     def s_Evaluate(self, st, block):
         v = st.value
         if is_import_source(st):  # its text goes before the kernels (codegen.py)
+            return
+        from tilelang.ir.mbarrier import every_thread_call
+        from tilelang.ir.async_copy import is_cp_async
+        if every_thread_call(v):
+            self.w(self._every_thread_call(v))
+            return
+        if is_cp_async(v) and self.plan.user_cp_async:
+            # the kernel waits for its copies itself (cp.async groups or mbarriers)
+            a = v.args
+            self.w(f"tl::cp_async<{a[2].value}>({self.expr(a[0])}, {self.expr(a[1])}, {self.expr(a[3])});")
             return
         if isinstance(v, E.Call) and v.name.startswith("atomic_") and v.args and \
                 isinstance(v.args[0], E.BufferLoad):
@@ -318,6 +393,8 @@ class KernelCodegen:
         self.w("}")
 
     def s_IfThenElse(self, st, block):
+        if id(st) in self.plan.regions.branches:
+            return self._ranged_if(st, block)
         inner = block and not self.plan.depends(st.cond)
         self.w(f"if ({self.expr(st.cond)}) {{")
         self.indent += 1
@@ -327,6 +404,25 @@ class KernelCodegen:
             self.w("} else {")
             self.indent += 1
             self.stmt(st.else_body, inner)
+            self.indent -= 1
+        self.w("}")
+
+    def _ranged_if(self, st, block):
+        """`if tx < 128:`-style branches: each side runs on its range of threads as if
+        the block had only those (`tl_tid` counts from the range's first thread)."""
+        then, other = self.plan.regions.branches[id(st)]
+        sides = [("if ({}) {{".format(self.expr(st.cond)), st.then_body, then)]
+        if st.else_body is not None:
+            sides.append(("} else {", st.else_body, other if other is not None else self.range))
+        saved = self.range, self.plan.nthreads
+        for head, body, rng in sides:
+            self.w(head)
+            self.indent += 1
+            self.range, self.plan.nthreads = rng, rng.size
+            if rng != saved[0] and rng.lo != saved[0].lo:
+                self.w(f"const int tl_tid = (int)threadIdx.x - {rng.lo};   // threads {rng.lo}..{rng.hi - 1}")
+            self.stmt(body, block)
+            self.range, self.plan.nthreads = saved
             self.indent -= 1
         self.w("}")
 
@@ -426,10 +522,10 @@ class KernelCodegen:
             t = _ct(op.A.buffer.dtype)
             if cfg.a_regs:
                 call = (f"tl::wgmma_gemm_rs<{cfg.M}, {cfg.N}, {cfg.K}, {tb}, {t}>"
-                        f"({self.buf_name(op.A.buffer)}, {self.buf_name(op.B.buffer)}, {{acc}});")
+                        f"({self.buf_name(op.A.buffer)}, {self.buf_name(op.B.buffer)}, {{acc}}, tl_tid);")
             else:
                 call = (f"tl::wgmma_gemm_ss<{cfg.M}, {cfg.N}, {cfg.K}, {ta}, {tb}, {t}>"
-                        f"({self.buf_name(op.A.buffer)}, {self.buf_name(op.B.buffer)}, {{acc}});")
+                        f"({self.buf_name(op.A.buffer)}, {self.buf_name(op.B.buffer)}, {{acc}}, tl_tid);")
             return self._gemm_call(op, cfg, call)
 
         def ptr(r):
@@ -437,10 +533,10 @@ class KernelCodegen:
                 self.expr(E.convert(self.strides(r.buffer)[-2]))
         (pa, lda), (pb, ldb) = ptr(op.A), ptr(op.B)
         call = (f"tl::gemm_ss<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}, {ta}, {tb}>"
-                f"({pa}, {lda}, {pb}, {ldb}, {{acc}});")
+                f"({pa}, {lda}, {pb}, {ldb}, {{acc}}, tl_tid);")
         if getattr(cfg, "k32", False):   # fp8: A M x K, B N x K (gemm_lowering.mma_config)
             call = (f"tl::gemm_ss_k32<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}>"
-                    f"({pa}, {lda}, {pb}, {ldb}, {{acc}});")
+                    f"({pa}, {lda}, {pb}, {ldb}, {{acc}}, tl_tid);")
         return self._gemm_call(op, cfg, call)
 
     def _gemm_call(self, op, cfg, call):
@@ -709,7 +805,7 @@ class KernelCodegen:
         from tilelang.backend.cuda.codegen_expr import ctype as _ct
         self.w(f"tl::wgmma_ss_issue<{cfg.M}, {cfg.N}, {cfg.K}, {str(cfg.trans_A).lower()}, "
                f"{str(cfg.trans_B).lower()}, {_ct(g.A.buffer.dtype)}>({self.buf_name(g.A.buffer)}, "
-               f"{self.buf_name(g.B.buffer)}, {acc});")
+               f"{self.buf_name(g.B.buffer)}, {acc}, tl_tid);")
         self._restore(saved)
         self._issue_ahead(st, info, k, d, lo, hi)
         self.w("tl::wgmma_wait<1>();")
@@ -808,7 +904,7 @@ class KernelCodegen:
         from tilelang.backend.cuda.codegen_expr import ctype as _ct
         self.w(f"tl::wgmma_ss_issue<{cfg.M}, {cfg.N}, {cfg.K}, {str(cfg.trans_A).lower()}, "
                f"{str(cfg.trans_B).lower()}, {_ct(g.A.buffer.dtype)}>({self.buf_name(g.A.buffer)}, "
-               f"{self.buf_name(g.B.buffer)}, {acc});")
+               f"{self.buf_name(g.B.buffer)}, {acc}, tl_tid);")
         self._restore(saved)
         self.w("tl::wgmma_wait<1>();")
         self.w(f"if ({k} > {lo}) {{")

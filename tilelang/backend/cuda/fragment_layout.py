@@ -187,8 +187,11 @@ def guarded_body(body):
     return isinstance(body, S.IfThenElse) and body.else_body is None or isinstance(body, S.BufferStore)
 
 
-def infer(launch, gemm_cfgs, depends):
-    """FragmentLayouts for one kernel. `gemm_cfgs`: id(Gemm) -> MmaConfig | WgmmaConfig | None."""
+def infer(launch, gemm_cfgs, depends, regions=None):
+    """FragmentLayouts for one kernel. `gemm_cfgs`: id(Gemm) -> MmaConfig | WgmmaConfig | None;
+    `regions`: thread_ranges.Regions (branches of a warp-specialized kernel run like
+    uniform ones, on their range of threads)."""
+    ranged = regions.branches if regions is not None else {}
     from tilelang.transform.lower_tile_ops import lower_copy, lower_fill
     frags, aliased = {}, set()
 
@@ -209,6 +212,8 @@ def infer(launch, gemm_cfgs, depends):
                 bad[i] = why
 
     mark(aliased, "a view aliases it")
+    if ranged:
+        mark(_split_across_ranges(launch, regions, frags), "used by more than one thread range")
 
     def touched(node):
         ids = set()
@@ -250,7 +255,7 @@ def infer(launch, gemm_cfgs, depends):
         elif isinstance(st, S.For) and not depends(st.extent) and not depends(st.min):
             mark(touched(S.Evaluate(st.extent)) | touched(S.Evaluate(st.min)), "loop bound")
             visit(st.body)
-        elif isinstance(st, S.IfThenElse) and not depends(st.cond):
+        elif isinstance(st, S.IfThenElse) and (not depends(st.cond) or id(st) in ranged):
             mark(touched(S.Evaluate(st.cond)), "branch condition")
             visit(st.then_body)
             visit(st.else_body)
@@ -345,7 +350,9 @@ def infer(launch, gemm_cfgs, depends):
     for g in gemms:
         gemm_ids |= {id(r.buffer) for r in (g.A, g.B, g.C)}
     one = {f for f, b in frags.items() if not canon_shape(b)}
-    lay.update(infer_tiles(frags, gemm_ids | set(bad), loops, reduces, one, _nthreads(launch), mark,
+    # the element-wise tiles assume the whole block; those of a thread range stay in shared memory
+    in_range = _touched_in_ranges(launch, regions, frags) if ranged else set()
+    lay.update(infer_tiles(frags, gemm_ids | set(bad) | in_range, loops, reduces, one, _nthreads(launch), mark,
                            taint=gemm_ids & set(frags)))
     out.layouts = lay
     for fid, b in frags.items():
@@ -356,6 +363,49 @@ def infer(launch, gemm_cfgs, depends):
     if os.environ.get("TILELANG_CUDA_DUMP_FRAGMENTS"):
         sys.stderr.write(format_report(out))
     return out
+
+
+def _touched_in_ranges(launch, regions, frags):
+    """ids of the fragments that statements of a thread range (not the whole block) use."""
+    out = set()
+
+    def f(n):
+        if isinstance(n, (E.BufferLoad, S.BufferStore)) and id(n.buffer) in frags:
+            out.add(id(n.buffer))
+        elif isinstance(n, TO.TileOp):
+            out.update(id(v.buffer) for v in vars(n).values() if hasattr(v, "buffer") and id(v.buffer) in frags)
+    for br in _range_bodies(launch, regions):
+        walk(br, f)
+    return out
+
+
+def _split_across_ranges(launch, regions, frags):
+    """Registers belong to threads: a fragment that statements of two thread ranges
+    (or a range and the whole block) touch cannot live in registers."""
+    seen = {}
+
+    def f(n):
+        if isinstance(n, (S.BufferStore, S.Evaluate, TO.TileOp, S.Print)):
+            rng = regions.range_of(n)
+            ids = set()
+
+            def g(m):
+                if isinstance(m, (E.BufferLoad, S.BufferStore)) and id(m.buffer) in frags:
+                    ids.add(id(m.buffer))
+            walk(n, g)
+            if isinstance(n, TO.TileOp):
+                ids.update(id(v.buffer) for v in vars(n).values() if hasattr(v, "buffer") and id(v.buffer) in frags)
+            for i in ids:
+                seen.setdefault(i, set()).add(rng)
+    walk(launch.body, f)
+    return {i for i, rs in seen.items() if len(rs) > 1}
+
+
+def _range_bodies(launch, regions):
+    found = []
+    walk(launch.body, lambda n: found.extend(b for b in (n.then_body, n.else_body) if b is not None)
+         if isinstance(n, S.IfThenElse) and id(n) in regions.branches else None)
+    return found
 
 
 def _nthreads(launch):

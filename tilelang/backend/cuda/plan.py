@@ -29,13 +29,14 @@ from tilelang.backend.cuda.wgmma_lowering import wgmma_config, swizzle_ok
 from tilelang.backend.cuda.pipeline_plan import find_pipelines
 from tilelang.backend.cuda.fragment_layout import AccLayout, infer as infer_fragment_layouts
 from tilelang.backend.cuda.tile_layout import TILE_LAYOUTS, ThreadTile
+from tilelang.backend.cuda.thread_ranges import find_regions
 
 SMEM_ALIGN = 128
 
 
 @dataclass
 class Placement:
-    kind: str                 # param | workspace | smem | local | var | acc | row | tile | view
+    kind: str                 # param | workspace | smem | local | var | acc | row | tile | view | mbar
     strides: list = None      # element strides used to flatten indices
     offset: int = 0           # byte offset into dynamic shared memory (smem)
     acc: object = None        # AccLayout (acc) | RowLayout (row): fragment_layout.py;
@@ -60,6 +61,13 @@ class KernelPlan:
     red_offset: int = 0      # shared scratch of register-tile reductions wider than a warp:
     red_phase_bytes: int = 0  # two phases (alternating reductions need one barrier each)
     notes: list = field(default_factory=list)        # decisions the user should hear about
+    regions: object = None                           # thread_ranges.Regions (warp specialization)
+    user_cp_async: bool = False   # T.ptx_cp_async completion is the kernel's business (groups, mbarriers)
+    sets_max_nreg: bool = False   # T.set_max_nreg: warpgroups reallocate registers
+
+    def threads_of(self, st) -> int:
+        """Threads that run `st` together: the block, or the range of its branch."""
+        return self.regions.range_of(st).size if self.regions is not None else self.nthreads
 
 
 def _const_shape(buf):
@@ -92,6 +100,13 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
     for t in launch.threads:
         nthreads *= int(t)
     plan = KernelPlan(nthreads)
+    plan.regions = find_regions(launch)
+    from tilelang.ir import mbarrier as M
+    waits = {M.CP_ASYNC_ARRIVE, M.CP_ASYNC_WAIT}
+    walk(launch.body, lambda n: setattr(plan, "user_cp_async", True)
+         if isinstance(n, E.Call) and n.name in waits else None)
+    walk(launch.body, lambda n: setattr(plan, "sets_max_nreg", True)
+         if isinstance(n, E.Call) and n.name == M.SET_MAX_NREG else None)
     plan.td_vars, plan.td_bufs, plan.depends = thread_dependent_vars(launch.body, launch.thread_vars)
     decls = []
     walk(launch.body, lambda n: decls.append(n.buffer) if isinstance(n, S.DeclBuffer) else None)
@@ -108,7 +123,7 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
     shared_a = set() if os.environ.get("TILELANG_CUDA_WGMMA_RS", "1") != "0" else {id(g) for g in gemms}
     while True:
         swizzled = _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride)
-        frag = infer_fragment_layouts(launch, plan.gemms, plan.depends)
+        frag = infer_fragment_layouts(launch, plan.gemms, plan.depends, plan.regions)
         lost = {id(g) for g in gemms if getattr(plan.gemms[id(g)], "a_regs", False) and
                 id(g.A.buffer) not in frag.layouts}
         if not lost:
@@ -137,6 +152,8 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
                                                  if buf.scope != "global" else None)
         elif buf.scope in ("local.var", "local"):
             plan.placements[id(buf)] = local_placement(buf)
+        elif buf.scope == "shared.barrier":   # T.alloc_barrier: static shared, codegen_kernel
+            plan.placements[id(buf)] = Placement("mbar", [1])
         elif buf.scope == "global":
             plan.placements[id(buf)] = Placement("workspace", None)
         elif id(buf) in frag.layouts:
@@ -336,7 +353,7 @@ def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride):
     A wgmma with a fragment A reads it from registers unless its gemm is in `shared_a`."""
     swizzled = set()
     for g in gemms:
-        cfg = wgmma_config(g, arch, nthreads)
+        cfg = wgmma_config(g, arch, plan.threads_of(g))
         if cfg is not None and cfg.a_regs and id(g) in shared_a:
             # the fragment lives in shared memory: read A as a shared tile
             cfg = None if g.trans_A or not swizzle_ok(g.A.buffer) or cfg.K % 64 else \
@@ -348,7 +365,7 @@ def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride):
         plan.gemms[id(g)] = cfg
     for g in gemms:
         if plan.gemms[id(g)] is None:
-            cfg = mma_config(_as_shared_view(g), arch, nthreads, unpadded_stride)
+            cfg = mma_config(_as_shared_view(g), arch, plan.threads_of(g), unpadded_stride)
             if cfg is not None and (id(g.A.buffer) in swizzled or id(g.B.buffer) in swizzled):
                 cfg = None   # ldmatrix addressing assumes row-major rows; the SIMT loop handles any layout
             plan.gemms[id(g)] = cfg

@@ -9,8 +9,11 @@ from __future__ import annotations
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.backend.cuda.analysis import accesses
+from tilelang.ir.mbarrier import every_thread_call
 
 REGISTER_KINDS = ("local", "var", "acc", "row", "tile")
+# mbarriers order what the user hands over with them; they are not data the planner tracks
+UNTRACKED_KINDS = REGISTER_KINDS + ("mbar",)
 
 
 class SyncPlanner:
@@ -26,7 +29,7 @@ class SyncPlanner:
         p = self.plan.placements.get(id(buf))
         if p is not None and p.kind == "view":
             return self._visible(buf.alias_of)
-        return p is None or p.kind not in REGISTER_KINDS
+        return p is None or p.kind not in UNTRACKED_KINDS
 
     @staticmethod
     def _root(buf):
@@ -95,6 +98,13 @@ class SyncPlanner:
             return ring | inner
         if isinstance(st, TO.TileOp):
             return self.unit(st, self.unit_accesses(st, "all"), pending)
+        if isinstance(st, S.IfThenElse) and id(st) in plan.regions.branches:
+            # a warp-specialized branch: its ranges order their own accesses (named
+            # barriers of the range) and hand data to each other through the user's
+            # mbarriers; what came before is ordered by a barrier of all of its threads
+            self.visit(st.then_body, set())
+            self.visit(st.else_body, set())
+            return self.unit(st, self.unit_accesses(st, "all"), pending)
         uniform_ctrl = (isinstance(st, S.For) and not plan.depends(st.min) and not plan.depends(st.extent)) or \
             (isinstance(st, (S.IfThenElse, S.While)) and not plan.depends(st.cond)) or isinstance(st, S.LetStmt)
         if uniform_ctrl:
@@ -123,6 +133,8 @@ class SyncPlanner:
             return False
         if isinstance(st, S.Evaluate) and self._addresses_registers(st):
             return False   # an extern call on the thread's own registers (T.access_ptr)
+        if isinstance(st, S.Evaluate) and every_thread_call(st.value):
+            return False   # mbarrier arrivals count threads
         return isinstance(st, (S.BufferStore, S.Evaluate, S.Print)) and not self._thread_dependent(st)
 
     def _addresses_registers(self, st):

@@ -89,10 +89,10 @@ template <int M, int WM, int WN = 1> struct MmaRowLayout {
 // C[M, N] += A[M, K] * B[K, N]; A is stored K x M when TA, B is stored N x K when TB.
 // lda/ldb are the shared-memory row strides in elements (multiples of 8).
 template <int M, int N, int K, int WM, int WN, bool TA, bool TB, class T>
-TL_DEVICE void gemm_ss(const T* A, int lda, const T* B, int ldb, float* acc) {
+TL_DEVICE void gemm_ss(const T* A, int lda, const T* B, int ldb, float* acc, int tid = thread_linear()) {
   using L = MmaAccLayout<M, N, WM, WN>;
   static_assert(L::WTM % 16 == 0 && L::WTN % 16 == 0 && K % 16 == 0, "gemm_ss tile shape");
-  const int tid = thread_linear(), lane = tid & 31;
+  const int lane = tid & 31;
   const int wr = (tid >> 5) / WN, wc = (tid >> 5) % WN;
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 16) {
@@ -158,10 +158,10 @@ template <class TA, class TB> struct Fp8Mma {
 // N x K (ldmatrix moves 8-bit data only untransposed); one 16-byte row piece is 16
 // elements, so the second K half of each matrix sits 16 columns further.
 template <int M, int N, int K, int WM, int WN, class TA, class TB>
-TL_DEVICE void gemm_ss_k32(const TA* A, int lda, const TB* B, int ldb, float* acc) {
+TL_DEVICE void gemm_ss_k32(const TA* A, int lda, const TB* B, int ldb, float* acc, int tid = thread_linear()) {
   using L = MmaAccLayout<M, N, WM, WN>;
   static_assert(L::WTM % 16 == 0 && L::WTN % 16 == 0 && K % 32 == 0, "gemm_ss_k32 tile shape");
-  const int tid = thread_linear(), lane = tid & 31;
+  const int lane = tid & 31;
   const int wr = (tid >> 5) / WN, wc = (tid >> 5) % WN;
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 32) {

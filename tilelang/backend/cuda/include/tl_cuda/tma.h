@@ -21,7 +21,12 @@ TL_DEVICE void mbar_inval(unsigned long long* bar) {
   asm volatile("mbarrier.inval.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
 }
 // make the initialized barriers visible to the async proxy (the copy engine)
-TL_DEVICE void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+// (sm_80 has mbarriers but no async proxy: the block barrier after init suffices)
+TL_DEVICE void mbar_init_fence() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
 TL_DEVICE void mbar_arrive(unsigned long long* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
 }
@@ -35,11 +40,43 @@ TL_DEVICE void mbar_wait(unsigned long long* bar, unsigned phase) {
   const unsigned a = smem_addr(bar);
   unsigned done;
   do {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
                  : "=r"(done)
                  : "r"(a), "r"(phase)
                  : "memory");
+#else
+    asm volatile("{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(a), "r"(phase)
+                 : "memory");
+#endif
   } while (!done);
+}
+
+// announce `bytes` more of asynchronous copies completing on `bar` (no arrival)
+TL_DEVICE void mbar_expect_tx(unsigned long long* bar, unsigned bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+// arrive on `bar` when this thread's earlier cp.async copies have landed; NOINC: the
+// arrival counts toward the expected count (else the pending count is raised first)
+template <bool NOINC> TL_DEVICE void cp_async_mbar_arrive(unsigned long long* bar) {
+  if (NOINC) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+  } else {
+    asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+  }
+}
+// setmaxnreg (sm_90a): the warpgroup's registers per thread grow or shrink to N
+template <int N, bool INC> TL_DEVICE void set_max_nreg() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  if (INC) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+  } else {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+  }
+#endif
 }
 
 TL_DEVICE void tma_prefetch_desc(const TmaDesc* map) {

@@ -38,8 +38,8 @@ template <int R> TL_DEVICE void fence_regs(float* d) {
 // Whole shared tiles in sw128 layout, 1024-byte aligned. M = 64 * warpgroups.
 // issue only (one commit group); wgmma_wait<n>() + fence_regs complete it
 template <int M, int N, int K, bool TA, bool TB, class T>
-TL_DEVICE void wgmma_ss_issue(const T* A, const T* B, float* acc) {
-  const int wg = thread_linear() >> 7;
+TL_DEVICE void wgmma_ss_issue(const T* A, const T* B, float* acc, int tid = thread_linear()) {
+  const int wg = tid >> 7;
   fence_regs<N / 2>(acc);
   wgmma_fence();
 #pragma unroll
@@ -54,8 +54,8 @@ TL_DEVICE void wgmma_ss_issue(const T* A, const T* B, float* acc) {
 }
 
 template <int M, int N, int K, bool TA, bool TB, class T>
-TL_DEVICE void wgmma_gemm_ss(const T* A, const T* B, float* acc) {
-  wgmma_ss_issue<M, N, K, TA, TB, T>(A, B, acc);
+TL_DEVICE void wgmma_gemm_ss(const T* A, const T* B, float* acc, int tid = thread_linear()) {
+  wgmma_ss_issue<M, N, K, TA, TB, T>(A, B, acc, tid);
   wgmma_wait<0>();
   fence_regs<N / 2>(acc);
 }
@@ -67,7 +67,7 @@ template <class T> TL_DEVICE unsigned pack2(T lo, T hi) {
 
 // A from registers: `a` holds this thread's M x K fragment in MmaAccLayout<M, K, 4 wg, 1>
 template <int M, int N, int K, bool TB, class T>
-TL_DEVICE void wgmma_gemm_rs(T* a, const T* B, float* acc) {
+TL_DEVICE void wgmma_gemm_rs(T* a, const T* B, float* acc, int /*tid: registers say it all*/ = 0) {
   fence_regs<N / 2>(acc);
   wgmma_fence();
 #pragma unroll

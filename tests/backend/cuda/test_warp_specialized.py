@@ -1,0 +1,145 @@
+"""Hand-written warp specialization: tile ops inside `if tx < 128:` branches run on that
+range of threads, mbarriers are real, `T.set_max_nreg` reallocates registers.
+Compile-only checks here; test_run_gpu_warp_specialized.py runs the kernels."""
+import re
+
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tests.backend.cuda.conftest import needs_nvrtc
+from tests.backend.cuda.helpers import build, sass_ops
+from tests.backend.cuda.kernels_ws import ws_gemm, ws_cp_async_sum
+
+
+@needs_nvrtc
+def test_ws_gemm_sm90a_source_and_sass():
+    art = build(ws_gemm(256, 256, 256))
+    src = art.source
+    # barriers inside a range are named barriers of its threads
+    assert re.search(r"bar\.sync \d+, 128;", src)
+    assert "tl::mbar_wait(&" in src and "tl::mbar_arrive(&" in src
+    assert "tl::set_max_nreg<232, true>()" in src and "tl::set_max_nreg<40, false>()" in src
+    assert "__launch_bounds__(384, 1)" in src
+    # the producer range counts its threads from 0
+    assert "const int tl_tid = (int)threadIdx.x - 256;" in src
+    ops = sass_ops(art)
+    assert ops["HGMMA"] > 0 and ops["SYNCS"] > 0 and ops["USETMAXREG"] == 2
+    # (the 40-register producer spills the addresses of its 24 hoisted 16-byte copies;
+    # a TMA producer would need a handful of registers)
+
+
+@needs_nvrtc
+def test_ws_gemm_sm80_uses_mma_sync():
+    art = build(ws_gemm(256, 256, 256), arch="sm_80")
+    ops = sass_ops(art)
+    assert ops["HMMA"] > 0 and ops["USETMAXREG"] == 0
+
+
+@needs_nvrtc
+def test_cp_async_mbarrier_arrive():
+    art = build(ws_cp_async_sum(256))
+    assert "tl::cp_async_mbar_arrive<true>(&" in art.source
+    # copies complete on the barrier, not by waiting right after each one
+    assert "tl::cp_async_now" not in art.source
+    assert sass_ops(art)["LDGSTS"] > 0
+
+
+def test_barrier_arrive_needs_a_barrier():
+    with pytest.raises(tilelang.TileLangError, match="barrier from T.alloc_barrier") as e:
+        @T.prim_func
+        def k(A: T.Tensor((16,), "float32")):
+            with T.Kernel(1, threads=32):
+                s = T.alloc_shared((16,), "float32")
+                T.barrier_arrive(s)
+    assert "test_warp_specialized.py" in str(e.value)
+
+
+def test_cpu_refuses_ranges_handing_data_over():
+    with pytest.raises(tilelang.TileLangError, match="indexes threads explicitly"):
+        tilelang.compile(ws_gemm(128, 128, 128), target="cpu")
+
+
+def test_block_level_mbarrier_calls_run_on_cpu():
+    import numpy as np
+
+    @T.prim_func
+    def k(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            s = T.alloc_shared((64,), "float32")
+            bar = T.alloc_barrier(64)
+            T.tma_copy(A, s, barrier=bar)
+            T.barrier_arrive(bar)
+            T.barrier_wait(bar, 0)
+            for i in T.Parallel(64):
+                B[i] = s[i] * 2
+    a = np.arange(64, dtype=np.float32)
+    b = np.zeros(64, np.float32)
+    tilelang.compile(k, target="cpu")(a, b)
+    np.testing.assert_allclose(b, 2 * a)
+
+
+@needs_nvrtc
+def test_fragment_shared_by_two_ranges_lives_in_shared_memory():
+    """An accumulator the whole block clears and copies out but one range computes:
+    registers belong to threads, so it stays in shared memory and stays correct."""
+    @T.prim_func
+    def k(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16"), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=256):
+            tx = T.get_thread_binding()
+            a = T.alloc_shared((64, 64), "float16")
+            b = T.alloc_shared((64, 64), "float16")
+            c = T.alloc_fragment((64, 64), "float32")
+            T.copy(A, a)
+            T.copy(B, b)
+            T.clear(c)
+            if tx < 128:
+                T.gemm(a, b, c)
+            T.copy(c, C)
+    from tilelang.backend.cuda.plan import plan_kernel
+    from tilelang.ir import stmt as S
+    from tilelang.ir.visitor import walk
+    launches = []
+    walk(k.body, lambda n: launches.append(n) if isinstance(n, S.KernelLaunch) else None)
+    plan = plan_kernel(launches[0], "sm_90a")
+    kinds = {b.name: p.kind for b in _decls(launches[0]) for p in [plan.placements[id(b)]]}
+    assert kinds["c"] == "smem"
+    build(k)   # and it compiles
+
+
+def _decls(launch):
+    from tilelang.ir import stmt as S
+    from tilelang.ir.visitor import walk
+    out = []
+    walk(launch.body, lambda n: out.append(n.buffer) if isinstance(n, S.DeclBuffer) else None)
+    return out
+
+
+def test_set_max_nreg_checks_its_count():
+    with pytest.raises(tilelang.TileLangError, match="multiple of 8"):
+        @T.prim_func
+        def k(A: T.Tensor((16,), "float32")):
+            with T.Kernel(1, threads=128):
+                T.set_max_nreg(100, 1)
+        tilelang.compile(k, target="cpu")
+
+
+@needs_nvrtc
+def test_ws_scopes_drop_their_hand_offs():
+    """`T.ws(...)` scopes run with all threads in program order here: the mbarrier
+    hand-offs written for split warp groups would count every thread twice."""
+    @T.prim_func
+    def k(A: T.Tensor((128, 64), "float16"), C: T.Tensor((128, 64), "float16")):
+        with T.Kernel(1, threads=256):
+            s = T.alloc_shared((128, 64), "float16")
+            bars = T.alloc_barrier([128, 128])
+            with T.ws(1):
+                T.mbarrier_wait_parity(bars[1], 1)
+                T.copy(A, s)
+                T.mbarrier_arrive(bars[0])
+            with T.ws(0):
+                T.mbarrier_wait_parity(bars[0], 0)
+                T.copy(s, C)
+                T.set_max_nreg(240, 1)
+    src = build(k).source
+    assert "mbar_wait" not in src and "mbar_arrive" not in src and "tl::set_max_nreg<" not in src

@@ -1,0 +1,41 @@
+"""Calls of hand-written synchronisation (`T.alloc_barrier` mbarriers, register
+reallocation, proxy fences), kept as `tl.*` calls in `Evaluate` statements.
+
+Unlike a store, each of these is executed by every thread that reaches it (an
+mbarrier counts the arrivals of all of them), never by one thread for the block.
+The first argument of the mbarrier calls is the barrier element (`bar[i]`)."""
+from __future__ import annotations
+
+from tilelang.ir.expr import BufferLoad, Call, IntImm, PrimExpr
+
+ARRIVE = "tl.mbarrier_arrive"                    # (bar)
+ARRIVE_EXPECT_TX = "tl.mbarrier_arrive_expect_tx"  # (bar, bytes)
+EXPECT_TX = "tl.mbarrier_expect_tx"              # (bar, bytes)
+WAIT_PARITY = "tl.mbarrier_wait_parity"          # (bar, parity)
+CP_ASYNC_ARRIVE = "tl.cp_async_mbarrier_arrive"  # (bar, noinc): when this thread's cp.async are done
+INIT = "tl.mbarrier_init"                        # (bar, count)
+FENCE_INIT = "tl.mbarrier_fence_init"            # ()
+SET_MAX_NREG = "tl.set_max_nreg"                 # (count, is_inc)
+FENCE_PROXY_ASYNC = "tl.fence_proxy_async"       # ()
+NAMED_ARRIVE = "tl.named_barrier_arrive"         # (id, threads): bar.arrive
+CP_ASYNC_COMMIT = "tl.cp_async_commit"           # ()
+CP_ASYNC_WAIT = "tl.cp_async_wait"               # (n)
+
+MBARRIER_CALLS = frozenset({ARRIVE, ARRIVE_EXPECT_TX, EXPECT_TX, WAIT_PARITY, CP_ASYNC_ARRIVE, INIT})
+EVERY_THREAD_CALLS = MBARRIER_CALLS | {FENCE_INIT, SET_MAX_NREG, FENCE_PROXY_ASYNC, NAMED_ARRIVE,
+                                       CP_ASYNC_COMMIT, CP_ASYNC_WAIT}
+
+
+def call(name: str, *args) -> Call:
+    return Call(name, [a if isinstance(a, PrimExpr) else IntImm(int(a)) for a in args], "handle")
+
+
+def every_thread_call(e) -> bool:
+    return isinstance(e, Call) and e.name in EVERY_THREAD_CALLS
+
+
+def barrier_element(e) -> BufferLoad | None:
+    """The mbarrier a call acts on, if it is an mbarrier call."""
+    if isinstance(e, Call) and e.name in MBARRIER_CALLS and e.args and isinstance(e.args[0], BufferLoad):
+        return e.args[0]
+    return None
