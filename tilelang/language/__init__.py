@@ -62,3 +62,12 @@ from tilelang.language.kernel import thread_binding  # noqa: E402
 int = int32  # noqa: A001 - `T.int` / `T.uint` as in the published API
 uint = uint32
 from tilelang.language.ptx import ptx_cp_async  # noqa: E402
+from tilelang.language.memory_ops import (ldg32, ldg64, ldg128, ldg256, stg32, stg64, stg128, stg256,  # noqa: E402
+                                          lds32, lds64, lds128, sts32, sts64, sts128)
+from tilelang.language.random import rng_init, rng_rand, rng_rand_float  # noqa: E402
+from tilelang.language.pdl import pdl_trigger, pdl_sync  # noqa: E402
+from tilelang.language.loops import Serial, Unroll, Vectorized  # noqa: E402
+from tilelang.language.proxy import (SharedBuffer, LocalBuffer, FragmentBuffer, make_tensor,  # noqa: E402
+                                     make_tensor_from_addr)
+from tilelang.language.transpose import transpose  # noqa: E402
+from tilelang.language.tir_compat import allocate, inline, get_let_value, has_let_value  # noqa: E402

@@ -35,6 +35,7 @@ class KernelFrame:
         self.block_vars = [Var(names[i] if i < len(names) else defaults[i]) for i in range(len(self.grid))]
         self.thread_vars = [Var(n) for n in ("tx", "ty", "tz")[:len(self.threads)]]
         b.push()
+        self.body_level = len(b.stack) - 1   # where kernel-wide declarations go (T.rng_init)
         b.kernel_depth += 1
         b.kernel_frames.append(self)
         return self.block_vars[0] if len(self.block_vars) == 1 else tuple(self.block_vars)

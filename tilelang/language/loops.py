@@ -1,5 +1,6 @@
 """Loop constructors: `T.serial`, `T.Parallel`, `T.Pipelined`, `T.unroll`,
-`T.vectorized`, `T.grid`. Iterating one records an IR loop (the body runs once)."""
+`T.vectorized` (and `T.Serial`, `T.Unroll`, `T.Vectorized`), `T.grid`. Iterating one
+records an IR loop (the body runs once)."""
 from __future__ import annotations
 
 from tilelang.frontend import builder as B
@@ -86,6 +87,24 @@ def unroll(*args, explicit=False, unroll_factor=None, annotations=None):
 def vectorized(*args, annotations=None):
     start, ext, step = _range(args, "T.vectorized")
     return LoopFrame(S.VECTORIZED, [start], [ext], step, annotations)
+
+
+def _given(*args):
+    return [a for a in args if a is not None]
+
+
+# The capitalised names are the published tile-level spellings of the same loops.
+def Serial(start, stop=None, step=None, *, annotations=None):
+    return serial(*_given(start, stop, step), annotations=annotations)
+
+
+def Unroll(start, stop=None, step=None, *, explicit=False, unroll_factor=None, annotations=None):
+    return unroll(*_given(start, stop, step), explicit=explicit, unroll_factor=unroll_factor,
+                  annotations=annotations)
+
+
+def Vectorized(start, stop=None, *, annotations=None):
+    return vectorized(*_given(start, stop), annotations=annotations)
 
 
 def Parallel(*extents, coalesced_width=None, loop_layout=None, prefer_async=None, annotations=None):

@@ -52,9 +52,28 @@ class _StridedTensorProxy:
         return TensorType(shape, dtype, strides)
 
 
+class _ScopedTensorProxy(_TensorProxy):
+    """`T.SharedBuffer` / `T.LocalBuffer` / `T.FragmentBuffer`: `T.Tensor` in another
+    scope, to annotate the buffer parameters of macros and helpers."""
+
+    def __init__(self, scope):
+        self.scope = scope
+
+    def __call__(self, shape, dtype="float32", data=None, strides=None, elem_offset=None, scope=None, **_):
+        return TensorType(shape, dtype, strides, scope or self.scope)
+
+    def __getitem__(self, key):
+        ty = super().__getitem__(key)
+        ty.scope = self.scope
+        return ty
+
+
 Tensor = _TensorProxy()
 Buffer_ = _TensorProxy()
 StridedTensor = _StridedTensorProxy()
+SharedBuffer = _ScopedTensorProxy("shared")
+LocalBuffer = _ScopedTensorProxy("local")
+FragmentBuffer = _ScopedTensorProxy("local.fragment")
 
 
 class _DynProxy:
@@ -183,6 +202,39 @@ def empty(shape, dtype="float32"):
     buf = Buffer(f"out{len(b.extra_params)}", shape, dtype, "global")
     b.extra_params.append(buf)
     return buf
+
+
+def make_tensor(ptr, shape, dtype="float32", strides=None):
+    """`T.make_tensor(A, shape, dtype)`: a tensor of `shape` and `dtype` over the memory
+    of the buffer `A` (its first element; the bytes are reinterpreted)."""
+    from tilelang.ir import stmt as S
+    b = B.require("T.make_tensor")
+    if not isinstance(ptr, Buffer) or ptr.is_var():
+        raise TileLangError(f"T.make_tensor takes the buffer whose memory it views, got {type(ptr).__name__}",
+                            hint="raw addresses are not supported: pass the tensor itself")
+    if isinstance(shape, (int, PrimExpr)):
+        shape = (shape,)
+    dtype = as_dtype(dtype)
+    need, have = const_int_value(_bits(shape, dtype)), const_int_value(_bits(ptr.shape, ptr.dtype))
+    if need is not None and have is not None and need > have:
+        raise ShapeMismatchError(f"T.make_tensor: the view needs {need // 8} bytes, `{ptr.name}` has {have // 8}")
+    names = B.source_names("assign")
+    view = Buffer(names[0] if names else ptr.name + "_tensor", tuple(shape), dtype, ptr.scope, strides=strides)
+    view.alias_of = ptr
+    b.emit(S.DeclBuffer(view))
+    return view
+
+
+def _bits(shape, dtype):
+    n = dtype.bits
+    for d in shape:
+        n = n * d
+    return n
+
+
+def make_tensor_from_addr(addr, shape, dtype="float32", strides=None, storage_scope="global"):
+    raise TileLangError("T.make_tensor_from_addr: tensors at raw addresses are not supported",
+                        hint="pass the tensor as a kernel parameter, or view one with T.make_tensor(A, shape, dtype)")
 
 
 class _PtrType:

@@ -32,6 +32,8 @@ C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "
 MATH = {"exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
         "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "floor", "ceil", "round", "trunc", "erf",
         "nearbyint", "rint", "abs", "pow", "fmod", "atan2", "isnan", "isinf", "isfinite", "truncmod"}
+DEVICE_CALLS = {"tl.ldg32", "tl.stg32", "tl.lds32", "tl.sts32", "tl.ldg", "tl.stg", "tl.lds", "tl.sts",
+                "tl.rng_init", "tl.rng_rand", "tl.rng_rand_float", "tl.rng_lane", "tl.pdl_trigger", "tl.pdl_sync"}
 FAST = {"fast_exp": "exp", "fast_exp2": "exp2", "fast_log": "log", "fast_tanh": "tanh"}
 BIN_C = {"+": "+", "-": "-", "*": "*", "/": "/", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==",
          "!=": "!=", "&&": "&&", "||": "||", "&": "&", "|": "|", "^": "^", "<<": "<<", ">>": ">>"}
@@ -157,11 +159,29 @@ class CodegenCPU:
             return f"tl::dp4a({', '.join(args)})"
         if n == PTX_CP_ASYNC:
             return f"tl::cp_async_now<{e.args[2].value}>({args[0]}, {args[1]}, {args[3]})"
+        if n in DEVICE_CALLS:
+            return self._device_call(e, args)
         if n.startswith("atomic_"):
             addr = f"&{args[0]}"
             return f"tl::{n}<{ctype(e.dtype)}>({addr}, {args[1]})"
         # an extern function (T.call_extern)
         return f"{n}({', '.join(args)})"
+
+    def _device_call(self, e, args):
+        """tl_cpu_ldst.h / tl_cpu_random.h: the memory-access and random intrinsics."""
+        n = e.name
+        if n in ("tl.ldg", "tl.stg", "tl.lds", "tl.sts"):   # (dst, src, bytes[, pred])
+            return f"tl::{n[3:]}<{e.args[2].value}>({', '.join(args[:2] + args[3:])})"
+        if n == "tl.rng_rand_float":
+            suffix = "_double" if e.dtype.name == "float64" else ""
+            return f"tl::rng_{e.args[1].value}{suffix}({args[0]})"
+        if n == "tl.rng_lane":
+            return self.cur_lane
+        if n in ("tl.pdl_trigger", "tl.pdl_sync"):
+            return "0"   # one launch at a time: nothing to overlap
+        return f"tl::{n[3:]}({', '.join(args)})"
+
+    cur_lane = "0"   # the thread index a block's code runs as (thread loops bind it)
 
     def e_BufferLoad(self, e):
         return f"{self.bname(e.buffer)}[{self.offset(e.buffer, e.indices)}]"
@@ -346,6 +366,7 @@ class CodegenCPU:
                                     "the CPU backend runs one thread per block", span=why[1] or k.span,
                                     hint="write the per-thread work as T.Parallel loops over tiles")
             thread_loops = thread_loop_headers(k, self.vname)
+            self.cur_lane = self.vname(k.thread_vars[0])
         grid = [self.expr(g) for g in k.grid] + ["1"] * (3 - len(k.grid))
         bv = list(k.block_vars)
         self.emit(f"{{  // kernel {kid}: grid ({', '.join(grid)})")
@@ -376,6 +397,7 @@ class CodegenCPU:
             self.ind -= 1
             self.emit("}")
         self.cur_block_vars = prev
+        self.cur_lane = "0"
         self.ind -= 1
         self.emit("}")
         for b in bufs:

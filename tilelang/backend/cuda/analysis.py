@@ -68,7 +68,7 @@ def thread_dependent_vars(body, thread_vars):
             elif isinstance(n, S.ThreadAllReduce) and id(n.dst.buffer) not in tdbuf:
                 tdbuf.add(id(n.dst.buffer))   # one result per group of threads
                 changed = True
-            elif isinstance(n, S.Evaluate) and _written_registers(n, tdbuf):
+            elif isinstance(n, S.Evaluate) and _written_registers(n, tdbuf, depends):
                 changed = True
             elif isinstance(n, S.For) and n.kind != S.PARALLEL and id(n.var) not in td and \
                     (depends(n.min) or depends(n.extent)):
@@ -78,10 +78,21 @@ def thread_dependent_vars(body, thread_vars):
     return td, tdbuf, depends
 
 
-def _written_registers(st, tdbuf):
+# intrinsics whose register results are known: an explicit load's words are the same
+# in every thread when its address is; a random generator's state is private to each
+# thread by design, and the T.Parallel loops drawing from it are shared out as usual
+LOADS_INTO_REGISTERS = frozenset({"tl.ldg", "tl.lds"})
+RANDOM_STATE = frozenset({"tl.rng_init"})
+
+
+def _written_registers(st, tdbuf, depends):
     """Mark the local buffers that extern code writes through T.access_ptr in `st` as
     thread-dependent (the callee's results are opaque); whether any was new."""
     new = []
+    v = st.value
+    if isinstance(v, E.Call) and (v.name in RANDOM_STATE or
+                                  (v.name in LOADS_INTO_REGISTERS and not any(depends(a) for a in v.args[1:]))):
+        return False
 
     def f(n):
         ld = E.addressed_load(n)

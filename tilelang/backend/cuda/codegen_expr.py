@@ -8,6 +8,7 @@ import math
 from tilelang.ir import expr as E
 from tilelang.ir.async_copy import PTX_CP_ASYNC
 from tilelang.ir.dtypes import DataType
+from tilelang.backend.cuda.codegen_intrinsics import MEMORY_OPS, RANDOM_OPS, device_call
 
 _CTYPES = {
     "bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
@@ -182,6 +183,8 @@ class ExprPrinter:
             return f"tl::cp_async_now<{args[2].value}>({self(args[0])}, {self(args[1])}, {self(args[3])})"
         if name in _WARP_CALLS:
             return _WARP_CALLS[name](*[self(a) for a in args])
+        if name in MEMORY_OPS or name in RANDOM_OPS:
+            return device_call(name, args, dt, self)
         if name == "tl.dp4a":
             return f"tl::dp4a({', '.join(self(a) for a in args)})"
         if name == "truncmod":

@@ -350,3 +350,6 @@ inline void* alloc(size_t bytes) {
 }
 
 }  // namespace tl
+
+#include "tl_cpu_ldst.h"
+#include "tl_cpu_random.h"

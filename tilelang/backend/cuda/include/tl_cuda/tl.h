@@ -8,3 +8,6 @@
 #include "warp_mma.h"
 #include "wgmma.h"
 #include "tma.h"
+#include "ldst.h"
+#include "random.h"
+#include "pdl.h"
