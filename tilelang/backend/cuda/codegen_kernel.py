@@ -24,6 +24,7 @@ from tilelang.backend.cuda.plan import plan_kernel
 from tilelang.backend.cuda.fragment_layout import AccLayout
 from tilelang.backend.cuda.reduce_lowering import emit_warp_reduce, emit_register_reduce
 from tilelang.backend.cuda.sync_plan import SyncPlanner
+from tilelang.backend.cuda.sync_calls import sync_call
 from tilelang.backend.cuda.tile_layout import Scalar
 from tilelang.backend.cuda.tile_codegen import emit_tile_loop, emit_tile_reduce
 from tilelang.backend.cuda.thread_allreduce import emit_thread_allreduce, emit_finalize_reducer
@@ -280,47 +281,6 @@ class KernelCodegen:
         self.w(f"if (tl_tid == 0) {{ {inits} tl::mbar_init_fence(); }}")
         self.sync()
 
-    def _every_thread_call(self, v):
-        """C for the calls each thread that reaches them runs (ir/mbarrier.py)."""
-        from tilelang.ir import mbarrier as M
-        a = v.args
-
-        def bar():
-            return f"&{self.access(a[0])}"
-        fence = self.plan.uses_wgmma
-        if v.name == M.ARRIVE:
-            # this thread's shared writes may feed another range's wgmma (async proxy)
-            return ("tl::fence_proxy_async(); " if fence else "") + f"tl::mbar_arrive({bar()});"
-        if v.name == M.ARRIVE_EXPECT_TX:
-            return f"tl::mbar_arrive_expect_tx({bar()}, {self.expr(a[1])});"
-        if v.name == M.EXPECT_TX:
-            return f"tl::mbar_expect_tx({bar()}, {self.expr(a[1])});"
-        if v.name == M.WAIT_PARITY:
-            return f"tl::mbar_wait({bar()}, {self.expr(a[1])});" + (" tl::fence_proxy_async();" if fence else "")
-        if v.name == M.CP_ASYNC_ARRIVE:
-            return f"tl::cp_async_mbar_arrive<{'true' if E.const_int_value(a[1]) else 'false'}>({bar()});"
-        if v.name == M.INIT:
-            return f"tl::mbar_init({bar()}, {self.expr(a[1])});"
-        if v.name == M.FENCE_INIT:
-            return "tl::mbar_init_fence();"
-        if v.name == M.SET_MAX_NREG:
-            r = self.range
-            if r == self.plan.regions.full or r.lo % 128 or r.size % 128:
-                # every warpgroup asking for the same count changes nothing, and
-                # setmaxnreg needs whole warpgroups
-                return "// T.set_max_nreg: only whole warpgroups of a thread range reallocate registers"
-            return f"tl::set_max_nreg<{E.const_int_value(a[0])}, {'true' if E.const_int_value(a[1]) else 'false'}>();"
-        if v.name == M.FENCE_PROXY_ASYNC:
-            return "tl::fence_proxy_async();"
-        if v.name == M.NAMED_ARRIVE:
-            return (f'asm volatile("bar.arrive %0, %1;" :: "r"((int)({self.expr(a[0])})), '
-                    f'"r"((int)({self.expr(a[1])})) : "memory");')
-        if v.name == M.CP_ASYNC_COMMIT:
-            return "tl::cp_async_commit();"
-        if v.name == M.CP_ASYNC_WAIT:
-            return f"tl::cp_async_wait<{E.const_int_value(a[0])}>();"
-        raise NotImplementedError(v.name)
-
     def addressed(self):
         """ids of the buffers whose element addresses the kernel takes (T.access_ptr)."""
         if self._addressed is None:
@@ -353,7 +313,7 @@ class KernelCodegen:
         from tilelang.ir.mbarrier import every_thread_call
         from tilelang.ir.async_copy import is_cp_async
         if every_thread_call(v):
-            self.w(self._every_thread_call(v))
+            self.w(sync_call(self, v))
             return
         if is_cp_async(v) and self.plan.user_cp_async:
             # the kernel waits for its copies itself (cp.async groups or mbarriers)
