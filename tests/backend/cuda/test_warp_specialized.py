@@ -143,3 +143,21 @@ def test_ws_scopes_drop_their_hand_offs():
                 T.set_max_nreg(240, 1)
     src = build(k).source
     assert "mbar_wait" not in src and "mbar_arrive" not in src and "tl::set_max_nreg<" not in src
+
+
+@needs_nvrtc
+def test_scalar_only_fragment_is_per_thread():
+    """A fragment that only scalar code touches (no T.Parallel, no tile op) is each
+    thread's own copy, as a fully replicated fragment: a producer range's prefetched
+    indices differ per thread."""
+    @T.prim_func
+    def k(Idx: T.Tensor((256,), "int32"), Out: T.Tensor((256,), "int32")):
+        with T.Kernel(1, threads=256):
+            tx = T.get_thread_binding()
+            pre = T.alloc_fragment([4], "int32")
+            if tx >= 128:
+                for r in T.serial(4):
+                    pre[r] = Idx[(tx - 128) + r * 32 % 128]
+                Out[tx] = pre[0] + pre[3]
+    src = build(k).source
+    assert re.search(r"\bint pre\[4\];", src)

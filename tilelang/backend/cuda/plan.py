@@ -143,6 +143,7 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
     walk(launch.body, lambda n: padded.add(id(n.src.buffer)) if isinstance(n, W.WarpMmaLoad) and
          n.src.buffer.dtype.bits == 16 and n.src.buffer.ndim >= 2 and
          (E.const_int_value(n.src.buffer.shape[-1]) or 0) * 2 % 32 == 0 else None)
+    scalar_only = _scalar_only_fragments(launch, decls)
     smem = []
     for buf in decls:
         if id(buf) in plan.placements:
@@ -160,6 +161,10 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
             lay = frag.layouts[id(buf)]
             kind = "tile" if isinstance(lay, TILE_LAYOUTS) else "acc" if isinstance(lay, AccLayout) else "row"
             plan.placements[id(buf)] = Placement(kind, None, acc=lay)
+        elif buf.scope == "local.fragment" and id(buf) in scalar_only:
+            # only scalar code touches it: every thread keeps its own copy (a fully
+            # replicated fragment), e.g. indices a producer range prefetches per thread
+            plan.placements[id(buf)] = Placement("local", _row_major(_const_shape(buf))[0])
         else:  # shared, shared.dyn, fragments (first stage: in shared memory)
             shape = _const_shape(buf)
             sw = id(buf) in swizzled
@@ -293,6 +298,30 @@ def _assign_offsets(smem, plan, live):
         placed.append((off, off + size, a, z))
         end = max(end, off + size)
     return end
+
+
+def _scalar_only_fragments(launch, decls):
+    """ids of fragments that no T.Parallel loop and no tile op touches."""
+    frags = {id(b) for b in decls if b.scope == "local.fragment" and getattr(b, "alias_of", None) is None}
+    if not frags:
+        return set()
+    shared_out = set()
+
+    def mark(node):
+        walk(node, lambda m: shared_out.add(id(m.buffer)) if isinstance(m, (E.BufferLoad, S.BufferStore)) else None)
+
+    def f(n):
+        if isinstance(n, S.For) and n.kind == S.PARALLEL:
+            mark(n)
+        elif isinstance(n, (TO.TileOp, W.WarpMmaLoad, W.WarpMma, W.WarpMmaStore)) or \
+                type(n).__name__ in ("ThreadAllReduce", "FinalizeReducer"):
+            mark(n)
+            shared_out.update(id(v.buffer) for v in vars(n).values() if hasattr(v, "buffer"))
+            shared_out.update(id(v) for v in vars(n).values() if hasattr(v, "scope"))
+        elif isinstance(n, S.Print) and hasattr(n.obj, "scope"):
+            shared_out.add(id(n.obj))
+    walk(launch.body, f)
+    return frags - shared_out
 
 
 def _reduce_scratch_bytes(launch, plan):
