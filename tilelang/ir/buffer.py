@@ -133,6 +133,12 @@ class Buffer:
     def load(self):
         return BufferLoad(self, [IntImm(0)] * max(1, self.ndim))
 
+    @property
+    def data(self):
+        """The buffer's storage, as the published `buf.data`: `T.Tensor(shape, dtype,
+        buf.data)` inside a kernel is another view of the same elements."""
+        return BufferData(self)
+
     def access_ptr(self, access_mask="r", ptr_type="handle", content_lanes=1, offset=0, extent=None):
         """TVM's `buffer.access_ptr(mask)`: a pointer to the first element (plus `offset`)."""
         from tilelang.language.extern import buffer_access_ptr
@@ -193,6 +199,16 @@ def _extent(start, stop):
         return IntImm(e - s)
     from tilelang.arith.simplify import simplify
     return simplify(convert(stop) - convert(start))
+
+
+class BufferData:
+    """`buf.data`: a handle to a buffer's storage (see Buffer.data)."""
+
+    def __init__(self, buffer):
+        self.buffer = buffer
+
+    def __repr__(self):
+        return f"{self.buffer.name}.data"
 
 
 class BufferRegion:

@@ -71,3 +71,4 @@ from tilelang.language.proxy import (SharedBuffer, LocalBuffer, FragmentBuffer, 
                                      make_tensor_from_addr)
 from tilelang.language.transpose import transpose  # noqa: E402
 from tilelang.language.tir_compat import allocate, inline, get_let_value, has_let_value  # noqa: E402
+from tilelang.language.im2col import im2col, c2d_im2col  # noqa: E402

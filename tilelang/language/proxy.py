@@ -32,6 +32,12 @@ class _TensorProxy:
 
     def __call__(self, shape, dtype="float32", data=None, strides=None, elem_offset=None, scope="global",
                  **_):
+        if data is not None:   # `T.Tensor(shape, dtype, A.data)`: a view of A's elements
+            from tilelang.ir.buffer import BufferData
+            from tilelang.language.alloc import _alias
+            if not isinstance(data, BufferData):
+                raise TileLangError(f"T.Tensor(..., data): data must be `buffer.data`, got {type(data).__name__}")
+            return _alias(data.buffer, shape, dtype, "T.Tensor(..., data)")
         return TensorType(shape, dtype, strides, scope)
 
     def __getitem__(self, key):
