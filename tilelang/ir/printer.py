@@ -191,7 +191,11 @@ class Printer:
             self.emit(f"T.evaluate(T.tvm_thread_allreduce(T.uint32(1), {self.expr(s.value)}, "
                       f"{self.expr(s.cond)}, {self.expr(s.dst)}, {threads}, dtype=\"handle\"))", ind + 1)
         elif isinstance(s, TO.Copy):
-            self.emit(f"T.copy({self.region(s.src)}, {self.region(s.dst)})", ind)
+            bar = s.annotations.get("tma_barrier")
+            if bar is not None:   # T.tma_copy: another lowering (a bulk copy on the barrier)
+                self.emit(f"T.tma_copy({self.region(s.src)}, {self.region(s.dst)}, barrier={self.expr(bar)})", ind)
+            else:
+                self.emit(f"T.copy({self.region(s.src)}, {self.region(s.dst)})", ind)
         elif isinstance(s, TO.Fill):
             self.emit(f"T.fill({self.region(s.dst)}, {self.expr(s.value)})", ind)
         elif isinstance(s, TO.Gemm):

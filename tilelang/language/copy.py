@@ -76,5 +76,19 @@ def async_copy(src, dst, **kwargs):
     copy(src, dst, **kwargs)
 
 
-def tma_copy(src, dst, *args, **kwargs):
-    copy(src, dst)
+def tma_copy(src, dst, *, barrier=None, leader_scope_threads=None, eviction_policy=None, annotations=None):
+    """A copy whose completion the kernel tracks itself: global -> shared with `barrier`
+    (an mbarrier): on sm_90a a bulk tensor copy (TMA) issued by the first thread of the
+    range running it, announcing its bytes on `barrier` (T.mbarrier_expect_tx) without
+    arriving; the threads then arrive and wait on `barrier` as written. Where TMA does
+    not apply (layout, dtype, arch) the running threads copy the tile themselves before
+    their arrival, which the barrier orders the same way."""
+    b = B.require("T.tma_copy")
+    s, d = copy_regions(src, dst)
+    ann = dict(annotations or {})
+    if barrier is not None:
+        from tilelang.language.sync import _mbar
+        bar = _mbar(barrier, "tma_copy")
+        if getattr(b, "ws_depth", 0) == 0:   # T.ws scopes run in program order (language/sync.py)
+            ann["tma_barrier"] = bar
+    b.emit(TO.Copy(s, d, ann))

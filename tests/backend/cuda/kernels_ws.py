@@ -82,3 +82,41 @@ def ws_cp_async_sum(N, rows=64, cols=128):
                                        T.access_ptr(X[t * rows + r, (tx - 128) * 4], "r"), 4)
                     T.cp_async_barrier_noinc(ready)
     return main
+
+
+def ws_gemm_tma(M, N, K, bm=128, bn=256, bk=64, stages=4, dtype="float16"):
+    """C = A @ B with a TMA producer: threads 256..383 (one elected thread) fill a ring of
+    `stages` shared slots with T.tma_copy(..., barrier=full[s]); threads 0..255 run the
+    wgmma on each slot and release it on empty[s]."""
+    assert K % bk == 0
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=384) as (bx, by):
+            A_s = [T.alloc_shared((bm, bk), dtype) for _ in range(stages)]
+            B_s = [T.alloc_shared((bk, bn), dtype) for _ in range(stages)]
+            acc = T.alloc_fragment((bm, bn), "float32")
+            full = T.alloc_barrier([128] * stages)
+            empty = T.alloc_barrier([256] * stages)
+            tx = T.get_thread_binding()
+            nk = K // bk
+            if tx < 256:
+                T.set_max_nreg(240, 1)
+                T.clear(acc)
+                for ko in T.serial(T.ceildiv(nk, stages)):
+                    for s in list(range(stages)):   # unrolled while tracing: slot s is a Python int
+                        if ko * stages + s < nk:
+                            T.barrier_wait(full[s], ko & 1)
+                            T.gemm(A_s[s], B_s[s], acc)
+                            T.barrier_arrive(empty[s])
+                T.copy(acc, C[by * bm, bx * bn])
+            else:
+                T.set_max_nreg(24, 0)
+                for ko in T.serial(T.ceildiv(nk, stages)):
+                    for s in list(range(stages)):   # unrolled while tracing: slot s is a Python int
+                        if ko * stages + s < nk:
+                            T.barrier_wait(empty[s], (ko & 1) ^ 1)
+                            T.tma_copy(A[by * bm, (ko * stages + s) * bk], A_s[s], barrier=full[s])
+                            T.tma_copy(B[(ko * stages + s) * bk, bx * bn], B_s[s], barrier=full[s])
+                            T.barrier_arrive(full[s])
+    return main

@@ -31,3 +31,15 @@ def test_ws_cp_async_sum_gpu():
     s = torch.empty(n, device="cuda", dtype=torch.float32)
     kern(x, s)
     torch.testing.assert_close(s, x.sum(dim=1), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("M,N,K", [(1024, 1024, 1024), (768, 512, 640), (1000, 700, 512)])
+def test_ws_gemm_tma_gpu(M, N, K):
+    import torch
+    from tests.backend.cuda.kernels_ws import ws_gemm_tma
+    kern = tilelang.compile(ws_gemm_tma(M, N, K), target="cuda")
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    c = torch.empty(M, N, device="cuda", dtype=torch.float16)
+    kern(a, b, c)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=1e-2, atol=1e-1)

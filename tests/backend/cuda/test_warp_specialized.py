@@ -161,3 +161,17 @@ def test_scalar_only_fragment_is_per_thread():
                 Out[tx] = pre[0] + pre[3]
     src = build(k).source
     assert re.search(r"\bint pre\[4\];", src)
+
+
+@needs_nvrtc
+def test_tma_copy_with_barrier_is_a_bulk_copy():
+    """T.tma_copy(..., barrier=full[s]) of a wgmma operand: one thread announces the bytes
+    and issues the bulk copies; the slots of the ring share one tensor map per operand."""
+    from tests.backend.cuda.kernels_ws import ws_gemm_tma
+    art = build(ws_gemm_tma(1024, 1024, 1024))
+    assert "tl::mbar_expect_tx(&full[0], 16384);" in art.source
+    assert len(art.meta["kernels"][0]["tmaps"]) == 2
+    ops = sass_ops(art)
+    assert ops["UTMALDG"] > 0 and ops["HGMMA"] > 0 and ops["LDL"] == 0 and ops["STL"] == 0
+    # without TMA (sm_80) the producer copies the tiles itself
+    assert sass_ops(build(ws_gemm_tma(1024, 1024, 1024, stages=2), arch="sm_80"))["UTMALDG"] == 0

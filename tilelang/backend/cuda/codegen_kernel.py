@@ -549,7 +549,36 @@ class KernelCodegen:
 
     def s_Copy(self, op, block):
         from tilelang.transform.lower_tile_ops import lower_copy
+        bar = op.annotations.get("tma_barrier")
+        if bar is not None and block and self.use_tma and self._tma_copy(op, lower_copy(op), bar):
+            return
         self.stmt(lower_copy(op), block)
+
+    def _tma_copy(self, op, nest, bar):
+        """T.tma_copy(src, dst, barrier=bar) as bulk tensor copies (tma.py): the first
+        thread of the range announces the bytes on `bar` and issues them."""
+        from tilelang.backend.cuda.tma import match_tma
+        t = match_tma(nest, self.plan, self.param_bufs)
+        if t is None or self.placement(t.dst).stages != 1:
+            return False
+        # one tensor map per (tensor, box): the slots of a ring share theirs
+        same = [n for n, u in enumerate(self.tmaps) if u.src is t.src and u.rows == t.rows and
+                getattr(u, "standalone", False)]
+        if same:
+            m = f"tl_tmap_{same[0]}"
+        else:
+            m = f"tl_tmap_{len(self.tmaps)}"
+            t.standalone = True
+            self.tmaps.append(t)
+        self.aligned[t.src.name] = max(self.aligned.get(t.src.name, 1), 16)
+        base, r0, c0 = self.buf_name(t.dst), self.expr(t.row0), self.expr(t.col0)
+        self.w("if (tl_tid == 0) {")
+        self.w(f"  tl::mbar_expect_tx(&{self.access(bar)}, {t.nbytes});")
+        for strip in range(t.cols // 64):
+            off = f" + {strip * 64}" if strip else ""
+            self.w(f"  tl::tma_load_2d({base} + {strip * t.rows * 64}, &{m}, &{self.access(bar)}, ({c0}){off}, {r0});")
+        self.w("}")
+        return True
 
     def s_WarpMmaLoad(self, op, block):
         from tilelang.backend.cuda.warp_mma_lowering import emit_load
