@@ -26,8 +26,11 @@ for n in (4096, 8192):
     ref = a.float() @ b.float()
     t_torch = do_bench(lambda: a @ b, return_mode="median")
     row = dict(n=n, dtype="float16", torch_ms=t_torch, commit=os.environ.get("TL_COMMIT"))
-    for name, kern in (("pipelined", g.matmul(n, n, n, dtype="float16", **cfg)),
-                       ("warp_specialized", tilelang.compile(ws_gemm_tma(n, n, n), target="cuda"))):
+    kerns = [("pipelined", g.matmul(n, n, n, dtype="float16", **cfg))]
+    for flag in ("1", "0"):   # T.tma_copy as bulk copies (opt-in) / copied by the producer range
+        os.environ["TILELANG_CUDA_TMA_COPY"] = flag
+        kerns.append((f"warp_specialized_tma_copy_{flag}", tilelang.compile(ws_gemm_tma(n, n, n), target="cuda")))
+    for name, kern in kerns:
         c = torch.empty(n, n, device="cuda", dtype=torch.float16)
         run = (lambda: kern(a, b)) if name == "pipelined" else (lambda: kern(a, b, c))
         res = run()

@@ -33,9 +33,11 @@ def test_ws_cp_async_sum_gpu():
     torch.testing.assert_close(s, x.sum(dim=1), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("tma", ["0", "1"])
 @pytest.mark.parametrize("M,N,K", [(1024, 1024, 1024), (768, 512, 640), (1000, 700, 512)])
-def test_ws_gemm_tma_gpu(M, N, K):
+def test_ws_gemm_tma_gpu(M, N, K, tma, monkeypatch):
     import torch
+    monkeypatch.setenv("TILELANG_CUDA_TMA_COPY", tma)
     from tests.backend.cuda.kernels_ws import ws_gemm_tma
     kern = tilelang.compile(ws_gemm_tma(M, N, K), target="cuda")
     a = torch.randn(M, K, device="cuda", dtype=torch.float16)

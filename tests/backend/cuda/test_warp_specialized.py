@@ -164,10 +164,11 @@ def test_scalar_only_fragment_is_per_thread():
 
 
 @needs_nvrtc
-def test_tma_copy_with_barrier_is_a_bulk_copy():
+def test_tma_copy_with_barrier_is_a_bulk_copy(monkeypatch):
     """T.tma_copy(..., barrier=full[s]) of a wgmma operand: one thread announces the bytes
     and issues the bulk copies; the slots of the ring share one tensor map per operand."""
     from tests.backend.cuda.kernels_ws import ws_gemm_tma
+    monkeypatch.setenv("TILELANG_CUDA_TMA_COPY", "1")
     art = build(ws_gemm_tma(1024, 1024, 1024))
     assert "tl::mbar_expect_tx(&full[0], 16384);" in art.source
     assert len(art.meta["kernels"][0]["tmaps"]) == 2
@@ -175,3 +176,11 @@ def test_tma_copy_with_barrier_is_a_bulk_copy():
     assert ops["UTMALDG"] > 0 and ops["HGMMA"] > 0 and ops["LDL"] == 0 and ops["STL"] == 0
     # without TMA (sm_80) the producer copies the tiles itself
     assert sass_ops(build(ws_gemm_tma(1024, 1024, 1024, stages=2), arch="sm_80"))["UTMALDG"] == 0
+
+
+@needs_nvrtc
+def test_tma_copy_by_default_copies_with_the_range(monkeypatch):
+    from tests.backend.cuda.kernels_ws import ws_gemm_tma
+    monkeypatch.delenv("TILELANG_CUDA_TMA_COPY", raising=False)
+    art = build(ws_gemm_tma(1024, 1024, 1024))
+    assert "tma_load_2d" not in art.source and sass_ops(art)["HGMMA"] > 0
