@@ -72,3 +72,4 @@ from tilelang.language.proxy import (SharedBuffer, LocalBuffer, FragmentBuffer, 
 from tilelang.language.transpose import transpose  # noqa: E402
 from tilelang.language.tir_compat import allocate, inline, get_let_value, has_let_value  # noqa: E402
 from tilelang.language.im2col import im2col, c2d_im2col  # noqa: E402
+from tilelang.language.tile_schedule import BaseTileScheduler, PersistentTileScheduler, meta_class  # noqa: E402
