@@ -7,6 +7,7 @@ The first argument of the mbarrier calls is the barrier element (`bar[i]`)."""
 from __future__ import annotations
 
 from tilelang.ir.expr import BufferLoad, Call, IntImm, PrimExpr
+from tilelang.ir.tensor_core_calls import TENSOR_CORE_CALLS
 
 ARRIVE = "tl.mbarrier_arrive"                    # (bar)
 ARRIVE_EXPECT_TX = "tl.mbarrier_arrive_expect_tx"  # (bar, bytes)
@@ -20,11 +21,25 @@ FENCE_PROXY_ASYNC = "tl.fence_proxy_async"       # ()
 NAMED_ARRIVE = "tl.named_barrier_arrive"         # (id, threads): bar.arrive
 CP_ASYNC_COMMIT = "tl.cp_async_commit"           # ()
 CP_ASYNC_WAIT = "tl.cp_async_wait"               # (n)
+# thread-block clusters and the grid (language/cluster.py)
+ARRIVE_CLUSTER = "tl.mbarrier_arrive_cluster"    # (bar, cta_id): on that block's barrier
+CLUSTER_ARRIVE = "tl.cluster_arrive"             # ()
+CLUSTER_ARRIVE_RELAXED = "tl.cluster_arrive_relaxed"  # ()
+CLUSTER_WAIT = "tl.cluster_wait"                 # ()
+CLUSTER_SYNC = "tl.cluster_sync"                 # ()
+SYNC_GRID = "tl.sync_grid"                       # (): the kernel is launched cooperatively
+# issued by one thread of those reaching them (T.copy_cluster with a remote barrier)
+BULK_COPY_CLUSTER = "tl.bulk_copy_cluster"       # (dst[i], src[j], bytes, cta_id, bar): dst in block cta_id
+ARRIVE_CLUSTER_ONE = "tl.mbarrier_arrive_cluster_one"  # (bar, cta_id): one arrival for the block
+CLUSTER_BARRIER_CALLS = frozenset({CLUSTER_ARRIVE, CLUSTER_ARRIVE_RELAXED, CLUSTER_WAIT, CLUSTER_SYNC})
+CLUSTER_CALLS = CLUSTER_BARRIER_CALLS | {ARRIVE_CLUSTER, BULK_COPY_CLUSTER, ARRIVE_CLUSTER_ONE}
 
-MBARRIER_CALLS = frozenset({ARRIVE, ARRIVE_EXPECT_TX, EXPECT_TX, WAIT_PARITY, CP_ASYNC_ARRIVE, INIT})
+MBARRIER_CALLS = frozenset({ARRIVE, ARRIVE_EXPECT_TX, EXPECT_TX, WAIT_PARITY, CP_ASYNC_ARRIVE, INIT, ARRIVE_CLUSTER})
 EVERY_THREAD_CALLS = MBARRIER_CALLS | {FENCE_INIT, SET_MAX_NREG, FENCE_PROXY_ASYNC, NAMED_ARRIVE,
-                                       CP_ASYNC_COMMIT, CP_ASYNC_WAIT}
+                                       CP_ASYNC_COMMIT, CP_ASYNC_WAIT} | CLUSTER_CALLS | {SYNC_GRID}
 
+# hand-written wgmma / ldmatrix / mma.sync: collective over the warp(group)
+EVERY_THREAD_CALLS = EVERY_THREAD_CALLS | TENSOR_CORE_CALLS
 
 def call(name: str, *args) -> Call:
     return Call(name, [a if isinstance(a, PrimExpr) else IntImm(int(a)) for a in args], "handle")

@@ -142,6 +142,10 @@ class Printer:
             if b.scope == "local.var":
                 init = f", init={self.expr(b.init)}" if b.init is not None else ""
                 self.emit(f'{self.buf(b)} = T.alloc_var("{b.dtype}"{init})', ind)
+            elif b.scope == "shared.barrier" and getattr(b, "arrive_counts", None):
+                # mbarriers: their arrive counts, and whether other blocks of a cluster use them
+                fn = "alloc_cluster_barrier" if getattr(b, "cluster_barrier", False) else "alloc_barrier"
+                self.emit(f"{self.buf(b)} = T.{fn}({list(b.arrive_counts)})", ind)
             else:
                 self.emit(f'{self.buf(b)} = T.{fn}({self.shape(b.shape)}, "{b.dtype}")', ind)
         elif isinstance(s, S.For):

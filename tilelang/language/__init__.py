@@ -72,4 +72,15 @@ from tilelang.language.proxy import (SharedBuffer, LocalBuffer, FragmentBuffer, 
 from tilelang.language.transpose import transpose  # noqa: E402
 from tilelang.language.tir_compat import allocate, inline, get_let_value, has_let_value  # noqa: E402
 from tilelang.language.im2col import im2col, c2d_im2col  # noqa: E402
+from tilelang.language.cluster import (ClusterKernel, cluster_arrive, cluster_arrive_relaxed,  # noqa: E402
+                                       cluster_wait, cluster_sync, block_rank_in_cluster, sync_grid,
+                                       alloc_cluster_barrier, ptx_arrive_cluster_barrier, mbarrier_arrive,
+                                       copy_cluster)
+from tilelang.language.tensor_core_ptx import ptx_wgmma_ss, ptx_wgmma_rs, ptx_ldmatrix, ptx_mma  # noqa: E402
+from tilelang.language.warpgroup import (warpgroup_arrive, warpgroup_commit_batch, warpgroup_wait,  # noqa: E402
+                                         warpgroup_fence_operand)
+from tilelang.language.descriptor import (alloc_descriptor, alloc_wgmma_desc, initialize_wgmma_descriptor,  # noqa: E402
+                                          increase_descriptor_offset)
+from tilelang.cuda.intrinsics import (get_ldmatrix_offset, get_mma_micro_size, mma_store_index_map,  # noqa: E402
+                                      make_mma_swizzle_layout, get_swizzle_layout)
 from tilelang.language.tile_schedule import BaseTileScheduler, PersistentTileScheduler, meta_class  # noqa: E402

@@ -24,6 +24,7 @@ class KernelFrame:
         self.grid = [convert(g) for g in grid]
         self.threads = [int(t) for t in threads]
         self.annotations = {}
+        cluster_dims = normalize_cluster_dims(cluster_dims)
         if cluster_dims is not None:
             self.annotations["cluster_dims"] = cluster_dims
         self.is_cpu = is_cpu
@@ -52,6 +53,31 @@ class KernelFrame:
 
 
 Kernel = KernelFrame
+
+
+def normalize_cluster_dims(cluster_dims):
+    """`cluster_dims` as [x, y, z] (an int n: [n, 1, 1]; missing axes: 1), or None for
+    a cluster of one block (an ordinary launch), as published."""
+    if cluster_dims is None:
+        return None
+    if isinstance(cluster_dims, int) and not isinstance(cluster_dims, bool):
+        dims = [cluster_dims]
+    elif isinstance(cluster_dims, (list, tuple)) and 1 <= len(cluster_dims) <= 3:
+        dims = list(cluster_dims)
+    else:
+        raise TileLangError(f"cluster_dims must be an int or a tuple of 1 to 3 ints, got {cluster_dims!r}",
+                            hint="e.g. T.Kernel(gx, gy, threads=128, cluster_dims=(2, 1, 1))")
+    out = []
+    for d in dims:
+        v = d if isinstance(d, int) else None
+        if v is None and isinstance(d, PrimExpr):
+            from tilelang.ir.expr import const_int_value
+            v = const_int_value(d)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise TileLangError(f"cluster_dims must be positive compile-time ints, got {cluster_dims!r}")
+        out.append(v)
+    out += [1] * (3 - len(out))
+    return None if out == [1, 1, 1] else out
 
 
 def _frame():

@@ -184,3 +184,32 @@ def test_tma_copy_by_default_copies_with_the_range(monkeypatch):
     monkeypatch.delenv("TILELANG_CUDA_TMA_COPY", raising=False)
     art = build(ws_gemm_tma(1024, 1024, 1024))
     assert "tma_load_2d" not in art.source and sass_ops(art)["HGMMA"] > 0
+
+
+@pytest.mark.parametrize("cond,lo,hi", [(lambda tx, wg: wg == 1, 128, 256), (lambda tx, wg: tx // 32 < 4, 0, 128),
+                                        (lambda tx, wg: tx >= 256, 256, 384),
+                                        (lambda tx, wg: (wg >= 1) & (wg < 2), 128, 256),
+                                        (lambda tx, wg: tx == 5, None, None)])
+def test_ranges_from_warp_group_conditions(cond, lo, hi):
+    """`T.get_warp_group_idx() == 1`, `tx // 32 < 4`: ranges like `tx` comparisons;
+    a single thread is not a range (not whole warps)."""
+    from tilelang.backend.cuda.thread_ranges import find_regions
+    from tilelang.ir import stmt as S
+    from tilelang.ir.visitor import walk
+
+    @T.prim_func
+    def k(A: T.Tensor((384,), "float32")):
+        with T.Kernel(1, threads=384):
+            tx = T.get_thread_binding()
+            wg = T.get_warp_group_idx()
+            if cond(tx, wg):
+                A[tx] = 1.0
+    launches, ifs = [], []
+    walk(k.body, lambda n: launches.append(n) if isinstance(n, S.KernelLaunch) else None)
+    walk(k.body, lambda n: ifs.append(n) if isinstance(n, S.IfThenElse) else None)
+    regions = find_regions(launches[0])
+    got = regions.branches.get(id(ifs[0]))
+    if lo is None:
+        assert got is None
+    else:
+        assert (got[0].lo, got[0].hi) == (lo, hi)

@@ -14,7 +14,9 @@ from tilelang.ir.visitor import walk
 from tilelang.ir.errors import LoweringError
 from tilelang.ir.extern import is_import_source
 from tilelang.ir.async_copy import PTX_CP_ASYNC
-from tilelang.ir.mbarrier import every_thread_call
+from tilelang.ir.mbarrier import BULK_COPY_CLUSTER, SYNC_GRID, every_thread_call
+from tilelang.ir.tensor_core_calls import TENSOR_CORE_CALLS
+from tilelang.ir.cluster import BLOCK_RANK_IN_CLUSTER, CLUSTER_DEVICE_CALLS, ST_CLUSTER
 
 CTYPES = {
     "bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
@@ -44,6 +46,15 @@ def ctype(dt):
         return CTYPES[dt.name]
     except KeyError:
         raise LoweringError(f"dtype {dt} is not supported by the CPU backend") from None
+
+
+def _cluster_call(n, args):
+    """language/cluster.py's device calls with clusters of one block (the only ones
+    the CPU backend runs): rank 0, stores into the block's own memory."""
+    if n == BLOCK_RANK_IN_CLUSTER:
+        return "0"
+    assert n == ST_CLUSTER, n   # (dst ptr, rank, value)
+    return f"(*({args[0]}) = ({args[2]}), 0)"
 
 
 class CodegenCPU:
@@ -155,6 +166,8 @@ class CodegenCPU:
             return f"tl::reinterpret<{ctype(e.dtype)}, {ctype(e.args[0].dtype)}>({args[0]})"
         if n == E.ACCESS_PTR:
             return f"(&{args[0]})"
+        if n in CLUSTER_DEVICE_CALLS:
+            return _cluster_call(n, args)
         if n == "tl.dp4a":
             return f"tl::dp4a({', '.join(args)})"
         if n == PTX_CP_ASYNC:
@@ -217,15 +230,41 @@ class CodegenCPU:
             self.stmt(x)
 
     def s_Evaluate(self, s):
+        if isinstance(s.value, E.Call) and s.value.name == SYNC_GRID:
+            self._check_sync_grid(s)
+        if isinstance(s.value, E.Call) and s.value.name == BULK_COPY_CLUSTER:
+            # T.copy_cluster in a cluster of one block: into the block's own buffer
+            a = s.value.args
+            self.emit(f"std::memmove(&{self.expr(a[0])}, &{self.expr(a[1])}, {self.expr(a[2])});")
+            return
         if is_import_source(s):
             raise LoweringError("T.import_source brings CUDA device code, which the CPU backend cannot compile",
                                 span=s.span, hint="compile this kernel for a CUDA target")
+        if isinstance(s.value, E.Call) and s.value.name in TENSOR_CORE_CALLS:
+            # warp-collective: lanes exchange register fragments, which one CPU thread
+            # running a block's threads one after another cannot do
+            raise LoweringError(f"{s.value.name.replace('tl.', 'T.')} is a warp-collective tensor-core "
+                                f"instruction on the threads' registers; it needs the CUDA backend",
+                                span=s.value.span or s.span,
+                                hint="compile this kernel for a CUDA target, or write the GEMM with T.gemm")
         if every_thread_call(s.value):
             # one CPU thread runs the block in program order: barriers, register
             # reallocation and proxy fences have nothing to order (kernels whose
             # thread ranges wait on each other are refused in s_KernelLaunch)
             return
         self.emit(f"(void)({self.expr(s.value)});")
+
+    cur_grid = ()
+
+    def _check_sync_grid(self, s):
+        """T.sync_grid: one block at a time cannot wait for the others; a grid of one
+        block has nothing to wait for."""
+        sizes = [E.const_int_value(g) for g in self.cur_grid]
+        if any(v != 1 for v in sizes):
+            raise LoweringError("T.sync_grid() waits for every block of the grid, but the CPU backend runs the "
+                                "blocks one after another", span=s.span,
+                                hint="split the kernel at the grid barrier into two T.Kernel launches (they run "
+                                     "in order), or compile for a CUDA target")
 
     def s_BufferStore(self, s):
         self.emit(f"{self.bname(s.buffer)}[{self.offset(s.buffer, s.indices)}] = {self.expr(s.value)};")
@@ -349,6 +388,13 @@ class CodegenCPU:
     s_Copy = s_Fill = s_Reduce = s_CumSum = s_Atomic = _tile_op
 
     def s_KernelLaunch(self, k):
+        cl = k.annotations.get("cluster_dims")
+        if cl:
+            raise LoweringError(f"thread-block clusters (cluster_dims={tuple(cl)}) run on the CUDA backend (sm_90); "
+                                f"the CPU backend runs one block at a time", span=k.span,
+                                hint="compile for a CUDA target, or drop cluster_dims (clusters of one block "
+                                     "make the cluster calls no-ops here)")
+        self.cur_grid = list(k.grid)
         kid = self.kernel_id
         self.kernel_id += 1
         bufs = []

@@ -9,6 +9,7 @@ from tilelang.ir.buffer import Buffer
 from tilelang.ir.extern import imported_sources
 from tilelang.backend.cuda.codegen_expr import ctype
 from tilelang.backend.cuda.codegen_kernel import KernelCodegen, Names
+from tilelang.backend.cuda.launch_config import COOPERATIVE_INCLUDE, launch_needs, with_cluster_dims
 
 HEADER = '#include "tl_cuda/tl.h"\n'
 # short type names that device code written for nvcc gets from the host's <sys/types.h>
@@ -86,6 +87,8 @@ def generate(func, target, config=None):
         entry = f"{func.name}_kernel" if len(launches) == 1 else f"{func.name}_kernel_{k}"
         kc = KernelCodegen(launch, entry, target, params, _scoped(names), config, {id(b) for b in bufs})
         src, m = kc.emit()
+        m.update(launch_needs(launch, target, entry))   # cluster / cooperative / pdl (launch_config.py)
+        src = with_cluster_dims(src, entry, m["cluster"])
         m["grid"] = [py_expr(g, env) for g in m["grid"]] + ["1"] * (3 - len(m["grid"]))
         # tensor maps of the kernel's bulk tensor copies: extra trailing parameters
         m["tmaps"] = [{"buffer": bufs.index(t.src),
@@ -108,7 +111,8 @@ def generate(func, target, config=None):
     imported = "".join(t.rstrip() + "\n\n" for t in imported_sources(func.body))
     if imported:
         imported = IMPORT_PRELUDE + imported
-    return HEADER + "\n" + imported + "\n\n".join(sources) + "\n", meta
+    header = HEADER + (COOPERATIVE_INCLUDE if any(k["cooperative"] for k in kernels) else "")
+    return header + "\n" + imported + "\n\n".join(sources) + "\n", meta
 
 
 def _scoped(names):

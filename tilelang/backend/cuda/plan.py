@@ -131,6 +131,11 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
         shared_a |= lost
     plan.fragments = frag
     plan.uses_wgmma = any(getattr(c, "kind", "") == "wgmma" for c in plan.gemms.values())
+    if not plan.uses_wgmma:   # hand-written wgmma (language/tensor_core_ptx.py) reads shared memory too
+        from tilelang.ir.tensor_core_calls import WGMMA_SS, WGMMA_RS
+        hand = []
+        walk(launch.body, lambda n: hand.append(n) if isinstance(n, E.Call) and n.name in (WGMMA_SS, WGMMA_RS) else None)
+        plan.uses_wgmma = bool(hand)
     padded = set()
     for g in gemms:
         cfg = plan.gemms[id(g)]

@@ -9,7 +9,13 @@ need, writes the values into preallocated ctypes storage whose addresses form th
 `kernelParams` array, and calls `cuLaunchKernel` from `libcuda` through ctypes on the
 raw handle of torch's current stream. Anything that path does not expect (a DLPack
 array that is not a torch tensor, workspaces, a misaligned or CPU tensor, a wrong
-number of arguments, a driver error) goes to the general path, which explains it."""
+number of arguments, a driver error) goes to the general path, which explains it.
+
+Kernels that need more than grid, block and shared memory from their launch
+(launch_config.py: a grid barrier, programmatic dependent launch) are launched with
+`cuLaunchKernelEx` and the attributes they need (`LaunchEx`); every other kernel
+keeps the plain `cuLaunchKernel` call. Thread-block clusters need neither: their
+shape is compiled into the kernel."""
 from __future__ import annotations
 
 import ctypes
@@ -98,6 +104,83 @@ def _libcuda_launch():
                     fn.restype = ctypes.c_int
                 _LIBCUDA = fn
     return _LIBCUDA or None
+
+
+_LIBCUDA_EX = None
+
+
+def _libcuda_launch_ex():
+    """`cuLaunchKernelEx` from libcuda through ctypes, or None."""
+    global _LIBCUDA_EX
+    if _LIBCUDA_EX is None:
+        fn = False
+        for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+            try:
+                fn = ctypes.CDLL(name).cuLaunchKernelEx
+                break
+            except (OSError, AttributeError):
+                continue
+        if fn:
+            fn.restype = ctypes.c_int   # no argtypes: the fast path passes ctypes objects
+        _LIBCUDA_EX = fn
+    return _LIBCUDA_EX or None
+
+
+# cuda.h's CUlaunchAttributeID values and structs (CUlaunchAttribute: the id, padding to
+# 8 bytes, a 64-byte union; CUlaunchConfig: seven uints, the stream, the attribute array
+# and its length)
+CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2
+CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+
+
+class _AttrValue(ctypes.Union):
+    _fields_ = [("pad", ctypes.c_char * 64), ("i", ctypes.c_int), ("align", ctypes.c_uint64)]
+
+
+class _LaunchAttribute(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", _AttrValue)]
+
+
+class _LaunchConfig(ctypes.Structure):
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p),
+                ("attrs", ctypes.POINTER(_LaunchAttribute)), ("numAttrs", ctypes.c_uint)]
+
+
+def launch_attributes(k) -> list:
+    """[(CUlaunchAttributeID, int value)] that kernel metadata `k` asks for."""
+    out = []
+    if k.get("cooperative"):
+        out.append((CU_LAUNCH_ATTRIBUTE_COOPERATIVE, 1))
+    if k.get("pdl"):
+        out.append((CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, 1))
+    return out
+
+
+class LaunchEx:
+    """`cuLaunchKernelEx` with fixed attributes, called like `cuLaunchKernel`
+    (f, grid x/y/z, block x/y/z, shared bytes, stream, params, extra). One config
+    struct, reused: callers hold the launcher's lock."""
+
+    def __init__(self, fn, attrs):
+        self.fn = fn
+        self.attrs = (_LaunchAttribute * max(1, len(attrs)))()
+        for a, (aid, val) in zip(self.attrs, attrs):
+            a.id = aid
+            a.value.i = val
+        self.config = _LaunchConfig()
+        self.config.attrs = self.attrs
+        self.config.numAttrs = len(attrs)
+        self.ref = ctypes.byref(self.config)
+
+    def __call__(self, f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        c = self.config
+        c.gridDimX, c.gridDimY, c.gridDimZ = gx, gy, gz
+        c.blockDimX, c.blockDimY, c.blockDimZ = bx, by, bz
+        c.sharedMemBytes = smem
+        c.hStream = stream.value if isinstance(stream, ctypes.c_void_p) else stream
+        return self.fn(self.ref, f, params, extra)
 
 
 def _stream_getter():
@@ -199,10 +282,31 @@ class Launcher:
                 _check(drv.cuFuncSetAttribute(
                     f, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k["smem"]),
                     f"raising {k['entry']}'s dynamic shared memory to {k['smem']} bytes")
+            cl = k.get("cluster") or (1, 1, 1)
+            if cl[0] * cl[1] * cl[2] > 8:
+                _check(drv.cuFuncSetAttribute(
+                    f, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                    f"allowing {k['entry']}'s clusters of {cl[0] * cl[1] * cl[2]} blocks")
             funcs.append(f)
         self._module = mod
         self._constants()
+        self._caps = [self._resident_blocks(f, k) if k.get("cooperative") else None
+                      for f, k in zip(funcs, self.meta["kernels"])]
         return funcs
+
+    @staticmethod
+    def _resident_blocks(f, k):
+        """(blocks the GPU runs at once for kernel `k`, per SM, SMs): what a cooperative
+        launch (T.sync_grid) may ask for."""
+        import torch
+        from cuda.bindings import driver as drv
+        bx, by, bz = (int(t) for t in k["threads"])
+        per_sm = _check(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(f, bx * by * bz, int(k["smem"])),
+                        f"cuOccupancyMaxActiveBlocksPerMultiprocessor({k['entry']})")
+        dev = _check(drv.cuDeviceGet(torch.cuda.current_device()), "cuDeviceGet")
+        sms = _check(drv.cuDeviceGetAttribute(
+            drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "cuDeviceGetAttribute")
+        return int(per_sm) * int(sms), int(per_sm), int(sms)
 
     def _constants(self):
         """Per-call constants, computed once."""
@@ -226,6 +330,8 @@ class Launcher:
                 except ValueError:
                     codes.append(compile(g, "<grid>", "eval"))
             self._grids.append(codes)
+        # cooperative kernels: (resident blocks, per SM, SMs), known once loaded
+        self._caps = [None] * len(meta["kernels"])
 
     def _prepare(self):
         """Load the module (once) and build the fast launch function."""
@@ -259,13 +365,19 @@ class Launcher:
         return self._general(list(args[:nb]), args[nb:nb + ni], args[nb + ni:])
 
     # the specialised path ----------------------------------------------------------
-    def _build_fast(self, launch, handles, get_stream):
+    def _build_fast(self, launch, handles, get_stream, launch_ex=None):
         """A function (buffers, ints, floats) -> None for this parameter list (its
         attribute `positional`: the same taking (*buffers, *ints, *floats)), or None
-        when the general path must run every call (workspaces)."""
+        when the general path must run every call (workspaces). `launch_ex`:
+        cuLaunchKernelEx, for the kernels that need launch attributes (default:
+        libcuda's)."""
         meta = self.meta
         if meta["workspaces"]:
             return None
+        if any(launch_attributes(k) for k in meta["kernels"]):
+            launch_ex = launch_ex or _libcuda_launch_ex()
+            if launch_ex is None:
+                return None
         nb, ni, nf = meta["n_buffers"], meta["n_ints"], meta["n_floats"]
         storage = [t() for t in self._types]
         params = (ctypes.c_void_p * max(1, len(storage)))(*[ctypes.addressof(v) for v in storage])
@@ -323,6 +435,20 @@ class Launcher:
                     dyn.append(f"g{j}_{d}")
             if not dyn and min(int(x) for x in dims) <= 0:
                 continue  # an empty grid: nothing to launch
+            # what the general path explains: a grid of partial clusters, a cooperative
+            # grid larger than what the GPU holds at once
+            cl = k.get("cluster")
+            if cl and dyn:
+                for d, c in enumerate(cl):
+                    if c > 1 and not isinstance(gcode[d], int):
+                        body.append(f"    if g{j}_{d} % {c}: GEN")
+            if self._caps[j] is not None:
+                body.append(f"    if {' * '.join(dims)} > {self._caps[j][0]}: GEN")
+            fn = "launch"
+            attrs = launch_attributes(k)
+            if attrs:
+                fn = f"L{j}"
+                g[fn] = LaunchEx(launch_ex, attrs)
             pj = "params"
             pre = []
             if self._tmaps[j]:
@@ -333,7 +459,7 @@ class Launcher:
                     g[f"T{j}_{n}"] = tm
                     dt = ", ".join(re.sub(r"\bints\[(\d+)\]", r"i\1", d) for d in dexprs)
                     pre.append(f"T{j}_{n}.update(p{bi}, ({dt},))")
-            call = f"launch(F{j}, {', '.join(dims)}, {bx}, {by}, {bz}, {smem}, sv, {pj}, None)"
+            call = f"{fn}(F{j}, {', '.join(dims)}, {bx}, {by}, {bz}, {smem}, sv, {pj}, None)"
             launches.append((j, call, " and ".join(f"{x} > 0" for x in dyn), pre))
         body.append("    with lock:")
         body.append("        try:")
@@ -395,18 +521,9 @@ class Launcher:
         if err == _CUDA_ERROR_INVALID_CONTEXT:
             _ensure_context()
             return self._general(buffers, ints, floats)
-        from cuda.bindings import driver as drv
-        try:
-            name = drv.CUresult(err).name
-        except ValueError:
-            name = f"error {err}"
-        try:
-            _, text = drv.cuGetErrorString(drv.CUresult(err))
-            text = text.decode() if isinstance(text, bytes) else str(text)
-        except Exception:  # noqa: BLE001 - the message without the driver's text
-            text = ""
-        raise CudaRuntimeError(f"cuLaunchKernel({self.meta['kernels'][j]['entry']}) failed: {name}"
-                               + (f": {text}" if text else ""))
+        k = self.meta["kernels"][j]
+        what = f"cuLaunchKernelEx({k['entry']})" if launch_attributes(k) else f"cuLaunchKernel({k['entry']})"
+        raise CudaRuntimeError(_launch_error(k, err, what))
 
     # the general path: any DLPack array, workspaces, every error explained ----------
     def _general(self, buffers, ints=(), floats=()):
@@ -448,8 +565,12 @@ class Launcher:
         types = self._types
         stream = drv.CUstream(torch.cuda.current_stream(dev).cuda_stream)
         args = (tuple(values), types)
-        for f, k, gcode, tms in zip(self._funcs, meta["kernels"], self._grids, self._tmaps):
-            grid = [g if isinstance(g, int) else eval(g, env) for g in gcode]  # noqa: S307 - our own expressions
+        grids = [[g if isinstance(g, int) else eval(g, env) for g in gcode]  # noqa: S307 - our own expressions
+                 for gcode in self._grids]
+        for k, grid, cap in zip(meta["kernels"], grids, self._caps):
+            if min(grid) > 0:   # before any launch: all of the function's kernels or none
+                check_launch(k, grid, cap)
+        for f, k, grid, tms in zip(self._funcs, meta["kernels"], grids, self._tmaps):
             if min(grid) <= 0:
                 continue
             bx, by, bz = k["threads"]
@@ -458,18 +579,91 @@ class Launcher:
                 for tm, bi, dexprs in tms:
                     tm.update(values[bi], tuple(eval(d, env) for d in dexprs))  # noqa: S307 - our own expressions
                 kargs = (args[0] + tuple(tm for tm, _, _ in tms), args[1] + (None,) * len(tms))
-            _check(drv.cuLaunchKernel(f, grid[0], grid[1], grid[2], bx, by, bz, k["smem"], stream, kargs, 0),
-                   f"cuLaunchKernel({k['entry']})")
+            attrs = launch_attributes(k)
+            if attrs:
+                cfg = drv.CUlaunchConfig()
+                cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+                cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = bx, by, bz
+                cfg.sharedMemBytes = k["smem"]
+                cfg.hStream = stream
+                cfg.attrs = [_driver_attribute(drv, aid, val) for aid, val in attrs]
+                cfg.numAttrs = len(attrs)
+                res = drv.cuLaunchKernelEx(cfg, f, kargs, 0)
+                what = f"cuLaunchKernelEx({k['entry']})"
+            else:
+                res = drv.cuLaunchKernel(f, grid[0], grid[1], grid[2], bx, by, bz, k["smem"], stream, kargs, 0)
+                what = f"cuLaunchKernel({k['entry']})"
+            err = res[0] if isinstance(res, tuple) else res
+            if err != drv.CUresult.CUDA_SUCCESS:
+                raise CudaRuntimeError(_launch_error(k, int(err), what))
 
 
-def fake_driver_for_benchmarks(launcher, launch=None, stream=0):
+def _driver_attribute(drv, aid, val):
+    a = drv.CUlaunchAttribute()
+    a.id = drv.CUlaunchAttributeID(aid)
+    if aid == CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+        a.value.cooperative = val
+    else:
+        a.value.programmaticStreamSerializationAllowed = val
+    return a
+
+
+def check_launch(k, grid, cap):
+    """Explain a launch of kernel `k` (metadata) on `grid` that cannot run: a grid
+    that is not a whole number of clusters, a cooperative grid (T.sync_grid) larger
+    than what the GPU runs at once (`cap`: (blocks, per SM, SMs) or None)."""
+    cl = k.get("cluster")
+    if cl:
+        for ax, (g, c) in enumerate(zip(grid, cl)):
+            if g % c:
+                raise CudaRuntimeError(
+                    f"kernel `{k['entry']}` runs in thread-block clusters of {tuple(cl)} blocks, but its grid "
+                    f"{tuple(grid)} has {g} blocks along {'xyz'[ax]}, not a multiple of {c}: pass sizes that give "
+                    f"a whole number of clusters (or round the grid up and skip the extra blocks' work)")
+    if cap is not None and grid[0] * grid[1] * grid[2] > cap[0]:
+        t = k["threads"]
+        raise CudaRuntimeError(
+            f"kernel `{k['entry']}` uses T.sync_grid(), so all of its blocks must run at once, but its grid "
+            f"{tuple(grid)} has {grid[0] * grid[1] * grid[2]} blocks and this GPU holds at most {cap[0]} "
+            f"({cap[1]} per SM x {cap[2]} SMs with {t[0] * t[1] * t[2]} threads and {k['smem']} bytes of "
+            f"shared memory per block): use a grid of at most {cap[0]} blocks (e.g. a persistent loop over the "
+            f"tiles), fewer threads or less shared memory per block")
+
+
+def _launch_error(k, err, what):
+    from cuda.bindings import driver as drv
+    try:
+        name = drv.CUresult(err).name
+    except ValueError:
+        name = f"error {err}"
+    try:
+        _, text = drv.cuGetErrorString(drv.CUresult(err))
+        text = text.decode() if isinstance(text, bytes) else str(text)
+    except Exception:  # noqa: BLE001 - the message without the driver's text
+        text = ""
+    msg = f"{what} failed: {name}" + (f": {text}" if text else "")
+    cl = k.get("cluster")
+    if cl and name in ("CUDA_ERROR_INVALID_CLUSTER_SIZE", "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+                       "CUDA_ERROR_INVALID_VALUE"):
+        msg += (f" (the kernel runs in clusters of {tuple(cl)} blocks: the grid must be a whole number of "
+                f"clusters, and a cluster's blocks, with their threads and shared memory, must fit on the "
+                f"SMs of one GPC)")
+    if k.get("cooperative") and name == "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE":
+        msg += " (T.sync_grid: every block of the grid must be resident at once; use a smaller grid)"
+    return msg
+
+
+def fake_driver_for_benchmarks(launcher, launch=None, stream=0, launch_ex=None):
     """Prepare `launcher` to run its fast path without a GPU: kernel handles 0, the
     driver call replaced by `launch` (same arguments as cuLaunchKernel; default: a
-    no-op returning 0) and the current stream by `stream`. For timing the Python side
-    of a launch and testing the argument packing on machines without a GPU."""
+    no-op returning 0), cuLaunchKernelEx by `launch_ex` (config pointer, function,
+    params, extra; default: a no-op) and the current stream by `stream`. For timing
+    the Python side of a launch and testing the argument packing on machines without
+    a GPU."""
     launcher._constants()
     launcher._funcs = [0] * len(launcher.meta["kernels"])
-    launcher._fast = launcher._build_fast(launch or (lambda *a: 0), launcher._funcs, lambda dev: stream)
+    launcher._fast = launcher._build_fast(launch or (lambda *a: 0), launcher._funcs, lambda dev: stream,
+                                          launch_ex or (lambda *a: 0))
     return launcher._fast
 
 

@@ -41,31 +41,42 @@ class Regions:
         return self.of.get(id(st), self.full)
 
 
-def _bound(e, tvar):
-    """(lo, hi) the comparison `e` allows for the thread index, or None."""
+def _bound(e, tvar, lets=None):
+    """(lo, hi) the condition `e` allows for the thread index, or None. It may compare
+    the index, or the index floor-divided by a constant (`T.get_warp_group_idx()`,
+    `tx // 32`), with constants, possibly through let-bound names; `and` intersects."""
+    lets = lets or {}
     if isinstance(e, E.BinOp) and e.op == "&&":
-        a, b = _bound(e.a, tvar), _bound(e.b, tvar)
+        a, b = _bound(e.a, tvar, lets), _bound(e.b, tvar, lets)
         if a is None or b is None:
             return None
         return max(a[0], b[0]), min(a[1], b[1])
-    if not isinstance(e, E.BinOp) or e.op not in ("<", "<=", ">", ">="):
+    if not isinstance(e, E.BinOp) or e.op not in ("<", "<=", ">", ">=", "=="):
         return None
     a, b, op = e.a, e.b, e.op
-    if _is_var(b, tvar):   # `c < tx` -> `tx > c`
-        a, b, op = b, a, {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[op]
-    if not _is_var(a, tvar):
-        return None
+    if _scale(b, tvar, lets) is not None:   # `c < tx` -> `tx > c`
+        a, b, op = b, a, {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}[op]
+    k = _scale(a, tvar, lets)
     c = E.const_int_value(b)
-    if c is None:
+    if k is None or c is None:
         return None
     inf = 1 << 30
-    return {"<": (-inf, c), "<=": (-inf, c + 1), ">": (c + 1, inf), ">=": (c, inf)}[op]
+    # k * q <= tx < k * (q + 1) for the quotient q = tx // k
+    return {"<": (-inf, c * k), "<=": (-inf, (c + 1) * k), ">": ((c + 1) * k, inf), ">=": (c * k, inf),
+            "==": (c * k, (c + 1) * k)}[op]
 
 
-def _is_var(e, tvar):
-    while isinstance(e, E.Cast):
-        e = e.value
-    return e is tvar
+def _scale(e, tvar, lets):
+    """k if `e` is the thread index floor-divided by the constant k (k = 1: the index)."""
+    while isinstance(e, E.Cast) or (isinstance(e, E.Var) and id(e) in lets):
+        e = e.value if isinstance(e, E.Cast) else lets[id(e)]
+    if e is tvar:
+        return 1
+    if isinstance(e, E.BinOp) and e.op == "//":
+        inner, d = _scale(e.a, tvar, lets), E.const_int_value(e.b)
+        if inner is not None and d is not None and d > 0:
+            return inner * d
+    return None
 
 
 def find_regions(launch: S.KernelLaunch) -> Regions:
@@ -75,14 +86,17 @@ def find_regions(launch: S.KernelLaunch) -> Regions:
     if len(threads) != 1 or not launch.thread_vars:
         return out
     tvar = launch.thread_vars[0]
+    lets = {}
 
     def visit(st, cur):
         if st is None:
             return
         if cur != full:
             out.of[id(st)] = cur
+        if isinstance(st, S.LetStmt):
+            lets[id(st.var)] = st.value
         if isinstance(st, S.IfThenElse):
-            b = _bound(st.cond, tvar)
+            b = _bound(st.cond, tvar, lets)
             if b is not None:
                 lo, hi = max(cur.lo, b[0]), min(cur.hi, b[1])
                 then = ThreadRange(lo, max(lo, hi))

@@ -11,3 +11,5 @@
 #include "ldst.h"
 #include "random.h"
 #include "pdl.h"
+#include "cluster.h"
+#include "tensor_core_ptx.h"
