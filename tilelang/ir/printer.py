@@ -148,6 +148,9 @@ class Printer:
                 self.emit(f"{self.buf(b)} = T.{fn}({list(b.arrive_counts)})", ind)
             else:
                 self.emit(f'{self.buf(b)} = T.{fn}({self.shape(b.shape)}, "{b.dtype}")', ind)
+                lay = getattr(b, "layout", None)
+                if lay is not None:   # T.annotate_layout may change the generated code: printed, hashed
+                    self.emit(f"T.annotate_layout({{{self.buf(b)}: {_layout_digest(lay)!r}}})", ind)
         elif isinstance(s, S.For):
             self.stmt_for(s, ind)
         elif isinstance(s, S.IfThenElse):
@@ -304,3 +307,14 @@ def stmt_str(s):
 
 def func_str(f):
     return Printer().func(f)
+
+
+def _layout_digest(layout):
+    """A short digest of where a layout puts every element (its type name if it cannot
+    be evaluated)."""
+    try:
+        import hashlib
+        import numpy as np
+        return "layout " + hashlib.sha1(np.ascontiguousarray(layout.offsets(), dtype=np.int64).tobytes()).hexdigest()[:12]
+    except Exception:  # noqa: BLE001 - symbolic shapes, fragments
+        return type(layout).__name__

@@ -121,8 +121,10 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
     # register A operand: a gemm whose A fragment cannot live in registers reads it
     # from shared memory instead, and the layouts are inferred again.
     shared_a = set() if os.environ.get("TILELANG_CUDA_WGMMA_RS", "1") != "0" else {id(g) for g in gemms}
+    annotated = {id(b): k for b in decls for k in [_annotated_layout(b, plan)] if k is not None}
     while True:
-        swizzled = _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride)
+        swizzled = _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride,
+                                 {i for i, k in annotated.items() if k == "sw128"})
         frag = infer_fragment_layouts(launch, plan.gemms, plan.depends, plan.regions)
         lost = {id(g) for g in gemms if getattr(plan.gemms[id(g)], "a_regs", False) and
                 id(g.A.buffer) not in frag.layouts}
@@ -149,6 +151,9 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
          n.src.buffer.dtype.bits == 16 and n.src.buffer.ndim >= 2 and
          (E.const_int_value(n.src.buffer.shape[-1]) or 0) * 2 % 32 == 0 else None)
     scalar_only = _scalar_only_fragments(launch, decls)
+    for buf in decls:   # T.annotate_layout on shared buffers (sw128 ones are in `swizzled` already)
+        if annotated.get(id(buf)) == "linear" and id(buf) not in swizzled:
+            padded.discard(id(buf))   # (a wgmma operand keeps the swizzle wgmma needs)
     smem = []
     for buf in decls:
         if id(buf) in plan.placements:
@@ -305,6 +310,30 @@ def _assign_offsets(smem, plan, live):
     return end
 
 
+def _annotated_layout(buf, plan):
+    """"sw128" or "linear" for a shared buffer whose T.annotate_layout we can keep (the
+    layout maps every element exactly as tl::sw128 does, 16-bit tiles, or as the
+    unpadded row-major layout), None when there is none; other layouts are noted and
+    ignored (the compiler picks the layout)."""
+    lay = getattr(buf, "layout", None)
+    if lay is None or not buf.scope.startswith("shared") or buf.ndim != 2:
+        return None
+    import numpy as np
+    rows, cols = (E.const_int_value(d) for d in buf.shape)
+    try:
+        off = np.asarray(lay.offsets(), dtype=np.int64)
+    except Exception:  # noqa: BLE001 - a layout we cannot evaluate is one we cannot keep
+        off = None
+    if off is not None and rows and cols and off.shape == (rows, cols):
+        r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+        if (off == r * cols + c).all():
+            return "linear"
+        sw = (c >> 6) * (rows * 64) + r * 64 + ((((c >> 3) ^ r) & 7) << 3) + (c & 7)
+        if buf.dtype.bits == 16 and rows % 8 == 0 and cols % 64 == 0 and (off == sw).all():
+            return "sw128"
+    return None   # a layout we do not keep: the compiler chooses one (README)
+
+
 def _scalar_only_fragments(launch, decls):
     """ids of fragments that no T.Parallel loop and no tile op touches."""
     frags = {id(b) for b in decls if b.scope == "local.fragment" and getattr(b, "alias_of", None) is None}
@@ -382,10 +411,11 @@ def _as_shared_view(g):
     return v
 
 
-def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride):
-    """Fill plan.gemms; returns the ids of shared buffers that take the sw128 layout.
-    A wgmma with a fragment A reads it from registers unless its gemm is in `shared_a`."""
-    swizzled = set()
+def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride, forced=()):
+    """Fill plan.gemms; returns the ids of shared buffers that take the sw128 layout
+    (`forced`: those whose annotated layout it is). A wgmma with a fragment A reads it
+    from registers unless its gemm is in `shared_a`."""
+    swizzled, for_wgmma = set(forced), set()
     for g in gemms:
         cfg = wgmma_config(g, arch, plan.threads_of(g))
         if cfg is not None and cfg.a_regs and id(g) in shared_a:
@@ -393,14 +423,18 @@ def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride):
             cfg = None if g.trans_A or not swizzle_ok(g.A.buffer) or cfg.K % 64 else \
                 dataclasses.replace(cfg, a_regs=False)
         if cfg is not None:
-            swizzled.add(id(g.B.buffer))
+            for_wgmma.add(id(g.B.buffer))
             if not cfg.a_regs:
-                swizzled.add(id(g.A.buffer))
+                for_wgmma.add(id(g.A.buffer))
         plan.gemms[id(g)] = cfg
+    swizzled |= for_wgmma
     for g in gemms:
         if plan.gemms[id(g)] is None:
             cfg = mma_config(_as_shared_view(g), arch, plan.threads_of(g), unpadded_stride)
-            if cfg is not None and (id(g.A.buffer) in swizzled or id(g.B.buffer) in swizzled):
+            both = {id(g.A.buffer), id(g.B.buffer)} & swizzled
+            if cfg is not None and both and not both & for_wgmma:
+                swizzled -= both   # an annotated swizzle gives way to the tensor cores' own layout
+            elif cfg is not None and both:
                 cfg = None   # ldmatrix addressing assumes row-major rows; the SIMT loop handles any layout
             plan.gemms[id(g)] = cfg
     return swizzled
