@@ -200,6 +200,10 @@ class CodegenCPU:
         return f"{self.bname(e.buffer)}[{self.offset(e.buffer, e.indices)}]"
 
     def offset(self, buf, indices):
+        if buf.scope == "local.fragment" and E.const_int_value(buf.numel()) == 1:
+            # a one-element fragment is one value replicated over the block's threads:
+            # every index reads it (as on the GPU), e.g. `frag[i]` in a T.Parallel loop
+            return "0"
         strides = buf.get_strides()
         terms = []
         for i, s in zip(indices, strides):
