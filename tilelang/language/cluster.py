@@ -21,6 +21,7 @@ from tilelang.ir.buffer import Buffer, BufferRegion, to_region
 from tilelang.ir.errors import TileLangError
 from tilelang.ir.expr import BufferLoad, Call, IntImm, Var, access_ptr, const_int_value, convert
 from tilelang.language.kernel import KernelFrame
+from tilelang.language.math import _e as _value   # a T.alloc_var reads its value
 
 
 
@@ -94,10 +95,6 @@ def _cluster_bar(x, what):
                         f"got `{name}`")
 
 
-def _value(v):
-    if isinstance(v, Buffer) and v.is_var():
-        return v.load()
-    return convert(v)
 
 
 def ptx_arrive_cluster_barrier(mbarrier, cta_id):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from tilelang.frontend import builder as B
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, BufferRegion, to_region
-from tilelang.ir.expr import BufferLoad, const_int_value, IntImm
+from tilelang.ir.expr import BufferLoad, const_int_value
 from tilelang.ir.errors import ShapeMismatchError, TileLangError
 
 
@@ -87,8 +87,8 @@ def tma_copy(src, dst, *, barrier=None, leader_scope_threads=None, eviction_poli
     s, d = copy_regions(src, dst)
     ann = dict(annotations or {})
     if barrier is not None:
-        from tilelang.language.sync import _mbar
+        from tilelang.language.sync import _mbar, in_ws_scope
         bar = _mbar(barrier, "tma_copy")
-        if getattr(b, "ws_depth", 0) == 0:   # T.ws scopes run in program order (language/sync.py)
+        if not in_ws_scope():   # T.ws scopes run in program order (language/sync.py)
             ann["tma_barrier"] = bar
     b.emit(TO.Copy(s, d, ann))

@@ -17,7 +17,8 @@ from tilelang.frontend import builder as B
 from tilelang.ir import mbarrier as M
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.errors import TileLangError
-from tilelang.ir.expr import BufferLoad, IntImm, convert
+from tilelang.ir.expr import BufferLoad, IntImm
+from tilelang.language.math import _e as _value   # a T.alloc_var reads its value
 
 
 class _WarpScope:
@@ -57,18 +58,17 @@ def _mbar(x, what):
                         hint="bars = T.alloc_barrier([128] * 2); T.barrier_arrive(bars[0])")
 
 
-def _sync_call(name, *args):
-    """The call, or None inside a `T.ws` scope (see _WarpScope)."""
+def in_ws_scope() -> bool:
+    """Inside a `T.ws(...)` scope, whose hand-offs are dropped (see _WarpScope)."""
     b = B.current()
-    if b is not None and getattr(b, "ws_depth", 0) > 0:
-        return None
-    return M.call(name, *args)
+    return b is not None and getattr(b, "ws_depth", 0) > 0
 
 
-def _value(v):
-    if isinstance(v, Buffer) and v.is_var():
-        return v.load()
-    return convert(v)
+def _sync_call(name, *args):
+    """The call, or None inside a `T.ws` scope."""
+    return None if in_ws_scope() else M.call(name, *args)
+
+
 
 
 def mbarrier_wait_parity(mbarrier, parity):

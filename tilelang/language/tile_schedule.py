@@ -10,7 +10,7 @@ tracing (order, clustering) is taken in Python, so the emitted code is the plain
 index arithmetic."""
 from __future__ import annotations
 
-from tilelang.ir.expr import PrimExpr
+from tilelang.language.math import max as tmax, min as tmin
 
 
 def meta_class(cls):
@@ -18,20 +18,6 @@ def meta_class(cls):
     frontend runs helper methods while tracing, which already emits their statements
     where they are called, so classes are used as they are."""
     return cls
-
-
-def _min(a, b):
-    from tilelang.language.math import min as tmin
-    if not isinstance(a, PrimExpr) and not isinstance(b, PrimExpr):
-        return min(a, b)
-    return tmin(a, b)
-
-
-def _max(a, b):
-    from tilelang.language.math import max as tmax
-    if not isinstance(a, PrimExpr) and not isinstance(b, PrimExpr):
-        return max(a, b)
-    return tmax(a, b)
 
 
 class BaseTileScheduler:
@@ -123,7 +109,7 @@ class PersistentTileScheduler(BaseTileScheduler):
         group = tile_id // panel
         first = group * self.swizzle_size
         # a narrower last panel; at least 1 so that indices past the end never divide by 0
-        width = _max(1, _min(self.swizzle_size, self._slow - first))
+        width = tmax(1, tmin(self.swizzle_size, self._slow - first))
         offset = tile_id - group * panel
         fast, slow = offset // width, first + offset % width
         return (fast, slow) if self._column_major else (slow, fast)

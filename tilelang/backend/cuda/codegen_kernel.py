@@ -565,24 +565,34 @@ class KernelCodegen:
         t = match_tma(nest, self.plan, self.param_bufs)
         if t is None or self.placement(t.dst).stages != 1:
             return False
-        # one tensor map per (tensor, box): the slots of a ring share theirs
-        same = [n for n, u in enumerate(self.tmaps) if u.src is t.src and u.rows == t.rows and
-                getattr(u, "standalone", False)]
-        if same:
-            m = f"tl_tmap_{same[0]}"
-        else:
-            m = f"tl_tmap_{len(self.tmaps)}"
-            t.standalone = True
-            self.tmaps.append(t)
-        self.aligned[t.src.name] = max(self.aligned.get(t.src.name, 1), 16)
-        base, r0, c0 = self.buf_name(t.dst), self.expr(t.row0), self.expr(t.col0)
+        m = self._tensor_map(t, share=True)
         self.w("if (tl_tid == 0) {")
-        self.w(f"  tl::mbar_expect_tx(&{self.access(bar)}, {t.nbytes});")
-        for strip in range(t.cols // 64):
-            off = f" + {strip * 64}" if strip else ""
-            self.w(f"  tl::tma_load_2d({base} + {strip * t.rows * 64}, &{m}, &{self.access(bar)}, ({c0}){off}, {r0});")
+        self.indent += 1
+        self.w(f"tl::mbar_expect_tx(&{self.access(bar)}, {t.nbytes});")
+        self._tma_loads(t, m, self.buf_name(t.dst), f"&{self.access(bar)}")
+        self.indent -= 1
         self.w("}")
         return True
+
+    def _tensor_map(self, t, share=False):
+        """The kernel parameter holding the tensor map of TmaCopy `t`; with `share`, one
+        already made for the same tensor and box (the slots of a T.tma_copy ring)."""
+        if share:
+            same = [n for n, u in enumerate(self.tmaps) if u.src is t.src and u.rows == t.rows and
+                    getattr(u, "shared_map", False)]
+            if same:
+                return f"tl_tmap_{same[0]}"
+            t.shared_map = True
+        self.tmaps.append(t)
+        self.aligned[t.src.name] = max(self.aligned.get(t.src.name, 1), 16)
+        return f"tl_tmap_{len(self.tmaps) - 1}"
+
+    def _tma_loads(self, t, tmap, dst, bar):
+        """The bulk copies of TmaCopy `t` into the tile at `dst`: one per 64-column strip."""
+        r0, c0 = self.expr(t.row0), self.expr(t.col0)
+        for strip in range(t.cols // 64):
+            off = f" + {strip * 64}" if strip else ""
+            self.w(f"tl::tma_load_2d({dst} + {strip * t.rows * 64}, &{tmap}, {bar}, ({c0}){off}, {r0});")
 
     def s_WarpMmaLoad(self, op, block):
         from tilelang.backend.cuda.warp_mma_lowering import emit_load
@@ -830,11 +840,7 @@ class KernelCodegen:
         lo = self.expr(st.min)
         hi = self.expr(simplify(st.min + st.extent))
         acc = self.buf_name(g.C.buffer)
-        maps = []
-        for t in tmas:
-            maps.append(f"tl_tmap_{len(self.tmaps)}")
-            self.tmaps.append(t)
-            self.aligned[t.src.name] = max(self.aligned.get(t.src.name, 1), 16)
+        maps = [self._tensor_map(t) for t in tmas]
         nbytes = sum(t.nbytes for t in tmas)
         full = self.names.new(object(), "tl_full", True)
         empty = self.names.new(object(), "tl_empty", True)
@@ -860,13 +866,8 @@ class KernelCodegen:
             saved = self.names.by_id.get(id(st.var))
             self.names.by_id[id(st.var)] = kn
             for t, m in zip(tmas, maps):
-                base = self.buf_name(t.dst)
                 el = self.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
-                r0, c0 = self.expr(t.row0), self.expr(t.col0)
-                for strip in range(t.cols // 64):
-                    off = f" + {strip * 64}" if strip else ""
-                    self.w(f"tl::tma_load_2d({base} + ({slot}) * {el} + {strip * t.rows * 64}, &{m}, "
-                           f"&{full}[{slot}], ({c0}){off}, {r0});")
+                self._tma_loads(t, m, f"{self.buf_name(t.dst)} + ({slot}) * {el}", f"&{full}[{slot}]")
             if saved is None:
                 del self.names.by_id[id(st.var)]
             else:

@@ -212,8 +212,10 @@ def infer(launch, gemm_cfgs, depends, regions=None):
                 bad[i] = why
 
     mark(aliased, "a view aliases it")
-    if ranged:
-        mark(_split_across_ranges(launch, regions, frags), "used by more than one thread range")
+    touching = _ranges_touching(launch, regions, frags) if ranged else {}
+    # registers belong to threads: a fragment that two thread ranges (or a range and the
+    # whole block) touch cannot live in registers
+    mark({i for i, rs in touching.items() if len(rs) > 1}, "used by more than one thread range")
 
     def touched(node):
         ids = set()
@@ -351,7 +353,7 @@ def infer(launch, gemm_cfgs, depends, regions=None):
         gemm_ids |= {id(r.buffer) for r in (g.A, g.B, g.C)}
     one = {f for f, b in frags.items() if not canon_shape(b)}
     # the element-wise tiles assume the whole block; those of a thread range stay in shared memory
-    in_range = _touched_in_ranges(launch, regions, frags) if ranged else set()
+    in_range = {i for i, rs in touching.items() if any(r != regions.full for r in rs)}
     lay.update(infer_tiles(frags, gemm_ids | set(bad) | in_range, loops, reduces, one, _nthreads(launch), mark,
                            taint=gemm_ids & set(frags)))
     out.layouts = lay
@@ -365,47 +367,21 @@ def infer(launch, gemm_cfgs, depends, regions=None):
     return out
 
 
-def _touched_in_ranges(launch, regions, frags):
-    """ids of the fragments that statements of a thread range (not the whole block) use."""
-    out = set()
-
-    def f(n):
-        if isinstance(n, (E.BufferLoad, S.BufferStore)) and id(n.buffer) in frags:
-            out.add(id(n.buffer))
-        elif isinstance(n, TO.TileOp):
-            out.update(id(v.buffer) for v in vars(n).values() if hasattr(v, "buffer") and id(v.buffer) in frags)
-    for br in _range_bodies(launch, regions):
-        walk(br, f)
-    return out
-
-
-def _split_across_ranges(launch, regions, frags):
-    """Registers belong to threads: a fragment that statements of two thread ranges
-    (or a range and the whole block) touch cannot live in registers."""
+def _ranges_touching(launch, regions, frags):
+    """{id(fragment): the thread ranges whose statements touch it} (thread_ranges.py)."""
     seen = {}
 
     def f(n):
         if isinstance(n, (S.BufferStore, S.Evaluate, TO.TileOp, S.Print)):
-            rng = regions.range_of(n)
             ids = set()
-
-            def g(m):
-                if isinstance(m, (E.BufferLoad, S.BufferStore)) and id(m.buffer) in frags:
-                    ids.add(id(m.buffer))
-            walk(n, g)
+            walk(n, lambda m: ids.add(id(m.buffer)) if isinstance(m, (E.BufferLoad, S.BufferStore)) and
+                 id(m.buffer) in frags else None)
             if isinstance(n, TO.TileOp):
                 ids.update(id(v.buffer) for v in vars(n).values() if hasattr(v, "buffer") and id(v.buffer) in frags)
             for i in ids:
-                seen.setdefault(i, set()).add(rng)
+                seen.setdefault(i, set()).add(regions.range_of(n))
     walk(launch.body, f)
-    return {i for i, rs in seen.items() if len(rs) > 1}
-
-
-def _range_bodies(launch, regions):
-    found = []
-    walk(launch.body, lambda n: found.extend(b for b in (n.then_body, n.else_body) if b is not None)
-         if isinstance(n, S.IfThenElse) and id(n) in regions.branches else None)
-    return found
+    return seen
 
 
 def _nthreads(launch):

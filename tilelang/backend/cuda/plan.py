@@ -23,7 +23,7 @@ from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir import warp_ops as W
 from tilelang.ir.visitor import walk
-from tilelang.backend.cuda.analysis import parallel_nest, all_loads_stores, thread_dependent_vars
+from tilelang.backend.cuda.analysis import thread_dependent_vars
 from tilelang.backend.cuda.gemm_lowering import mma_config
 from tilelang.backend.cuda.wgmma_lowering import wgmma_config, swizzle_ok
 from tilelang.backend.cuda.pipeline_plan import find_pipelines
@@ -328,8 +328,8 @@ def _annotated_layout(buf, plan):
         r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
         if (off == r * cols + c).all():
             return "linear"
-        sw = (c >> 6) * (rows * 64) + r * 64 + ((((c >> 3) ^ r) & 7) << 3) + (c & 7)
-        if buf.dtype.bits == 16 and rows % 8 == 0 and cols % 64 == 0 and (off == sw).all():
+        sw = (c >> 6) * (rows * 64) + r * 64 + ((((c >> 3) ^ r) & 7) << 3) + (c & 7)   # tl::sw128
+        if swizzle_ok(buf) and (off == sw).all():
             return "sw128"
     return None   # a layout we do not keep: the compiler chooses one (README)
 
