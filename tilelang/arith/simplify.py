@@ -149,10 +149,27 @@ def _nonneg(atom):
 
 
 def _key(e):
-    from tilelang.ir.printer import Printer
+    """A structural key: variables and buffers by identity, never by their names (two
+    `T.alloc_var` scalars of one scheduler print alike but are different atoms)."""
     if isinstance(e, E.Var):
         return ("v", id(e))
-    return ("e", Printer().expr(e))
+    if isinstance(e, (E.IntImm, E.FloatImm, E.StringImm)):
+        return (type(e).__name__, e.value, str(e.dtype))
+    if isinstance(e, E.BinOp):
+        return ("op", e.op, _key(e.a), _key(e.b), str(e.dtype))
+    if isinstance(e, E.Not):
+        return ("not", _key(e.a))
+    if isinstance(e, E.Cast):
+        return ("cast", str(e.dtype), _key(e.value))
+    if isinstance(e, E.Select):
+        return ("select", _key(e.cond), _key(e.t), _key(e.f))
+    if isinstance(e, E.BufferLoad):
+        return ("load", id(e.buffer), tuple(_key(i) for i in e.indices))
+    if isinstance(e, E.Call):
+        return ("call", e.name, str(e.dtype), tuple(_key(a) for a in e.args))
+    if isinstance(e, (str, int, float, bool)) or e is None:
+        return ("py", e)
+    return ("obj", id(e))   # a buffer or another object passed to a call
 
 
 def linear_form(e):

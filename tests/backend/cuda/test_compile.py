@@ -72,7 +72,8 @@ def test_gemm_tile_copies_are_16_byte_vectors():
     assert "tl::cp_async<16>" in art.source
     from tilelang.backend.cuda.compiler import sass
     assert "LDGSTS.E.BYPASS.128" in sass(art.binary)
-    assert art.meta["kernels"][0]["aligned"] == {"A": 16, "B": 16}
+    # C: the epilogue stores column pairs as 32-bit words (codegen_kernel._pair_store)
+    assert art.meta["kernels"][0]["aligned"] == {"A": 16, "B": 16, "C": 4}
 
 
 @needs_nvrtc

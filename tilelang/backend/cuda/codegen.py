@@ -88,6 +88,8 @@ def generate(func, target, config=None):
         kc = KernelCodegen(launch, entry, target, params, _scoped(names), config, {id(b) for b in bufs})
         src, m = kc.emit()
         m.update(launch_needs(launch, target, entry))   # cluster / cooperative / pdl (launch_config.py)
+        auto = m.pop("auto_cluster")
+        m["cluster"] = m["cluster"] or auto      # pairs the codegen chose for TMA multicast
         src = with_cluster_dims(src, entry, m["cluster"])
         m["grid"] = [py_expr(g, env) for g in m["grid"]] + ["1"] * (3 - len(m["grid"]))
         # tensor maps of the kernel's bulk tensor copies: extra trailing parameters

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 import re
 
 from tilelang.ir import expr as E
@@ -18,10 +19,12 @@ from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer
 from tilelang.arith.simplify import simplify
+from tilelang.ir.visitor import collect_vars
 from tilelang.backend.cuda.analysis import parallel_nest
 from tilelang.backend.cuda.codegen_expr import ExprPrinter, ctype, cast_str
 from tilelang.backend.cuda.gemm_lowering import simt_gemm
 from tilelang.backend.cuda.plan import plan_kernel
+from tilelang.backend.cuda.target import arch_number
 from tilelang.backend.cuda.fragment_layout import AccLayout
 from tilelang.backend.cuda.reduce_lowering import emit_warp_reduce, emit_register_reduce
 from tilelang.backend.cuda.sync_plan import SyncPlanner
@@ -66,6 +69,7 @@ class KernelCodegen:
         self.use_tma = tma_enabled(config, target.arch)
         self.param_bufs = set(param_bufs)   # ids of the function's tensor parameters
         self.tmaps = []                       # TmaCopy per tensor-map parameter (trailing)
+        self.cluster = None                   # [x, y, z] when the codegen pairs blocks (TMA multicast)
         self.params = params          # [(kind, obj, c decl)] in kernel-parameter order
         self.names = names            # shared with the function level (params)
         self.plan = plan_kernel(launch, target.arch)
@@ -169,7 +173,8 @@ class KernelCodegen:
             out[0] = f'extern "C" __global__ void __launch_bounds__({nt}{self._min_blocks()}) {self.entry}({sig}) {{'
         self._check_smem(L)
         meta = {"entry": self.entry, "threads": [int(t) for t in L.threads] + [1] * (3 - len(L.threads)),
-                "grid": L.grid, "smem": self.plan.smem_bytes, "aligned": self.aligned}
+                "grid": L.grid, "smem": self.plan.smem_bytes, "aligned": self.aligned,
+                "auto_cluster": self.cluster}
         from tilelang.backend.cuda.wgmma_lowering import instruction_wrappers
         prelude = instruction_wrappers([c for c in self.plan.gemms.values() if getattr(c, "kind", "") == "wgmma"])
         return prelude + "\n".join(out), meta
@@ -594,6 +599,23 @@ class KernelCodegen:
             off = f" + {strip * 64}" if strip else ""
             self.w(f"tl::tma_load_2d({dst} + {strip * t.rows * 64}, &{tmap}, {bar}, ({c0}){off}, {r0});")
 
+    def _tma_loads_multicast(self, t, tmap, how, dst, bar, rank):
+        """This block's half of TmaCopy `t`, multicast to both blocks of the pair: the
+        strips of parity `rank` ("strips"), or row half `rank` of every strip with a
+        map of R/2-row boxes ("rows"; sw128 repeats every 8 rows, so a half starting on
+        a 16-row boundary keeps the tile's layout)."""
+        r0, c0 = self.expr(t.row0), self.expr(t.col0)
+        if how == "strips":
+            for j in range(t.cols // 128):
+                self.w(f"tl::tma_load_2d_multicast({dst} + ({2 * j} + {rank}) * {t.rows * 64}, &{tmap}, {bar}, "
+                       f"({c0}) + ({2 * j} + {rank}) * 64, {r0}, 3);")
+            return
+        h = t.rows // 2
+        for strip in range(t.cols // 64):
+            off = f" + {strip * 64}" if strip else ""
+            self.w(f"tl::tma_load_2d_multicast({dst} + {strip * t.rows * 64} + {rank} * {h * 64}, &{tmap}, {bar}, "
+                   f"({c0}){off}, ({r0}) + {rank} * {h}, 3);")
+
     def s_WarpMmaLoad(self, op, block):
         from tilelang.backend.cuda.warp_mma_lowering import emit_load
         emit_load(self, op)
@@ -700,6 +722,10 @@ class KernelCodegen:
             if found and found[0] is not None and any(E.const_int_value(c) != 0 for c in found[0]):
                 shift = found[0]
         slot = self.names.new(object(), "tl_r", True)
+        # sm_80: ptxas then trades a small spill for occupancy in some GEMMs; keep scalar stores
+        if acc and shift is None and len(vars_) == 2 and arch_number(self.target.arch) >= 90 and \
+                self._pair_store(vars_, body, regs, L, lt, slot):
+            return
         self.w("#pragma unroll")
         self.w(f"for (int {slot} = 0; {slot} < {L.regs}; ++{slot}) {{")
         self.indent += 1
@@ -718,6 +744,80 @@ class KernelCodegen:
             del self.acc_index[id(b)]
         self.indent -= 1
         self.w("}")
+
+    def _pair_store(self, vars_, body, regs, L, lt, slot):
+        """An accumulator tile stored to a 16-bit global tensor, `G[.., j + c] = f(acc[i, j])`
+        (optionally under a bound check): registers r and r + 1 hold columns j and j + 1
+        of one row, so each pair goes out as one 32-bit store (half the store
+        instructions of the epilogue). Needs the pair's address to be 4-byte aligned
+        (even row stride and column offset; the pointer is checked at launch) and the
+        bound check to hold or fail for both columns alike (`j + c < n`, n and c even)."""
+        from tilelang.arith.simplify import linear_form
+        guard, st = None, body
+        if isinstance(st, S.IfThenElse) and st.else_body is None:
+            guard, st = st.cond, st.then_body
+        if not isinstance(st, S.BufferStore) or id(st.buffer) not in self.param_bufs:
+            return False
+        G, iv, jv = st.buffer, vars_[0], vars_[1]
+        if G.dtype.bits != 16 or getattr(G, "strides", None) is not None or L.regs % 2:
+            return False
+
+        def has(e, v):
+            return any(x is v for x in collect_vars(e))
+
+        def even_offset(e):
+            """e = j + (something even): the pair starts on an even column."""
+            lin = linear_form(simplify(E.binop("-", e, jv)))
+            if lin is None or has(simplify(E.binop("-", e, jv)), jv):
+                return False
+            terms, const = lin
+            return const % 2 == 0 and all(c % 2 == 0 for _, c in terms.values())
+        if any(has(i, jv) for i in st.indices[:-1]) or not even_offset(st.indices[-1]):
+            return False
+        row = E.const_int_value(G.shape[-1])
+        if row is None or row % 2:
+            return False
+        if guard is not None:
+            from tilelang.backend.cuda.tma import _conjuncts
+            for c in _conjuncts(guard):
+                if not has(c, jv):
+                    continue
+                n = E.const_int_value(c.b) if isinstance(c, E.BinOp) and c.op == "<" else None
+                if n is None or n % 2 or has(c.b, jv) or not even_offset(c.a):
+                    return False
+        self.aligned[G.name] = max(self.aligned.get(G.name, 1), 4)
+        self.w("#pragma unroll")
+        pair = self.names.new(object(), "tl_pair", True)
+        self.w(f"for (int {pair} = 0; {pair} < {L.regs // 2}; ++{pair}) {{")
+        self.indent += 1
+        self.w(f"const int {slot} = 2 * {pair};")
+        i, j = self.bind(iv), self.bind(jv)
+        self.w(f"const int {i} = {lt}::row(tl_tid, {slot});")
+        self.w(f"const int {j} = {lt}::col(tl_tid, {slot});")
+        vals = []
+        for e in (0, 1):
+            self.names.by_id[id(jv)] = j if e == 0 else f"({j} + 1)"
+            for b in regs:
+                is_row = self.placement(b).kind == "row"
+                r = slot if e == 0 else f"({slot} + 1)"
+                self.acc_index[id(b)] = f"{lt}::row_slot({r})" if is_row else r
+            val = st.value
+            if isinstance(val, E.Cast) and val.dtype is G.dtype and val.value.dtype.name == "float32":
+                val = val.value
+            v = self.expr(val)
+            # float values: store_pair converts both at once (one F2FP)
+            vals.append(v if val.dtype is G.dtype or val.dtype.name == "float32" else cast_str(val.dtype, G.dtype, v))
+        self.names.by_id[id(jv)] = j
+        for b in regs:
+            is_row = self.placement(b).kind == "row"
+            self.acc_index[id(b)] = f"{lt}::row_slot({slot})" if is_row else slot
+        line = f"tl::store_pair(&{self.access(st)}, {vals[0]}, {vals[1]});"
+        self.w(f"if ({self.expr(guard)}) {{ {line} }}" if guard is not None else line)
+        for b in regs:
+            del self.acc_index[id(b)]
+        self.indent -= 1
+        self.w("}")
+        return True
 
     # software pipelining ------------------------------------------------------------------
     def pipelined(self, st, info):
@@ -842,6 +942,14 @@ class KernelCodegen:
         acc = self.buf_name(g.C.buffer)
         maps = [self._tensor_map(t) for t in tmas]
         nbytes = sum(t.nbytes for t in tmas)
+        from tilelang.backend.cuda.tma import plan_multicast
+        mc = None if self.cluster else plan_multicast(self.launch, st, tmas, self.plan)
+        if mc is not None:
+            # blocks run in pairs along the axis; half maps for operands split by rows
+            self.cluster = [1, 1, 1]
+            self.cluster[mc.axis] = 2
+            half_maps = {id(t): self._tensor_map(replace(t, rows=t.rows // 2))
+                         for t in mc.shared if mc.halves[id(t)] == "rows"}
         full = self.names.new(object(), "tl_full", True)
         empty = self.names.new(object(), "tl_empty", True)
         # the barriers live after the kernel's other dynamic shared memory
@@ -852,11 +960,17 @@ class KernelCodegen:
         self.w("if (tl_tid == 0) {")
         for m in maps:
             self.w(f"  tl::tma_prefetch_desc(&{m});")
+        # with multicast a slot is free once the warps of both blocks released it
         self.w(f"  for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_init(&{full}[tl_s], 1); "
-               f"tl::mbar_init(&{empty}[tl_s], {nwarps}); }}")
+               f"tl::mbar_init(&{empty}[tl_s], {nwarps * (2 if mc else 1)}); }}")
         self.w("  tl::mbar_init_fence();")
         self.w("}")
         self.sync()
+        if mc is not None:
+            # the peer's barriers are initialized before any copy or arrival reaches them
+            rank = self.names.new(object(), "tl_crank", True)
+            self.w(f"const int {rank} = tl::block_rank_in_cluster();")
+            self.w("tl::cluster_sync();")
 
         def issue(kexpr, slot):
             """thread 0: the copies of iteration `kexpr` into `slot` (C expressions)."""
@@ -867,7 +981,12 @@ class KernelCodegen:
             self.names.by_id[id(st.var)] = kn
             for t, m in zip(tmas, maps):
                 el = self.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
-                self._tma_loads(t, m, f"{self.buf_name(t.dst)} + ({slot}) * {el}", f"&{full}[{slot}]")
+                dst = f"{self.buf_name(t.dst)} + ({slot}) * {el}"
+                if mc is not None and id(t) in mc.halves:
+                    self._tma_loads_multicast(t, m if mc.halves[id(t)] == "strips" else half_maps[id(t)],
+                                              mc.halves[id(t)], dst, f"&{full}[{slot}]", rank)
+                else:
+                    self._tma_loads(t, m, dst, f"&{full}[{slot}]")
             if saved is None:
                 del self.names.by_id[id(st.var)]
             else:
@@ -905,22 +1024,40 @@ class KernelCodegen:
         self.indent += 1
         prev = self.names.new(object(), "tl_prev", True)
         self.w(f"const int {prev} = {stage} == 0 ? {ns - 1} : {stage} - 1;")
-        self.w(f"if ((tl_tid & 31) == 0) tl::mbar_arrive(&{empty}[{prev}]);")
-        self.w(f"if (tl_tid == 0 && {k} - 1 + {ns} < {hi}) {{")
-        self.indent += 1
-        self.w(f"tl::mbar_wait(&{empty}[{prev}], {stage} == 0 ? ({phase} ^ 1u) : {phase});")
-        issue(f"{k} - 1 + {ns}", prev)
+        if mc is None:
+            self.w(f"if ((tl_tid & 31) == 0) tl::mbar_arrive(&{empty}[{prev}]);")
+        else:
+            self.w(f"if ((tl_tid & 31) == 0) {{ tl::mbar_arrive(&{empty}[{prev}]); "
+                   f"tl::mbar_arrive_cluster(&{empty}[{prev}], {rank} ^ 1); }}")
+        lag = int(os.environ.get("TILELANG_CUDA_TMA_REFILL_LAG", "1"))
+        if lag == 1:
+            self.w(f"if (tl_tid == 0 && {k} - 1 + {ns} < {hi}) {{")
+            self.indent += 1
+            self.w(f"tl::mbar_wait(&{empty}[{prev}], {stage} == 0 ? ({phase} ^ 1u) : {phase});")
+            issue(f"{k} - 1 + {ns}", prev)
+            self.indent -= 1
+            self.w("}")
         self.indent -= 1
         self.w("}")
-        self.indent -= 1
-        self.w("}")
+        if lag > 1:
+            # refill the slot of iteration k - lag: its release is older, so the wait
+            # rarely blocks warp 0 (and, with multicast, the peer has had time too)
+            self.w(f"if (tl_tid == 0 && {k} >= {lo} + {lag} && {k} - {lag} + {ns} < {hi}) {{")
+            self.indent += 1
+            old_slot = self.names.new(object(), "tl_old", True)
+            self.w(f"const int {old_slot} = {stage} >= {lag} ? {stage} - {lag} : {stage} + {ns - lag};")
+            self.w(f"tl::mbar_wait(&{empty}[{old_slot}], {stage} >= {lag} ? {phase} : ({phase} ^ 1u));")
+            issue(f"{k} - {lag} + {ns}", old_slot)
+            self.indent -= 1
+            self.w("}")
         self.w(f"if (++{stage} == {ns}) {{ {stage} = 0; {phase} ^= 1u; }}")
         self.indent -= 1
         self.w("}")
         self.w("tl::wgmma_wait<0>();")
         self.w(f"tl::fence_regs<{cfg.regs}>({acc});")
-        # every copy was consumed; the barriers may be initialized again (an outer loop)
-        self.w("__syncthreads();")
+        # every copy was consumed; the barriers may be initialized again (an outer loop);
+        # with multicast, also every arrival of the peer's warps has reached them
+        self.w("tl::cluster_sync();" if mc is not None else "__syncthreads();")
         self.w(f"if (tl_tid == 0) {{ for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_inval(&{full}[tl_s]); "
                f"tl::mbar_inval(&{empty}[tl_s]); }} }}")
 

@@ -107,3 +107,95 @@ def match_tma(st, plan, param_ids):
             if not any(_is_bound(atom, load.indices[d], src.shape[d]) for d in range(2)):
                 return None
     return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize)
+
+
+@dataclass
+class Multicast:
+    """Two blocks of a cluster along grid axis `axis` load the tiles of `shared` once
+    between them: each issues half of every such tile with `.multicast::cluster`, so
+    both copies land in both blocks (half the L2 traffic for that operand)."""
+    axis: int            # 0: pairs along blockIdx.x, 1: along blockIdx.y
+    shared: list         # the TmaCopy of the loop both blocks load alike
+    halves: dict         # id(TmaCopy) -> "strips" (alternate 64-column strips) or "rows"
+
+
+def multicast_enabled():
+    # opt-in: correct on the H200, but with the loop's producer inside a consumer warp the
+    # paired blocks wait on each other and the GEMM ran 25-40% slower
+    # (benchmarks/results/2026-11-29_h200_gemm_multicast.json)
+    return os.environ.get("TILELANG_CUDA_TMA_MULTICAST", "0") == "1"
+
+
+def _top_level(body, loop):
+    """`loop` runs on every thread of the block exactly once: reached from the kernel
+    body through sequences only (no enclosing loop, branch or let)."""
+    from tilelang.ir import stmt as S
+    if body is loop:
+        return True
+    if isinstance(body, S.SeqStmt):
+        return any(_top_level(s, loop) for s in body.stmts)
+    return False
+
+
+def _bound_vars(body):
+    """Variables bound inside the kernel body (lets, loops): their values may differ
+    between blocks in ways the launch's block indices do not show."""
+    from tilelang.ir import stmt as S
+    from tilelang.ir.visitor import walk
+    out = set()
+
+    def f(n):
+        if isinstance(n, (S.LetStmt, S.For)):
+            out.add(id(n.var))
+    walk(body, f)
+    return out
+
+
+def _has_load(e):
+    from tilelang.ir.visitor import walk
+    found = []
+    walk(e, lambda n: found.append(n) if isinstance(n, E.BufferLoad) else None)
+    return bool(found)
+
+
+def plan_multicast(launch, loop, tmas, plan):
+    """A Multicast for the TMA GEMM loop `loop` of `launch`, or None. Pairs of blocks
+    along a grid axis whose extent is an even constant share the tiles whose origin
+    does not involve that axis' block index. Both blocks must run the loop alike: it
+    sits at the kernel's top level, its bounds involve no block index and no loaded
+    value, and the kernel asks for no clusters of its own."""
+    if not multicast_enabled() or launch.annotations.get("cluster_dims") is not None:
+        return None
+    if not _top_level(launch.body, loop):
+        return None
+    from tilelang.backend.cuda.launch_config import called
+    from tilelang.ir import mbarrier as M
+    from tilelang.ir.cluster import CLUSTER_DEVICE_CALLS
+    if called(launch.body) & (M.CLUSTER_CALLS | CLUSTER_DEVICE_CALLS):
+        return None
+    blocks = {id(v) for v in launch.block_vars}
+    bounds = [loop.min, loop.extent]
+    if any(_has_load(b) or any(id(v) in blocks for v in collect_vars(b)) for b in bounds):
+        return None
+    inner = _bound_vars(launch.body) - {id(loop.var)}
+    best = None
+    for axis, (bv, g) in enumerate(zip(launch.block_vars[:2], launch.grid[:2])):
+        gv = E.const_int_value(g)
+        if gv is None or gv < 2 or gv % 2:
+            continue
+        shared, halves = [], {}
+        for t in tmas:
+            vs = collect_vars(t.row0) + collect_vars(t.col0)
+            if _has_load(t.row0) or _has_load(t.col0) or any(id(v) in inner or v is bv for v in vs):
+                continue
+            if (t.cols // 64) % 2 == 0:
+                halves[id(t)] = "strips"
+            elif t.rows % 16 == 0:
+                halves[id(t)] = "rows"
+            else:
+                continue
+            shared.append(t)
+        saved = sum(t.nbytes for t in shared)
+        if shared and (best is None or saved > best[0]):
+            best = (saved, Multicast(axis, shared, halves))
+    return best[1] if best else None

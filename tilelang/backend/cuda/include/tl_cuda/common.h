@@ -43,6 +43,24 @@ template <class To, class From> TL_DEVICE To bitcast(From x) {
   return u.t;
 }
 
+// two 16-bit values to consecutive elements as one 32-bit store (`p` 4-byte aligned)
+TL_DEVICE void store_pair(half* p, half a, half b) { *reinterpret_cast<half2*>(p) = __halves2half2(a, b); }
+TL_DEVICE void store_pair(bfloat16_t* p, bfloat16_t a, bfloat16_t b) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __halves2bfloat162(a, b);
+}
+// ... converted from two floats with one packing conversion
+TL_DEVICE void store_pair(half* p, float a, float b) { *reinterpret_cast<half2*>(p) = __floats2half2_rn(a, b); }
+TL_DEVICE void store_pair(bfloat16_t* p, float a, float b) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
+}
+template <class T> TL_DEVICE void store_pair(T* p, T a, T b) {
+  static_assert(sizeof(T) == 2, "store_pair: 16-bit elements");
+  unsigned short lo, hi;
+  memcpy(&lo, &a, 2);
+  memcpy(&hi, &b, 2);
+  *reinterpret_cast<unsigned*>(p) = (unsigned)lo | ((unsigned)hi << 16);
+}
+
 TL_DEVICE float sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }
 TL_DEVICE double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 

@@ -91,4 +91,16 @@ TL_DEVICE void tma_load_2d(void* dst, const TmaDesc* map, unsigned long long* ba
       : "memory");
 }
 
+// the same box into the shared memory of every block of the cluster in `mask`, at
+// `dst`'s offset, each completing on the mbarrier at `bar`'s offset in that block
+TL_DEVICE void tma_load_2d_multicast(void* dst, const TmaDesc* map, unsigned long long* bar, int c0, int c1,
+                                     unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4}], [%2], %5;\n"
+      ::"r"(smem_addr(dst)), "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1),
+      "h"(mask)
+      : "memory");
+}
+
 }  // namespace tl
