@@ -110,3 +110,17 @@ def test_views_alias_their_base():
     src = art.source
     assert src.index("__syncthreads()") < src.index("flat[")  # the view is synchronized as its base
     assert art.meta["kernels"][0]["smem"] == 64 * 64 * 4
+
+
+@needs_sass
+def test_rasterized_gemm_keeps_tma():
+    """T.use_swizzle remaps the block indices; the safe-access pass then also checks the
+    tile origins against 0, which the bulk copy's zero fill covers: still UTMALDG."""
+    sys.path.insert(0, ROOT)
+    from examples.gemm.example_gemm import matmul
+    art = build(matmul.get_tir(1024, 1024, 1024, block_M=128, block_N=256, block_K=64, num_stages=4, threads=256,
+                               swizzle_panel=4))
+    ops = sass_ops(art)
+    assert ops["UTMALDG"] > 0 and ops["LDGSTS"] == 0 and ops["HGMMA"] >= 4, ops
+    assert "tl::store_pair(" in art.source
+    _no_spills(ops)

@@ -782,8 +782,9 @@ class KernelCodegen:
             for c in _conjuncts(guard):
                 if not has(c, jv):
                     continue
-                n = E.const_int_value(c.b) if isinstance(c, E.BinOp) and c.op == "<" else None
-                if n is None or n % 2 or has(c.b, jv) or not even_offset(c.a):
+                # `j + c < n` (n even) or `j + c >= 0`: true or false for both columns alike
+                n = E.const_int_value(c.b) if isinstance(c, E.BinOp) and c.op in ("<", ">=") else None
+                if n is None or n % 2 or (c.op == ">=" and n != 0) or has(c.b, jv) or not even_offset(c.a):
                     return False
         self.aligned[G.name] = max(self.aligned.get(G.name, 1), 4)
         self.w("#pragma unroll")

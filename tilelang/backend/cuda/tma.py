@@ -50,9 +50,13 @@ def _zero(e):
 
 
 def _is_bound(atom, idx, dim):
-    """atom is `idx < dim` (both already in the source's index space)."""
-    return isinstance(atom, E.BinOp) and atom.op == "<" and _zero(E.binop("-", atom.a, idx)) and \
-        _zero(E.binop("-", atom.b, dim))
+    """atom is `idx < dim` or `idx >= 0` (both already in the source's index space; the
+    bulk copy zero-fills coordinates outside [0, dim), negative ones included)."""
+    if not isinstance(atom, E.BinOp) or not _zero(E.binop("-", atom.a, idx)):
+        return False
+    if atom.op == "<":
+        return _zero(E.binop("-", atom.b, dim))
+    return atom.op == ">=" and E.const_int_value(atom.b) == 0
 
 
 def _conjuncts(c):
