@@ -80,3 +80,15 @@ def test_gemm_tile_copies_are_16_byte_vectors():
 def test_ragged_width_vectorizes_only_what_divides():
     art = build(K.copy_2d(N=70), "sm_80")   # 70 halves per row: pairs only
     assert art.meta["kernels"][0]["aligned"] == {"A": 4, "B": 4}
+
+
+@needs_nvrtc
+def test_nvrtc_leaves_python_objects_alone():
+    """A kernel that compiles without a warning has a one-byte (empty) log. NVRTC writes
+    into the buffer it is handed; `b" " * 1` was CPython's shared one-byte object, and
+    its NUL then changed every b" " and f-string " " compiled later in the process."""
+    from tilelang.backend.cuda.compiler import compile_cuda
+    c = compile_cuda('extern "C" __global__ void quiet(float* x) { x[threadIdx.x] = 1.0f; }', "sm_90a")
+    assert c.log == ""
+    assert eval(compile('b" "', "<after>", "eval"))[0] == 32   # (== b" " would compare the object with itself)
+    assert eval(compile('f"{a} {b}"', "<after>", "eval"), {"a": "int32_t", "b": "bx"}) == "int32_t bx"

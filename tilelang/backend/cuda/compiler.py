@@ -89,20 +89,25 @@ def compile_cuda(source: str, arch: str, name: str = "kernel.cu", extra_options=
     _check(nvrtc, err, "nvrtcCreateProgram")
     try:
         err, = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+        # NVRTC writes into the buffers it is given: they must be fresh, writable memory.
+        # (`b" " * n` is CPython's shared one-byte object when n == 1, the size of an empty
+        # log: NVRTC's NUL then turned every " " literal compiled later in the process into
+        # "", e.g. f"{type} {name}" into "int32_tbx".)
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * size
+        log = bytearray(max(size, 1))
         nvrtc.nvrtcGetProgramLog(prog, log)
         log = log.decode(errors="replace").rstrip("\x00 \n")
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             raise CudaCompileError(_format_failure(source, log, name, opts),
                                    hint="set TL_CUDA_DUMP=<dir> to keep the generated source")
         _, n = nvrtc.nvrtcGetCUBINSize(prog)
-        cubin = b" " * n
+        cubin = bytearray(n)
         _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, cubin)[0], "nvrtcGetCUBIN")
+        cubin = bytes(cubin)
         ptx = ""
         _, n = nvrtc.nvrtcGetPTXSize(prog)
         if n:
-            buf = b" " * n
+            buf = bytearray(n)
             if nvrtc.nvrtcGetPTX(prog, buf)[0] == nvrtc.nvrtcResult.NVRTC_SUCCESS:
                 ptx = buf.decode(errors="replace").rstrip("\x00")
         return Compiled(cubin, ptx, log)
