@@ -1030,27 +1030,14 @@ class KernelCodegen:
         else:
             self.w(f"if ((tl_tid & 31) == 0) {{ tl::mbar_arrive(&{empty}[{prev}]); "
                    f"tl::mbar_arrive_cluster(&{empty}[{prev}], {rank} ^ 1); }}")
-        lag = int(os.environ.get("TILELANG_CUDA_TMA_REFILL_LAG", "1"))
-        if lag == 1:
-            self.w(f"if (tl_tid == 0 && {k} - 1 + {ns} < {hi}) {{")
-            self.indent += 1
-            self.w(f"tl::mbar_wait(&{empty}[{prev}], {stage} == 0 ? ({phase} ^ 1u) : {phase});")
-            issue(f"{k} - 1 + {ns}", prev)
-            self.indent -= 1
-            self.w("}")
+        self.w(f"if (tl_tid == 0 && {k} - 1 + {ns} < {hi}) {{")
+        self.indent += 1
+        self.w(f"tl::mbar_wait(&{empty}[{prev}], {stage} == 0 ? ({phase} ^ 1u) : {phase});")
+        issue(f"{k} - 1 + {ns}", prev)
         self.indent -= 1
         self.w("}")
-        if lag > 1:
-            # refill the slot of iteration k - lag: its release is older, so the wait
-            # rarely blocks warp 0 (and, with multicast, the peer has had time too)
-            self.w(f"if (tl_tid == 0 && {k} >= {lo} + {lag} && {k} - {lag} + {ns} < {hi}) {{")
-            self.indent += 1
-            old_slot = self.names.new(object(), "tl_old", True)
-            self.w(f"const int {old_slot} = {stage} >= {lag} ? {stage} - {lag} : {stage} + {ns - lag};")
-            self.w(f"tl::mbar_wait(&{empty}[{old_slot}], {stage} >= {lag} ? {phase} : ({phase} ^ 1u));")
-            issue(f"{k} - {lag} + {ns}", old_slot)
-            self.indent -= 1
-            self.w("}")
+        self.indent -= 1
+        self.w("}")
         self.w(f"if (++{stage} == {ns}) {{ {stage} = 0; {phase} ^= 1u; }}")
         self.indent -= 1
         self.w("}")

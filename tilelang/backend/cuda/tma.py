@@ -126,7 +126,7 @@ class Multicast:
 def multicast_enabled():
     # opt-in: correct on the H200, but with the loop's producer inside a consumer warp the
     # paired blocks wait on each other and the GEMM ran 25-40% slower
-    # (benchmarks/results/2026-11-29_h200_gemm_multicast.json)
+    # (benchmarks/results/2026-11-29_h200_gemm_multicast_pairs.json)
     return os.environ.get("TILELANG_CUDA_TMA_MULTICAST", "0") == "1"
 
 
