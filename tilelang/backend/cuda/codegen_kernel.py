@@ -830,6 +830,10 @@ class KernelCodegen:
             if tmas is not None:
                 return self.pipelined_tma(st, info, tmas)
             return self.pipelined_wgmma(st, info)
+        from tilelang.backend.cuda.pipeline_overlap import plan_overlap, emit_overlapped
+        ov = plan_overlap(self, info) if arch_number(self.target.arch) >= 90 else None
+        if ov is not None:   # attention-style: the second gemm overlaps the next iteration
+            return emit_overlapped(self, st, info, ov)
         lo, hi = self._cp_async_prologue(st, info, ns - 1)
         k = self.bind(st.var)
         self.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")

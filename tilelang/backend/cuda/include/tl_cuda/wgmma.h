@@ -65,9 +65,11 @@ template <class T> TL_DEVICE unsigned pack2(T lo, T hi) {
   return (unsigned)l | ((unsigned)h << 16);
 }
 
-// A from registers: `a` holds this thread's M x K fragment in MmaAccLayout<M, K, 4 wg, 1>
+// A from registers: `a` holds this thread's M x K fragment in MmaAccLayout<M, K, 4 wg, 1>.
+// Issue and commit one group without waiting (the caller waits before it touches `a`
+// or `acc` again; ptxas keeps the A registers the group reads intact until then).
 template <int M, int N, int K, bool TB, class T>
-TL_DEVICE void wgmma_gemm_rs(T* a, const T* B, float* acc, int /*tid: registers say it all*/ = 0) {
+TL_DEVICE void wgmma_rs_issue(T* a, const T* B, float* acc, int /*tid: registers say it all*/ = 0) {
   fence_regs<N / 2>(acc);
   wgmma_fence();
 #pragma unroll
@@ -79,6 +81,11 @@ TL_DEVICE void wgmma_gemm_rs(T* a, const T* B, float* acc, int /*tid: registers 
     WgmmaRS<N, T, TB ? 1 : 0>::run(acc, ar, wgmma_desc(pb, TB ? 16 : K * 128, 1024));
   }
   wgmma_commit();
+}
+
+template <int M, int N, int K, bool TB, class T>
+TL_DEVICE void wgmma_gemm_rs(T* a, const T* B, float* acc, int tid = 0) {
+  wgmma_rs_issue<M, N, K, TB, T>(a, B, acc, tid);
   wgmma_wait<0>();
   fence_regs<N / 2>(acc);
 }
