@@ -1,4 +1,4 @@
-"""pipeline_overlap.py: in an attention loop on sm_90a the P V wgmma of iteration k - 1
+"""pipeline_overlap.py (opt-in): in an attention loop on sm_90a the P V wgmma of iteration k - 1
 is issued after iteration k's Q K^T and runs during its softmax. Compile-only checks
 of the schedule, then the published-style FlashAttention example against torch on the
 GPU, with the overlap on and off, causal or not, ragged lengths, both head sizes."""
@@ -10,6 +10,11 @@ import pytest
 
 import tilelang
 from tests.backend.cuda.conftest import needs_nvrtc, needs_sass
+
+
+@pytest.fixture(autouse=True)
+def _overlap_on(monkeypatch):
+    monkeypatch.setenv("TILELANG_CUDA_OVERLAP_GEMM", "1")   # opt-in (pipeline_overlap.py says why)
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
@@ -60,7 +65,7 @@ def test_no_spills_and_hgmma():
 def test_switch_off_and_other_targets(monkeypatch):
     assert "wgmma_rs_issue" not in _src(arch="sm_80").get_kernel_source()
     assert "wgmma_rs_issue" not in _src(num_stages=1).get_kernel_source()
-    monkeypatch.setenv("TILELANG_CUDA_OVERLAP_GEMM", "0")
+    monkeypatch.delenv("TILELANG_CUDA_OVERLAP_GEMM")   # the default
     assert "wgmma_rs_issue" not in _src().get_kernel_source()
 
 

@@ -20,8 +20,17 @@ Conditions (else the ordinary schedule runs): two stages, the loop body's tile
 ops are exactly two wgmma gemms into register accumulators, the last statement is
 the second gemm, whose B tile is pipelined; no statement before the first gemm,
 nor the first gemm itself, touches the second gemm's A or C; the first gemm's C
-is neither; no barrier is planned inside the body. TILELANG_CUDA_OVERLAP_GEMM=0
-turns it off."""
+is neither; no barrier is planned inside the body but before the second gemm.
+
+Opt-in (TILELANG_CUDA_OVERLAP_GEMM=1): correct on the H200 (tests pass either
+way), but slower there: FlashAttention d128 3.02 ms against 2.44 ms
+(benchmarks/results/2026-11-29_h200_suite_4th.md, P in registers, the loop not yet
+peeled). In the SASS ptxas moves the `wgmma.wait_group 0` of P V up to the first
+shuffle of the row maximum, above the exponentials, whatever the PTX order (also
+with P staged in shared memory, TILELANG_CUDA_WGMMA_RS=0, with fences on S before
+the wait, and without shuffles), so the softmax still runs after P V, and the extra
+waits cost. Keeping the softmax between issue and wait needs a different device
+(e.g. the two consumer warpgroups alternating on named barriers, as FA3 does)."""
 from __future__ import annotations
 
 import os
@@ -49,7 +58,7 @@ def _touches(st, bufs):
 
 
 def plan_overlap(cg, info):
-    if os.environ.get("TILELANG_CUDA_OVERLAP_GEMM", "1") == "0" or info.stages != 2:
+    if os.environ.get("TILELANG_CUDA_OVERLAP_GEMM", "0") != "1" or info.stages != 2:
         return None
     rest = info.rest
     gemms = [i for i, s in enumerate(rest) if isinstance(s, TO.Gemm)]
@@ -66,7 +75,9 @@ def plan_overlap(cg, info):
     held = [g2.A.buffer, g2.C.buffer]          # in use by the deferred group
     if any(g1.C.buffer is b for b in held) or _touches(g1, held + [g2.B.buffer]):
         return None
-    if any(id(s) in cg.barrier_before for s in rest):
+    # (a barrier before g2 -- P staged in shared memory -- is the one every deferred
+    # issue follows anyway: the top of the next iteration, or the one after the loop)
+    if any(id(s) in cg.barrier_before for s in rest[:-1]):
         return None
     before = rest[:gemms[0]]
     mid = rest[gemms[0] + 1:-1]
@@ -106,53 +117,67 @@ def emit_overlapped(cg, st, info, p):
                  f"({cg.buf_name(p.g2.A.buffer)}, {b}, {acc}, tl_tid);")
         cg._restore(saved)
 
-    k = cg.bind(st.var)
+    def iteration(k, first):
+        cg.w("tl::cp_async_wait<0>();")   # K_k and V_{k-1}
+        cg.sync()                          # ... from every thread; every warp is past the reads of the slots refilled now
+        kn = cg.names.new(object(), k + "_next", True)
+        cg.w(f"if ({k} + 1 < {hi}) {{")
+        cg.indent += 1
+        cg.w(f"const int {kn} = {k} + 1;")
+        cg.names.by_id[id(st.var)] = kn
+        issue(p.early, f"({kn} - {lo}) % 2")
+        cg.names.by_id[id(st.var)] = k
+        cg.indent -= 1
+        cg.w("}")
+        issue(p.late, f"({k} - {lo}) % 2")
+        cg.w("tl::cp_async_commit();")
+        saved = cg._slot_pointers(info, f"({k} - {lo}) % 2")
+        for s in p.before:
+            cg.stmt(s, True)
+        cg.w(f"tl::wgmma_ss_issue<{c1.M}, {c1.N}, {c1.K}, {_b(p.g1.trans_A)}, {_b(p.g1.trans_B)}, {t1}>"
+             f"({cg.buf_name(p.g1.A.buffer)}, {cg.buf_name(p.g1.B.buffer)}, {cg.buf_name(p.g1.C.buffer)}, tl_tid);")
+        cg._restore(saved)
+        if first:
+            cg.w("tl::wgmma_wait<0>();")
+        else:
+            g2_issue(f"({k} - 1 - {lo}) % 2")
+            cg.w("tl::wgmma_wait<1>();")   # groups retire in order: Q K_k^T is done, P V_{k-1} may run on
+        cg.w(f"tl::fence_regs<{c1.regs}>({cg.buf_name(p.g1.C.buffer)});")
+        saved = cg._slot_pointers(info, f"({k} - {lo}) % 2")
+        for s in p.between:
+            cg.stmt(s, True)
+        if not first:
+            # the softmax results are made before the wait (else the compiler sinks that
+            # work below it and nothing overlaps), then P V_{k-1}: P and O are free again
+            cg.w(f"tl::fence_regs<{c1.regs}>({cg.buf_name(p.g1.C.buffer)});")
+            cg.w("tl::wgmma_wait<0>();")
+            cg.w(f"tl::fence_regs<{c2.regs}>({cg.buf_name(p.g2.C.buffer)});")
+        for s in p.after:
+            cg.stmt(s, True)
+        cg._restore(saved)
+
     cg.sync()
     cg.w(f"if ({lo} < {hi}) {{")
     cg.indent += 1
+    k = cg.bind(st.var)
     cg.w(f"const int {k} = {lo};")
     issue(p.early, "0")
     cg.indent -= 1
     cg.w("}")
     cg.w("tl::cp_async_commit();")
-    cg.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
+    # the first iteration on its own: no branch around the deferred issue in the loop
+    # (at a join of paths with different groups in flight ptxas waits for all of them)
+    cg.w(f"if ({lo} < {hi}) {{")
     cg.indent += 1
-    cg.w("tl::cp_async_wait<0>();")   # K_k and V_{k-1}
-    cg.sync()                          # ... from every thread; every warp is past the reads of the slots refilled now
-    kn = cg.names.new(object(), k + "_next", True)
-    cg.w(f"if ({k} + 1 < {hi}) {{")
-    cg.indent += 1
-    cg.w(f"const int {kn} = {k} + 1;")
-    cg.names.by_id[id(st.var)] = kn
-    issue(p.early, f"({kn} - {lo}) % 2")
-    cg.names.by_id[id(st.var)] = k
+    k = cg.bind(st.var)
+    cg.w(f"const int {k} = {lo};")
+    iteration(k, True)
     cg.indent -= 1
     cg.w("}")
-    issue(p.late, f"({k} - {lo}) % 2")
-    cg.w("tl::cp_async_commit();")
-    saved = cg._slot_pointers(info, f"({k} - {lo}) % 2")
-    for s in p.before:
-        cg.stmt(s, True)
-    cg.w(f"tl::wgmma_ss_issue<{c1.M}, {c1.N}, {c1.K}, {_b(p.g1.trans_A)}, {_b(p.g1.trans_B)}, {t1}>"
-         f"({cg.buf_name(p.g1.A.buffer)}, {cg.buf_name(p.g1.B.buffer)}, {cg.buf_name(p.g1.C.buffer)}, tl_tid);")
-    cg._restore(saved)
-    cg.w(f"if ({k} > {lo}) {{")
+    k = cg.bind(st.var)
+    cg.w(f"for (int {k} = {lo} + 1; {k} < {hi}; ++{k}) {{")
     cg.indent += 1
-    g2_issue(f"({k} - 1 - {lo}) % 2")
-    cg.w("tl::wgmma_wait<1>();")   # groups retire in order: Q K_k^T is done, P V_{k-1} may run on
-    cg.indent -= 1
-    cg.w("} else {")
-    cg.w("  tl::wgmma_wait<0>();")
-    cg.w("}")
-    cg.w(f"tl::fence_regs<{c1.regs}>({cg.buf_name(p.g1.C.buffer)});")
-    saved = cg._slot_pointers(info, f"({k} - {lo}) % 2")
-    for s in p.between:
-        cg.stmt(s, True)
-    cg.w("tl::wgmma_wait<0>();")   # P V_{k-1}: P and O are free again
-    cg.w(f"tl::fence_regs<{c2.regs}>({cg.buf_name(p.g2.C.buffer)});")
-    for s in p.after:
-        cg.stmt(s, True)
-    cg._restore(saved)
+    iteration(k, False)
     cg.indent -= 1
     cg.w("}")
     # the last iteration's P V
