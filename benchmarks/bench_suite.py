@@ -318,8 +318,10 @@ def main():
     def want(n):
         flush()
         return not only or n in only
+    commit = os.environ.get("TL_COMMIT", "")   # the device machine's copy may carry a stale .git
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+        commit = commit or subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                          cwd=ROOT).stdout.strip()
     except Exception:  # noqa: BLE001
         commit = ""
     if len(commit) != 40:  # not a git checkout (the device machine gets a copy of the tree)
