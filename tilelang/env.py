@@ -10,6 +10,15 @@ TILELANG_REMOTE_CACHE    redis://host:port: share compiled kernels and tuning re
 TILELANG_AUTO_TUNING_DISABLE_CACHE  1: always re-tune (no best-config cache)
 TILELANG_AUTO_TUNING_PROGRESS       0: no progress bar
 TILELANG_AUTO_TUNING_CPU_COUNTS, _CPU_UTILITIES, _MAX_CPU_COUNT: compile-worker count for tuning
+
+CUDA code-generation switches (part of the kernel cache key):
+TILELANG_CUDA_TMA=0            no bulk tensor copies (TMA) in sm_90a GEMM loops (cp.async instead)
+TILELANG_CUDA_TMA_COPY=1       T.tma_copy as bulk copies (default: the running threads copy)
+TILELANG_CUDA_TMA_MULTICAST=1  pairs of blocks share GEMM tiles through TMA multicast (slower today)
+TILELANG_CUDA_OVERLAP_GEMM=1   attention loops defer the P V wgmma into the next iteration (slower today)
+TILELANG_CUDA_WGMMA_RS=0       wgmma reads A from shared memory even when it is a register fragment
+TILELANG_CUDA_DUMP_FRAGMENTS=1 print the fragment layouts the planner chose
+TL_CUDA_DUMP=<dir>             keep every generated .cu file
 """
 from __future__ import annotations
 

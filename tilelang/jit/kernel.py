@@ -2,7 +2,6 @@
 against the signature, binds dynamic dimensions, allocates `out_idx` outputs."""
 from __future__ import annotations
 
-import os
 import sys
 import time
 
@@ -73,10 +72,8 @@ class JITKernel:
     def cache_key(self):
         ident = getattr(self.backend, "identity", lambda: "")()
         cfg = sorted((k, repr(v)) for k, v in self.pass_configs.items() if k != "tl.lower_trace")
-        # backend switches read from the environment (TILELANG_CUDA_TMA=0, ...) change the code
-        env = sorted((k, v) for k, v in os.environ.items() if k.startswith(("TILELANG_CUDA_", "TILELANG_CPU_")))
         return cache.make_key("tilelang", __version__, cache.code_fingerprint(), structural_hash(self.prim_func), self.target.key(),
-                              cfg, self.compile_flags, ident, env)
+                              cfg, self.compile_flags, ident)
 
     def _build(self):
         from tilelang.transform.pass_manager import trace_dir

@@ -28,7 +28,10 @@ class CPUBackend(Backend):
         return _runtime.CPULauncher(artifact)
 
     def identity(self):
-        return _compiler.compiler_identity() + postproc.identity("c")
+        # TILELANG_CPU_EXTRA_FLAGS changes the binary (e.g. -fsanitize=address)
+        import os
+        env = ",".join(f"{k}={os.environ[k]}" for k in sorted(os.environ) if k.startswith("TILELANG_CPU_"))
+        return _compiler.compiler_identity() + postproc.identity("c") + env
 
 
 register("cpu", CPUBackend())
