@@ -20,9 +20,38 @@ def _conjuncts(c):
     return [c]
 
 
+def over_indexed_fragments(body):
+    """id(1-D fragment) -> extent of a loop that indexes it directly by its variable,
+    where that extent exceeds the fragment's length. On the GPU a fragment's registers
+    follow the loop that fills it, so `sinks = T.alloc_fragment([heads])` written and read
+    as `sinks[i]` for i < block_M (the published attention-sink examples) holds block_M
+    values; the CPU backend gives such a fragment that many elements (and stores to them
+    need no guard)."""
+    from tilelang.ir.visitor import walk
+    out = {}
+
+    def loops(st):
+        if not isinstance(st, S.For):
+            return
+        ext, lo = E.const_int_value(st.extent), E.const_int_value(st.min)
+        if ext is None or lo != 0:
+            return
+
+        def hit(n):
+            if isinstance(n, (E.BufferLoad, S.BufferStore)) and n.buffer.scope == "local.fragment" and \
+                    n.buffer.ndim == 1 and n.indices[0] is st.var:
+                size = E.const_int_value(n.buffer.numel())
+                if size is not None and 1 < size < ext:
+                    out[id(n.buffer)] = max(out.get(id(n.buffer), 0), ext)
+        walk(st.body, hit)
+    walk(body, loops)
+    return out
+
+
 class _Legalize(Mutator):
-    def __init__(self, guard_local_stores=False):
+    def __init__(self, guard_local_stores=False, grown=None):
         self.guard_local_stores = guard_local_stores
+        self.grown = grown or {}   # fragments the CPU backend allocates longer (over_indexed_fragments)
         self.ranges = {}
         self.facts = [set()]
         self.printer = Printer()
@@ -116,6 +145,10 @@ class _Legalize(Mutator):
         n2 = super().generic_visit(n)
         if n2.buffer.scope != "global" and not (self.guard_local_stores and n2.buffer.scope != "local.var"):
             return n2
+        if id(n2.buffer) in self.grown:
+            b = bound(n2.indices[0], self.ranges)
+            if b is not None and b[0] >= 0 and b[1] < self.grown[id(n2.buffer)]:
+                return n2
         c = self.conditions(n2.buffer, n2.indices)
         if c is None:
             return n2
@@ -158,4 +191,5 @@ def legalize_safe_memory_access(func, ctx=None):
     # their end (a kernel bug the GPU may not notice) would corrupt the process, so such
     # stores are skipped there too.
     cpu = ctx is not None and getattr(getattr(ctx, "target", None), "kind", None) == "cpu"
-    return func.with_body(_Legalize(guard_local_stores=cpu).visit(func.body))
+    grown = over_indexed_fragments(func.body) if cpu else None
+    return func.with_body(_Legalize(guard_local_stores=cpu, grown=grown).visit(func.body))

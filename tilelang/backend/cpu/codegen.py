@@ -13,6 +13,7 @@ from tilelang.ir.printer import Namer
 from tilelang.ir.visitor import walk
 from tilelang.ir.errors import LoweringError
 from tilelang.ir.extern import is_import_source
+from tilelang.transform.legalize_safe_memory_access import over_indexed_fragments
 from tilelang.ir.async_copy import PTX_CP_ASYNC
 from tilelang.ir.mbarrier import BULK_COPY_CLUSTER, SYNC_GRID, every_thread_call
 from tilelang.ir.tensor_core_calls import TENSOR_CORE_CALLS
@@ -425,8 +426,11 @@ class CodegenCPU:
         self.emit("#pragma omp parallel if (tl_gx * tl_gy * tl_gz > 1)")
         self.emit("{")
         self.ind += 1
+        over = over_indexed_fragments(k.body)
         for b in bufs:
             n = b.numel()
+            if id(b) in over and isinstance(E.const_int_value(n), int):
+                n = max(E.const_int_value(n), over[id(b)])
             n = self.expr(E.convert(n)) if not isinstance(n, int) else str(n)
             self.emit(f"{ctype(b.dtype)}* __restrict__ {self.bname(b)} = "
                       f"({ctype(b.dtype)}*)tl::alloc(sizeof({ctype(b.dtype)}) * (size_t)({n}));")
@@ -510,3 +514,4 @@ def _pos_const(e):
 
 def generate(func, entry="tl_entry"):
     return CodegenCPU(func).generate(entry)
+
