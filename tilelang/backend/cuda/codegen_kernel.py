@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 import re
 
 from tilelang.ir import expr as E
@@ -23,6 +22,7 @@ from tilelang.ir.visitor import collect_vars
 from tilelang.backend.cuda.analysis import parallel_nest
 from tilelang.backend.cuda.codegen_expr import ExprPrinter, ctype, cast_str
 from tilelang.backend.cuda.gemm_lowering import simt_gemm
+from tilelang.backend.cuda.pipeline_tma import emit_pipelined_tma, emit_tma_copy, tma_copies
 from tilelang.backend.cuda.plan import plan_kernel
 from tilelang.backend.cuda.target import arch_number
 from tilelang.backend.cuda.fragment_layout import AccLayout
@@ -560,62 +560,9 @@ class KernelCodegen:
         # (7x faster than range threads copying); opt-in (TILELANG_CUDA_TMA_COPY=1) until
         # the published kernels that use T.tma_copy have run with them
         if bar is not None and block and self.use_tma and os.environ.get("TILELANG_CUDA_TMA_COPY") == "1" \
-                and self._tma_copy(op, lower_copy(op), bar):
+                and emit_tma_copy(self, op, lower_copy(op), bar):
             return
         self.stmt(lower_copy(op), block)
-
-    def _tma_copy(self, op, nest, bar):
-        """T.tma_copy(src, dst, barrier=bar) as bulk tensor copies (tma.py): the first
-        thread of the range announces the bytes on `bar` and issues them."""
-        from tilelang.backend.cuda.tma import match_tma
-        t = match_tma(nest, self.plan, self.param_bufs)
-        if t is None or self.placement(t.dst).stages != 1:
-            return False
-        m = self._tensor_map(t, share=True)
-        self.w("if (tl_tid == 0) {")
-        self.indent += 1
-        self.w(f"tl::mbar_expect_tx(&{self.access(bar)}, {t.nbytes});")
-        self._tma_loads(t, m, self.buf_name(t.dst), f"&{self.access(bar)}")
-        self.indent -= 1
-        self.w("}")
-        return True
-
-    def _tensor_map(self, t, share=False):
-        """The kernel parameter holding the tensor map of TmaCopy `t`; with `share`, one
-        already made for the same tensor and box (the slots of a T.tma_copy ring)."""
-        if share:
-            same = [n for n, u in enumerate(self.tmaps) if u.src is t.src and u.rows == t.rows and
-                    getattr(u, "shared_map", False)]
-            if same:
-                return f"tl_tmap_{same[0]}"
-            t.shared_map = True
-        self.tmaps.append(t)
-        self.aligned[t.src.name] = max(self.aligned.get(t.src.name, 1), 16)
-        return f"tl_tmap_{len(self.tmaps) - 1}"
-
-    def _tma_loads(self, t, tmap, dst, bar):
-        """The bulk copies of TmaCopy `t` into the tile at `dst`: one per 64-column strip."""
-        r0, c0 = self.expr(t.row0), self.expr(t.col0)
-        for strip in range(t.cols // 64):
-            off = f" + {strip * 64}" if strip else ""
-            self.w(f"tl::tma_load_2d({dst} + {strip * t.rows * 64}, &{tmap}, {bar}, ({c0}){off}, {r0});")
-
-    def _tma_loads_multicast(self, t, tmap, how, dst, bar, rank):
-        """This block's half of TmaCopy `t`, multicast to both blocks of the pair: the
-        strips of parity `rank` ("strips"), or row half `rank` of every strip with a
-        map of R/2-row boxes ("rows"; sw128 repeats every 8 rows, so a half starting on
-        a 16-row boundary keeps the tile's layout)."""
-        r0, c0 = self.expr(t.row0), self.expr(t.col0)
-        if how == "strips":
-            for j in range(t.cols // 128):
-                self.w(f"tl::tma_load_2d_multicast({dst} + ({2 * j} + {rank}) * {t.rows * 64}, &{tmap}, {bar}, "
-                       f"({c0}) + ({2 * j} + {rank}) * 64, {r0}, 3);")
-            return
-        h = t.rows // 2
-        for strip in range(t.cols // 64):
-            off = f" + {strip * 64}" if strip else ""
-            self.w(f"tl::tma_load_2d_multicast({dst} + {strip * t.rows * 64} + {rank} * {h * 64}, &{tmap}, {bar}, "
-                   f"({c0}){off}, ({r0}) + {rank} * {h}, 3);")
 
     def s_WarpMmaLoad(self, op, block):
         from tilelang.backend.cuda.warp_mma_lowering import emit_load
@@ -827,9 +774,9 @@ class KernelCodegen:
         (pipeline_plan.py has the schedule and the conditions)."""
         ns = info.stages
         if self._overlapped_wgmma(info):
-            tmas = self._tma_copies(info)
+            tmas = tma_copies(self, info)
             if tmas is not None:
-                return self.pipelined_tma(st, info, tmas)
+                return emit_pipelined_tma(self, st, info, tmas)
             return self.pipelined_wgmma(st, info)
         from tilelang.backend.cuda.pipeline_overlap import plan_overlap, emit_overlapped
         ov = plan_overlap(self, info) if arch_number(self.target.arch) >= 90 else None
@@ -923,136 +870,6 @@ class KernelCodegen:
         self.w("tl::wgmma_wait<0>();")
         self.w(f"tl::fence_regs<{cfg.regs}>({acc});")
         self.w("tl::cp_async_wait<0>();")
-
-    def _tma_copies(self, info):
-        """TmaCopy for every copy of the loop, or None (tma.py has the conditions)."""
-        if not self.use_tma:
-            return None
-        from tilelang.backend.cuda.tma import match_tma
-        out = [match_tma(c, self.plan, self.param_bufs) for c in info.copies]
-        return None if any(t is None for t in out) else out
-
-    def pipelined_tma(self, st, info, tmas):
-        """The GEMM main loop fed by bulk tensor copies (tma.py): thread 0 fills the
-        s-slot ring, each slot with a "full" barrier (the copies' bytes) and an
-        "empty" one (one arrival per warp). Iteration k waits for full[k % s], issues
-        its wgmma group, waits for group k - 1 (one stays in flight), releases slot
-        (k - 1) % s and thread 0 refills it with iteration k - 1 + s once every warp
-        has released it."""
-        ns = info.stages
-        g = info.rest[0]
-        cfg = self.plan.gemms[id(g)]
-        nwarps = self.plan.nthreads // 32
-        lo = self.expr(st.min)
-        hi = self.expr(simplify(st.min + st.extent))
-        acc = self.buf_name(g.C.buffer)
-        maps = [self._tensor_map(t) for t in tmas]
-        nbytes = sum(t.nbytes for t in tmas)
-        from tilelang.backend.cuda.tma import plan_multicast
-        mc = None if self.cluster else plan_multicast(self.launch, st, tmas, self.plan)
-        if mc is not None:
-            # blocks run in pairs along the axis; half maps for operands split by rows
-            self.cluster = [1, 1, 1]
-            self.cluster[mc.axis] = 2
-            half_maps = {id(t): self._tensor_map(replace(t, rows=t.rows // 2))
-                         for t in mc.shared if mc.halves[id(t)] == "rows"}
-        full = self.names.new(object(), "tl_full", True)
-        empty = self.names.new(object(), "tl_empty", True)
-        # the barriers live after the kernel's other dynamic shared memory
-        off = (self.plan.smem_bytes + 7) // 8 * 8
-        self.plan.smem_bytes = off + 16 * ns
-        self.w(f"unsigned long long* {full} = reinterpret_cast<unsigned long long*>(tl_smem + {off});")
-        self.w(f"unsigned long long* {empty} = {full} + {ns};")
-        self.w("if (tl_tid == 0) {")
-        for m in maps:
-            self.w(f"  tl::tma_prefetch_desc(&{m});")
-        # with multicast a slot is free once the warps of both blocks released it
-        self.w(f"  for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_init(&{full}[tl_s], 1); "
-               f"tl::mbar_init(&{empty}[tl_s], {nwarps * (2 if mc else 1)}); }}")
-        self.w("  tl::mbar_init_fence();")
-        self.w("}")
-        self.sync()
-        if mc is not None:
-            # the peer's barriers are initialized before any copy or arrival reaches them
-            rank = self.names.new(object(), "tl_crank", True)
-            self.w(f"const int {rank} = tl::block_rank_in_cluster();")
-            self.w("tl::cluster_sync();")
-
-        def issue(kexpr, slot):
-            """thread 0: the copies of iteration `kexpr` into `slot` (C expressions)."""
-            self.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
-            kn = self.names.new(object(), "tl_kt", True)
-            self.w(f"const int {kn} = {kexpr};")
-            saved = self.names.by_id.get(id(st.var))
-            self.names.by_id[id(st.var)] = kn
-            for t, m in zip(tmas, maps):
-                el = self.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
-                dst = f"{self.buf_name(t.dst)} + ({slot}) * {el}"
-                if mc is not None and id(t) in mc.halves:
-                    self._tma_loads_multicast(t, m if mc.halves[id(t)] == "strips" else half_maps[id(t)],
-                                              mc.halves[id(t)], dst, f"&{full}[{slot}]", rank)
-                else:
-                    self._tma_loads(t, m, dst, f"&{full}[{slot}]")
-            if saved is None:
-                del self.names.by_id[id(st.var)]
-            else:
-                self.names.by_id[id(st.var)] = saved
-        self.w("if (tl_tid == 0) {")
-        self.indent += 1
-        p = self.names.new(object(), "tl_p", True)
-        self.w(f"for (int {p} = 0; {p} < {ns}; ++{p}) {{")
-        self.indent += 1
-        self.w(f"if ({lo} + {p} < {hi}) {{")
-        self.indent += 1
-        issue(f"{lo} + {p}", p)
-        self.indent -= 1
-        self.w("}")
-        self.indent -= 1
-        self.w("}")
-        self.indent -= 1
-        self.w("}")
-        stage = self.names.new(object(), "tl_stage", True)
-        phase = self.names.new(object(), "tl_phase", True)
-        self.w(f"int {stage} = 0;")
-        self.w(f"unsigned {phase} = 0u;")
-        k = self.bind(st.var)
-        self.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
-        self.indent += 1
-        self.w(f"tl::mbar_wait({full} + {stage}, {phase});")
-        saved = self._slot_pointers(info, stage)
-        from tilelang.backend.cuda.codegen_expr import ctype as _ct
-        self.w(f"tl::wgmma_ss_issue<{cfg.M}, {cfg.N}, {cfg.K}, {str(cfg.trans_A).lower()}, "
-               f"{str(cfg.trans_B).lower()}, {_ct(g.A.buffer.dtype)}>({self.buf_name(g.A.buffer)}, "
-               f"{self.buf_name(g.B.buffer)}, {acc}, tl_tid);")
-        self._restore(saved)
-        self.w("tl::wgmma_wait<1>();")
-        self.w(f"if ({k} > {lo}) {{")
-        self.indent += 1
-        prev = self.names.new(object(), "tl_prev", True)
-        self.w(f"const int {prev} = {stage} == 0 ? {ns - 1} : {stage} - 1;")
-        if mc is None:
-            self.w(f"if ((tl_tid & 31) == 0) tl::mbar_arrive(&{empty}[{prev}]);")
-        else:
-            self.w(f"if ((tl_tid & 31) == 0) {{ tl::mbar_arrive(&{empty}[{prev}]); "
-                   f"tl::mbar_arrive_cluster(&{empty}[{prev}], {rank} ^ 1); }}")
-        self.w(f"if (tl_tid == 0 && {k} - 1 + {ns} < {hi}) {{")
-        self.indent += 1
-        self.w(f"tl::mbar_wait(&{empty}[{prev}], {stage} == 0 ? ({phase} ^ 1u) : {phase});")
-        issue(f"{k} - 1 + {ns}", prev)
-        self.indent -= 1
-        self.w("}")
-        self.indent -= 1
-        self.w("}")
-        self.w(f"if (++{stage} == {ns}) {{ {stage} = 0; {phase} ^= 1u; }}")
-        self.indent -= 1
-        self.w("}")
-        self.w("tl::wgmma_wait<0>();")
-        self.w(f"tl::fence_regs<{cfg.regs}>({acc});")
-        # every copy was consumed; the barriers may be initialized again (an outer loop);
-        # with multicast, also every arrival of the peer's warps has reached them
-        self.w("tl::cluster_sync();" if mc is not None else "__syncthreads();")
-        self.w(f"if (tl_tid == 0) {{ for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_inval(&{full}[tl_s]); "
-               f"tl::mbar_inval(&{empty}[tl_s]); }} }}")
 
     def _slot_pointers(self, info, slot):
         saved = {}

@@ -1,0 +1,196 @@
+"""CUDA C++ for bulk tensor copies (TMA, sm_90a; tma.py says which copies qualify):
+the GEMM main loop of a T.Pipelined loop fed by them (optionally multicast between
+pairs of blocks), and T.tma_copy's bulk form. Each function takes the kernel's code
+generator `cg` (codegen_kernel.KernelCodegen), whose tensor-map parameters it adds."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tilelang.arith.simplify import simplify
+from tilelang.backend.cuda.codegen_expr import ctype
+from tilelang.backend.cuda.tma import match_tma, plan_multicast
+
+
+def tma_copies(cg, info):
+    """TmaCopy for every copy of the loop, or None (tma.py has the conditions)."""
+    if not cg.use_tma:
+        return None
+    out = [match_tma(c, cg.plan, cg.param_bufs) for c in info.copies]
+    return None if any(t is None for t in out) else out
+
+
+def emit_pipelined_tma(cg, st, info, tmas):
+    """The GEMM main loop fed by bulk tensor copies (tma.py): thread 0 fills the
+    s-slot ring, each slot with a "full" barrier (the copies' bytes) and an
+    "empty" one (one arrival per warp). Iteration k waits for full[k % s], issues
+    its wgmma group, waits for group k - 1 (one stays in flight), releases slot
+    (k - 1) % s and thread 0 refills it with iteration k - 1 + s once every warp
+    has released it."""
+    ns = info.stages
+    g = info.rest[0]
+    cfg = cg.plan.gemms[id(g)]
+    nwarps = cg.plan.nthreads // 32
+    lo = cg.expr(st.min)
+    hi = cg.expr(simplify(st.min + st.extent))
+    acc = cg.buf_name(g.C.buffer)
+    maps = [tensor_map(cg, t) for t in tmas]
+    nbytes = sum(t.nbytes for t in tmas)
+    mc = None if cg.cluster else plan_multicast(cg.launch, st, tmas, cg.plan)
+    if mc is not None:
+        # blocks run in pairs along the axis; half maps for operands split by rows
+        cg.cluster = [1, 1, 1]
+        cg.cluster[mc.axis] = 2
+        half_maps = {id(t): tensor_map(cg, replace(t, rows=t.rows // 2))
+                     for t in mc.shared if mc.halves[id(t)] == "rows"}
+    full = cg.names.new(object(), "tl_full", True)
+    empty = cg.names.new(object(), "tl_empty", True)
+    # the barriers live after the kernel's other dynamic shared memory
+    off = (cg.plan.smem_bytes + 7) // 8 * 8
+    cg.plan.smem_bytes = off + 16 * ns
+    cg.w(f"unsigned long long* {full} = reinterpret_cast<unsigned long long*>(tl_smem + {off});")
+    cg.w(f"unsigned long long* {empty} = {full} + {ns};")
+    cg.w("if (tl_tid == 0) {")
+    for m in maps:
+        cg.w(f"  tl::tma_prefetch_desc(&{m});")
+    # with multicast a slot is free once the warps of both blocks released it
+    cg.w(f"  for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_init(&{full}[tl_s], 1); "
+         f"tl::mbar_init(&{empty}[tl_s], {nwarps * (2 if mc else 1)}); }}")
+    cg.w("  tl::mbar_init_fence();")
+    cg.w("}")
+    cg.sync()
+    if mc is not None:
+        # the peer's barriers are initialized before any copy or arrival reaches them
+        rank = cg.names.new(object(), "tl_crank", True)
+        cg.w(f"const int {rank} = tl::block_rank_in_cluster();")
+        cg.w("tl::cluster_sync();")
+
+    def issue(kexpr, slot):
+        """thread 0: the copies of iteration `kexpr` into `slot` (C expressions)."""
+        cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
+        kn = cg.names.new(object(), "tl_kt", True)
+        cg.w(f"const int {kn} = {kexpr};")
+        saved = cg.names.by_id.get(id(st.var))
+        cg.names.by_id[id(st.var)] = kn
+        for t, m in zip(tmas, maps):
+            el = cg.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
+            dst = f"{cg.buf_name(t.dst)} + ({slot}) * {el}"
+            if mc is not None and id(t) in mc.halves:
+                tma_loads_multicast(cg, t, m if mc.halves[id(t)] == "strips" else half_maps[id(t)],
+                                          mc.halves[id(t)], dst, f"&{full}[{slot}]", rank)
+            else:
+                tma_loads(cg, t, m, dst, f"&{full}[{slot}]")
+        if saved is None:
+            del cg.names.by_id[id(st.var)]
+        else:
+            cg.names.by_id[id(st.var)] = saved
+    cg.w("if (tl_tid == 0) {")
+    cg.indent += 1
+    p = cg.names.new(object(), "tl_p", True)
+    cg.w(f"for (int {p} = 0; {p} < {ns}; ++{p}) {{")
+    cg.indent += 1
+    cg.w(f"if ({lo} + {p} < {hi}) {{")
+    cg.indent += 1
+    issue(f"{lo} + {p}", p)
+    cg.indent -= 1
+    cg.w("}")
+    cg.indent -= 1
+    cg.w("}")
+    cg.indent -= 1
+    cg.w("}")
+    stage = cg.names.new(object(), "tl_stage", True)
+    phase = cg.names.new(object(), "tl_phase", True)
+    cg.w(f"int {stage} = 0;")
+    cg.w(f"unsigned {phase} = 0u;")
+    k = cg.bind(st.var)
+    cg.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
+    cg.indent += 1
+    cg.w(f"tl::mbar_wait({full} + {stage}, {phase});")
+    saved = cg._slot_pointers(info, stage)
+    cg.w(f"tl::wgmma_ss_issue<{cfg.M}, {cfg.N}, {cfg.K}, {str(cfg.trans_A).lower()}, "
+         f"{str(cfg.trans_B).lower()}, {ctype(g.A.buffer.dtype)}>({cg.buf_name(g.A.buffer)}, "
+         f"{cg.buf_name(g.B.buffer)}, {acc}, tl_tid);")
+    cg._restore(saved)
+    cg.w("tl::wgmma_wait<1>();")
+    cg.w(f"if ({k} > {lo}) {{")
+    cg.indent += 1
+    prev = cg.names.new(object(), "tl_prev", True)
+    cg.w(f"const int {prev} = {stage} == 0 ? {ns - 1} : {stage} - 1;")
+    if mc is None:
+        cg.w(f"if ((tl_tid & 31) == 0) tl::mbar_arrive(&{empty}[{prev}]);")
+    else:
+        cg.w(f"if ((tl_tid & 31) == 0) {{ tl::mbar_arrive(&{empty}[{prev}]); "
+             f"tl::mbar_arrive_cluster(&{empty}[{prev}], {rank} ^ 1); }}")
+    cg.w(f"if (tl_tid == 0 && {k} - 1 + {ns} < {hi}) {{")
+    cg.indent += 1
+    cg.w(f"tl::mbar_wait(&{empty}[{prev}], {stage} == 0 ? ({phase} ^ 1u) : {phase});")
+    issue(f"{k} - 1 + {ns}", prev)
+    cg.indent -= 1
+    cg.w("}")
+    cg.indent -= 1
+    cg.w("}")
+    cg.w(f"if (++{stage} == {ns}) {{ {stage} = 0; {phase} ^= 1u; }}")
+    cg.indent -= 1
+    cg.w("}")
+    cg.w("tl::wgmma_wait<0>();")
+    cg.w(f"tl::fence_regs<{cfg.regs}>({acc});")
+    # every copy was consumed; the barriers may be initialized again (an outer loop);
+    # with multicast, also every arrival of the peer's warps has reached them
+    cg.w("tl::cluster_sync();" if mc is not None else "__syncthreads();")
+    cg.w(f"if (tl_tid == 0) {{ for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_inval(&{full}[tl_s]); "
+         f"tl::mbar_inval(&{empty}[tl_s]); }} }}")
+
+
+def emit_tma_copy(cg, op, nest, bar):
+    """T.tma_copy(src, dst, barrier=bar) as bulk tensor copies (tma.py): the first
+    thread of the range announces the bytes on `bar` and issues them."""
+    t = match_tma(nest, cg.plan, cg.param_bufs)
+    if t is None or cg.placement(t.dst).stages != 1:
+        return False
+    m = tensor_map(cg, t, share=True)
+    cg.w("if (tl_tid == 0) {")
+    cg.indent += 1
+    cg.w(f"tl::mbar_expect_tx(&{cg.access(bar)}, {t.nbytes});")
+    tma_loads(cg, t, m, cg.buf_name(t.dst), f"&{cg.access(bar)}")
+    cg.indent -= 1
+    cg.w("}")
+    return True
+
+
+def tensor_map(cg, t, share=False):
+    """The kernel parameter holding the tensor map of TmaCopy `t`; with `share`, one
+    already made for the same tensor and box (the slots of a T.tma_copy ring)."""
+    if share:
+        same = [n for n, u in enumerate(cg.tmaps) if u.src is t.src and u.rows == t.rows and
+                getattr(u, "shared_map", False)]
+        if same:
+            return f"tl_tmap_{same[0]}"
+        t.shared_map = True
+    cg.tmaps.append(t)
+    cg.aligned[t.src.name] = max(cg.aligned.get(t.src.name, 1), 16)
+    return f"tl_tmap_{len(cg.tmaps) - 1}"
+
+
+def tma_loads(cg, t, tmap, dst, bar):
+    """The bulk copies of TmaCopy `t` into the tile at `dst`: one per 64-column strip."""
+    r0, c0 = cg.expr(t.row0), cg.expr(t.col0)
+    for strip in range(t.cols // 64):
+        off = f" + {strip * 64}" if strip else ""
+        cg.w(f"tl::tma_load_2d({dst} + {strip * t.rows * 64}, &{tmap}, {bar}, ({c0}){off}, {r0});")
+
+
+def tma_loads_multicast(cg, t, tmap, how, dst, bar, rank):
+    """This block's half of TmaCopy `t`, multicast to both blocks of the pair: the
+    strips of parity `rank` ("strips"), or row half `rank` of every strip with a
+    map of R/2-row boxes ("rows"; sw128 repeats every 8 rows, so a half starting on
+    a 16-row boundary keeps the tile's layout)."""
+    r0, c0 = cg.expr(t.row0), cg.expr(t.col0)
+    if how == "strips":
+        for j in range(t.cols // 128):
+            cg.w(f"tl::tma_load_2d_multicast({dst} + ({2 * j} + {rank}) * {t.rows * 64}, &{tmap}, {bar}, "
+                 f"({c0}) + ({2 * j} + {rank}) * 64, {r0}, 3);")
+        return
+    h = t.rows // 2
+    for strip in range(t.cols // 64):
+        off = f" + {strip * 64}" if strip else ""
+        cg.w(f"tl::tma_load_2d_multicast({dst} + {strip * t.rows * 64} + {rank} * {h * 64}, &{tmap}, {bar}, "
+             f"({c0}){off}, ({r0}) + {rank} * {h}, 3);")
