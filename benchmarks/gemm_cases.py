@@ -4,7 +4,6 @@ compiles and times each case once per environment setting (`;`-separated, `,` be
 variables; lower-case names such as `swizzle_panel=8` are kernel arguments instead), so
 that a code-generation switch is compared in the same run. `CASES=8192` keeps the cases
 of that size."""
-import importlib.util
 import json
 import os
 import pathlib
@@ -16,10 +15,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import tilelang  # noqa: E402
 from tilelang.profiler import do_bench  # noqa: E402
+from bench_suite import example  # noqa: E402  (benchmarks/ is on the path: scripts run from it)
 
-spec = importlib.util.spec_from_file_location("example_gemm", ROOT / "examples" / "gemm" / "example_gemm.py")
-g = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(g)
+g = example("gemm")
 cfg = dict(block_M=128, block_N=256, block_K=64, num_stages=4, threads=256)
 variants = [dict(kv.split("=", 1) for kv in v.split(",") if kv) for v in os.environ.get("VARIANTS", "").split(";")]
 cases = ((8192, "float16", False, False), (4096, "float16", False, False), (4096, "bfloat16", False, False),

@@ -1,7 +1,6 @@
 """A hand-written warp-specialized GEMM (a TMA producer warpgroup, two wgmma consumer
 warpgroups, an mbarrier ring: tests/backend/cuda/kernels_ws.ws_gemm_tma) against torch
 and against our T.Pipelined GEMM (examples/gemm, tuned config), in one process on the GPU."""
-import importlib.util
 import json
 import os
 import pathlib
@@ -13,11 +12,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import tilelang  # noqa: E402
 from tilelang.profiler import do_bench  # noqa: E402
+from bench_suite import example  # noqa: E402  (benchmarks/ is on the path: scripts run from it)
 from tests.backend.cuda.kernels_ws import ws_gemm_tma  # noqa: E402
 
-spec = importlib.util.spec_from_file_location("example_gemm", ROOT / "examples" / "gemm" / "example_gemm.py")
-g = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(g)
+g = example("gemm")
 cfg = dict(block_M=128, block_N=256, block_K=64, num_stages=4, threads=256)
 out = []
 for n in (4096, 8192):

@@ -343,6 +343,13 @@ def is_const_int(x, value=None) -> bool:
     return isinstance(x, IntImm) and (value is None or x.value == value)
 
 
+def conjuncts(c):
+    """The terms of `a && b && ...` (c itself when it is no conjunction)."""
+    if isinstance(c, BinOp) and c.op == "&&":
+        return conjuncts(c.a) + conjuncts(c.b)
+    return [c]
+
+
 def const_int_value(x):
     """The int value of a Python int or an `IntImm`, else None."""
     if isinstance(x, int) and not isinstance(x, bool):

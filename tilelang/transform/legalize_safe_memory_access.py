@@ -14,11 +14,6 @@ from tilelang.arith.simplify import simplify
 from tilelang.transform.pass_manager import function_pass
 
 
-def _conjuncts(c):
-    if isinstance(c, E.BinOp) and c.op == "&&":
-        return _conjuncts(c.a) + _conjuncts(c.b)
-    return [c]
-
 
 def over_indexed_fragments(body):
     """id(1-D fragment) -> extent of a loop that indexes it directly by its variable,
@@ -64,7 +59,7 @@ class _Legalize(Mutator):
 
     def with_facts(self, cond, fn):
         new = set(self.facts[-1])
-        for c in _conjuncts(cond):
+        for c in E.conjuncts(cond):
             new.add(self.key(c))
         self.facts.append(new)
         try:

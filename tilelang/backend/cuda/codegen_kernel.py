@@ -484,14 +484,7 @@ class KernelCodegen:
             return self.cooperative(simt_gemm(op))
         ta, tb = "true" if op.trans_A else "false", "true" if op.trans_B else "false"
         if getattr(cfg, "kind", "mma") == "wgmma":
-            from tilelang.backend.cuda.codegen_expr import ctype as _ct
-            t = _ct(op.A.buffer.dtype)
-            if cfg.a_regs:
-                call = (f"tl::wgmma_gemm_rs<{cfg.M}, {cfg.N}, {cfg.K}, {tb}, {t}>"
-                        f"({self.buf_name(op.A.buffer)}, {self.buf_name(op.B.buffer)}, {{acc}}, tl_tid);")
-            else:
-                call = (f"tl::wgmma_gemm_ss<{cfg.M}, {cfg.N}, {cfg.K}, {ta}, {tb}, {t}>"
-                        f"({self.buf_name(op.A.buffer)}, {self.buf_name(op.B.buffer)}, {{acc}}, tl_tid);")
+            call = self.wgmma_call(op, cfg, acc="{acc}")
             return self._gemm_call(op, cfg, call)
 
         def ptr(r):
@@ -504,6 +497,20 @@ class KernelCodegen:
             call = (f"tl::gemm_ss_k32<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}>"
                     f"({pa}, {lda}, {pb}, {ldb}, {{acc}}, tl_tid);")
         return self._gemm_call(op, cfg, call)
+
+    def wgmma_call(self, op, cfg, issue_only=False, acc=None):
+        """The C++ statement running wgmma gemm `op` on the buffers its operands are named
+        by now (ring slots included): `tl::wgmma_gemm_{ss,rs}` issues and waits,
+        `tl::wgmma_{ss,rs}_issue` only issues and commits the group."""
+        t = ctype(op.A.buffer.dtype)
+        ta, tb = ("true" if x else "false" for x in (op.trans_A, op.trans_B))
+        a, b = self.buf_name(op.A.buffer), self.buf_name(op.B.buffer)
+        acc = acc or self.buf_name(op.C.buffer)
+        if cfg.a_regs:
+            fn = "wgmma_rs_issue" if issue_only else "wgmma_gemm_rs"
+            return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {tb}, {t}>({a}, {b}, {acc}, tl_tid);"
+        fn = "wgmma_ss_issue" if issue_only else "wgmma_gemm_ss"
+        return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {ta}, {tb}, {t}>({a}, {b}, {acc}, tl_tid);"
 
     def _gemm_call(self, op, cfg, call):
         cp = self.placement(op.C.buffer)
@@ -726,8 +733,7 @@ class KernelCodegen:
         if row is None or row % 2:
             return False
         if guard is not None:
-            from tilelang.backend.cuda.tma import _conjuncts
-            for c in _conjuncts(guard):
+            for c in E.conjuncts(guard):
                 if not has(c, jv):
                     continue
                 # `j + c < n` (n even) or `j + c >= 0`: true or false for both columns alike
@@ -858,10 +864,7 @@ class KernelCodegen:
         self.w(f"tl::cp_async_wait<{d - 1}>();")
         self.sync()
         saved = self._slot_pointers(info, f"({k} - {lo}) % {ns}")
-        from tilelang.backend.cuda.codegen_expr import ctype as _ct
-        self.w(f"tl::wgmma_ss_issue<{cfg.M}, {cfg.N}, {cfg.K}, {str(cfg.trans_A).lower()}, "
-               f"{str(cfg.trans_B).lower()}, {_ct(g.A.buffer.dtype)}>({self.buf_name(g.A.buffer)}, "
-               f"{self.buf_name(g.B.buffer)}, {acc}, tl_tid);")
+        self.w(self.wgmma_call(g, cfg, issue_only=True))
         self._restore(saved)
         self._issue_ahead(st, info, k, d, lo, hi)
         self.w("tl::wgmma_wait<1>();")
@@ -886,10 +889,11 @@ class KernelCodegen:
     def _restore(self, saved):
         self.names.by_id.update(saved)
 
-    def _issue(self, info, slot):
+    def _issue(self, info, slot, copies=None):
+        """The copies of the loop (or `copies` of them) into ring slot `slot`, as cp.async."""
         saved = self._slot_pointers(info, slot)
         self.async_copy = True
-        for c in info.copies:
+        for c in info.copies if copies is None else copies:
             self.cooperative(c)
         self.async_copy = False
         self._restore(saved)

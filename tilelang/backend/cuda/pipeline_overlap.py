@@ -38,7 +38,6 @@ from dataclasses import dataclass
 
 from tilelang.ir import tile_ops as TO
 from tilelang.backend.cuda.analysis import accesses
-from tilelang.backend.cuda.codegen_expr import ctype
 
 
 @dataclass
@@ -96,25 +95,10 @@ def emit_overlapped(cg, st, info, p):
     lo = cg.expr(st.min)
     hi = cg.expr(simplify(st.min + st.extent))
     c1, c2 = cg.plan.gemms[id(p.g1)], cg.plan.gemms[id(p.g2)]
-    t1, t2 = ctype(p.g1.A.buffer.dtype), ctype(p.g2.A.buffer.dtype)
-
-    def issue(copies, slot):
-        saved = cg._slot_pointers(info, slot)
-        cg.async_copy = True
-        for c in copies:
-            cg.cooperative(c)
-        cg.async_copy = False
-        cg._restore(saved)
 
     def g2_issue(slot):
         saved = cg._slot_pointers(info, slot)
-        b, acc = cg.buf_name(p.g2.B.buffer), cg.buf_name(p.g2.C.buffer)
-        if c2.a_regs:
-            cg.w(f"tl::wgmma_rs_issue<{c2.M}, {c2.N}, {c2.K}, {_b(p.g2.trans_B)}, {t2}>"
-                 f"({cg.buf_name(p.g2.A.buffer)}, {b}, {acc}, tl_tid);")
-        else:
-            cg.w(f"tl::wgmma_ss_issue<{c2.M}, {c2.N}, {c2.K}, {_b(p.g2.trans_A)}, {_b(p.g2.trans_B)}, {t2}>"
-                 f"({cg.buf_name(p.g2.A.buffer)}, {b}, {acc}, tl_tid);")
+        cg.w(cg.wgmma_call(p.g2, c2, issue_only=True))
         cg._restore(saved)
 
     def iteration(k, first):
@@ -125,17 +109,16 @@ def emit_overlapped(cg, st, info, p):
         cg.indent += 1
         cg.w(f"const int {kn} = {k} + 1;")
         cg.names.by_id[id(st.var)] = kn
-        issue(p.early, f"({kn} - {lo}) % 2")
+        cg._issue(info, f"({kn} - {lo}) % 2", p.early)
         cg.names.by_id[id(st.var)] = k
         cg.indent -= 1
         cg.w("}")
-        issue(p.late, f"({k} - {lo}) % 2")
+        cg._issue(info, f"({k} - {lo}) % 2", p.late)
         cg.w("tl::cp_async_commit();")
         saved = cg._slot_pointers(info, f"({k} - {lo}) % 2")
         for s in p.before:
             cg.stmt(s, True)
-        cg.w(f"tl::wgmma_ss_issue<{c1.M}, {c1.N}, {c1.K}, {_b(p.g1.trans_A)}, {_b(p.g1.trans_B)}, {t1}>"
-             f"({cg.buf_name(p.g1.A.buffer)}, {cg.buf_name(p.g1.B.buffer)}, {cg.buf_name(p.g1.C.buffer)}, tl_tid);")
+        cg.w(cg.wgmma_call(p.g1, c1, issue_only=True))
         cg._restore(saved)
         if first:
             cg.w("tl::wgmma_wait<0>();")
@@ -161,7 +144,7 @@ def emit_overlapped(cg, st, info, p):
     cg.indent += 1
     k = cg.bind(st.var)
     cg.w(f"const int {k} = {lo};")
-    issue(p.early, "0")
+    cg._issue(info, "0", p.early)
     cg.indent -= 1
     cg.w("}")
     cg.w("tl::cp_async_commit();")
@@ -191,6 +174,3 @@ def emit_overlapped(cg, st, info, p):
     cg.indent -= 1
     cg.w("}")
 
-
-def _b(x):
-    return "true" if x else "false"

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tilelang.arith.simplify import simplify
-from tilelang.backend.cuda.codegen_expr import ctype
 from tilelang.backend.cuda.tma import match_tma, plan_multicast
 
 
@@ -35,7 +34,7 @@ def emit_pipelined_tma(cg, st, info, tmas):
     acc = cg.buf_name(g.C.buffer)
     maps = [tensor_map(cg, t) for t in tmas]
     nbytes = sum(t.nbytes for t in tmas)
-    mc = None if cg.cluster else plan_multicast(cg.launch, st, tmas, cg.plan)
+    mc = None if cg.cluster else plan_multicast(cg.launch, st, tmas)
     if mc is not None:
         # blocks run in pairs along the axis; half maps for operands split by rows
         cg.cluster = [1, 1, 1]
@@ -106,9 +105,7 @@ def emit_pipelined_tma(cg, st, info, tmas):
     cg.indent += 1
     cg.w(f"tl::mbar_wait({full} + {stage}, {phase});")
     saved = cg._slot_pointers(info, stage)
-    cg.w(f"tl::wgmma_ss_issue<{cfg.M}, {cfg.N}, {cfg.K}, {str(cfg.trans_A).lower()}, "
-         f"{str(cfg.trans_B).lower()}, {ctype(g.A.buffer.dtype)}>({cg.buf_name(g.A.buffer)}, "
-         f"{cg.buf_name(g.B.buffer)}, {acc}, tl_tid);")
+    cg.w(cg.wgmma_call(g, cfg, issue_only=True))
     cg._restore(saved)
     cg.w("tl::wgmma_wait<1>();")
     cg.w(f"if ({k} > {lo}) {{")

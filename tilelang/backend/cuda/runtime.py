@@ -79,51 +79,40 @@ def data_ptr(x):
 
 # the raw driver entry point, through ctypes (cuda-bindings' Python wrapper packs
 # arguments with several microseconds of Python per call) -----------------------------
-_LIBCUDA = None
+_LIBCUDA_FNS = {}
 _LIBCUDA_LOCK = threading.Lock()
 
 
-def _libcuda_launch():
-    """`cuLaunchKernel` from libcuda through ctypes, or None where it cannot be loaded."""
-    global _LIBCUDA
-    if _LIBCUDA is None:
+def _libcuda_fn(symbol, argtypes=None):
+    """libcuda's `symbol` through ctypes (returning a C int), loaded once; None where the
+    library or the symbol is missing. Without `argtypes` the caller passes ctypes objects
+    and small Python ints: converting through argtypes costs ~0.7 us a launch."""
+    if symbol not in _LIBCUDA_FNS:
         with _LIBCUDA_LOCK:
-            if _LIBCUDA is None:
-                fn = False
+            if symbol not in _LIBCUDA_FNS:
+                fn = None
                 for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
                     try:
-                        lib = ctypes.CDLL(name)
-                        fn = lib.cuLaunchKernel
+                        fn = getattr(ctypes.CDLL(name), symbol)
                         break
                     except (OSError, AttributeError):
                         continue
-                if fn:
-                    # no argtypes: converting eleven arguments through them costs ~0.7 us a call;
-                    # the fast path passes ctypes objects for the pointers and small Python ints
-                    # (C int) for the grid, block and shared memory sizes
+                if fn is not None:
                     fn.restype = ctypes.c_int
-                _LIBCUDA = fn
-    return _LIBCUDA or None
+                    if argtypes is not None:
+                        fn.argtypes = argtypes
+                _LIBCUDA_FNS[symbol] = fn
+    return _LIBCUDA_FNS[symbol]
 
 
-_LIBCUDA_EX = None
+def _libcuda_launch():
+    """`cuLaunchKernel`, or None where libcuda cannot be loaded."""
+    return _libcuda_fn("cuLaunchKernel")
 
 
 def _libcuda_launch_ex():
-    """`cuLaunchKernelEx` from libcuda through ctypes, or None."""
-    global _LIBCUDA_EX
-    if _LIBCUDA_EX is None:
-        fn = False
-        for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
-            try:
-                fn = ctypes.CDLL(name).cuLaunchKernelEx
-                break
-            except (OSError, AttributeError):
-                continue
-        if fn:
-            fn.restype = ctypes.c_int   # no argtypes: the fast path passes ctypes objects
-        _LIBCUDA_EX = fn
-    return _LIBCUDA_EX or None
+    """`cuLaunchKernelEx`, or None."""
+    return _libcuda_fn("cuLaunchKernelEx")
 
 
 # cuda.h's CUlaunchAttributeID values and structs (CUlaunchAttribute: the id, padding to
@@ -192,27 +181,12 @@ def _stream_getter():
     return lambda dev: torch.cuda.current_stream(dev).cuda_stream
 
 
-_ENCODE = None
-
-
 def _libcuda_encode():
-    """`cuTensorMapEncodeTiled` from libcuda through ctypes, or None."""
-    global _ENCODE
-    if _ENCODE is None:
-        fn = False
-        for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
-            try:
-                fn = ctypes.CDLL(name).cuTensorMapEncodeTiled
-                break
-            except (OSError, AttributeError):
-                continue
-        if fn:
-            P64, P32 = ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32)
-            fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, P64, P64, P32, P32,
-                           ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
-            fn.restype = ctypes.c_int
-        _ENCODE = fn
-    return _ENCODE or None
+    """`cuTensorMapEncodeTiled`, or None."""
+    P64, P32 = ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32)
+    return _libcuda_fn("cuTensorMapEncodeTiled", [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
+                                                  P64, P64, P32, P32, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                                  ctypes.c_int])
 
 
 class TensorMap:

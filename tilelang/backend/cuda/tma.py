@@ -59,11 +59,6 @@ def _is_bound(atom, idx, dim):
     return atom.op == ">=" and E.const_int_value(atom.b) == 0
 
 
-def _conjuncts(c):
-    if isinstance(c, E.BinOp) and c.op == "&&":
-        return _conjuncts(c.a) + _conjuncts(c.b)
-    return [c]
-
 
 def match_tma(st, plan, param_ids):
     """A TmaCopy for the T.Parallel copy nest `st`, or None (cp.async then)."""
@@ -107,7 +102,7 @@ def match_tma(st, plan, param_ids):
             return None
         origin.append(rest)
     if sel is not None:
-        for atom in _conjuncts(sel):
+        for atom in E.conjuncts(sel):
             if not any(_is_bound(atom, load.indices[d], src.shape[d]) for d in range(2)):
                 return None
     return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize)
@@ -162,7 +157,7 @@ def _has_load(e):
     return bool(found)
 
 
-def plan_multicast(launch, loop, tmas, plan):
+def plan_multicast(launch, loop, tmas):
     """A Multicast for the TMA GEMM loop `loop` of `launch`, or None. Pairs of blocks
     along a grid axis whose extent is an even constant share the tiles whose origin
     does not involve that axis' block index. Both blocks must run the loop alike: it

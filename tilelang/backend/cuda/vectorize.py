@@ -37,14 +37,9 @@ def _mult_except(e, v, V):
     return True
 
 
-def _conjuncts(c):
-    if isinstance(c, E.BinOp) and c.op == "&&":
-        return _conjuncts(c.a) + _conjuncts(c.b)
-    return [c]
-
 
 def _cond_ok(c, v, V):
-    for atom in _conjuncts(c):
+    for atom in E.conjuncts(c):
         if not _has(atom, v):
             continue
         # x < n and x >= n (a lower bound such as `x >= 0` where x is not provably
