@@ -4,6 +4,7 @@ pairs of blocks), and T.tma_copy's bulk form. Each function takes the kernel's c
 generator `cg` (codegen_kernel.KernelCodegen), whose tensor-map parameters it adds."""
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 from tilelang.arith.simplify import simplify
@@ -20,11 +21,14 @@ def tma_copies(cg, info):
 
 def emit_pipelined_tma(cg, st, info, tmas):
     """The GEMM main loop fed by bulk tensor copies (tma.py): thread 0 fills the
-    s-slot ring, each slot with a "full" barrier (the copies' bytes) and an
-    "empty" one (one arrival per warp). Iteration k waits for full[k % s], issues
-    its wgmma group, waits for group k - 1 (one stays in flight), releases slot
-    (k - 1) % s and thread 0 refills it with iteration k - 1 + s once every warp
-    has released it."""
+    s-slot ring, each slot with a "full" barrier (the copies' bytes). Iteration k
+    waits for full[k % s], issues its wgmma group, waits for group k - 1 (one stays
+    in flight) and releases slot (k - 1) % s, one arrival per warp on the slot's
+    counter; the warp whose arrival completes the round refills the slot with
+    iteration k - 1 + s, so no thread waits for the others (a waiting thread 0
+    held its whole warpgroup back until the other warpgroup caught up). With
+    multicast, or TILELANG_CUDA_TMA_REFILL=wait, thread 0 waits on an "empty"
+    barrier per slot instead (the peer block's warps release it too)."""
     ns = info.stages
     g = info.rest[0]
     cfg = cg.plan.gemms[id(g)]
@@ -41,19 +45,23 @@ def emit_pipelined_tma(cg, st, info, tmas):
         cg.cluster[mc.axis] = 2
         half_maps = {id(t): tensor_map(cg, replace(t, rows=t.rows // 2))
                      for t in mc.shared if mc.halves[id(t)] == "rows"}
+    waits = mc is not None or os.environ.get("TILELANG_CUDA_TMA_REFILL") == "wait"
     full = cg.names.new(object(), "tl_full", True)
     empty = cg.names.new(object(), "tl_empty", True)
-    # the barriers live after the kernel's other dynamic shared memory
+    released = cg.names.new(object(), "tl_released", True)
+    # the barriers and release counters live after the kernel's other dynamic shared memory
     off = (cg.plan.smem_bytes + 7) // 8 * 8
-    cg.plan.smem_bytes = off + 16 * ns
+    cg.plan.smem_bytes = off + 16 * ns + 4 * ns
     cg.w(f"unsigned long long* {full} = reinterpret_cast<unsigned long long*>(tl_smem + {off});")
     cg.w(f"unsigned long long* {empty} = {full} + {ns};")
+    cg.w(f"unsigned* {released} = reinterpret_cast<unsigned*>({empty} + {ns});")
     cg.w("if (tl_tid == 0) {")
     for m in maps:
         cg.w(f"  tl::tma_prefetch_desc(&{m});")
     # with multicast a slot is free once the warps of both blocks released it
-    cg.w(f"  for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_init(&{full}[tl_s], 1); "
-         f"tl::mbar_init(&{empty}[tl_s], {nwarps * (2 if mc else 1)}); }}")
+    release = (f"tl::mbar_init(&{empty}[tl_s], {nwarps * (2 if mc else 1)});" if waits
+               else f"{released}[tl_s] = 0u;")
+    cg.w(f"  for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_init(&{full}[tl_s], 1); {release} }}")
     cg.w("  tl::mbar_init_fence();")
     cg.w("}")
     cg.sync()
@@ -112,17 +120,25 @@ def emit_pipelined_tma(cg, st, info, tmas):
     cg.indent += 1
     prev = cg.names.new(object(), "tl_prev", True)
     cg.w(f"const int {prev} = {stage} == 0 ? {ns - 1} : {stage} - 1;")
-    if mc is None:
+    if not waits:
+        cg.w(f"if ((tl_tid & 31) == 0 && tl::slot_release_last(&{released}[{prev}], {nwarps}) && "
+             f"{k} - 1 + {ns} < {hi}) {{")
+        cg.indent += 1
+        issue(f"{k} - 1 + {ns}", prev)
+        cg.indent -= 1
+        cg.w("}")
+    elif mc is None:
         cg.w(f"if ((tl_tid & 31) == 0) tl::mbar_arrive(&{empty}[{prev}]);")
     else:
         cg.w(f"if ((tl_tid & 31) == 0) {{ tl::mbar_arrive(&{empty}[{prev}]); "
              f"tl::mbar_arrive_cluster(&{empty}[{prev}], {rank} ^ 1); }}")
-    cg.w(f"if (tl_tid == 0 && {k} - 1 + {ns} < {hi}) {{")
-    cg.indent += 1
-    cg.w(f"tl::mbar_wait(&{empty}[{prev}], {stage} == 0 ? ({phase} ^ 1u) : {phase});")
-    issue(f"{k} - 1 + {ns}", prev)
-    cg.indent -= 1
-    cg.w("}")
+    if waits:
+        cg.w(f"if (tl_tid == 0 && {k} - 1 + {ns} < {hi}) {{")
+        cg.indent += 1
+        cg.w(f"tl::mbar_wait(&{empty}[{prev}], {stage} == 0 ? ({phase} ^ 1u) : {phase});")
+        issue(f"{k} - 1 + {ns}", prev)
+        cg.indent -= 1
+        cg.w("}")
     cg.indent -= 1
     cg.w("}")
     cg.w(f"if (++{stage} == {ns}) {{ {stage} = 0; {phase} ^= 1u; }}")
@@ -133,8 +149,8 @@ def emit_pipelined_tma(cg, st, info, tmas):
     # every copy was consumed; the barriers may be initialized again (an outer loop);
     # with multicast, also every arrival of the peer's warps has reached them
     cg.w("tl::cluster_sync();" if mc is not None else "__syncthreads();")
-    cg.w(f"if (tl_tid == 0) {{ for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_inval(&{full}[tl_s]); "
-         f"tl::mbar_inval(&{empty}[tl_s]); }} }}")
+    inval = f" tl::mbar_inval(&{empty}[tl_s]);" if waits else ""
+    cg.w(f"if (tl_tid == 0) {{ for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_inval(&{full}[tl_s]);{inval} }} }}")
 
 
 def emit_tma_copy(cg, op, nest, bar):

@@ -35,6 +35,15 @@ TL_DEVICE void mbar_arrive_expect_tx(unsigned long long* bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
                : "memory");
 }
+// one warp's release of a ring slot: an acquire-release add on the slot's counter;
+// true for the arrival that completes a round of `n` (the counter only grows, so it
+// needs no reset), whose thread has then seen every release of the round and may
+// refill the slot at once instead of a producer thread waiting for it
+TL_DEVICE bool slot_release_last(unsigned* count, unsigned n) {
+  unsigned old;
+  asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;\n" : "=r"(old) : "r"(smem_addr(count)) : "memory");
+  return (old + 1) % n == 0;
+}
 // wait until the phase of parity `phase` has completed
 TL_DEVICE void mbar_wait(unsigned long long* bar, unsigned phase) {
   const unsigned a = smem_addr(bar);
