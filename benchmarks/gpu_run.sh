@@ -4,6 +4,7 @@
 #   tests   every `gpu`-marked test of the tree
 #   suite   benchmarks/bench_suite.py (ours, torch, Triton in one process; SUITE_ARGS)
 #   gemm    benchmarks/gemm_cases.py (VARIANTS compares code-generation switches)
+#   attn    benchmarks/attention_cases.py (the same for FlashAttention; AVARIANTS)
 #   ws      benchmarks/ws_gemm.py (warp-specialized TMA GEMM)
 #   tune    autotuning on one GPU, then on every GPU
 # The machine returns only a few files per call: logs go into $OUT/logs.tgz, and the
@@ -24,6 +25,8 @@ for part in ${PARTS:-tests suite}; do
            cp $L/suite.md $L/suite.json $OUT/ 2>/dev/null; grep "^|" $L/suite.md | cut -c1-160 ;;
     gemm)  OUT=$L timeout ${T_GEMM:-200} python3 benchmarks/gemm_cases.py > $L/gemm_cases.txt 2>&1
            cut -c1-220 $L/gemm_cases.txt | tail -12 ;;
+    attn)  OUT=$L VARIANTS="${AVARIANTS:-}" timeout ${T_ATTN:-200} python3 benchmarks/attention_cases.py > $L/attention_cases.txt 2>&1
+           cut -c1-220 $L/attention_cases.txt | tail -12 ;;
     ws)    OUT=$L timeout ${T_WS:-120} python3 benchmarks/ws_gemm.py > $L/ws_gemm.txt 2>&1; tail -3 $L/ws_gemm.txt ;;
     tune)  CUDA_VISIBLE_DEVICES=0 timeout ${T_TUNE:-100} python3 benchmarks/autotune_gpu.py --label 1gpu > $L/tune_1gpu.txt 2>&1
            timeout ${T_TUNE:-100} python3 benchmarks/autotune_gpu.py --label allgpus > $L/tune_all.txt 2>&1

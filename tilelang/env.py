@@ -16,6 +16,8 @@ TILELANG_CUDA_TMA=0            no bulk tensor copies (TMA) in sm_90a GEMM loops 
 TILELANG_CUDA_TMA_COPY=1       T.tma_copy as bulk copies (default: the running threads copy)
 TILELANG_CUDA_TMA_REFILL=wait  thread 0 waits for every warp's release before refilling a TMA ring slot
                                (default: the warp whose release completes the round refills it)
+TILELANG_CUDA_TMA_RING=0       pipelined loops with register-only bodies (attention) load by cp.async, not TMA
+TILELANG_CUDA_PINGPONG=1       the two warpgroups of an attention loop on the TMA ring take turns at its first gemm
 TILELANG_CUDA_TMA_MULTICAST=1  pairs of blocks share GEMM tiles through TMA multicast (slower today)
 TILELANG_CUDA_OVERLAP_GEMM=1   attention loops defer the P V wgmma into the next iteration (slower today)
 TILELANG_CUDA_WGMMA_RS=0       wgmma reads A from shared memory even when it is a register fragment

@@ -61,12 +61,24 @@ def test_flash_attention_sm90a_fragments_in_registers(dim, causal, bm, bn, threa
         assert f"* {name} = reinterpret_cast" not in src, name
     text = sass(art.binary)
     ops = sass_ops(art)
-    assert ops["HGMMA"] > 0 and ops["LDGSTS"] > 0 and ops["LDL"] == 0 and ops["STL"] == 0, ops
+    # K and V arrive by bulk tensor copies (4-D tensor maps), the ring needs no block barrier
+    assert ops["HGMMA"] > 0 and ops["UTMALDG"] > 0 and ops["LDGSTS"] == 0, ops
+    assert ops["LDL"] == 0 and ops["STL"] == 0, ops
+    assert "tl::tma_load_4d(" in src and "tl::slot_release_last(" in src
     assert "SHFL.BFLY" in text
-    # one barrier per iteration (the pipeline's) plus the prologue and the output tile
+    # barriers: after the ring's set-up, before the output tile, after the loop; none inside it
     assert ops["BAR"] <= 4, ops
-    # shared memory holds only Q, the K/V rings and the output tile
-    assert art.meta["kernels"][0]["smem"] == (2 * bm * dim + 2 * 2 * bn * dim) * 2
+    # shared memory holds only Q, the K/V rings, the output tile and the ring's 2 barriers and counters
+    assert art.meta["kernels"][0]["smem"] == (2 * bm * dim + 2 * 2 * bn * dim) * 2 + 2 * (8 + 4)
+
+
+@needs_sass
+def test_flash_attention_ring_switch_keeps_cp_async(monkeypatch):
+    monkeypatch.setenv("TILELANG_CUDA_TMA_RING", "0")
+    art = build(_fa(128, False, 128, 64, 256))
+    ops = sass_ops(art)
+    assert ops["LDGSTS"] > 0 and ops["UTMALDG"] == 0, ops
+    assert art.meta["kernels"][0]["smem"] == (2 * 128 * 128 + 2 * 2 * 64 * 128) * 2
 
 
 @needs_sass

@@ -93,10 +93,7 @@ def generate(func, target, config=None):
         src = with_cluster_dims(src, entry, m["cluster"])
         m["grid"] = [py_expr(g, env) for g in m["grid"]] + ["1"] * (3 - len(m["grid"]))
         # tensor maps of the kernel's bulk tensor copies: extra trailing parameters
-        m["tmaps"] = [{"buffer": bufs.index(t.src),
-                       "dims": [py_expr(E.convert(t.src.shape[1]), env), py_expr(E.convert(t.src.shape[0]), env)],
-                       "row_bytes": E.const_int_value(t.src.shape[1]) * t.src.dtype.itemsize,
-                       "box": [64, t.rows], "elem_bytes": t.src.dtype.itemsize} for t in kc.tmaps]
+        m["tmaps"] = [tensor_map_spec(t, bufs, env) for t in kc.tmaps]
         kernels.append(m)
         sources.append(src)
     meta = {
@@ -122,3 +119,19 @@ def _scoped(names):
     n = Names()
     n.by_id, n.used = dict(names.by_id), set(names.used)
     return n
+
+
+def tensor_map_spec(t, bufs, env):
+    """What the launcher needs to encode the tensor map of TmaCopy `t` (tma.py): the
+    source's extents and byte strides, innermost first, and the box (64 columns, the
+    tile's rows along its row dimension, 1 elsewhere)."""
+    shape, es = t.src.shape, t.src.dtype.itemsize
+    n = len(shape)
+    strides, acc = [], es
+    for d in range(n - 1, 0, -1):
+        acc *= E.const_int_value(shape[d])
+        strides.append(acc)
+    box = [t.rows if d == t.row_dim else 1 for d in range(n)]
+    box[n - 1] = 64
+    return {"buffer": bufs.index(t.src), "dims": [py_expr(E.convert(shape[d]), env) for d in range(n - 1, -1, -1)],
+            "strides": strides, "box": box[::-1], "elem_bytes": es}

@@ -22,7 +22,8 @@ from tilelang.ir.visitor import collect_vars
 from tilelang.backend.cuda.analysis import parallel_nest
 from tilelang.backend.cuda.codegen_expr import ExprPrinter, ctype, cast_str
 from tilelang.backend.cuda.gemm_lowering import simt_gemm
-from tilelang.backend.cuda.pipeline_tma import emit_pipelined_tma, emit_tma_copy, tma_copies
+from tilelang.backend.cuda.pipeline_tma import (body_fits_tma_ring, emit_pipelined_tma, emit_pipelined_tma_body,
+                                               emit_tma_copy, tma_copies)
 from tilelang.backend.cuda.plan import plan_kernel
 from tilelang.backend.cuda.target import arch_number
 from tilelang.backend.cuda.fragment_layout import AccLayout
@@ -788,6 +789,9 @@ class KernelCodegen:
         ov = plan_overlap(self, info) if arch_number(self.target.arch) >= 90 else None
         if ov is not None:   # attention-style: the second gemm overlaps the next iteration
             return emit_overlapped(self, st, info, ov)
+        tmas = tma_copies(self, info)
+        if tmas is not None and body_fits_tma_ring(self, info):
+            return emit_pipelined_tma_body(self, st, info, tmas)
         lo, hi = self._cp_async_prologue(st, info, ns - 1)
         k = self.bind(st.var)
         self.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")

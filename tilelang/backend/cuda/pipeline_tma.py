@@ -8,6 +8,7 @@ import os
 from dataclasses import replace
 
 from tilelang.arith.simplify import simplify
+from tilelang.ir import expr as E
 from tilelang.backend.cuda.tma import match_tma, plan_multicast
 
 
@@ -39,6 +40,7 @@ def emit_pipelined_tma(cg, st, info, tmas):
     maps = [tensor_map(cg, t) for t in tmas]
     nbytes = sum(t.nbytes for t in tmas)
     mc = None if cg.cluster else plan_multicast(cg.launch, st, tmas)
+    half_maps = rank = None
     if mc is not None:
         # blocks run in pairs along the axis; half maps for operands split by rows
         cg.cluster = [1, 1, 1]
@@ -72,24 +74,9 @@ def emit_pipelined_tma(cg, st, info, tmas):
         cg.w("tl::cluster_sync();")
 
     def issue(kexpr, slot):
-        """thread 0: the copies of iteration `kexpr` into `slot` (C expressions)."""
-        cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
-        kn = cg.names.new(object(), "tl_kt", True)
-        cg.w(f"const int {kn} = {kexpr};")
-        saved = cg.names.by_id.get(id(st.var))
-        cg.names.by_id[id(st.var)] = kn
-        for t, m in zip(tmas, maps):
-            el = cg.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
-            dst = f"{cg.buf_name(t.dst)} + ({slot}) * {el}"
-            if mc is not None and id(t) in mc.halves:
-                tma_loads_multicast(cg, t, m if mc.halves[id(t)] == "strips" else half_maps[id(t)],
-                                          mc.halves[id(t)], dst, f"&{full}[{slot}]", rank)
-            else:
-                tma_loads(cg, t, m, dst, f"&{full}[{slot}]")
-        if saved is None:
-            del cg.names.by_id[id(st.var)]
-        else:
-            cg.names.by_id[id(st.var)] = saved
+        issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot,
+                          (mc, half_maps, rank) if mc is not None else None)
+
     cg.w("if (tl_tid == 0) {")
     cg.indent += 1
     p = cg.names.new(object(), "tl_p", True)
@@ -153,6 +140,142 @@ def emit_pipelined_tma(cg, st, info, tmas):
     cg.w(f"if (tl_tid == 0) {{ for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_inval(&{full}[tl_s]);{inval} }} }}")
 
 
+def body_fits_tma_ring(cg, info):
+    """A pipelined loop whose body writes only registers can run on the TMA ring
+    without a block barrier per iteration (emit_pipelined_tma_body): the barrier of
+    the cp.async loop also ordered the body's shared and global writes between
+    iterations, which a body of register fragments (attention's S, P and O) has not."""
+    from tilelang.backend.cuda.analysis import accesses
+    if os.environ.get("TILELANG_CUDA_TMA_RING") == "0":
+        return False
+    for st in info.rest:
+        if id(st) in cg.barrier_before:
+            return False
+        for b in accesses(st)[1]:
+            p = cg.placement(b)
+            if b.scope == "global" or p is None or p.kind == "smem":
+                return False
+    return True
+
+
+def emit_pipelined_tma_body(cg, st, info, tmas):
+    """A pipelined loop with any register-only body (attention) fed by bulk tensor
+    copies: thread 0 fills all s slots of the ring; iteration k waits for full[k % s],
+    runs the body on that slot (its wgmma waits for itself, its shared loads are
+    done once it ends), and every warp releases the slot on its counter; the warp
+    completing the round refills it with iteration k + s. No block barrier in the
+    loop, so the warpgroups are free to drift apart."""
+    ns = info.stages
+    nwarps = cg.plan.nthreads // 32
+    lo = cg.expr(st.min)
+    hi = cg.expr(simplify(st.min + st.extent))
+    maps = [tensor_map(cg, t) for t in tmas]
+    nbytes = sum(t.nbytes for t in tmas)
+    full = cg.names.new(object(), "tl_full", True)
+    released = cg.names.new(object(), "tl_released", True)
+    off = (cg.plan.smem_bytes + 7) // 8 * 8
+    cg.plan.smem_bytes = off + 8 * ns + 4 * ns
+    cg.w(f"unsigned long long* {full} = reinterpret_cast<unsigned long long*>(tl_smem + {off});")
+    cg.w(f"unsigned* {released} = reinterpret_cast<unsigned*>({full} + {ns});")
+    cg.w("if (tl_tid == 0) {")
+    for m in maps:
+        cg.w(f"  tl::tma_prefetch_desc(&{m});")
+    cg.w(f"  for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_init(&{full}[tl_s], 1); {released}[tl_s] = 0u; }}")
+    cg.w("  tl::mbar_init_fence();")
+    cg.w("}")
+    cg.sync()   # also publishes what the kernel wrote to shared memory before the loop
+    p = cg.names.new(object(), "tl_p", True)
+    cg.w("if (tl_tid == 0) {")
+    cg.w(f"  for (int {p} = 0; {p} < {ns}; ++{p}) {{")
+    cg.w(f"    if ({lo} + {p} < {hi}) {{")
+    cg.indent += 3
+    issue_ring_copies(cg, st, tmas, maps, full, nbytes, f"{lo} + {p}", p)
+    cg.indent -= 3
+    cg.w("    }")
+    cg.w("  }")
+    cg.w("}")
+    stage = cg.names.new(object(), "tl_stage", True)
+    phase = cg.names.new(object(), "tl_phase", True)
+    cg.w(f"int {stage} = 0;")
+    cg.w(f"unsigned {phase} = 0u;")
+    pp = pingpong(cg, info)
+    if pp is not None:
+        first, bar = pp
+        wg = cg.names.new(object(), "tl_wg", True)
+        cg.w(f"const int {wg} = tl_tid >> 7;")
+        cg.w(f"if ({wg} == 1) tl::named_barrier_arrive({bar}, 256);   // warpgroup 0 goes first")
+    k = cg.bind(st.var)
+    cg.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
+    cg.indent += 1
+    cg.w(f"tl::mbar_wait({full} + {stage}, {phase});")
+    saved = cg._slot_pointers(info, stage)
+    for s in info.rest:
+        if pp is not None and s is first:
+            cg.w(f"tl::named_barrier_sync({bar} + {wg}, 256);   // this warpgroup's turn")
+        cg.stmt(s, True)
+        if pp is not None and s is first:
+            # the other's turn; warpgroup 1 skips its last one (warpgroup 0 got an extra at the start)
+            cg.w(f"if ({wg} == 0 || {k} + 1 < {hi}) tl::named_barrier_arrive({bar} + 1 - {wg}, 256);")
+    cg._restore(saved)
+    cg.w(f"if ((tl_tid & 31) == 0 && tl::slot_release_last(&{released}[{stage}], {nwarps}) && "
+         f"{k} + {ns} < {hi}) {{")
+    cg.indent += 1
+    issue_ring_copies(cg, st, tmas, maps, full, nbytes, f"{k} + {ns}", stage)
+    cg.indent -= 1
+    cg.w("}")
+    cg.w(f"if (++{stage} == {ns}) {{ {stage} = 0; {phase} ^= 1u; }}")
+    cg.indent -= 1
+    cg.w("}")
+    # every copy was consumed; the barriers may be initialized again (an outer loop)
+    cg.w("__syncthreads();")
+    cg.w(f"if (tl_tid == 0) {{ for (int tl_s = 0; tl_s < {ns}; ++tl_s) tl::mbar_inval(&{full}[tl_s]); }}")
+
+
+def pingpong(cg, info):
+    """(the body's first gemm, the first of two free named-barrier ids) when the two
+    warpgroups of a 256-thread block should take turns at it (FlashAttention-3's
+    schedule: one warpgroup's softmax runs while the other's gemm has the tensor
+    cores), else None. Opt-in: TILELANG_CUDA_PINGPONG=1. The body is register-only
+    (body_fits_tma_ring), so the warpgroups share nothing but the turns."""
+    if os.environ.get("TILELANG_CUDA_PINGPONG") != "1" or cg.plan.nthreads != 256:
+        return None
+    from tilelang.ir import stmt as S
+    from tilelang.ir import tile_ops as TO
+    from tilelang.ir.visitor import walk
+    gemms = [s for s in info.rest if isinstance(s, TO.Gemm)]
+    if len(gemms) < 2 or getattr(cg.plan.gemms.get(id(gemms[0])), "kind", "") != "wgmma":
+        return None
+    taken = set(cg.plan.regions.barrier_ids.values())
+    walk(cg.launch.body, lambda n: taken.add(E.const_int_value(n.barrier_id))
+         if isinstance(n, S.Barrier) and n.barrier_id is not None else None)
+    ids = [i for i in range(1, 15) if i not in taken and i + 1 not in taken]
+    return (gemms[0], ids[-1]) if ids else None
+
+
+def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=None):
+    """One thread: the bulk copies of iteration `kexpr` of loop `st` into ring slot
+    `slot` (C expressions), announced on full[slot]; `multicast` = (Multicast, the
+    half maps, the block's rank in the pair) sends this block's halves to both."""
+    cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
+    kn = cg.names.new(object(), "tl_kt", True)
+    cg.w(f"const int {kn} = {kexpr};")
+    saved = cg.names.by_id.get(id(st.var))
+    cg.names.by_id[id(st.var)] = kn
+    for t, m in zip(tmas, maps):
+        el = cg.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
+        dst = f"{cg.buf_name(t.dst)} + ({slot}) * {el}"
+        if multicast is not None and id(t) in multicast[0].halves:
+            mc, half_maps, rank = multicast
+            how = mc.halves[id(t)]
+            tma_loads_multicast(cg, t, m if how == "strips" else half_maps[id(t)], how, dst, f"&{full}[{slot}]", rank)
+        else:
+            tma_loads(cg, t, m, dst, f"&{full}[{slot}]")
+    if saved is None:
+        del cg.names.by_id[id(st.var)]
+    else:
+        cg.names.by_id[id(st.var)] = saved
+
+
 def emit_tma_copy(cg, op, nest, bar):
     """T.tma_copy(src, dst, barrier=bar) as bulk tensor copies (tma.py): the first
     thread of the range announces the bytes on `bar` and issues them."""
@@ -173,7 +296,7 @@ def tensor_map(cg, t, share=False):
     """The kernel parameter holding the tensor map of TmaCopy `t`; with `share`, one
     already made for the same tensor and box (the slots of a T.tma_copy ring)."""
     if share:
-        same = [n for n, u in enumerate(cg.tmaps) if u.src is t.src and u.rows == t.rows and
+        same = [n for n, u in enumerate(cg.tmaps) if u.src is t.src and u.rows == t.rows and u.row_dim == t.row_dim and
                 getattr(u, "shared_map", False)]
         if same:
             return f"tl_tmap_{same[0]}"
@@ -185,10 +308,10 @@ def tensor_map(cg, t, share=False):
 
 def tma_loads(cg, t, tmap, dst, bar):
     """The bulk copies of TmaCopy `t` into the tile at `dst`: one per 64-column strip."""
-    r0, c0 = cg.expr(t.row0), cg.expr(t.col0)
     for strip in range(t.cols // 64):
-        off = f" + {strip * 64}" if strip else ""
-        cg.w(f"tl::tma_load_2d({dst} + {strip * t.rows * 64}, &{tmap}, {bar}, ({c0}){off}, {r0});")
+        coords = t.coords(t.row0, t.col0 + strip * 64)
+        cs = ", ".join(cg.expr(simplify(c)) for c in coords)
+        cg.w(f"tl::tma_load_{len(coords)}d({dst} + {strip * t.rows * 64}, &{tmap}, {bar}, {cs});")
 
 
 def tma_loads_multicast(cg, t, tmap, how, dst, bar, rank):

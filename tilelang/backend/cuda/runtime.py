@@ -191,9 +191,10 @@ def _libcuda_encode():
 
 class TensorMap:
     """A `const __grid_constant__ tl::TmaDesc` kernel parameter: the CUtensorMap
-    (128 bytes, 64-byte aligned) of a 2-D tensor for the kernel's bulk tensor copies
-    (tma.py), 128-byte swizzle, zero fill out of bounds. Encoded again only when the
-    tensor's address or shape changes."""
+    (128 bytes, 64-byte aligned) of a 2- to 5-D tensor for the kernel's bulk tensor
+    copies (tma.py; extents, strides and box innermost first), 128-byte swizzle,
+    zero fill out of bounds. Encoded again only when the tensor's address or shape
+    changes."""
     _DTYPE = {1: 0, 2: 1, 4: 2, 8: 4}   # element bytes -> CU_TENSOR_MAP_DATA_TYPE_UINT8/16/32/64
 
     def __init__(self, spec):
@@ -201,10 +202,11 @@ class TensorMap:
         self._raw = (ctypes.c_uint8 * 192)()
         self.address = (ctypes.addressof(self._raw) + 63) // 64 * 64
         self.key = None
-        self._dims = (ctypes.c_uint64 * 2)()
-        self._strides = (ctypes.c_uint64 * 1)(int(spec["row_bytes"]))
-        self._box = (ctypes.c_uint32 * 2)(*[int(b) for b in spec["box"]])
-        self._es = (ctypes.c_uint32 * 2)(1, 1)
+        self.rank = n = len(spec["box"])
+        self._dims = (ctypes.c_uint64 * n)()
+        self._strides = (ctypes.c_uint64 * (n - 1))(*[int(b) for b in spec["strides"]])
+        self._box = (ctypes.c_uint32 * n)(*[int(b) for b in spec["box"]])
+        self._es = (ctypes.c_uint32 * n)(*([1] * n))
 
     def getPtr(self):  # noqa: N802 - cuda-bindings' kernel-parameter protocol
         return self.address
@@ -216,12 +218,13 @@ class TensorMap:
         if min(dims) <= 0:   # an empty tensor: no copy reads it
             self.key = key
             return
-        self._dims[0], self._dims[1] = dims
+        for d, x in enumerate(dims):
+            self._dims[d] = x
         dt = self._DTYPE[int(self.spec["elem_bytes"])]
         # interleave NONE (0), swizzle 128B (3), L2 promotion 256B (3), OOB fill zeros (0)
         enc = _libcuda_encode()
         if enc is not None:
-            err = enc(ctypes.c_void_p(self.address), dt, 2, ctypes.c_void_p(ptr), self._dims, self._strides,
+            err = enc(ctypes.c_void_p(self.address), dt, self.rank, ctypes.c_void_p(ptr), self._dims, self._strides,
                       self._box, self._es, 0, 3, 3, 0)
             if err:
                 raise CudaRuntimeError(f"cuTensorMapEncodeTiled failed (error {err}) for a tensor at {ptr:#x} "
@@ -229,8 +232,8 @@ class TensorMap:
         else:
             from cuda.bindings import driver as drv
             tm = _check(drv.cuTensorMapEncodeTiled(
-                drv.CUtensorMapDataType(dt), 2, ptr, list(dims), [int(self.spec["row_bytes"])],
-                list(self.spec["box"]), [1, 1], drv.CUtensorMapInterleave(0), drv.CUtensorMapSwizzle(3),
+                drv.CUtensorMapDataType(dt), self.rank, ptr, list(dims), [int(b) for b in self.spec["strides"]],
+                list(self.spec["box"]), [1] * self.rank, drv.CUtensorMapInterleave(0), drv.CUtensorMapSwizzle(3),
                 drv.CUtensorMapL2promotion(3), drv.CUtensorMapFloatOOBfill(0)), "cuTensorMapEncodeTiled")
             ctypes.memmove(self.address, tm.getPtr(), 128)
         self.key = key

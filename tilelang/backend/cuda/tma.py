@@ -1,15 +1,18 @@
 """Tile copies of a pipelined sm_90a GEMM loop as bulk tensor copies (TMA).
 
 A copy `S[i, j] = A[r0 + i, c0 + j]` (optionally `if_then_else(bounds, A[...], 0)`)
-of a whole 2-D shared tile in the `tl::sw128` layout from a 2-D, contiguous,
-16-bit global kernel parameter whose row stride is a compile-time multiple of 16
-bytes becomes `C / 64` bulk tensor copies of R x 64 boxes, issued by one thread,
+of a whole 2-D shared tile in the `tl::sw128` layout from a contiguous 16-bit global
+kernel parameter whose strides are compile-time multiples of 16 bytes becomes
+`C / 64` bulk tensor copies of R x 64 boxes, issued by one thread,
 completing on an mbarrier (`include/tl_cuda/tma.h`). The host encodes one tensor
 map (`CU_TENSOR_MAP_SWIZZLE_128B`, whose shared layout is exactly sw128's) per copy
 in the launcher (runtime.py) and passes it as a `const __grid_constant__`
 parameter. Boxes that run past the tensor's edge are zero-filled by the hardware,
 which is what the bound-check selects that T.copy adds would give; any other
-select or guard keeps the cp.async path.
+select or guard keeps the cp.async path. The source may have up to 5 dimensions
+(`K[b, s0 + i, h, j]` in attention): the tile's columns run along the last, its rows
+along another, and every other index is fixed per copy (a box extent of 1 there
+leaves the shared layout that of the 2-D box).
 
 On by default for sm_90a; `pass_configs={"tl.disable_tma_lower": True}` or
 TILELANG_CUDA_TMA=0 turns it off."""
@@ -34,6 +37,16 @@ class TmaCopy:
     row0: object         # PrimExpr: the tile's first global row (may use the loop var)
     col0: object         # PrimExpr: its first global column
     nbytes: int          # bytes one issue of this copy delivers
+    row_dim: int = 0     # the source dimension of the tile's rows (columns: the last)
+    fixed: dict = None   # source dimension -> its index, for the dimensions besides those two
+
+    def coords(self, row0, col0):
+        """Every source dimension's index for a box at (row0, col0), innermost first
+        (the order of the tensor map and of the copy instruction)."""
+        n = self.src.ndim
+        out = [(self.fixed or {}).get(d) for d in range(n)]
+        out[self.row_dim], out[n - 1] = row0, col0
+        return out[::-1]
 
 
 def tma_enabled(ctx_config, arch):
@@ -70,12 +83,13 @@ def match_tma(st, plan, param_ids):
     guard, store, load, sel = m
     dst, src = store.buffer, load.buffer
     pd = plan.placements.get(id(dst))
-    if guard is not None or pd is None or not pd.swizzle or dst.ndim != 2 or src.ndim != 2:
+    if guard is not None or pd is None or not pd.swizzle or dst.ndim != 2 or not 2 <= src.ndim <= 5:
         return None
     if id(src) not in param_ids or src.dtype.bits != 16 or getattr(src, "strides", None) is not None:
         return None
-    cols_g = E.const_int_value(src.shape[1])
-    if cols_g is None or (cols_g * src.dtype.itemsize) % 16:
+    # every stride (the product of the later dimensions) a constant multiple of 16 bytes
+    inner = [E.const_int_value(d) for d in src.shape[1:]]
+    if None in inner or any(x <= 0 for x in inner) or (inner[-1] * src.dtype.itemsize) % 16:
         return None
     R, C = (E.const_int_value(d) for d in dst.shape)
     if R is None or C is None or R > 256 or R % 8 or C % 64:
@@ -85,8 +99,14 @@ def match_tma(st, plan, param_ids):
     # dst[v0, v1] exactly
     if not all(isinstance(i, E.Var) and i is v for i, v in zip(store.indices, vars_)):
         return None
+    # the tile's rows run along the one other dimension that indexes with vars_[0]
+    n = src.ndim
+    uses = [any(x is vars_[0] for x in collect_vars(load.indices[d])) for d in range(n - 1)]
+    if uses.count(True) != 1:
+        return None
+    row_dim = uses.index(True)
     origin = []
-    for d, v in enumerate(vars_):
+    for d, v in ((row_dim, vars_[0]), (n - 1, vars_[1])):
         idx = simplify(load.indices[d])
         lin = linear_form(idx)
         if lin is None:
@@ -101,11 +121,18 @@ def match_tma(st, plan, param_ids):
         if plan.depends(rest):
             return None
         origin.append(rest)
+    fixed = {}
+    for d in range(n - 1):
+        if d != row_dim:
+            idx = simplify(load.indices[d])
+            if any(x is w for x in collect_vars(idx) for w in vars_) or plan.depends(idx):
+                return None
+            fixed[d] = idx
     if sel is not None:
         for atom in E.conjuncts(sel):
-            if not any(_is_bound(atom, load.indices[d], src.shape[d]) for d in range(2)):
+            if not any(_is_bound(atom, load.indices[d], src.shape[d]) for d in range(n)):
                 return None
-    return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize)
+    return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize, row_dim, fixed or None)
 
 
 @dataclass
@@ -184,6 +211,8 @@ def plan_multicast(launch, loop, tmas):
             continue
         shared, halves = [], {}
         for t in tmas:
+            if t.fixed:   # the multicast halves are written for 2-D sources
+                continue
             vs = collect_vars(t.row0) + collect_vars(t.col0)
             if _has_load(t.row0) or _has_load(t.col0) or any(id(v) in inner or v is bv for v in vs):
                 continue

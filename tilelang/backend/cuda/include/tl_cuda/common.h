@@ -82,4 +82,13 @@ TL_DEVICE int thread_linear() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
 
+// named barriers (ids 1-15; 0 is __syncthreads): `count` threads, a multiple of 32,
+// arrive; sync waits for the phase to complete, arrive does not
+TL_DEVICE void named_barrier_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+TL_DEVICE void named_barrier_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
 }  // namespace tl

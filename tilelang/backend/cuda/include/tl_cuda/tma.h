@@ -100,6 +100,32 @@ TL_DEVICE void tma_load_2d(void* dst, const TmaDesc* map, unsigned long long* ba
       : "memory");
 }
 
+// the same for 3- to 5-D tensor maps (coordinates innermost first; the boxes of the
+// dimensions besides the tile's two have extent 1)
+TL_DEVICE void tma_load_3d(void* dst, const TmaDesc* map, unsigned long long* bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n"
+      ::"r"(smem_addr(dst)), "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1),
+      "r"(c2)
+      : "memory");
+}
+TL_DEVICE void tma_load_4d(void* dst, const TmaDesc* map, unsigned long long* bar, int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];\n"
+      ::"r"(smem_addr(dst)), "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1),
+      "r"(c2), "r"(c3)
+      : "memory");
+}
+TL_DEVICE void tma_load_5d(void* dst, const TmaDesc* map, unsigned long long* bar, int c0, int c1, int c2, int c3,
+                           int c4) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6, %7}], [%2];\n"
+      ::"r"(smem_addr(dst)), "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1),
+      "r"(c2), "r"(c3), "r"(c4)
+      : "memory");
+}
+
 // the same box into the shared memory of every block of the cluster in `mask`, at
 // `dst`'s offset, each completing on the mbarrier at `bar`'s offset in that block
 TL_DEVICE void tma_load_2d_multicast(void* dst, const TmaDesc* map, unsigned long long* bar, int c0, int c1,
