@@ -68,17 +68,26 @@ template <class T> TL_DEVICE unsigned pack2(T lo, T hi) {
 // A from registers: `a` holds this thread's M x K fragment in MmaAccLayout<M, K, 4 wg, 1>.
 // Issue and commit one group without waiting (the caller waits before it touches `a`
 // or `acc` again; ptxas keeps the A registers the group reads intact until then).
+// The A registers are all packed before the fence: packing inside the loop let ptxas
+// place the packs between the wgmmas, and it then put a warpgroup.arrive (C7519)
+// before every one of them.
 template <int M, int N, int K, bool TB, class T>
 TL_DEVICE void wgmma_rs_issue(T* a, const T* B, float* acc, int /*tid: registers say it all*/ = 0) {
+  unsigned ar[K / 16][4];
+#pragma unroll
+  for (int s = 0; s < K / 16; ++s) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      ar[s][j] = pack2(a[s * 8 + 2 * j], a[s * 8 + 2 * j + 1]);
+      asm volatile("" : "+r"(ar[s][j])::"memory");
+    }
+  }
   fence_regs<N / 2>(acc);
   wgmma_fence();
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 16) {
-    const int c = (k0 >> 3) * 4;
-    unsigned ar[4] = {pack2(a[c], a[c + 1]), pack2(a[c + 2], a[c + 3]), pack2(a[c + 4], a[c + 5]),
-                      pack2(a[c + 6], a[c + 7])};
     const T* pb = TB ? B + (k0 >> 6) * (N * 64) + (k0 & 63) : B + k0 * 64;
-    WgmmaRS<N, T, TB ? 1 : 0>::run(acc, ar, wgmma_desc(pb, TB ? 16 : K * 128, 1024));
+    WgmmaRS<N, T, TB ? 1 : 0>::run(acc, ar[k0 >> 4], wgmma_desc(pb, TB ? 16 : K * 128, 1024));
   }
   wgmma_commit();
 }
