@@ -1,11 +1,12 @@
 """CUDA C++ for bulk tensor copies (TMA, sm_90a; tma.py says which copies qualify):
 the GEMM main loop of a T.Pipelined loop fed by them (optionally multicast between
-pairs of blocks), and T.tma_copy's bulk form. Each function takes the kernel's code
+pairs of blocks), pipelined loops with register-only bodies (attention; optionally
+with the two warpgroups taking turns), and T.tma_copy's bulk form. Each function takes the kernel's code
 generator `cg` (codegen_kernel.KernelCodegen), whose tensor-map parameters it adds."""
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from tilelang.arith.simplify import simplify
 from tilelang.ir import expr as E
@@ -26,8 +27,8 @@ def emit_pipelined_tma(cg, st, info, tmas):
     waits for full[k % s], issues its wgmma group, waits for group k - 1 (one stays
     in flight) and releases slot (k - 1) % s, one arrival per warp on the slot's
     counter; the warp whose arrival completes the round refills the slot with
-    iteration k - 1 + s, so no thread waits for the others (a waiting thread 0
-    held its whole warpgroup back until the other warpgroup caught up). With
+    iteration k - 1 + s, so no thread waits for the others (measured as fast as
+    thread 0 waiting on an "empty" barrier, with one barrier less). With
     multicast, or TILELANG_CUDA_TMA_REFILL=wait, thread 0 waits on an "empty"
     barrier per slot instead (the peer block's warps release it too)."""
     ns = info.stages
@@ -40,7 +41,7 @@ def emit_pipelined_tma(cg, st, info, tmas):
     maps = [tensor_map(cg, t) for t in tmas]
     nbytes = sum(t.nbytes for t in tmas)
     mc = None if cg.cluster else plan_multicast(cg.launch, st, tmas)
-    half_maps = rank = None
+    half_maps = None
     if mc is not None:
         # blocks run in pairs along the axis; half maps for operands split by rows
         cg.cluster = [1, 1, 1]
@@ -48,25 +49,9 @@ def emit_pipelined_tma(cg, st, info, tmas):
         half_maps = {id(t): tensor_map(cg, replace(t, rows=t.rows // 2))
                      for t in mc.shared if mc.halves[id(t)] == "rows"}
     waits = mc is not None or os.environ.get("TILELANG_CUDA_TMA_REFILL") == "wait"
-    full = cg.names.new(object(), "tl_full", True)
-    empty = cg.names.new(object(), "tl_empty", True)
-    released = cg.names.new(object(), "tl_released", True)
-    # the barriers and release counters live after the kernel's other dynamic shared memory
-    off = (cg.plan.smem_bytes + 7) // 8 * 8
-    cg.plan.smem_bytes = off + 16 * ns + 4 * ns
-    cg.w(f"unsigned long long* {full} = reinterpret_cast<unsigned long long*>(tl_smem + {off});")
-    cg.w(f"unsigned long long* {empty} = {full} + {ns};")
-    cg.w(f"unsigned* {released} = reinterpret_cast<unsigned*>({empty} + {ns});")
-    cg.w("if (tl_tid == 0) {")
-    for m in maps:
-        cg.w(f"  tl::tma_prefetch_desc(&{m});")
-    # with multicast a slot is free once the warps of both blocks released it
-    release = (f"tl::mbar_init(&{empty}[tl_s], {nwarps * (2 if mc else 1)});" if waits
-               else f"{released}[tl_s] = 0u;")
-    cg.w(f"  for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_init(&{full}[tl_s], 1); {release} }}")
-    cg.w("  tl::mbar_init_fence();")
-    cg.w("}")
-    cg.sync()
+    ring = declare_ring(cg, ns, maps, nwarps * (2 if mc else 1) if waits else None)
+    full, empty, released = ring.full, ring.empty, ring.released
+    rank = None
     if mc is not None:
         # the peer's barriers are initialized before any copy or arrival reaches them
         rank = cg.names.new(object(), "tl_crank", True)
@@ -76,21 +61,7 @@ def emit_pipelined_tma(cg, st, info, tmas):
     def issue(kexpr, slot):
         issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot,
                           (mc, half_maps, rank) if mc is not None else None)
-
-    cg.w("if (tl_tid == 0) {")
-    cg.indent += 1
-    p = cg.names.new(object(), "tl_p", True)
-    cg.w(f"for (int {p} = 0; {p} < {ns}; ++{p}) {{")
-    cg.indent += 1
-    cg.w(f"if ({lo} + {p} < {hi}) {{")
-    cg.indent += 1
-    issue(f"{lo} + {p}", p)
-    cg.indent -= 1
-    cg.w("}")
-    cg.indent -= 1
-    cg.w("}")
-    cg.indent -= 1
-    cg.w("}")
+    preload(cg, ns, lo, hi, issue)
     stage = cg.names.new(object(), "tl_stage", True)
     phase = cg.names.new(object(), "tl_phase", True)
     cg.w(f"int {stage} = 0;")
@@ -136,8 +107,7 @@ def emit_pipelined_tma(cg, st, info, tmas):
     # every copy was consumed; the barriers may be initialized again (an outer loop);
     # with multicast, also every arrival of the peer's warps has reached them
     cg.w("tl::cluster_sync();" if mc is not None else "__syncthreads();")
-    inval = f" tl::mbar_inval(&{empty}[tl_s]);" if waits else ""
-    cg.w(f"if (tl_tid == 0) {{ for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_inval(&{full}[tl_s]);{inval} }} }}")
+    invalidate_ring(cg, ns, ring)
 
 
 def body_fits_tma_ring(cg, info):
@@ -171,29 +141,9 @@ def emit_pipelined_tma_body(cg, st, info, tmas):
     hi = cg.expr(simplify(st.min + st.extent))
     maps = [tensor_map(cg, t) for t in tmas]
     nbytes = sum(t.nbytes for t in tmas)
-    full = cg.names.new(object(), "tl_full", True)
-    released = cg.names.new(object(), "tl_released", True)
-    off = (cg.plan.smem_bytes + 7) // 8 * 8
-    cg.plan.smem_bytes = off + 8 * ns + 4 * ns
-    cg.w(f"unsigned long long* {full} = reinterpret_cast<unsigned long long*>(tl_smem + {off});")
-    cg.w(f"unsigned* {released} = reinterpret_cast<unsigned*>({full} + {ns});")
-    cg.w("if (tl_tid == 0) {")
-    for m in maps:
-        cg.w(f"  tl::tma_prefetch_desc(&{m});")
-    cg.w(f"  for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_init(&{full}[tl_s], 1); {released}[tl_s] = 0u; }}")
-    cg.w("  tl::mbar_init_fence();")
-    cg.w("}")
-    cg.sync()   # also publishes what the kernel wrote to shared memory before the loop
-    p = cg.names.new(object(), "tl_p", True)
-    cg.w("if (tl_tid == 0) {")
-    cg.w(f"  for (int {p} = 0; {p} < {ns}; ++{p}) {{")
-    cg.w(f"    if ({lo} + {p} < {hi}) {{")
-    cg.indent += 3
-    issue_ring_copies(cg, st, tmas, maps, full, nbytes, f"{lo} + {p}", p)
-    cg.indent -= 3
-    cg.w("    }")
-    cg.w("  }")
-    cg.w("}")
+    ring = declare_ring(cg, ns, maps, None)
+    full, released = ring.full, ring.released
+    preload(cg, ns, lo, hi, lambda kexpr, slot: issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot))
     stage = cg.names.new(object(), "tl_stage", True)
     phase = cg.names.new(object(), "tl_phase", True)
     cg.w(f"int {stage} = 0;")
@@ -228,7 +178,7 @@ def emit_pipelined_tma_body(cg, st, info, tmas):
     cg.w("}")
     # every copy was consumed; the barriers may be initialized again (an outer loop)
     cg.w("__syncthreads();")
-    cg.w(f"if (tl_tid == 0) {{ for (int tl_s = 0; tl_s < {ns}; ++tl_s) tl::mbar_inval(&{full}[tl_s]); }}")
+    invalidate_ring(cg, ns, ring)
 
 
 def pingpong(cg, info):
@@ -250,6 +200,67 @@ def pingpong(cg, info):
          if isinstance(n, S.Barrier) and n.barrier_id is not None else None)
     ids = [i for i in range(1, 15) if i not in taken and i + 1 not in taken]
     return (gemms[0], ids[-1]) if ids else None
+
+
+@dataclass
+class Ring:
+    """The C names of a TMA ring's per-slot state: "full" mbarriers (the copies'
+    bytes), then either "empty" mbarriers (a producer thread waits for the releases)
+    or release counters (tma.h's slot_release_last); the other is None."""
+    full: str
+    empty: str
+    released: str
+
+
+def declare_ring(cg, ns, maps, empty_count):
+    """Place the ring's barriers and counters after the kernel's other dynamic shared
+    memory; thread 0 prefetches the tensor maps and initializes them, then the block
+    synchronizes (which also publishes what the kernel wrote to shared memory before
+    the loop). `empty_count`: arrivals per phase of the "empty" barriers, or None for
+    release counters."""
+    full = cg.names.new(object(), "tl_full", True)
+    off = (cg.plan.smem_bytes + 7) // 8 * 8
+    cg.w(f"unsigned long long* {full} = reinterpret_cast<unsigned long long*>(tl_smem + {off});")
+    empty = released = None
+    if empty_count is not None:
+        empty = cg.names.new(object(), "tl_empty", True)
+        cg.plan.smem_bytes = off + 16 * ns
+        cg.w(f"unsigned long long* {empty} = {full} + {ns};")
+    else:
+        released = cg.names.new(object(), "tl_released", True)
+        cg.plan.smem_bytes = off + 12 * ns
+        cg.w(f"unsigned* {released} = reinterpret_cast<unsigned*>({full} + {ns});")
+    cg.w("if (tl_tid == 0) {")
+    for m in maps:
+        cg.w(f"  tl::tma_prefetch_desc(&{m});")
+    release = (f"tl::mbar_init(&{empty}[tl_s], {empty_count});" if empty is not None
+               else f"{released}[tl_s] = 0u;")
+    cg.w(f"  for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_init(&{full}[tl_s], 1); {release} }}")
+    cg.w("  tl::mbar_init_fence();")
+    cg.w("}")
+    cg.sync()
+    return Ring(full, empty, released)
+
+
+def preload(cg, ns, lo, hi, issue):
+    """Thread 0 fills every slot: iterations lo .. lo + ns - 1 that exist."""
+    p = cg.names.new(object(), "tl_p", True)
+    cg.w("if (tl_tid == 0) {")
+    cg.w(f"  for (int {p} = 0; {p} < {ns}; ++{p}) {{")
+    cg.w(f"    if ({lo} + {p} < {hi}) {{")
+    cg.indent += 3
+    issue(f"{lo} + {p}", p)
+    cg.indent -= 3
+    cg.w("    }")
+    cg.w("  }")
+    cg.w("}")
+
+
+def invalidate_ring(cg, ns, ring):
+    """After the loop and a barrier: every copy was consumed, the barriers may be
+    initialized again (an outer loop)."""
+    inval = f" tl::mbar_inval(&{ring.empty}[tl_s]);" if ring.empty is not None else ""
+    cg.w(f"if (tl_tid == 0) {{ for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_inval(&{ring.full}[tl_s]);{inval} }} }}")
 
 
 def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=None):
