@@ -6,7 +6,7 @@ import pytest
 import tilelang
 import tilelang.language as T
 from tilelang.ir import stmt as S
-from tilelang.ir.errors import TileLangError, LoweringError
+from tilelang.ir.errors import TileLangError
 from tilelang.ir.visitor import walk
 
 
@@ -72,9 +72,18 @@ def test_tvm_thread_allreduce_records_one_statement():
     assert "lambda x, y: x + y" in f.script()
 
 
-def test_tvm_thread_allreduce_is_rejected_by_the_cpu_backend():
-    with pytest.raises(LoweringError, match="indexes threads explicitly"):
-        tilelang.compile(_allreduce(), target="cpu")
+@pytest.mark.parametrize("reduce_dim,op,np_op", [(1, lambda x, y: x + y, np.sum), (0, lambda x, y: x + y, np.sum),
+                                                  (1, lambda x, y: T.max(x, y), np.max)])
+def test_tvm_thread_allreduce_on_the_cpu(reduce_dim, op, np_op):
+    # two thread phases around the reduction (backend/cpu/thread_phases.py)
+    ident = 0 if np_op is np.sum else -1e30
+    k = tilelang.compile(_allreduce(reduce_dim=reduce_dim, op=op, ident=ident), target="cpu")
+    a = np.random.default_rng(reduce_dim).standard_normal(128).astype(np.float32)
+    c = np.zeros(128, np.float32)
+    k(a, c)
+    grid = a[:64].reshape(32, 2)          # [ty, tx]: tid = tx + 2 * ty
+    red = np_op(grid, axis=0 if reduce_dim == 1 else 1, keepdims=True)
+    np.testing.assert_allclose(c[:64].reshape(32, 2), np.broadcast_to(red, (32, 2)), rtol=1e-5, atol=1e-5)
 
 
 def test_tvm_thread_allreduce_errors():

@@ -1,11 +1,10 @@
-"""Kernels that index threads explicitly run on the CPU when their threads cannot see
-each other's work (backend/cpu/thread_loops.py); otherwise a typed error says why."""
+"""Kernels that index threads explicitly run on the CPU as one loop over the threads when
+their threads cannot see each other's work (backend/cpu/thread_loops.py); kernels whose
+threads do are tested in test_thread_phases.py."""
 import numpy as np
-import pytest
 
 import tilelang
 import tilelang.language as T
-from tilelang.ir.errors import LoweringError
 
 
 def test_per_thread_kernel_with_2d_threads_and_local_arrays():
@@ -30,25 +29,3 @@ def test_per_thread_kernel_with_2d_threads_and_local_arrays():
     k(a, b, c)
     np.testing.assert_allclose(b, a * 2 + np.repeat([0.0, 1.0], 8)[None, None, :], rtol=1e-6)
     np.testing.assert_array_equal(c, (a > 0).sum(-1))
-
-
-def _with(extra):
-    @T.prim_func
-    def f(A: T.Tensor((128,), "float32")):
-        with T.Kernel(1, threads=128) as bx:
-            tx = T.get_thread_binding()
-            S = T.alloc_shared((128,), "float32") if extra == "shared" else None
-            if extra == "shared":
-                S[tx] = A[tx]
-                A[tx] = S[127 - tx]
-            else:
-                A[tx] = A[tx] + 1
-                T.sync_threads()
-                A[tx] = A[127 - tx]
-    return f
-
-
-@pytest.mark.parametrize("extra,why", [("shared", "block-shared buffer `S`"), ("barrier", "synchronizes threads")])
-def test_threads_that_communicate_are_rejected(extra, why):
-    with pytest.raises(LoweringError, match=why):
-        tilelang.compile(_with(extra), target="cpu")

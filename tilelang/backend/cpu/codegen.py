@@ -200,7 +200,16 @@ class CodegenCPU:
     def e_BufferLoad(self, e):
         return f"{self.bname(e.buffer)}[{self.offset(e.buffer, e.indices)}]"
 
+    thread_copies = {}   # id(per-thread buffer) -> its size, in kernels run in thread phases
+
     def offset(self, buf, indices):
+        n = self.thread_copies.get(id(buf))
+        if n is not None:   # this thread's copy (thread_phases.py)
+            rest = self._offset(buf, indices)
+            return f"tl_tid * (int64_t)({n})" + ("" if rest == "0" else f" + {rest}")
+        return self._offset(buf, indices)
+
+    def _offset(self, buf, indices):
         if buf.scope == "local.fragment" and E.const_int_value(buf.numel()) == 1:
             # a one-element fragment is one value replicated over the block's threads:
             # every index reads it (as on the GPU), e.g. `frag[i]` in a T.Parallel loop
@@ -279,6 +288,10 @@ class CodegenCPU:
         base = getattr(b, "alias_of", None)
         if base is not None:  # T.reshape / T.view: another name for the same bytes
             self.emit(f"{ctype(b.dtype)}* {self.bname(b)} = ({ctype(b.dtype)}*){self.bname(base)};")
+            return
+        if b.scope == "local.var" and id(b) in self.thread_copies:   # allocated per thread up front
+            init = self.expr(E.cast(b.init, b.dtype)) if b.init is not None else f"{ctype(b.dtype)}(0)"
+            self.emit(f"{self.bname(b)}[{self.offset(b, [0])}] = {init};")
             return
         if b.scope == "local.var":
             init = f" = {self.expr(E.cast(b.init, b.dtype))}" if b.init is not None else "{}"
@@ -402,22 +415,32 @@ class CodegenCPU:
         self.cur_grid = list(k.grid)
         kid = self.kernel_id
         self.kernel_id += 1
-        bufs = []
-        walk(k.body, lambda n: bufs.append(n.buffer) if isinstance(n, S.DeclBuffer) and n.buffer.scope
-             not in ("local.var", "global") and getattr(n.buffer, "alias_of", None) is None else None)
         uses_threads = []
         tv = {id(v) for v in k.thread_vars}
         walk(k.body, lambda n: uses_threads.append(n) if isinstance(n, E.Var) and id(n) in tv else None)
         thread_loops = []
+        phases = None
         if uses_threads:  # threads one after another, when nothing can tell (thread_loops.py)
             from tilelang.backend.cpu.thread_loops import thread_private_violation, thread_loop_headers
             why = thread_private_violation(k)
-            if why is not None:
-                raise LoweringError(f"this kernel indexes threads explicitly (T.get_thread_binding) and {why[0]}; "
-                                    "the CPU backend runs one thread per block", span=why[1] or k.span,
-                                    hint="write the per-thread work as T.Parallel loops over tiles")
-            thread_loops = thread_loop_headers(k, self.vname)
-            self.cur_lane = self.vname(k.thread_vars[0])
+            if why is None:
+                thread_loops = thread_loop_headers(k, self.vname)
+                self.cur_lane = self.vname(k.thread_vars[0])
+            else:   # threads in phases between the points where they may wait (thread_phases.py)
+                from tilelang.backend.cpu.thread_phases import ThreadPhases, phase_violation
+                why2 = phase_violation(k)
+                if why2 is not None:
+                    raise LoweringError(f"this kernel indexes threads explicitly (T.get_thread_binding) and "
+                                        f"{why2[0]}; the CPU backend runs a block's threads one after another "
+                                        "between block barriers", span=getattr(why2[1], "span", None) or k.span,
+                                        hint="write the per-thread work as T.Parallel loops over tiles, or compile "
+                                             "for a CUDA target")
+                phases = ThreadPhases(self, k)
+        private = phases.private if phases is not None else set()
+        bufs = []
+        walk(k.body, lambda n: bufs.append(n.buffer) if isinstance(n, S.DeclBuffer) and
+             (n.buffer.scope not in ("local.var", "global") or id(n.buffer) in private) and
+             getattr(n.buffer, "alias_of", None) is None else None)
         grid = [self.expr(g) for g in k.grid] + ["1"] * (3 - len(k.grid))
         bv = list(k.block_vars)
         self.emit(f"{{  // kernel {kid}: grid ({', '.join(grid)})")
@@ -432,6 +455,9 @@ class CodegenCPU:
             if id(b) in over and isinstance(E.const_int_value(n), int):
                 n = max(E.const_int_value(n), over[id(b)])
             n = self.expr(E.convert(n)) if not isinstance(n, int) else str(n)
+            if id(b) in private:   # one copy per thread, at tl_tid * numel
+                self.thread_copies[id(b)] = n
+                n = f"({n}) * {phases.nthreads}"
             self.emit(f"{ctype(b.dtype)}* __restrict__ {self.bname(b)} = "
                       f"({ctype(b.dtype)}*)tl::alloc(sizeof({ctype(b.dtype)}) * (size_t)({n}));")
         self.emit("#pragma omp for collapse(3) schedule(dynamic, 1)")
@@ -446,10 +472,16 @@ class CodegenCPU:
         for line in thread_loops:
             self.emit(line)
             self.ind += 1
-        self.stmt(k.body)
+        if phases is not None:
+            for line in phases.scratch_decls():
+                self.emit(line)
+            phases.emit_body(k.body)
+        else:
+            self.stmt(k.body)
         for _ in thread_loops:
             self.ind -= 1
             self.emit("}")
+        self.thread_copies = {}
         self.cur_block_vars = prev
         self.cur_lane = "0"
         self.ind -= 1
