@@ -159,3 +159,32 @@ def test_warp_shuffles_stay_an_error():
             A[tx] = T.shfl_xor(S[tx], 1)
     with pytest.raises(LoweringError, match="shfl"):
         tilelang.compile(f, target="cpu")
+
+
+def test_tile_op_under_a_thread_range_is_an_error():
+    # warp-specialized style: the gemm belongs to threads 0-127 only; running it once per
+    # thread would accumulate 128 times, so the CPU backend refuses it
+    @T.prim_func
+    def f(A: T.Tensor((64, 64), "float32"), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=256) as bx:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((64, 64), "float32")
+            Cf = T.alloc_fragment((64, 64), "float32")
+            T.copy(A, S)
+            T.clear(Cf)
+            if tx < 128:
+                T.gemm(S, S, Cf)
+            T.copy(Cf, C)
+    with pytest.raises(LoweringError, match="tile operation"):
+        tilelang.compile(f, target="cpu")
+
+
+def test_per_thread_copies_do_not_leak_between_code_generators():
+    # the map of per-thread buffers is keyed by id(buffer); a map shared between code
+    # generators (a class attribute) let a later kernel's buffer that reused a freed id
+    # be indexed as a per-thread copy: wrong results or a crash, depending on the GC
+    from tilelang.backend.cpu.codegen import CodegenCPU
+    assert "thread_copies" not in vars(CodegenCPU)
+    k1 = tilelang.compile(_splitk_gemv(), target="cpu")
+    k2 = tilelang.compile(_reverse(), target="cpu")
+    assert "tl_tid * " in k1.get_kernel_source() and "tl_tid * " not in k2.get_kernel_source()

@@ -65,6 +65,7 @@ class CodegenCPU:
         self.lines = []
         self.ind = 1
         self.kernel_id = 0
+        self.thread_copies = {}   # id(per-thread buffer) -> its size, in kernels run in thread phases
 
     # names ----------------------------------------------------------------------
     def name(self, obj, base):
@@ -199,8 +200,6 @@ class CodegenCPU:
 
     def e_BufferLoad(self, e):
         return f"{self.bname(e.buffer)}[{self.offset(e.buffer, e.indices)}]"
-
-    thread_copies = {}   # id(per-thread buffer) -> its size, in kernels run in thread phases
 
     def offset(self, buf, indices):
         n = self.thread_copies.get(id(buf))
@@ -437,6 +436,7 @@ class CodegenCPU:
                                              "for a CUDA target")
                 phases = ThreadPhases(self, k)
         private = phases.private if phases is not None else set()
+        self.thread_copies = {}
         bufs = []
         walk(k.body, lambda n: bufs.append(n.buffer) if isinstance(n, S.DeclBuffer) and
              (n.buffer.scope not in ("local.var", "global") or id(n.buffer) in private) and

@@ -224,7 +224,26 @@ class ThreadPhases:
         if not dep and self._block_level(s):
             self.cg.stmt(s)
             return
+        self._no_block_work_inside(s)
         self._thread_loop(lambda: self.cg.stmt(s))
+
+    def _no_block_work_inside(self, s):
+        """Block-level work (a tile op naming no thread) under thread-dependent control
+        would run once per thread here (a T.gemm would accumulate that many times): refuse."""
+        from tilelang.ir.tile_ops import Gemm
+        bad = []
+
+        def f(n):
+            if not bad and (isinstance(n, Gemm) or (isinstance(n, S.For) and n.kind == S.PARALLEL)) and \
+                    not self._scan(n)[0]:
+                bad.append(n)
+        walk(s, f)
+        if bad:
+            raise LoweringError("a tile operation (T.copy, T.gemm, T.Parallel, ...) runs under a condition that "
+                                "depends on the thread index next to code the block's threads share; the CPU "
+                                "backend cannot run it once for those threads", span=bad[0].span or s.span or
+                                self.k.span, hint="move the tile operation out of the thread-dependent branch, or "
+                                                  "compile for a CUDA target")
 
     def _thread_loop(self, body):
         cg, k = self.cg, self.k
