@@ -188,3 +188,45 @@ def test_per_thread_copies_do_not_leak_between_code_generators():
     k1 = tilelang.compile(_splitk_gemv(), target="cpu")
     k2 = tilelang.compile(_reverse(), target="cpu")
     assert "tl_tid * " in k1.get_kernel_source() and "tl_tid * " not in k2.get_kernel_source()
+
+
+def test_uniform_break_leaves_the_loop_around_the_phases():
+    @T.prim_func
+    def f(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((64,), "float32")
+            v = T.alloc_var("float32")
+            S[tx] = A[tx]
+            for k in T.serial(10):
+                if k == 3:
+                    break
+                T.sync_threads()
+                v = S[tx] + S[63 - tx]
+                T.sync_threads()
+                S[tx] = v
+            B[tx] = S[tx]
+    a = np.random.default_rng(5).standard_normal(64).astype(np.float32)
+    b = np.zeros_like(a)
+    tilelang.compile(f, target="cpu")(a, b)
+    ref = a.copy()
+    for _ in range(3):
+        ref = ref + ref[::-1]
+    np.testing.assert_allclose(b, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_thread_dependent_break_around_shared_code_is_an_error():
+    @T.prim_func
+    def f(A: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((64,), "float32")
+            n = T.alloc_var("int32", init=0)
+            for k in T.serial(4):
+                if n > tx:
+                    break
+                S[tx] = A[tx] + k
+                A[tx] = S[63 - tx]
+                n = n + 20
+    with pytest.raises(LoweringError, match="break"):
+        tilelang.compile(f, target="cpu")

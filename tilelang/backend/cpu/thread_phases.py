@@ -49,6 +49,24 @@ def phase_violation(kernel: S.KernelLaunch):
     return found[0] if found else None
 
 
+def _children(st):
+    if isinstance(st, S.SeqStmt):
+        return st.stmts
+    return [c for c in (getattr(st, "body", None), getattr(st, "then_body", None), getattr(st, "else_body", None))
+            if isinstance(c, S.Stmt)]
+
+
+def _escaping_jump(s, depth=0):
+    """A `break`/`continue` in `s` that leaves a loop enclosing `s`, or None."""
+    if isinstance(s, (S.Break, S.Continue)) and depth == 0:
+        return s
+    for c in _children(s):
+        hit = _escaping_jump(c, depth + isinstance(s, (S.For, S.While)))
+        if hit is not None:
+            return hit
+    return None
+
+
 def thread_private_buffers(kernel):
     out = []
     walk(kernel.body, lambda n: out.append(n.buffer) if isinstance(n, S.DeclBuffer) and
@@ -134,9 +152,11 @@ class ThreadPhases:
         dep, block, cut = self._scan(s)
         if isinstance(s, S.Barrier):
             return None
+        if isinstance(s, (S.Break, S.Continue)):   # of a uniform loop around phases
+            return self.cg.stmt(s)
         if isinstance(s, S.ThreadAllReduce):
             return self._allreduce(s)
-        if (cut or block) and self._cuttable(s):
+        if (cut or block or _escaping_jump(s) is not None) and self._cuttable(s):
             if isinstance(s, S.SeqStmt):
                 return self._seq(s.stmts)
             if isinstance(s, S.LetStmt):
@@ -164,7 +184,8 @@ class ThreadPhases:
         for x in stmts:
             dep, block, cut = self._scan(x)
             view = isinstance(x, S.DeclBuffer) and getattr(x.buffer, "alias_of", None) is not None
-            if view or cut or (not dep and self._block_level(x)) or (block and self._cuttable(x)):
+            jumps = _escaping_jump(x) is not None and self._cuttable(x)   # a uniform exit: outside the phases
+            if view or cut or jumps or (not dep and self._block_level(x)) or (block and self._cuttable(x)):
                 flush()
                 if view:   # declared once, visible to the phases after it
                     self.cg.stmt(x)
@@ -225,7 +246,19 @@ class ThreadPhases:
             self.cg.stmt(s)
             return
         self._no_block_work_inside(s)
+        self._no_jump_out_of(s)
         self._thread_loop(lambda: self.cg.stmt(s))
+
+    def _no_jump_out_of(self, s):
+        """A `break`/`continue` of a loop outside the phase would leave the loop over
+        the threads instead: refuse it (one every thread takes alike is emitted outside)."""
+        hit = _escaping_jump(s)
+        if hit is not None:
+            raise LoweringError("a `break` or `continue` depends on the thread index around code the block's "
+                                "threads share (barriers or shared memory); the CPU backend runs those threads "
+                                "in phases and cannot leave the loop for some of them", span=hit.span or s.span or
+                                self.k.span, hint="make the loop's exit the same for every thread, or compile for a "
+                                                  "CUDA target")
 
     def _no_block_work_inside(self, s):
         """Block-level work (a tile op naming no thread) under thread-dependent control
