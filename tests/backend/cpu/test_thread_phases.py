@@ -230,3 +230,30 @@ def test_thread_dependent_break_around_shared_code_is_an_error():
                 n = n + 20
     with pytest.raises(LoweringError, match="break"):
         tilelang.compile(f, target="cpu")
+
+
+def test_uniform_while_loop_with_barriers():
+    # halve the active width until one value is left: the loop condition reads shared memory
+    @T.prim_func
+    def f(A: T.Tensor((128,), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((128,), "float32")
+            W = T.alloc_shared((1,), "int32")
+            S[tx] = A[tx]
+            if tx == 0:
+                W[0] = 64
+            T.sync_threads()
+            while W[0] > 0:
+                if tx < W[0]:
+                    S[tx] = S[tx] + S[tx + W[0]]
+                T.sync_threads()
+                if tx == 0:
+                    W[0] = W[0] // 2
+                T.sync_threads()
+            if tx == 0:
+                B[0] = S[0]
+    a = np.random.default_rng(6).standard_normal(128).astype(np.float32)
+    b = np.zeros(1, np.float32)
+    tilelang.compile(f, target="cpu")(a, b)
+    np.testing.assert_allclose(b[0], a.sum(), rtol=1e-4, atol=1e-4)

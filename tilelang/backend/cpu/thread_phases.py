@@ -7,8 +7,9 @@ CUDA/OpenCL work-groups on a CPU core).
   thread-uniform sequence that touch block storage (shared buffers, fragments): a cut
   where the GPU has no barrier is one more barrier, which changes nothing for a
   race-free kernel. Sequences are cut only where every thread runs them alike: inside
-  loops and branches whose bounds and conditions do not depend on the thread, and lets
-  whose values do (pure expressions) are re-evaluated in every phase under them.
+  `for`/`while` loops and branches whose bounds and conditions do not depend on the
+  thread (a `break`/`continue` every thread takes alike stays outside the phases), and
+  lets whose values do (pure expressions) are re-evaluated in every phase under them.
 - Per-thread storage (`T.alloc_local`, `T.alloc_var`) outlives a phase: it gets one
   copy per thread, indexed by the linear thread index `tl_tid`.
 - Block-level statements (`T.Parallel` loops of tile ops, `T.gemm`) that name no
@@ -138,7 +139,7 @@ class ThreadPhases:
             return True
         if isinstance(s, S.For):
             return all(self._uniform(x) for x in (s.min, s.extent, s.step) if x is not None)
-        if isinstance(s, S.IfThenElse):
+        if isinstance(s, (S.IfThenElse, S.While)):
             return self._uniform(s.cond)
         if isinstance(s, S.LetStmt):
             return self._uniform(s.value) or self._pure(s.value)
@@ -210,7 +211,8 @@ class ThreadPhases:
         return None
 
     def _compound(self, s):
-        """A uniform loop or branch around phases: its header once, phases inside."""
+        """A uniform loop or branch around phases: its header at block level (a while
+    loop's condition is evaluated there each time), phases inside."""
         cg = self.cg
         if isinstance(s, S.For):
             v = cg.vname(s.var)
@@ -223,6 +225,13 @@ class ThreadPhases:
                 cg.emit(f"for (int64_t {v}_k = 0, {v}_k_end = {ext}; {v}_k < {v}_k_end; ++{v}_k) {{")
                 cg.ind += 1
                 cg.emit(f"const {t} {v} = ({t})({lo} + {v}_k * ({cg.expr(s.step)}));")
+            self._emit(s.body)
+            cg.ind -= 1
+            cg.emit("}")
+            return
+        if isinstance(s, S.While):
+            cg.emit(f"while ({cg.expr(s.cond)}) {{")
+            cg.ind += 1
             self._emit(s.body)
             cg.ind -= 1
             cg.emit("}")
