@@ -213,20 +213,24 @@ def driver_floor(k, a, n):
     sync = torch.cuda.synchronize
     out = {"driver_bare_ctypes_us": per_call_us(raw, n, repeat=3, sync=sync)}
 
-    def batches(fn_, m=256, repeat=40):
-        best = float("inf")
-        for _ in range(repeat):
-            sync()
-            t = time.perf_counter()
-            for _ in range(m):
-                fn_()
-            best = min(best, (time.perf_counter() - t) / m * 1e6)
-        sync()
-        return best
-    out["host_only_driver_bare_ctypes_us"] = batches(raw)
-    out["host_only_tilelang_tiny_us"] = batches(lambda: k(a))
-    out["host_only_torch_add__us"] = batches(lambda: a.add_(1.0))
+    out["host_only_driver_bare_ctypes_us"] = host_only_us(raw)
+    out["host_only_tilelang_tiny_us"] = host_only_us(lambda: k(a))
+    out["host_only_torch_add__us"] = host_only_us(lambda: a.add_(1.0))
     return out
+
+
+def host_only_us(fn, m=256, repeat=40):
+    """The host's cost of one call: best of `repeat` batches of `m` calls timed before
+    synchronizing (the launch queue never fills), in microseconds."""
+    best = float("inf")
+    for _ in range(repeat):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(m):
+            fn()
+        best = min(best, (time.perf_counter() - t) / m * 1e6)
+    torch.cuda.synchronize()
+    return best
 
 
 def main():

@@ -14,3 +14,30 @@ def sass_ops(artifact):
     """Opcode -> count in the cubin's SASS."""
     text = sass(artifact.binary)
     return collections.Counter(re.findall(r"\b([A-Z][A-Z0-9]+)(?:\.[A-Za-z0-9_.]+)*\s", text))
+
+
+def load_example(name, tag):
+    """examples/<name>/example_<name>.py as a module of its own (`tag` keeps the
+    module names of different test files apart)."""
+    import importlib.util
+    import pathlib
+    import sys
+    path = pathlib.Path(__file__).resolve().parents[3] / "examples" / name / f"example_{name}.py"
+    spec = importlib.util.spec_from_file_location(f"example_{name}_{tag}", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def check_flash_attention(fa, kern, b, h, sq, skv, d, causal):
+    """Run a compiled examples/flash_attention kernel on random fp16 inputs on the GPU
+    and compare it with the example's torch reference."""
+    import torch
+    torch.manual_seed(0)
+    q = torch.randn(b, h, sq, d, device="cuda", dtype=torch.float16)
+    k = torch.randn(b, h, skv, d, device="cuda", dtype=torch.float16)
+    v = torch.randn(b, h, skv, d, device="cuda", dtype=torch.float16)
+    out = kern(q, k, v)
+    ref = fa.ref_program(q.float(), k.float(), v.float(), causal)
+    torch.testing.assert_close(out.float(), ref.float(), rtol=1e-2, atol=1e-2)

@@ -2,33 +2,19 @@
 is issued after iteration k's Q K^T and runs during its softmax. Compile-only checks
 of the schedule, then the published-style FlashAttention example against torch on the
 GPU, with the overlap on and off, causal or not, ragged lengths, both head sizes."""
-import importlib.util
-import pathlib
-import sys
 
 import pytest
 
 import tilelang
 from tests.backend.cuda.conftest import needs_nvrtc, needs_sass
+from tests.backend.cuda.helpers import check_flash_attention, load_example
 
 
 @pytest.fixture(autouse=True)
 def _overlap_on(monkeypatch):
     monkeypatch.setenv("TILELANG_CUDA_OVERLAP_GEMM", "1")   # opt-in (pipeline_overlap.py says why)
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-
-
-def _fa():
-    spec = importlib.util.spec_from_file_location("example_flash_attention_overlap",
-                                                  ROOT / "examples" / "flash_attention" / "example_flash_attention.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-FA = _fa()
+FA = load_example("flash_attention", "overlap")
 CFG = dict(block_M=128, block_N=128, num_stages=2, threads=256)
 
 
@@ -78,15 +64,8 @@ def test_switch_off_and_other_targets(monkeypatch):
     (1, 2, 256, 1000, 64, False),
 ])
 def test_matches_torch_on_gpu(monkeypatch, overlap, b, h, sq, skv, d, causal):
-    import torch
     monkeypatch.setenv("TILELANG_CUDA_OVERLAP_GEMM", overlap)
     pf = FA.flash_attention.get_tir(b, h, sq, skv, d, is_causal=causal, **CFG)
     kern = tilelang.compile(pf, out_idx=[3], target="cuda")
     assert ("wgmma_rs_issue" in kern.get_kernel_source()) == (overlap == "1")
-    torch.manual_seed(0)
-    q = torch.randn(b, h, sq, d, device="cuda", dtype=torch.float16)
-    k = torch.randn(b, h, skv, d, device="cuda", dtype=torch.float16)
-    v = torch.randn(b, h, skv, d, device="cuda", dtype=torch.float16)
-    out = kern(q, k, v)
-    ref = FA.ref_program(q.float(), k.float(), v.float(), causal)
-    torch.testing.assert_close(out.float(), ref.float(), rtol=1e-2, atol=1e-2)
+    check_flash_attention(FA, kern, b, h, sq, skv, d, causal)

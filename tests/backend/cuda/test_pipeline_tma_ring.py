@@ -4,28 +4,15 @@ registers (attention) loads its tiles by bulk tensor copies (4-D tensor maps for
 in the loop; opt-in, the two warpgroups take turns at the first gemm (ping-pong).
 Compile-only checks of the schedule, then FlashAttention and a 2-stage GEMM against
 torch on the GPU, ragged lengths included."""
-import importlib.util
-import pathlib
-import sys
 
 import pytest
 
 import tilelang
 from tests.backend.cuda.conftest import needs_nvrtc
+from tests.backend.cuda.helpers import check_flash_attention, load_example
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-
-
-def _example(name):
-    spec = importlib.util.spec_from_file_location(f"example_{name}_ring", ROOT / "examples" / name / f"example_{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-FA = _example("flash_attention")
-GEMM = _example("gemm")
+FA = load_example("flash_attention", "ring")
+GEMM = load_example("gemm", "ring")
 CFG = dict(block_M=128, block_N=128, num_stages=2, threads=256)
 
 
@@ -84,18 +71,11 @@ def test_pingpong_turns_balance(monkeypatch):
     (1, 2, 256, 1000, 64, False),
 ])
 def test_attention_matches_torch_on_gpu(monkeypatch, env, b, h, sq, skv, d, causal):
-    import torch
     for k_, v_ in env.items():
         monkeypatch.setenv(k_, v_)
     kern = _fa(b, h, sq, skv, d, causal, arch=None)
     assert ("tma_load_4d" in kern.get_kernel_source()) == (env.get("TILELANG_CUDA_TMA_RING") != "0")
-    torch.manual_seed(0)
-    q = torch.randn(b, h, sq, d, device="cuda", dtype=torch.float16)
-    k = torch.randn(b, h, skv, d, device="cuda", dtype=torch.float16)
-    v = torch.randn(b, h, skv, d, device="cuda", dtype=torch.float16)
-    out = kern(q, k, v)
-    ref = FA.ref_program(q.float(), k.float(), v.float(), causal)
-    torch.testing.assert_close(out.float(), ref.float(), rtol=1e-2, atol=1e-2)
+    check_flash_attention(FA, kern, b, h, sq, skv, d, causal)
 
 
 @pytest.mark.gpu

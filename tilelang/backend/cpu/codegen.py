@@ -301,7 +301,9 @@ class CodegenCPU:
                 self.emit(f"{self.bname(b)}[0] = {ctype(b.dtype)}(0);")
         # other scopes are allocated up front (see kernel / function prologue)
 
-    def s_For(self, s):
+    def s_For(self, s, body=None):
+        """`body`: how to emit the loop body (default: as statements; thread_phases.py
+        emits phases there)."""
         v = self.vname(s.var)
         t = ctype(s.var.dtype)
         lo, ext = self.expr(s.min), self.expr(s.extent)
@@ -318,26 +320,27 @@ class CodegenCPU:
             self.emit(f"const {t} {v} = ({t})({lo} + {k} * ({self.expr(s.step)}));")
             self.ind -= 1
         self.ind += 1
-        self.stmt(s.body)
+        (body or self.stmt)(s.body)
         self.ind -= 1
         self.emit("}")
 
-    def s_IfThenElse(self, s):
+    def s_IfThenElse(self, s, body=None):
+        body = body or self.stmt
         self.emit(f"if ({self.expr(s.cond)}) {{")
         self.ind += 1
-        self.stmt(s.then_body)
+        body(s.then_body)
         self.ind -= 1
         if s.else_body is not None:
             self.emit("} else {")
             self.ind += 1
-            self.stmt(s.else_body)
+            body(s.else_body)
             self.ind -= 1
         self.emit("}")
 
-    def s_While(self, s):
+    def s_While(self, s, body=None):
         self.emit(f"while ({self.expr(s.cond)}) {{")
         self.ind += 1
-        self.stmt(s.body)
+        (body or self.stmt)(s.body)
         self.ind -= 1
         self.emit("}")
 
@@ -347,9 +350,9 @@ class CodegenCPU:
     def s_Continue(self, s):
         self.emit("continue;")
 
-    def s_LetStmt(self, s):
+    def s_LetStmt(self, s, body=None):
         self.emit(f"const {ctype(s.var.dtype)} {self.vname(s.var)} = {self.expr(s.value)};")
-        self.stmt(s.body)
+        (body or self.stmt)(s.body)
 
     def s_Barrier(self, s):
         pass  # one thread per block: nothing to wait for

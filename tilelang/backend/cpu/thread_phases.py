@@ -201,8 +201,7 @@ class ThreadPhases:
 
     def _let(self, s):
         if self._uniform(s.value):
-            self.cg.emit(f"const {self._ctype(s.var.dtype)} {self.cg.vname(s.var)} = {self.cg.expr(s.value)};")
-            return self._emit(s.body)
+            return self.cg.s_LetStmt(s, body=self._emit)
         # thread-dependent and pure: evaluated again at the top of every phase under it
         self.dep_vars.add(id(s.var))
         self.lets.append(s)
@@ -211,41 +210,9 @@ class ThreadPhases:
         return None
 
     def _compound(self, s):
-        """A uniform loop or branch around phases: its header at block level (a while
-    loop's condition is evaluated there each time), phases inside."""
-        cg = self.cg
-        if isinstance(s, S.For):
-            v = cg.vname(s.var)
-            t = self._ctype(s.var.dtype)
-            lo, ext = cg.expr(s.min), cg.expr(s.extent)
-            if s.step is None:
-                cg.emit(f"for ({t} {v} = {lo}, {v}_end = {lo} + {ext}; {v} < {v}_end; ++{v}) {{")
-                cg.ind += 1
-            else:
-                cg.emit(f"for (int64_t {v}_k = 0, {v}_k_end = {ext}; {v}_k < {v}_k_end; ++{v}_k) {{")
-                cg.ind += 1
-                cg.emit(f"const {t} {v} = ({t})({lo} + {v}_k * ({cg.expr(s.step)}));")
-            self._emit(s.body)
-            cg.ind -= 1
-            cg.emit("}")
-            return
-        if isinstance(s, S.While):
-            cg.emit(f"while ({cg.expr(s.cond)}) {{")
-            cg.ind += 1
-            self._emit(s.body)
-            cg.ind -= 1
-            cg.emit("}")
-            return
-        cg.emit(f"if ({cg.expr(s.cond)}) {{")
-        cg.ind += 1
-        self._emit(s.then_body)
-        cg.ind -= 1
-        if s.else_body is not None:
-            cg.emit("} else {")
-            cg.ind += 1
-            self._emit(s.else_body)
-            cg.ind -= 1
-        cg.emit("}")
+        """A uniform loop or branch around phases: the code generator's header at block
+        level (a while loop's condition is evaluated there each time), phases inside."""
+        getattr(self.cg, "s_" + type(s).__name__)(s, body=self._emit)
 
     def _leaf(self, s, dep):
         """`s` in one phase: once for the block when it is block-level work naming no

@@ -62,14 +62,7 @@ def emit_pipelined_tma(cg, st, info, tmas):
         issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot,
                           (mc, half_maps, rank) if mc is not None else None)
     preload(cg, ns, lo, hi, issue)
-    stage = cg.names.new(object(), "tl_stage", True)
-    phase = cg.names.new(object(), "tl_phase", True)
-    cg.w(f"int {stage} = 0;")
-    cg.w(f"unsigned {phase} = 0u;")
-    k = cg.bind(st.var)
-    cg.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
-    cg.indent += 1
-    cg.w(f"tl::mbar_wait({full} + {stage}, {phase});")
+    k, stage, phase = open_ring_loop(cg, st, lo, hi, full)
     saved = cg._slot_pointers(info, stage)
     cg.w(cg.wgmma_call(g, cfg, issue_only=True))
     cg._restore(saved)
@@ -79,12 +72,7 @@ def emit_pipelined_tma(cg, st, info, tmas):
     prev = cg.names.new(object(), "tl_prev", True)
     cg.w(f"const int {prev} = {stage} == 0 ? {ns - 1} : {stage} - 1;")
     if not waits:
-        cg.w(f"if ((tl_tid & 31) == 0 && tl::slot_release_last(&{released}[{prev}], {nwarps}) && "
-             f"{k} - 1 + {ns} < {hi}) {{")
-        cg.indent += 1
-        issue(f"{k} - 1 + {ns}", prev)
-        cg.indent -= 1
-        cg.w("}")
+        release_and_refill(cg, released, prev, nwarps, f"{k} - 1 + {ns}", hi, issue)
     elif mc is None:
         cg.w(f"if ((tl_tid & 31) == 0) tl::mbar_arrive(&{empty}[{prev}]);")
     else:
@@ -99,9 +87,7 @@ def emit_pipelined_tma(cg, st, info, tmas):
         cg.w("}")
     cg.indent -= 1
     cg.w("}")
-    cg.w(f"if (++{stage} == {ns}) {{ {stage} = 0; {phase} ^= 1u; }}")
-    cg.indent -= 1
-    cg.w("}")
+    close_ring_loop(cg, ns, stage, phase)
     cg.w("tl::wgmma_wait<0>();")
     cg.w(f"tl::fence_regs<{cfg.regs}>({acc});")
     # every copy was consumed; the barriers may be initialized again (an outer loop);
@@ -144,20 +130,13 @@ def emit_pipelined_tma_body(cg, st, info, tmas):
     ring = declare_ring(cg, ns, maps, None)
     full, released = ring.full, ring.released
     preload(cg, ns, lo, hi, lambda kexpr, slot: issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot))
-    stage = cg.names.new(object(), "tl_stage", True)
-    phase = cg.names.new(object(), "tl_phase", True)
-    cg.w(f"int {stage} = 0;")
-    cg.w(f"unsigned {phase} = 0u;")
     pp = pingpong(cg, info)
     if pp is not None:
         first, bar = pp
         wg = cg.names.new(object(), "tl_wg", True)
         cg.w(f"const int {wg} = tl_tid >> 7;")
         cg.w(f"if ({wg} == 1) tl::named_barrier_arrive({bar}, 256);   // warpgroup 0 goes first")
-    k = cg.bind(st.var)
-    cg.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
-    cg.indent += 1
-    cg.w(f"tl::mbar_wait({full} + {stage}, {phase});")
+    k, stage, phase = open_ring_loop(cg, st, lo, hi, full)
     saved = cg._slot_pointers(info, stage)
     for s in info.rest:
         if pp is not None and s is first:
@@ -167,15 +146,9 @@ def emit_pipelined_tma_body(cg, st, info, tmas):
             # the other's turn; warpgroup 1 skips its last one (warpgroup 0 got an extra at the start)
             cg.w(f"if ({wg} == 0 || {k} + 1 < {hi}) tl::named_barrier_arrive({bar} + 1 - {wg}, 256);")
     cg._restore(saved)
-    cg.w(f"if ((tl_tid & 31) == 0 && tl::slot_release_last(&{released}[{stage}], {nwarps}) && "
-         f"{k} + {ns} < {hi}) {{")
-    cg.indent += 1
-    issue_ring_copies(cg, st, tmas, maps, full, nbytes, f"{k} + {ns}", stage)
-    cg.indent -= 1
-    cg.w("}")
-    cg.w(f"if (++{stage} == {ns}) {{ {stage} = 0; {phase} ^= 1u; }}")
-    cg.indent -= 1
-    cg.w("}")
+    release_and_refill(cg, released, stage, nwarps, f"{k} + {ns}", hi,
+                       lambda kexpr, slot: issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot))
+    close_ring_loop(cg, ns, stage, phase)
     # every copy was consumed; the barriers may be initialized again (an outer loop)
     cg.w("__syncthreads();")
     invalidate_ring(cg, ns, ring)
@@ -253,6 +226,36 @@ def preload(cg, ns, lo, hi, issue):
     cg.indent -= 3
     cg.w("    }")
     cg.w("  }")
+    cg.w("}")
+
+
+def open_ring_loop(cg, st, lo, hi, full):
+    """The loop over the ring: the slot and phase counters, the loop header, and the
+    wait for the slot's copies. Returns the C names (k, stage, phase)."""
+    stage = cg.names.new(object(), "tl_stage", True)
+    phase = cg.names.new(object(), "tl_phase", True)
+    cg.w(f"int {stage} = 0;")
+    cg.w(f"unsigned {phase} = 0u;")
+    k = cg.bind(st.var)
+    cg.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
+    cg.indent += 1
+    cg.w(f"tl::mbar_wait({full} + {stage}, {phase});")
+    return k, stage, phase
+
+
+def release_and_refill(cg, released, slot, nwarps, kexpr, hi, issue):
+    """Each warp releases `slot`; the warp completing the round refills it with
+    iteration `kexpr` (when that exists) through `issue(kexpr, slot)`."""
+    cg.w(f"if ((tl_tid & 31) == 0 && tl::slot_release_last(&{released}[{slot}], {nwarps}) && {kexpr} < {hi}) {{")
+    cg.indent += 1
+    issue(kexpr, slot)
+    cg.indent -= 1
+    cg.w("}")
+
+
+def close_ring_loop(cg, ns, stage, phase):
+    cg.w(f"if (++{stage} == {ns}) {{ {stage} = 0; {phase} ^= 1u; }}")
+    cg.indent -= 1
     cg.w("}")
 
 
