@@ -15,6 +15,7 @@ install_tvm_alias()  # `import tvm` -> our shim when no real TVM is installed
 from tilelang.math import cdiv, next_power_of_2  # noqa: E402
 from tilelang import engine  # noqa: E402
 from tilelang.engine import register_cuda_postproc, register_hip_postproc, register_c_postproc  # noqa: E402
+from tilelang.engine.lower import lower  # noqa: E402
 
 
 def set_log_level(level):

@@ -125,3 +125,51 @@ def test_published_dtype_spellings():
     assert T.uint == T.uint32 and T.int == T.int32 and T.dtype("uint") is T.uint32
     assert getattr(torch, T.float16) is torch.float16   # dtypes are names
     assert "".join(c for c in T.int8 if not c.isdigit()) == "int"
+
+
+def test_immediates_take_tvms_argument_order():
+    from tvm import tirx
+    f = tirx.FloatImm("float32", 0.5)
+    i = tirx.IntImm("int8", 3)
+    assert isinstance(f, E.FloatImm) and f.value == 0.5 and f.dtype == "float32"
+    assert isinstance(i, E.IntImm) and i.value == 3 and i.dtype == "int8"
+    assert isinstance(f, tirx.FloatImm) and not isinstance(i, tirx.FloatImm)
+    assert isinstance(T.__exp(tirx.Var("v", "float16")), tirx.Call)
+
+
+def test_target_context_is_what_auto_means():
+    import tvm
+    from tilelang.backend.registry import parse_target
+    with tvm.target.Target({"kind": "cuda", "arch": "sm_80"}) as t:
+        assert t.kind.name == "cuda" and t.arch == "sm_80"
+        assert parse_target("auto").arch == "sm_80"
+    assert parse_target(tvm.target.Target("cpu")).kind == "cpu"
+
+
+def test_pass_context_configs_reach_compiles_inside_it():
+    import tvm
+    from tilelang.transform.pass_manager import current_pass_configs
+    with tvm.transform.PassContext(config={tilelang.PassConfigKey.TL_DISABLE_TMA_LOWER: True}):
+        assert current_pass_configs() == {"tl.disable_tma_lower": True}
+    assert current_pass_configs() == {}
+
+
+def test_tvm_errors_are_our_located_errors():
+    import tvm
+    assert tvm.TVMError is tilelang.TileLangError and tvm.error.InternalError is tilelang.TileLangError
+
+
+def test_located_errors_keep_the_python_exception_kind():
+    # the published package raises TypeError / ValueError / AssertionError in these places;
+    # ours are source-located TileLangErrors that are also instances of those classes
+    with pytest.raises(TypeError) as ei:
+        @T.prim_func
+        def k(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1):
+                T.reduce_sum(A, A, dim=0, no_such_argument=1)
+    assert isinstance(ei.value, tilelang.TileLangError) and "test_tvm_shim.py" in str(ei.value)
+    with pytest.raises(AssertionError):   # a view over other bytes
+        @T.prim_func
+        def v(A: T.Tensor((16,), "float32"), B: T.Tensor((4, 5), "float32")):
+            with T.Kernel(1):
+                T.copy(T.view(A, (4, 5)), B)

@@ -172,3 +172,40 @@ def test_math_on_fp16_values():
     a = torch.randn(L).half()
     ref = (torch.exp(a.float()) * torch.sigmoid(a.float())).half()
     torch.testing.assert_close(kern(a), ref, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "bool", "float8_e4m3fn"])
+def test_fast_math_rejects_non_float_inputs(dtype):
+    # the published package raises TypeError here; we compiled an integer __expf before
+    from tilelang.compat.tvm import tirx
+    with pytest.raises(TypeError, match=rf"T\.__exp only supports floating-point inputs, but got {dtype}"):
+        T.__exp(tirx.Var("v", dtype))
+
+
+def test_fast_math_on_doubles_is_exact_on_cuda():
+    # __expf on a double would round it to float first
+    @T.prim_func
+    def k(A: T.Tensor((32,), "float64"), C: T.Tensor((32,), "float64")):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(32):
+                C[i] = T.__exp(A[i])
+    src = tilelang.compile(k, target="cuda -arch=sm_90a").get_kernel_source()
+    assert "__expf" not in src and "exp(" in src
+
+
+def test_bit_scans_ffs_and_fns():
+    @T.prim_func
+    def k(A: T.Tensor((4,), "int64"), M: T.Tensor((4,), "uint32"), C: T.Tensor((4,), "int32"),
+          D: T.Tensor((4,), "int32")):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(4):
+                C[i] = T.__ffs(A[i])
+                D[i] = T.cast(T.__fns(M[i], 2, i - 1), "int32")
+    kern = tilelang.compile(k, out_idx=[2, 3], target="cpu")
+    a = np.array([0, 1, 0x80, 1 << 40], np.int64)
+    m = np.array([0b10011, 0b1000, 0b111000, 0b110100], np.uint32)
+    c, d = kern(a, m)
+    np.testing.assert_array_equal(c, [0, 1, 8, 41])
+    # PTX fns: offset -1 the first set bit at or below bit 2; 0 bit 2 itself when set;
+    # 1, 2 the first and second set bits at or above bit 2
+    np.testing.assert_array_equal(d, [1, -1, 3, 4])

@@ -65,3 +65,35 @@ def test_cpu_skips_out_of_bounds_stores_to_block_arrays():
     np.testing.assert_array_equal(o[:4], a[:4])
     src = kern.get_kernel_source()
     assert "tl::alloc(sizeof(float) * (size_t)(64))" in src and "if ((i < 4))" not in src
+
+
+def test_annotated_safe_value_is_what_outside_loads_read():
+    # before: T.annotate_safe_value was ignored and the padding read 0 (a wrong result)
+    @T.prim_func
+    def f(A: T.Tensor((64,), "float32"), C: T.Tensor((64,), "float32")):
+        with T.Kernel(2) as bx:
+            T.annotate_safe_value({A: 10})
+            for i in T.Parallel(32):
+                C[bx * 32 + i] = A[bx * 32 + i - 3]
+    text = _legal(f)
+    assert "T.annotate_safe_value({A: 10})" in text
+    assert "T.if_then_else(bx * 32 + i - 3 >= 0, A[bx * 32 + i - 3], 10.0)" in text
+
+
+def test_safe_value_runs_on_the_cpu():
+    import numpy as np
+    import tilelang
+
+    def make(pad):
+        @T.prim_func
+        def f(A: T.Tensor((64,), "float32"), C: T.Tensor((64,), "float32")):
+            with T.Kernel(2) as bx:
+                T.annotate_safe_value({A: pad})
+                S = T.alloc_shared((32,), "float32")
+                T.copy(A[bx * 32 - 4], S)
+                T.copy(S, C[bx * 32])
+        return tilelang.compile(f, out_idx=[1], target="cpu")
+    a = np.arange(64, dtype=np.float32)
+    for pad in (7, -1):   # two kernels that differ only in the pad value: two cache entries
+        ref = np.concatenate([np.full(4, pad, np.float32), a[:60]])
+        np.testing.assert_array_equal(make(pad)(a), ref)

@@ -27,6 +27,11 @@ class Backend:
         """Run the backend's pass pipeline (generic passes included)."""
         raise NotImplementedError
 
+    def generate(self, func, target, ctx):
+        """lower -> codegen: (lowered PrimFunc, source, meta), no compiler run
+        (`tilelang.lower`)."""
+        raise NotImplementedError
+
     def build(self, func, target, ctx) -> Artifact:
         """lower -> codegen -> compile."""
         raise NotImplementedError

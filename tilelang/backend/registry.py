@@ -49,6 +49,26 @@ def cuda_available() -> bool:
         return False
 
 
+_target_stack: list = []
+
+
+def push_target(t):
+    """`with tvm.target.Target(...)`: what `target="auto"` means until the matching pop."""
+    _target_stack.append(t)
+
+
+def pop_target():
+    _target_stack.pop()
+
+
+def current_target():
+    return _target_stack[-1] if _target_stack else None
+
+
+def known_kinds():
+    return set(_KNOWN) | set(_BACKENDS)
+
+
 def parse_target(spec) -> Target:
     """'auto' | 'cpu' | 'cuda' | 'cuda -arch=sm_80' | {'kind': 'cuda', 'arch': 'sm_90a'} | Target."""
     import os
@@ -61,10 +81,14 @@ def parse_target(spec) -> Target:
         kind = d.pop("kind")
         arch = d.pop("arch", None)
         return get_backend(kind).parse_target(kind, arch, d)
+    if hasattr(spec, "resolved"):   # our tvm.target.Target
+        return spec.resolved()
     if hasattr(spec, "kind") and hasattr(spec.kind, "name"):  # a tvm.target.Target-like object
         spec = str(spec)
     spec = str(spec).strip()
     if spec == "auto":
+        if _target_stack:   # inside `with tvm.target.Target(...)`
+            return parse_target(_target_stack[-1])
         env = os.environ.get("TILELANG_DEFAULT_TARGET")
         if env and env != "auto":
             return parse_target(env)

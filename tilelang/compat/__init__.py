@@ -9,7 +9,8 @@ import sys
 
 from tilelang.compat import tvm
 
-_MODULES = {"tvm": tvm, "tvm.tirx": tvm.tirx, "tvm.tir": tvm.tirx}
+_MODULES = {"tvm": tvm, "tvm.tirx": tvm.tirx, "tvm.tir": tvm.tirx, "tvm.target": tvm.target,
+            "tvm.transform": tvm.transform, "tvm.error": tvm.error}
 
 
 def install_tvm_alias() -> bool:

@@ -12,7 +12,7 @@ import types
 from tilelang.frontend import builder as B
 from tilelang.frontend.control import HELPERS
 from tilelang.frontend.rewriter import rewrite
-from tilelang.ir.errors import TileLangError, UnknownNameError, UnsupportedConstructError
+from tilelang.ir.errors import TileLangError, UnknownNameError, UnsupportedConstructError, located_error_class
 from tilelang.ir.span import Span
 
 _cache: dict = {}
@@ -134,7 +134,11 @@ def as_user_error(e: BaseException) -> TileLangError:
     elif isinstance(e, RecursionError):
         err = TileLangError("recursion too deep while tracing the kernel", span)
     else:
-        err = TileLangError(f"{type(e).__name__}: {e}", span)
+        cls = located_error_class(type(e))
+        msg = str(e) if cls is not TileLangError else f"{type(e).__name__}: {e}"
+        if isinstance(e, KeyError) and len(e.args) == 1:
+            msg = repr(e.args[0])
+        err = cls(msg, span)
     err.__cause__ = e
     return err
 

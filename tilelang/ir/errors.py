@@ -34,11 +34,36 @@ def render(message, span, hint=None, kind="error"):
     return "\n".join(out)
 
 
-class ShapeMismatchError(TileLangError):
-    pass
+# A located error keeps the kind of exception the published package raises in the same
+# place, so `except TypeError` / `pytest.raises(ValueError)` written against it still match.
+_BUILTIN_KINDS = (TypeError, ValueError, AttributeError, IndexError, KeyError, AssertionError,
+                  RuntimeError, NotImplementedError, ZeroDivisionError, OverflowError)
+_located_classes: dict = {}
 
 
-class DTypeMismatchError(TileLangError):
+def located_error_class(kind: type) -> type:
+    """A subclass of both TileLangError and `kind` (a builtin exception class), named
+    after `kind`; TileLangError itself for any other class."""
+    base = next((k for k in kind.__mro__ if k in _BUILTIN_KINDS), None)
+    if base is None:
+        return TileLangError
+    cls = _located_classes.get(base)
+    if cls is None:
+        cls = type(base.__name__, (TileLangError, base), {"__module__": __name__})
+        _located_classes[base] = cls
+    return cls
+
+
+def located(kind: type, message: str, span: Span | None = None, hint: str | None = None) -> TileLangError:
+    """A source-located error that is also an instance of `kind`."""
+    return located_error_class(kind)(message, span, hint)
+
+
+class ShapeMismatchError(TileLangError, ValueError, AssertionError):
+    """Shapes that do not fit (the published package asserts on these: AssertionError)."""
+
+
+class DTypeMismatchError(TileLangError, TypeError):
     pass
 
 
@@ -46,7 +71,7 @@ class UnsupportedConstructError(TileLangError):
     pass
 
 
-class UnknownNameError(TileLangError):
+class UnknownNameError(TileLangError, NameError):
     pass
 
 
@@ -70,7 +95,7 @@ class RuntimeValueAsPythonBool(TileLangError):
                  "or T.if_then_else(cond, a, b) in an expression")
 
 
-class IndexArityError(TileLangError):
+class IndexArityError(TileLangError, IndexError):
     def __init__(self, buf, n):
         super().__init__(f"buffer `{buf.name}` has {buf.ndim} dimension(s) but is indexed with {n}",
                          hint=f"index it with {buf.ndim} indices, e.g. {buf.name}[{', '.join('ijkl'[:buf.ndim])}]")

@@ -217,8 +217,9 @@ class Printer:
                 extra += f", clear_accum={self.expr(s.clear_accum)}"
             self.emit(f"T.gemm({self.region(s.A)}, {self.region(s.B)}, {self.region(s.C)}{extra})", ind)
         elif isinstance(s, TO.Reduce):
+            extra = (", nan_propagate=True" if s.nan_propagate else "") + (f", batch={s.batch}" if s.batch != 1 else "")
             self.emit(f"T.reduce_{s.kind}({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}, "
-                      f"clear={s.clear})", ind)
+                      f"clear={s.clear}{extra})", ind)
         elif isinstance(s, TO.CumSum):
             self.emit(f"T.cum{s.kind}({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}, "
                       f"reverse={s.reverse})", ind)
@@ -275,6 +276,10 @@ class Printer:
         aliased = [self.buf(p) for p in f.params if isinstance(p, Buffer) and getattr(p, "may_alias", False)]
         if aliased:   # changes the generated code (no __restrict__): part of the printed form
             self.emit(f"T.annotate_restrict_buffers({', '.join(aliased)})", 1)
+        safe = [f"{self.buf(p)}: {p.safe_value!r}" for p in f.params
+                if isinstance(p, Buffer) and getattr(p, "safe_value", None) is not None]
+        if safe:   # what out-of-bounds loads read: part of the printed (and hashed) form
+            self.emit(f"T.annotate_safe_value({{{', '.join(safe)}}})", 1)
         self.body(f.body, 1)
         return "\n".join(self.lines) + "\n"
 

@@ -47,10 +47,15 @@ REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax", "bitand", "bitor", "bit
 class Reduce(TileOp):
     op_name = "reduce"
 
-    def __init__(self, kind, src, dst, dim, clear=True):
+    def __init__(self, kind, src, dst, dim, clear=True, nan_propagate=False, batch=1):
         self._init()
         assert kind in REDUCE_KINDS
         self.kind, self.src, self.dst, self.dim, self.clear = kind, src, dst, dim, clear
+        # max/min/absmax of floats: a NaN operand wins (default: the other operand does,
+        # as CUDA's fmaxf/__hmax)
+        self.nan_propagate = bool(nan_propagate)
+        # outputs per cross-thread combine (a scheduling hint; results do not depend on it)
+        self.batch = int(batch)
 
 
 class CumSum(TileOp):

@@ -216,7 +216,7 @@ class Mutator:
                                  n.wg_wait, n.annotations), n)
         if isinstance(n, TO.Reduce):
             s, d = self._v(n.src), self._v(n.dst)
-            return n if s is n.src and d is n.dst else _keep(TO.Reduce(n.kind, s, d, n.dim, n.clear), n)
+            return n if s is n.src and d is n.dst else _keep(TO.Reduce(n.kind, s, d, n.dim, n.clear, n.nan_propagate, n.batch), n)
         if isinstance(n, TO.CumSum):
             s, d = self._v(n.src), self._v(n.dst)
             return n if s is n.src and d is n.dst else _keep(TO.CumSum(s, d, n.dim, n.reverse, n.kind), n)

@@ -50,8 +50,11 @@ class JITKernel:
         self.out_idx = _normalize_out_idx(out_idx, len(func.params))
         from tilelang.transform.pass_keys import check_pass_configs
         check_pass_configs(pass_configs)
-        # PassConfigKey members hash as enum members, not as their strings: use the strings
-        self.pass_configs = {getattr(k, "value", k): v for k, v in (pass_configs or {}).items()}
+        # PassConfigKey members hash as enum members, not as their strings: use the strings;
+        # a surrounding `tvm.transform.PassContext` gives defaults
+        from tilelang.transform.pass_manager import current_pass_configs
+        self.pass_configs = current_pass_configs()
+        self.pass_configs.update({getattr(k, "value", k): v for k, v in (pass_configs or {}).items()})
         if isinstance(compile_flags, str):
             compile_flags = compile_flags.split()
         self.compile_flags = list(compile_flags or [])

@@ -41,7 +41,7 @@ tfloat32 = DataType("tfloat32")
 
 for _n in dir(_math):
     if _n.startswith("__") and _n.endswith(("exp", "exp2", "exp10", "log", "log2", "log10", "sin", "cos",
-                                            "tan", "tanh")) and not _n.endswith("__"):
+                                            "tan", "tanh", "ffs", "fns")) and not _n.endswith("__"):
         globals()[_n] = getattr(_math, _n)
 from tilelang.language.compat import region, loop_break, atomic_load, atomic_store, index_to_coordinates  # noqa: E402
 int4 = DataType("int4")

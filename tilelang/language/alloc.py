@@ -8,7 +8,7 @@ from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.expr import PrimExpr, convert, cast, const_int_value
 from tilelang.ir.dtypes import as_dtype
-from tilelang.ir.errors import TileLangError
+from tilelang.ir.errors import TileLangError, ShapeMismatchError
 
 
 def _name(default):
@@ -123,7 +123,7 @@ def _alias(buf, shape, dtype, what):
     new = new * dtype.bits
     co, cn = const_int_value(old), const_int_value(new)
     if co is not None and cn is not None and co != cn:
-        raise TileLangError(f"{what}: {buf.name} has {co // 8} bytes, the new view {cn // 8}",
+        raise ShapeMismatchError(f"{what}: {buf.name} has {co // 8} bytes, the new view {cn // 8}",
                             hint="the view must cover exactly the same bytes")
     view = Buffer(_name(buf.name + "_view"), tuple(shape), dtype, buf.scope)
     view.alias_of = buf

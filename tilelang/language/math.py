@@ -36,9 +36,44 @@ for _n in ("exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "expm1", "sq
            "round", "trunc", "erf", "nearbyint", "rint", "fast_exp", "fast_exp2", "fast_log", "fast_tanh"):
     globals()[_n] = _unary(_n)
 
-# fast-math variants (`T.__exp`): same results on the CPU, approximate units on the GPU
+_FAST_MATH_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+def _fast_unary(name):
+    """A fast-math variant (`T.__exp`): same results on the CPU, approximate units on the
+    GPU; like the published package, only for 16- to 64-bit floating-point inputs."""
+    def f(x):
+        x = _e(x)
+        if x.dtype.name not in _FAST_MATH_DTYPES:
+            raise TypeError(f"T.{name} only supports floating-point inputs, but got {x.dtype} "
+                            f"(cast the value first, e.g. T.{name}(T.cast(x, 'float32')))")
+        return call(name, [x])
+    f.__name__ = name
+    f.__doc__ = f"`{name}(x)` elementwise, fast-math approximation."
+    return f
+
+
 for _n in ("exp", "exp2", "exp10", "log", "log2", "log10", "sin", "cos", "tan", "tanh"):
-    globals()["__" + _n] = _unary("__" + _n)
+    globals()["__" + _n] = _fast_unary("__" + _n)
+
+
+def _int_arg(x, what):
+    x = _e(x)
+    if not (x.dtype.is_int or x.dtype.is_bool):
+        raise TypeError(f"{what} takes an integer, got {x.dtype}")
+    return x
+
+
+def __ffs(value):  # noqa: N807 - published name (CUDA's __ffs)
+    """1-based position of the lowest set bit of an integer (0 when it is 0), as an int32;
+    64-bit inputs scan all 64 bits (CUDA __ffsll)."""
+    return call("tl.ffs", [_int_arg(value, "T.__ffs")], "int32")
+
+
+def __fns(mask, base, offset):  # noqa: N807 - published name (CUDA's __fns)
+    """Position (0-31) of the `offset`-th set bit of the 32-bit `mask`, counted from bit
+    `base` upward (offset > 0) or downward (offset < 0); 0xFFFFFFFF when there is none."""
+    return call("tl.fns", [_int_arg(mask, "T.__fns"), _e(base), _e(offset)], "uint32")
 
 
 def abs(x):  # noqa: A001 - published name
@@ -226,15 +261,43 @@ def Not(a):  # noqa: N802
     return _Not(as_bool(_e(a)))
 
 
-def all_of(*conds):
-    out = True
+def _region_elements(x, name):
+    """The element loads of a buffer or region of constant extent, in row-major order
+    (the published T.any_of / T.all_of take a buffer or a region and combine its elements)."""
+    import itertools
+    from tilelang.ir.buffer import Buffer, BufferRegion, full_region
+    from tilelang.ir.expr import BufferLoad, const_int_value
+    if isinstance(x, Buffer) and not x.is_var():
+        x = full_region(x)
+    if not isinstance(x, BufferRegion):
+        return None
+    exts = [const_int_value(e) for e in x.extents]
+    if any(e is None for e in exts):
+        raise TypeError(f"T.{name} needs a region of constant extent, got {x}; "
+                        f"write the loop over its elements explicitly")
+    loads = []
+    for idx in itertools.product(*(range(e) for e in exts)):
+        loads.append(BufferLoad(x.buffer, [s + i if i else s for s, i in zip(x.starts, idx)]))
+    return loads
+
+
+def _combine(op, unit, conds, name):
+    terms = []
     for c in conds:
-        out = c if out is True else binop("&&", out, c)
-    return out
+        loads = _region_elements(c, name)
+        terms.extend(loads if loads is not None else [c])
+    out = unit
+    for c in terms:
+        out = c if out is unit else binop(op, out, c)
+    from tilelang.ir.expr import const
+    return const(unit) if out is unit else out
+
+
+def all_of(*conds):
+    """True when every condition holds; a buffer or region counts each of its elements."""
+    return _combine("&&", True, conds, "all_of")
 
 
 def any_of(*conds):
-    out = False
-    for c in conds:
-        out = c if out is False else binop("||", out, c)
-    return out
+    """True when some condition holds; a buffer or region counts each of its elements."""
+    return _combine("||", False, conds, "any_of")

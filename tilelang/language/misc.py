@@ -58,8 +58,19 @@ def annotate_l2_hit_ratio(*a, **k):
     return None
 
 
-def annotate_safe_value(*a, **k):
-    return None
+def annotate_safe_value(safe_value_map: dict):
+    """The value that loads of a tensor read outside its bounds (0 unless annotated):
+    `T.annotate_safe_value({A: pad})` makes the bounds-checked loads of A read `pad`."""
+    from tilelang.ir.expr import const_int_value, IntImm, FloatImm
+    for buf, value in dict(safe_value_map).items():
+        if not isinstance(buf, Buffer) or buf.scope != "global":
+            raise TileLangError(f"T.annotate_safe_value takes the kernel's tensor parameters as keys, got {buf!r}")
+        v = convert(value)
+        if not isinstance(v, (IntImm, FloatImm)):
+            if const_int_value(v) is None:
+                raise TileLangError(f"T.annotate_safe_value: the value for {buf.name} must be a constant, got {v}")
+            v = IntImm(const_int_value(v))
+        buf.safe_value = v.value
 
 
 def sync_threads(barrier_id=None, arrive_count=None):

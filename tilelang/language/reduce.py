@@ -5,18 +5,22 @@ from tilelang.frontend import builder as B
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, BufferRegion, to_region
 from tilelang.ir.expr import const_int_value, convert, cast, literal, PrimExpr
-from tilelang.ir.errors import ShapeMismatchError, TileLangError
+from tilelang.ir.errors import ShapeMismatchError, TileLangError, located
 
 
 def _shape(r):
     return [const_int_value(e) if const_int_value(e) is not None else e for e in r.extents]
 
 
-def _reduce(kind, buffer, out, dim, clear):
+def _reduce(kind, buffer, out, dim, clear, batch=1, nan_propagate=False):
     b = B.require(f"T.reduce_{kind}")
     if not isinstance(buffer, (Buffer, BufferRegion)) or not isinstance(out, (Buffer, BufferRegion)):
         raise TileLangError(f"T.reduce_{kind} takes two buffers (source, destination)")
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+        raise located(ValueError, f"T.reduce_{kind}: batch must be an int >= 1, got {batch!r}")
     src, dst = to_region(buffer), to_region(out)
+    if kind in ("bitand", "bitor", "bitxor") and not (dst.buffer.dtype.is_int or dst.buffer.dtype.is_bool):
+        raise located(TypeError, f"T.reduce_{kind} needs an integer or bool destination, got {dst.buffer.dtype}")
     ss, ds = _shape(src), _shape(dst)
     nd = len(ss)
     if not -nd <= dim < nd:
@@ -30,43 +34,46 @@ def _reduce(kind, buffer, out, dim, clear):
             f"T.reduce_{kind}: reducing {src.buffer.name} {ss} over dim {dim} gives {expect or [1]}, "
             f"but the destination {dst.buffer.name} is {ds}",
             hint=f"allocate the destination with shape {tuple(expect) or (1,)}")
-    b.emit(TO.Reduce(kind, src, dst, dim, clear))
+    b.emit(TO.Reduce(kind, src, dst, dim, clear, nan_propagate=nan_propagate, batch=batch))
 
 
-def reduce_sum(buffer, out, dim=-1, clear=True):
-    _reduce("sum", buffer, out, dim, clear)
+# `batch`: outputs per cross-thread combine on the GPU (results do not depend on it);
+# `annotations`: backend hints (accepted for compatibility, none changes results).
+def reduce_sum(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
+    _reduce("sum", buffer, out, dim, clear, batch)
 
 
-def reduce_max(buffer, out, dim=-1, clear=True):
-    _reduce("max", buffer, out, dim, clear)
+def reduce_max(buffer, out, dim=-1, clear=True, batch=1, nan_propagate=False, annotations=None):
+    """Row maxima; a NaN is ignored in favour of the other operand unless `nan_propagate`."""
+    _reduce("max", buffer, out, dim, clear, batch, nan_propagate)
 
 
-def reduce_min(buffer, out, dim=-1, clear=True):
-    _reduce("min", buffer, out, dim, clear)
+def reduce_min(buffer, out, dim=-1, clear=True, batch=1, nan_propagate=False, annotations=None):
+    _reduce("min", buffer, out, dim, clear, batch, nan_propagate)
 
 
-def reduce_abssum(buffer, out, dim=-1, clear=True):
-    _reduce("abssum", buffer, out, dim, clear)
+def reduce_abssum(buffer, out, dim=-1, batch=1, annotations=None, *, clear=True):
+    _reduce("abssum", buffer, out, dim, clear, batch)
 
 
-def reduce_absmax(buffer, out, dim=-1, clear=True):
-    _reduce("absmax", buffer, out, dim, clear)
+def reduce_absmax(buffer, out, dim=-1, clear=True, batch=1, nan_propagate=False, annotations=None):
+    _reduce("absmax", buffer, out, dim, clear, batch, nan_propagate)
 
 
-def reduce_bitand(buffer, out, dim=-1, clear=True):
-    _reduce("bitand", buffer, out, dim, clear)
+def reduce_bitand(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
+    _reduce("bitand", buffer, out, dim, clear, batch)
 
 
-def reduce_bitor(buffer, out, dim=-1, clear=True):
-    _reduce("bitor", buffer, out, dim, clear)
+def reduce_bitor(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
+    _reduce("bitor", buffer, out, dim, clear, batch)
 
 
-def reduce_bitxor(buffer, out, dim=-1, clear=True):
-    _reduce("bitxor", buffer, out, dim, clear)
+def reduce_bitxor(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
+    _reduce("bitxor", buffer, out, dim, clear, batch)
 
 
-def reduce(buffer, out, reduce_type, dim=-1, clear=True):
-    _reduce(reduce_type, buffer, out, dim, clear)
+def reduce(buffer, out, reduce_type, dim=-1, clear=True, batch=1, nan_propagate=False, annotations=None):
+    _reduce(reduce_type, buffer, out, dim, clear, batch, nan_propagate)
 
 
 def _scan(kind, src, dst, dim, reverse):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from tilelang.frontend import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir.buffer import Buffer
-from tilelang.ir.errors import TileLangError
+from tilelang.ir.errors import TileLangError, located
 from tilelang.ir.expr import BufferLoad, IntImm, call, convert, literal
 
 FULL_MASK = 0xFFFFFFFF
@@ -19,8 +19,11 @@ FULL_MASK = 0xFFFFFFFF
 def _at_call_site(value, what):
     """Evaluate the collective where the user wrote it, not where its value is used:
     `s = T.warp_reduce_sum(v)` followed by `if lane == 0: S[w] = s` must shuffle on every
-    lane. The value goes to a fresh per-thread variable."""
-    b = B.require(what)
+    lane. The value goes to a fresh per-thread variable. Outside a kernel body (building
+    expressions by hand) the call itself is the value."""
+    b = B.current()
+    if b is None:
+        return value
     names = B.source_names("assign")   # the user's variable name, when there is one
     buf = Buffer(names[0] if names else what.split(".")[-1], (1,), value.dtype, "local.var")
     b.emit(S.DeclBuffer(buf))
@@ -102,9 +105,9 @@ def warp_reduce_bitor(value):
 
 def _predicate(p, what):
     p = _expr(p)
-    if p.dtype.is_float:
-        raise TileLangError(f"{what} takes an integer or boolean predicate, got {p.dtype}",
-                            hint="compare it first, e.g. `x > 0`")
+    if not (p.dtype.is_int or p.dtype.is_bool):
+        raise located(TypeError, f"{what} requires an integer or boolean predicate, got {p.dtype}",
+                      hint="compare it first, e.g. `x > 0`")
     return p
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
+from tilelang.ir.buffer import out_of_bounds_value
 from tilelang.ir.visitor import Mutator
 from tilelang.ir.printer import Printer
 from tilelang.arith.bounds import bound
@@ -134,7 +135,8 @@ class _Legalize(Mutator):
         c = self.conditions(n2.buffer, n2.indices)
         if c is None:
             return n2
-        return E.Select(c, n2, E.literal(0, n2.dtype))
+        # outside the bounds a load reads the tensor's safe value (T.annotate_safe_value), else 0
+        return E.Select(c, n2, out_of_bounds_value(n2.buffer))
 
     def visit_BufferStore(self, n):
         n2 = super().generic_visit(n)

@@ -11,7 +11,7 @@ import math
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir import expr as E
-from tilelang.ir.buffer import BufferRegion
+from tilelang.ir.buffer import BufferRegion, out_of_bounds_value
 from tilelang.ir.visitor import Mutator
 from tilelang.arith.simplify import simplify
 from tilelang.transform.pass_manager import function_pass
@@ -96,7 +96,7 @@ def lower_copy(op: TO.Copy):
     if src.buffer.scope == "global":
         c = in_bounds(src.buffer, sidx, src)
         if c is not None:
-            val = E.Select(c, val, E.literal(0, src.buffer.dtype))
+            val = E.Select(c, val, out_of_bounds_value(src.buffer))
     val = E.cast(val, dst.buffer.dtype)
     store = S.BufferStore(dst.buffer, val, didx)
     if dst.buffer.scope == "global":
@@ -135,17 +135,25 @@ def _reduce_init(kind, dtype):
     raise ValueError(kind)
 
 
-def _combine(kind, acc, x):
+def nan_aware(op, a, b, nan_propagate):
+    """max/min of two values; with `nan_propagate` a NaN operand wins (`tl.max_nan`), else
+    the other operand does (the `max`/`min` BinOps, as CUDA's fmaxf/__hmax)."""
+    if nan_propagate and a.dtype.is_float:
+        return E.call(f"tl.{op}_nan", [a, b])
+    return E.binop(op, a, b)
+
+
+def _combine(kind, acc, x, nan_propagate=False):
     if kind in ("sum",):
         return E.binop("+", acc, x)
     if kind == "abssum":
         return E.binop("+", acc, E.call("abs", [x]))
     if kind == "max":
-        return E.binop("max", acc, x)
+        return nan_aware("max", acc, x, nan_propagate)
     if kind == "min":
-        return E.binop("min", acc, x)
+        return nan_aware("min", acc, x, nan_propagate)
     if kind == "absmax":
-        return E.binop("max", acc, E.call("abs", [x]))
+        return nan_aware("max", acc, E.call("abs", [x]), nan_propagate)
     if kind == "bitand":
         return E.binop("&", acc, x)
     if kind == "bitor":
@@ -192,7 +200,7 @@ def lower_reduce(op: TO.Reduce):
     dt = dst.buffer.dtype
     acc = E.BufferLoad(dst.buffer, didx)
     x = E.cast(E.BufferLoad(src.buffer, sidx), dt)
-    update = S.BufferStore(dst.buffer, _combine(op.kind, acc, x), didx)
+    update = S.BufferStore(dst.buffer, _combine(op.kind, acc, x, op.nan_propagate), didx)
     body = S.For(r, E.IntImm(0), src.extents[op.dim], S.SERIAL, update)
     clear = op.clear if isinstance(op.clear, bool) else bool(E.const_int_value(op.clear))
     if clear:

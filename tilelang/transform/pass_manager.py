@@ -35,6 +35,25 @@ def function_pass(name):
     return deco
 
 
+_config_stack: list = []
+
+
+def push_pass_configs(config: dict):
+    """`with tvm.transform.PassContext(config=...)`: configs for the compiles inside."""
+    _config_stack.append(dict(config))
+
+
+def pop_pass_configs():
+    _config_stack.pop()
+
+
+def current_pass_configs() -> dict:
+    out = {}
+    for c in _config_stack:
+        out.update(c)
+    return out
+
+
 @dataclass
 class PassContext:
     config: dict = field(default_factory=dict)

@@ -257,3 +257,65 @@ def test_uniform_while_loop_with_barriers():
     b = np.zeros(1, np.float32)
     tilelang.compile(f, target="cpu")(a, b)
     np.testing.assert_allclose(b[0], a.sum(), rtol=1e-4, atol=1e-4)
+
+
+def test_tile_ops_in_a_phased_kernel_run_once_per_block():
+    # before: a T.Parallel accumulation next to code that names the thread ran once per
+    # thread (the sum came out 128 times too large)
+    @T.prim_func
+    def f(A: T.Tensor((8,), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=128):
+            src = T.alloc_fragment((8,), "float32")
+            T.copy(A, src)
+            total = T.alloc_fragment((1,), "float32")
+            T.clear(total)
+            for i in T.Parallel(8):
+                total[0] += src[i]
+            if T.get_thread_binding() == 0:
+                B[0] = total[0]
+    a = np.arange(1, 9, dtype=np.float32)
+    np.testing.assert_array_equal(tilelang.compile(f, out_idx=-1, target="cpu")(a), [36.0])
+
+
+def test_uniform_updates_of_replicated_fragments_apply_once():
+    # each GPU thread updates its own replica of a 1-element fragment once; before, the
+    # CPU ran `s = a * s + b` once per thread on one copy (online logsumexp came out wrong)
+    @T.prim_func
+    def f(A: T.Tensor((256,), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_fragment((128,), "float32")
+            m = T.alloc_fragment((1,), "float32")
+            s = T.alloc_fragment((1,), "float32")
+            m[0] = -T.infinity("float32")
+            s[0] = 0.0
+            for k in T.serial(2):
+                T.copy(A[k * 128], a)
+                new_max = T.alloc_fragment((1,), "float32")
+                T.fill(new_max, m[0])
+                for i in T.Parallel(128):
+                    new_max[0] = T.max(new_max[0], a[i])
+                new_sum = T.alloc_fragment((1,), "float32")
+                T.fill(new_sum, 0.0)
+                for i in T.Parallel(128):
+                    new_sum[0] += T.exp(a[i] - new_max[0])
+                s[0] = T.exp(m[0] - new_max[0]) * s[0] + new_sum[0]
+                m[0] = new_max[0]
+            if T.get_thread_binding() == 0:
+                B[0] = T.log(s[0]) + m[0]
+    a = np.random.default_rng(0).standard_normal(256).astype(np.float32)
+    out = tilelang.compile(f, out_idx=-1, target="cpu")(a)
+    np.testing.assert_allclose(out, [np.log(np.exp(a.astype(np.float64)).sum())], rtol=1e-5)
+
+
+def test_uniform_atomics_still_run_in_every_thread():
+    @T.prim_func
+    def f(C: T.Tensor((1,), "int32")):
+        with T.Kernel(2, threads=64):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((64,), "int32")
+            S[tx] = 1
+            T.sync_threads()
+            T.atomic_add(C[0], 1)
+    c = np.zeros(1, np.int32)
+    tilelang.compile(f, target="cpu")(c)
+    assert c[0] == 128

@@ -17,9 +17,12 @@ class CPUBackend(Backend):
     def lower(self, func, target, ctx):
         return _pipeline.lower(func, ctx)
 
-    def build(self, func, target, ctx):
+    def generate(self, func, target, ctx):
         lowered = self.lower(func, target, ctx)
-        source = postproc.apply("c", _codegen.generate(lowered, "tl_entry"), target)
+        return lowered, postproc.apply("c", _codegen.generate(lowered, "tl_entry"), target), {}
+
+    def build(self, func, target, ctx):
+        _, source, _ = self.generate(func, target, ctx)
         binary = _compiler.compile_source(source, ctx.get("compile_flags") or ())
         nb = sum(1 for p in func.params if isinstance(p, Buffer))
         return Artifact(target, source, binary, "tl_entry", {"num_buffers": nb})

@@ -172,6 +172,12 @@ class CodegenCPU:
             return _cluster_call(n, args)
         if n == "tl.dp4a":
             return f"tl::dp4a({', '.join(args)})"
+        if n in ("tl.max_nan", "tl.min_nan"):
+            return f"tl::{n[3:]}<{ctype(e.dtype)}>({args[0]}, {args[1]})"
+        if n == "tl.ffs":
+            return f"tl::ffs((int64_t)({args[0]}), {e.args[0].dtype.bits})"
+        if n == "tl.fns":
+            return f"tl::fns((uint32_t)({args[0]}), (uint32_t)({args[1]}), (int32_t)({args[2]}))"
         if n == PTX_CP_ASYNC:
             return f"tl::cp_async_now<{e.args[2].value}>({args[0]}, {args[1]}, {args[3]})"
         if n in DEVICE_CALLS:

@@ -157,6 +157,8 @@ class ThreadPhases:
             return self.cg.stmt(s)
         if isinstance(s, S.ThreadAllReduce):
             return self._allreduce(s)
+        if not dep and not cut and self._block_level(s):   # a tile op: once for the block
+            return self._leaf(s, dep)
         if (cut or block or _escaping_jump(s) is not None) and self._cuttable(s):
             if isinstance(s, S.SeqStmt):
                 return self._seq(s.stmts)
@@ -175,13 +177,13 @@ class ThreadPhases:
         """Consecutive statements share a phase while at most one of them touches block
         storage (two could talk to each other); cut points, block-level work and
         compound statements that need cutting inside get their own."""
-        group, group_block = [], False
+        group, group_block, group_dep = [], False, False
 
         def flush():
-            nonlocal group, group_block
+            nonlocal group, group_block, group_dep
             if group:
-                self._leaf(S.seq(group), True)
-            group, group_block = [], False
+                self._leaf(S.seq(group), group_dep)
+            group, group_block, group_dep = [], False, False
         for x in stmts:
             dep, block, cut = self._scan(x)
             view = isinstance(x, S.DeclBuffer) and getattr(x.buffer, "alias_of", None) is not None
@@ -197,6 +199,7 @@ class ThreadPhases:
                 flush()
             group.append(x)
             group_block = group_block or block
+            group_dep = group_dep or dep
         flush()
 
     def _let(self, s):
@@ -218,12 +221,30 @@ class ThreadPhases:
         """`s` in one phase: once for the block when it is block-level work naming no
         thread (T.Parallel loops of tile ops, T.gemm), else in a loop over the threads
         (every thread runs it, as on the GPU)."""
-        if not dep and self._block_level(s):
+        if not dep and (self._block_level(s) or not self._effects_per_thread(s)):
+            # work that names no thread is the same in every thread: on the GPU each thread
+            # applies it to its own replica (a fragment element outside T.Parallel), here it
+            # runs once on the block's copy (128 runs of `acc[0] = a * acc[0] + b` would
+            # compound)
             self.cg.stmt(s)
             return
         self._no_block_work_inside(s)
         self._no_jump_out_of(s)
         self._thread_loop(lambda: self.cg.stmt(s))
+
+    @staticmethod
+    def _effects_per_thread(s):
+        """Whether running `s` once differs from every thread running it alike: atomics and
+        other calls with effects (each thread's call counts), and jumps."""
+        hit = []
+
+        def f(n):
+            if isinstance(n, E.Call) and (n.name.startswith(("atomic_", "tl.")) or n.dtype.name == "handle"):
+                hit.append(n)
+            elif isinstance(n, (S.Break, S.Continue, S.Evaluate)):
+                hit.append(n)
+        walk(s, f)
+        return bool(hit)
 
     def _no_jump_out_of(self, s):
         """A `break`/`continue` of a loop outside the phase would leave the loop over

@@ -41,9 +41,8 @@ class CudaBackend(Backend):
     def lower(self, func, target, ctx):
         return _pipeline.lower(func, target, ctx)
 
-    def build(self, func, target, ctx=None) -> Artifact:
+    def generate(self, func, target, ctx=None):
         from tilelang.backend.cuda.codegen import generate
-        from tilelang.backend.cuda.compiler import compile_cuda
         if isinstance(target, str) or isinstance(target, dict):
             from tilelang.backend.registry import parse_target
             target = parse_target(target)
@@ -56,6 +55,14 @@ class CudaBackend(Backend):
             os.makedirs(dump, exist_ok=True)
             with open(os.path.join(dump, f"{func.name}.cu"), "w") as f:
                 f.write(source)
+        return lowered, source, meta
+
+    def build(self, func, target, ctx=None) -> Artifact:
+        from tilelang.backend.cuda.compiler import compile_cuda
+        if isinstance(target, str) or isinstance(target, dict):
+            from tilelang.backend.registry import parse_target
+            target = parse_target(target)
+        _, source, meta = self.generate(func, target, ctx)
         compiled = compile_cuda(source, target.arch, name=f"{func.name}.cu")
         meta["ptx"] = compiled.ptx
         meta["arch"] = target.arch

@@ -187,12 +187,22 @@ class ExprPrinter:
             return device_call(name, args, dt, self)
         if name == "tl.dp4a":
             return f"tl::dp4a({', '.join(self(a) for a in args)})"
+        if name in ("tl.max_nan", "tl.min_nan"):
+            return f"tl::{name[3:]}({self(args[0])}, {self(args[1])})"
+        if name == "tl.ffs":
+            a = args[0]
+            return f"__ffsll((long long)({self(a)}))" if a.dtype.bits == 64 else f"__ffs((int)({self(a)}))"
+        if name == "tl.fns":
+            return f"__fns((unsigned)({self(args[0])}), (unsigned)({self(args[1])}), (int)({self(args[2])}))"
         if name == "truncmod":
             return f"(({self(args[0])}) % ({self(args[1])}))"
         if name in ("if_then_else",):
             return f"({self(args[0])} ? {self(args[1])} : {self(args[2])})"
         if name in _MATH:
             fn = _MATH[name]
+            if dt.name == "float64" and fn.startswith("__"):
+                # the fast-math units are single precision: a double keeps the exact function
+                fn = _MATH[name.lstrip("_").replace("fast_", "")]
             if dt.name == "float64" and not fn.startswith(("__", "tl::")):
                 fn = fn[:-1]
             return self._math(fn, args, dt)

@@ -11,16 +11,24 @@ _WARP_OP = {"sum": "tl::SumOp", "abssum": "tl::SumOp", "max": "tl::MaxOp", "absm
             "min": "tl::MinOp", "bitand": "tl::BitAndOp", "bitor": "tl::BitOrOp", "bitxor": "tl::BitXorOp"}
 
 
-def combine(kind, acc, x):
+def warp_op(kind, nan=False):
+    """The combine functor of reduce.h for a reduction kind (NaN-propagating max/min when
+    `nan`, T.reduce_max(..., nan_propagate=True))."""
+    op = _WARP_OP[kind]
+    return op + "Nan" if nan and op in ("tl::MaxOp", "tl::MinOp") else op
+
+
+def combine(kind, acc, x, nan=False):
     """C++ for combining accumulator `acc` with element `x` (strings)."""
+    mx = "tl::max_nan" if nan else "tl::max"
     if kind in ("sum",):
         return f"({acc} + {x})"
     if kind == "abssum":
         return f"({acc} + tl::max({x}, -{x}))"
     if kind == "absmax":
-        return f"tl::max({acc}, tl::max({x}, -{x}))"
+        return f"{mx}({acc}, tl::max({x}, -{x}))"
     if kind in ("max", "min"):
-        return f"tl::{kind}({acc}, {x})"
+        return f"tl::{kind}{'_nan' if nan else ''}({acc}, {x})"
     return f"({acc} {dict(bitand='&', bitor='|', bitxor='^')[kind]} {x})"
 
 
@@ -35,7 +43,8 @@ def reduce_parts(cg, op):
         dt=dt, ct=ctype(dt), src=cg.buf_name(op.src.buffer), dst=cg.buf_name(op.dst.buffer),
         init=cg.expr(_reduce_init(op.kind, dt)),
         clear=op.clear if isinstance(op.clear, bool) else bool(E.const_int_value(op.clear)),
-        cross={"abssum": "sum", "absmax": "max"}.get(op.kind, op.kind))
+        cross={"abssum": "sum", "absmax": "max"}.get(op.kind, op.kind),
+        nan=op.nan_propagate and dt.is_float)
 
 
 def scratch_lines(cg, ct):
@@ -69,18 +78,19 @@ def emit_warp_reduce(cg, op):
             rem = f"(({rem}) / ({ext}))"
     rname = cg.bind(r)
     ct = ctype(dt)
+    nan = op.nan_propagate and dt.is_float
     init = cg.expr(_reduce_init(op.kind, dt))
     x = cast_str(op.src.buffer.dtype, dt, cg.expr(E.BufferLoad(op.src.buffer, sidx)))
     lines += [f"    {ct} tl_acc = {init};",
               f"    for (int {rname} = tl_lane; {rname} < {cg.expr(op.src.extents[op.dim])}; {rname} += 32) {{",
               f"      const {ct} tl_x = {x};",
-              f"      tl_acc = {combine(op.kind, 'tl_acc', 'tl_x')};",
+              f"      tl_acc = {combine(op.kind, 'tl_acc', 'tl_x', nan)};",
               "    }",
-              f"    tl_acc = tl::warp_reduce(tl_acc, {_WARP_OP[op.kind]}());"]
+              f"    tl_acc = tl::warp_reduce(tl_acc, {warp_op(op.kind, nan)}());"]
     dst = cg.expr(E.BufferLoad(op.dst.buffer, didx))
     clear = op.clear if isinstance(op.clear, bool) else bool(E.const_int_value(op.clear))
     cross = {"abssum": "sum", "absmax": "max"}.get(op.kind, op.kind)
-    val = "tl_acc" if clear else combine(cross, dst, "tl_acc")
+    val = "tl_acc" if clear else combine(cross, dst, "tl_acc", nan)
     lines += [f"    if (tl_lane == 0) {dst} = {val};", "  }", "}"]
     return lines
 
@@ -92,17 +102,17 @@ def emit_register_reduce(cg, op, L):
     partial results (xor 1, 2), so every holder of the row ends with the result."""
     from tilelang.backend.cuda.codegen_expr import cast_str
     P = reduce_parts(cg, op)
-    dt, ct, src, dst, init, clear, cross = P.dt, P.ct, P.src, P.dst, P.init, P.clear, P.cross
+    dt, ct, src, dst, init, clear, cross, nan = P.dt, P.ct, P.src, P.dst, P.init, P.clear, P.cross, P.nan
     lt = L.layout()
     x = cast_str(op.src.buffer.dtype, dt, f"{src}[tl_r]")
-    val = "tl_acc" if clear else combine(cross, f"{dst}[tl_s]", "tl_acc")
+    val = "tl_acc" if clear else combine(cross, f"{dst}[tl_s]", "tl_acc", nan)
     R = L.row_layout()
     rl = R.layout()
     WN = L.WN
     in_regs = cg.placement(op.dst.buffer).kind == "row"
     if not in_regs:   # a vector in shared memory: one holder of each row stores it
         d = f"{dst}[{rl}::row(tl_tid, tl_s)]"
-        val = "tl_acc" if clear else combine(cross, d, "tl_acc")
+        val = "tl_acc" if clear else combine(cross, d, "tl_acc", nan)
         lead = "(tl_tid & 3) == 0" + (f" && (tl_tid >> 5) % {WN} == 0" if WN > 1 else "")
         store = f"    if ({lead}) {d} = {val};"
     else:
@@ -112,9 +122,9 @@ def emit_register_reduce(cg, op, L):
              f"    {ct} tl_acc = {init};",
              "    #pragma unroll",
              f"    for (int tl_r = 0; tl_r < {L.regs}; ++tl_r) {{",
-             f"      if ({lt}::row_slot(tl_r) == tl_s) tl_acc = {combine(op.kind, 'tl_acc', x)};",
+             f"      if ({lt}::row_slot(tl_r) == tl_s) tl_acc = {combine(op.kind, 'tl_acc', x, nan)};",
              "    }",
-             f"    tl_acc = tl::quad_reduce(tl_acc, {_WARP_OP[op.kind]}());"]
+             f"    tl_acc = tl::quad_reduce(tl_acc, {warp_op(op.kind, nan)}());"]
     if L.WN == 1:
         return lines + [store, "  }", "}"]
     # WN warps hold different columns of the same rows: quad leaders publish their warp's
@@ -128,6 +138,6 @@ def emit_register_reduce(cg, op, L):
         f"    const int tl_row = {rl}::row(tl_tid, tl_s) * {WN};",
         f"    {ct} tl_acc = tl_red[tl_row];",
         "    #pragma unroll",
-        f"    for (int tl_w = 1; tl_w < {WN}; ++tl_w) tl_acc = {_WARP_OP[op.kind]}()(tl_acc, tl_red[tl_row + tl_w]);",
+        f"    for (int tl_w = 1; tl_w < {WN}; ++tl_w) tl_acc = {warp_op(op.kind, nan)}()(tl_acc, tl_red[tl_row + tl_w]);",
         store,
         "  }", "}"]

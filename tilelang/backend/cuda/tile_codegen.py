@@ -261,15 +261,15 @@ def _emit_vector_copy(cg, m, jv, j0, c, L, V, e0):
 
 def emit_tile_reduce(cg, op, L):
     """A reduction over the last dimension of register tile L into its rows."""
-    from tilelang.backend.cuda.reduce_lowering import combine, _WARP_OP, reduce_parts, scratch_lines
+    from tilelang.backend.cuda.reduce_lowering import combine, warp_op, reduce_parts, scratch_lines
     P = reduce_parts(cg, op)
-    dt, ct, src, dst, init, clear, cross = P.dt, P.ct, P.src, P.dst, P.init, P.clear, P.cross
-    wop = _WARP_OP[op.kind]
+    dt, ct, src, dst, init, clear, cross, nan = P.dt, P.ct, P.src, P.dst, P.init, P.clear, P.cross, P.nan
+    wop = warp_op(op.kind, nan)
     R, G, g = L.row_regs, L.G, L.group
     x = cast_str(op.src.buffer.dtype, dt, f"{src}[tl_s * {G} + tl_r]")
     out = ["{", f"  {ct} tl_acc[{R}];", "  #pragma unroll", f"  for (int tl_s = 0; tl_s < {R}; ++tl_s) {{",
            f"    {ct} tl_a = {init};", "    #pragma unroll",
-           f"    for (int tl_r = 0; tl_r < {G}; ++tl_r) tl_a = {combine(op.kind, 'tl_a', x)};"]
+           f"    for (int tl_r = 0; tl_r < {G}; ++tl_r) tl_a = {combine(op.kind, 'tl_a', x, nan)};"]
     m = min(g, 32) // 2
     while m >= 1:
         out.append(f"    tl_a = {wop}()(tl_a, tl::shfl_xor(tl_a, {m}));")
@@ -288,6 +288,6 @@ def emit_tile_reduce(cg, op, L):
                 f"tl_a = {wop}()(tl_a, tl_red[tl_s * {nw} + tl_w0 + tl_w]);",
                 "    tl_acc[tl_s] = tl_a;", "  }"]
     d = "0" if isinstance(cg.placement(op.dst.buffer).acc, Scalar) else "tl_s"
-    val = "tl_acc[tl_s]" if clear else combine(cross, f"{dst}[{d}]", "tl_acc[tl_s]")
+    val = "tl_acc[tl_s]" if clear else combine(cross, f"{dst}[{d}]", "tl_acc[tl_s]", nan)
     out += ["  #pragma unroll", f"  for (int tl_s = 0; tl_s < {R}; ++tl_s) {dst}[{d}] = {val};", "}"]
     return out

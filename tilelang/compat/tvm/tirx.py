@@ -3,8 +3,28 @@ argument orders (`reinterpret(dtype, value)`, `Cast(dtype, value)`)."""
 from __future__ import annotations
 
 from tilelang.ir.dtypes import as_dtype
-from tilelang.ir.expr import (PrimExpr, Var, IntImm, FloatImm, BufferLoad, convert, literal, call,
+from tilelang.ir import expr as _E
+from tilelang.ir.expr import (PrimExpr, Var, BufferLoad, Call, convert, literal, call,
                               cast as _cast, select, minimum, maximum)
+
+
+class _TVMConstructor(type):
+    """TVM's immediates take `(dtype, value)`; ours `(value, dtype)`. The compat class
+    builds ours in TVM's order, and `isinstance` checks against ours."""
+
+    def __call__(cls, dtype, value, span=None):
+        return cls._ours(value, as_dtype(dtype))
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, cls._ours)
+
+
+class IntImm(metaclass=_TVMConstructor):
+    _ours = _E.IntImm
+
+
+class FloatImm(metaclass=_TVMConstructor):
+    _ours = _E.FloatImm
 
 
 def const(value, dtype=None) -> PrimExpr:
@@ -40,5 +60,5 @@ def call_extern(dtype, func_name, *args) -> PrimExpr:
     return call(func_name, list(args), as_dtype(dtype))
 
 
-__all__ = ["PrimExpr", "Var", "IntImm", "FloatImm", "BufferLoad", "const", "reinterpret", "Cast", "Select",
+__all__ = ["PrimExpr", "Var", "IntImm", "FloatImm", "BufferLoad", "Call", "const", "reinterpret", "Cast", "Select",
            "Min", "Max", "call_extern"]

@@ -218,8 +218,44 @@ template <class T> inline T atan2(T a, T b) { return T(std::atan2(compute_t<T>(a
 template <class T> inline bool isnan(T x) { return std::isnan((double)compute_t<T>(x)); }
 template <class T> inline bool isinf(T x) { return std::isinf((double)compute_t<T>(x)); }
 template <class T> inline bool isfinite(T x) { return std::isfinite((double)compute_t<T>(x)); }
-template <class T> inline T max(T a, T b) { return b > a ? b : a; }
-template <class T> inline T min(T a, T b) { return b < a ? b : a; }
+// CUDA's bit scans: ffs is the 1-based position of the lowest set bit (0 for none); fns
+// the position of the offset-th set bit counted from `base` upward (offset > 0) or
+// downward (offset < 0), `base` itself when set and offset == 0, else 0xFFFFFFFF
+inline int32_t ffs(int64_t v, int bits) {
+  const uint64_t u = bits == 64 ? (uint64_t)v : (uint64_t)(uint32_t)v;
+  return u ? (int32_t)__builtin_ctzll(u) + 1 : 0;
+}
+inline uint32_t fns(uint32_t mask, uint32_t base, int32_t offset) {
+  if (base > 31) return 0xFFFFFFFFu;
+  if (offset == 0) return (mask >> base) & 1u ? base : 0xFFFFFFFFu;
+  const int step = offset > 0 ? 1 : -1;
+  int32_t left = offset > 0 ? offset : -offset;
+  for (int b = (int)base; b >= 0 && b < 32; b += step)
+    if ((mask >> b) & 1u && --left == 0) return (uint32_t)b;
+  return 0xFFFFFFFFu;
+}
+// max/min of floats ignore a NaN operand (CUDA's fmaxf/__hmax); the _nan forms return NaN
+// when either operand is NaN (__hmax_nan; T.reduce_max(..., nan_propagate=True))
+template <class T> inline bool is_nan_value(T x) {
+  if constexpr (is_narrow<T>::value || std::is_floating_point<T>::value) {
+    const auto c = compute_t<T>(x);
+    return c != c;
+  } else {
+    return false;
+  }
+}
+template <class T> inline T max(T a, T b) {
+  if (is_nan_value(a)) return b;
+  if (is_nan_value(b)) return a;
+  return b > a ? b : a;
+}
+template <class T> inline T min(T a, T b) {
+  if (is_nan_value(a)) return b;
+  if (is_nan_value(b)) return a;
+  return b < a ? b : a;
+}
+template <class T> inline T max_nan(T a, T b) { return is_nan_value(a) ? a : is_nan_value(b) ? b : max(a, b); }
+template <class T> inline T min_nan(T a, T b) { return is_nan_value(a) ? a : is_nan_value(b) ? b : min(a, b); }
 
 // floor division / modulo (Python semantics) for integers
 template <class T> inline T floordiv(T a, T b) {

@@ -35,6 +35,13 @@ template <> TL_DEVICE half max(half a, half b) { return __hmax(a, b); }
 template <> TL_DEVICE half min(half a, half b) { return __hmin(a, b); }
 template <> TL_DEVICE bfloat16_t max(bfloat16_t a, bfloat16_t b) { return __hmax(a, b); }
 template <> TL_DEVICE bfloat16_t min(bfloat16_t a, bfloat16_t b) { return __hmin(a, b); }
+// NaN-propagating forms (T.reduce_max(..., nan_propagate=True)): a NaN operand wins
+template <class T> TL_DEVICE T max_nan(T a, T b) { return (a != a) ? a : (b != b) ? b : tl::max(a, b); }
+template <class T> TL_DEVICE T min_nan(T a, T b) { return (a != a) ? a : (b != b) ? b : tl::min(a, b); }
+template <> TL_DEVICE half max_nan(half a, half b) { return __hmax_nan(a, b); }
+template <> TL_DEVICE half min_nan(half a, half b) { return __hmin_nan(a, b); }
+template <> TL_DEVICE bfloat16_t max_nan(bfloat16_t a, bfloat16_t b) { return __hmax_nan(a, b); }
+template <> TL_DEVICE bfloat16_t min_nan(bfloat16_t a, bfloat16_t b) { return __hmin_nan(a, b); }
 
 template <class To, class From> TL_DEVICE To bitcast(From x) {
   static_assert(sizeof(To) == sizeof(From), "bitcast between types of different sizes");

@@ -7,6 +7,8 @@ namespace tl {
 struct SumOp { template <class T> TL_DEVICE T operator()(T a, T b) const { return a + b; } };
 struct MaxOp { template <class T> TL_DEVICE T operator()(T a, T b) const { return tl::max(a, b); } };
 struct MinOp { template <class T> TL_DEVICE T operator()(T a, T b) const { return tl::min(a, b); } };
+struct MaxOpNan { template <class T> TL_DEVICE T operator()(T a, T b) const { return tl::max_nan(a, b); } };
+struct MinOpNan { template <class T> TL_DEVICE T operator()(T a, T b) const { return tl::min_nan(a, b); } };
 struct BitAndOp { template <class T> TL_DEVICE T operator()(T a, T b) const { return a & b; } };
 struct BitOrOp { template <class T> TL_DEVICE T operator()(T a, T b) const { return a | b; } };
 struct BitXorOp { template <class T> TL_DEVICE T operator()(T a, T b) const { return a ^ b; } };
