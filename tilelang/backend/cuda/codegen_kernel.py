@@ -17,6 +17,7 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer
+from tilelang.ir.dtypes import DataType
 from tilelang.arith.simplify import simplify
 from tilelang.ir.visitor import collect_vars
 from tilelang.backend.cuda.analysis import parallel_nest
@@ -527,15 +528,16 @@ class KernelCodegen:
         idx[-2] = simplify(idx[-2] + row)
         idx[-1] = simplify(idx[-1] + col)
         cel = self.access(E.BufferLoad(c.buffer, idx))
-        cast_in = cast_str(c.buffer.dtype, E.convert(0.0).dtype, cel)
+        acc_dt = DataType(getattr(cfg, "acc", "float32"))
+        cast_in = cast_str(c.buffer.dtype, acc_dt, cel)
         self.w("{")
-        self.w(f"  float tl_acc[{cfg.regs}];")
+        self.w(f"  {ctype(acc_dt)} tl_acc[{cfg.regs}];")
         self.w("  #pragma unroll")
         self.w(f"  for (int tl_r = 0; tl_r < {cfg.regs}; ++tl_r) tl_acc[tl_r] = {cast_in};")
         self.w("  " + call.format(acc="tl_acc"))
         self.w("  #pragma unroll")
         self.w(f"  for (int tl_r = 0; tl_r < {cfg.regs}; ++tl_r) {cel} = "
-               f"{cast_str(E.convert(0.0).dtype, c.buffer.dtype, 'tl_acc[tl_r]')};")
+               f"{cast_str(acc_dt, c.buffer.dtype, 'tl_acc[tl_r]')};")
         self.w("}")
 
     def s_Reduce(self, op, block):

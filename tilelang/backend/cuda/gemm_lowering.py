@@ -21,6 +21,8 @@ class MmaConfig:
     WM: int   # warps along M
     WN: int   # warps along N
 
+    acc: str = "float32"   # accumulator dtype: float32, or float16 (f16 inputs, mma .f16 form)
+
     kind = "mma"
     k32 = False   # MmaK32Config: 8-bit (fp8) operands
 
@@ -109,7 +111,9 @@ def mma_config(op, arch, nthreads, row_stride):
     # has no 8-bit transpose), so A stored M x K and B stored N x K
     k32 = da.name in _FP8 and db.name in _FP8 and dc.name == "float32" and arch_number(arch) >= 89 and \
         not op.trans_A and op.trans_B
-    if not k32 and (da is not db or da.name not in ("float16", "bfloat16") or dc.name != "float32"):
+    # fp16/bf16 inputs accumulate in fp32; fp16 inputs also in fp16 (mma .f16.f16.f16.f16)
+    f16_acc = da is db and da.name == "float16" and dc.name == "float16"
+    if not k32 and not f16_acc and (da is not db or da.name not in ("float16", "bfloat16") or dc.name != "float32"):
         return None
     kstep, vec = (32, 16) if k32 else (16, 8)     # K per mma; elements per 16-byte row piece
     if op.A.buffer.scope != "shared" or op.B.buffer.scope != "shared" or K % kstep:
@@ -122,7 +126,7 @@ def mma_config(op, arch, nthreads, row_stride):
     wp = warp_partition(M, N, nthreads // 32, policy if policy in ("FullRow", "FullCol") else "Square")
     if wp is None:
         return None
-    return (MmaK32Config if k32 else MmaConfig)(M, N, K, wp[0], wp[1])
+    return (MmaK32Config if k32 else MmaConfig)(M, N, K, wp[0], wp[1], dc.name)
 
 
 def simt_gemm(op):
@@ -143,13 +147,33 @@ def simt_gemm(op):
     a = at(op.A, k, i) if op.trans_A else at(op.A, i, k)
     b = at(op.B, j, k) if op.trans_B else at(op.B, k, j)
     dt = op.C.buffer.dtype
-    prod = E.binop("*", E.cast(a, dt), E.cast(b, dt))
     c = at(op.C, i, j)
+    zero = [E.IntImm(0)]
+    if dt.is_float and dt.bits < 32:
+        # a 16-bit float accumulator rounds once per 16 products (float32 inside), as the
+        # tensor cores' f16 accumulators do and the CPU reference (tl::gemm) does
+        k0 = E.Var("gk0")
+        part = Buffer("gpart", (1,), "float32", "local")
+        kk = simplify(k0 * 16 + k)
+        a = at(op.A, kk, i) if op.trans_A else at(op.A, i, kk)
+        b = at(op.B, j, kk) if op.trans_B else at(op.B, kk, j)
+        prod = E.binop("*", E.cast(a, "float32"), E.cast(b, "float32"))
+        chunk = S.seq([
+            S.BufferStore(part, E.FloatImm(0.0), zero),
+            S.For(k, E.IntImm(0), simplify(E.minimum(16, K - k0 * 16)), S.SERIAL,
+                  S.BufferStore(part, E.binop("+", E.BufferLoad(part, zero), prod), zero)),
+            S.BufferStore(acc, E.cast(E.binop("+", E.cast(E.BufferLoad(acc, zero), "float32"),
+                                               E.BufferLoad(part, zero)), dt), zero),
+        ])
+        loop = S.seq([S.DeclBuffer(part), S.For(k0, E.IntImm(0), E.IntImm((K + 15) // 16), S.SERIAL, chunk)])
+    else:
+        prod = E.binop("*", E.cast(a, dt), E.cast(b, dt))
+        loop = S.For(k, E.IntImm(0), E.IntImm(K), S.SERIAL,
+                     S.BufferStore(acc, E.binop("+", E.BufferLoad(acc, zero), prod), zero))
     body = S.seq([
         S.DeclBuffer(acc),
-        S.BufferStore(acc, c, [E.IntImm(0)]),
-        S.For(k, E.IntImm(0), E.IntImm(K), S.SERIAL,
-              S.BufferStore(acc, E.binop("+", E.BufferLoad(acc, [E.IntImm(0)]), prod), [E.IntImm(0)])),
-        S.BufferStore(op.C.buffer, E.BufferLoad(acc, [E.IntImm(0)]), c.indices),
+        S.BufferStore(acc, c, zero),
+        loop,
+        S.BufferStore(op.C.buffer, E.BufferLoad(acc, zero), c.indices),
     ])
     return S.For(i, E.IntImm(0), E.IntImm(M), S.PARALLEL, S.For(j, E.IntImm(0), E.IntImm(N), S.PARALLEL, body))

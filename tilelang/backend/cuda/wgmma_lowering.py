@@ -71,7 +71,8 @@ def wgmma_config(op, arch, nthreads):
     if op.trans_A and M % 64 or not op.trans_A and not a_regs and K % 64:
         return None
     nwarps = nthreads // 32
-    return WgmmaConfig(M, N, K, nwarps, 1, da.name, bool(op.trans_A), bool(op.trans_B), a_regs)
+    return WgmmaConfig(M, N, K, nwarps, 1, dtype=da.name, trans_A=bool(op.trans_A), trans_B=bool(op.trans_B),
+                       a_regs=a_regs)
 
 
 def _operands(n, first=0):

@@ -327,7 +327,8 @@ template <class T> inline T atomic_xor(T* addr, T v) { return __atomic_fetch_xor
 // ---------------------------------------------------------------------- gemm
 // C[M,N] += op(A)[M,K] @ op(B)[K,N]; A is stored [M][lda] (or [K][lda] when
 // transposed), B [K][ldb] (or [N][ldb]), C [M][ldc]. Products accumulate in float
-// (double for double inputs), like the tensor cores' fp32 accumulators.
+// (double for double inputs), like the tensor cores' fp32 accumulators; a float16
+// accumulator is rounded every 16 products, like their f16 form.
 template <class TA, class TB, class TC, bool TRANS_A, bool TRANS_B>
 inline void gemm(int M, int N, int K, const TA* A, int64_t lda, const TB* B, int64_t ldb, TC* C,
                  int64_t ldc) {
@@ -345,13 +346,21 @@ inline void gemm(int M, int N, int K, const TA* A, int64_t lda, const TB* B, int
       b[(size_t)k * N + j] = (Acc)compute_t<TB>(TRANS_B ? B[(int64_t)j * ldb + k] : B[(int64_t)k * ldb + j]);
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) c[(size_t)i * N + j] = (Acc)compute_t<TC>(C[(int64_t)i * ldc + j]);
-  for (int i = 0; i < M; ++i) {
-    Acc* crow = &c[(size_t)i * N];
-    for (int k = 0; k < K; ++k) {
-      const Acc av = a[(size_t)i * K + k];
-      const Acc* brow = &b[(size_t)k * N];
-      for (int j = 0; j < N; ++j) crow[j] += av * brow[j];
+  // a 16-bit float accumulator rounds after every 16 products, as the tensor cores'
+  // f16-accumulator mma does (float inside a k16 step)
+  const int step = is_narrow<TC>::value ? 16 : (K > 0 ? K : 1);
+  for (int k0 = 0; k0 < K; k0 += step) {
+    const int k1 = k0 + step < K ? k0 + step : K;
+    for (int i = 0; i < M; ++i) {
+      Acc* crow = &c[(size_t)i * N];
+      for (int k = k0; k < k1; ++k) {
+        const Acc av = a[(size_t)i * K + k];
+        const Acc* brow = &b[(size_t)k * N];
+        for (int j = 0; j < N; ++j) crow[j] += av * brow[j];
+      }
     }
+    if (is_narrow<TC>::value)
+      for (auto& v : c) v = (Acc)compute_t<TC>(TC(v));
   }
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) C[(int64_t)i * ldc + j] = TC(c[(size_t)i * N + j]);

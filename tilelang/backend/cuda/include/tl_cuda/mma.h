@@ -22,7 +22,27 @@ TL_DEVICE void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_u32(p)));
 }
 
-template <class T> struct Mma16816;
+template <class T, class TC = float> struct Mma16816;
+
+TL_DEVICE unsigned pack_half2(half lo, half hi) {
+  return (unsigned)__half_as_ushort(lo) | ((unsigned)__half_as_ushort(hi) << 16);
+}
+TL_DEVICE half low_half(unsigned v) { return __ushort_as_half((unsigned short)(v & 0xFFFFu)); }
+TL_DEVICE half high_half(unsigned v) { return __ushort_as_half((unsigned short)(v >> 16)); }
+
+// float16 accumulators (T.gemm into a float16 fragment): d holds C0..C3 as the f32 form
+// does; the instruction takes them as two f16x2 registers and rounds once per k16 step
+template <> struct Mma16816<half, half> {
+  TL_DEVICE static void run(half* d, const unsigned* a, const unsigned* b) {
+    unsigned c0 = pack_half2(d[0], d[1]), c1 = pack_half2(d[2], d[3]);
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};\n"
+        : "+r"(c0), "+r"(c1)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    d[0] = low_half(c0); d[1] = high_half(c0);
+    d[2] = low_half(c1); d[3] = high_half(c1);
+  }
+};
 
 template <> struct Mma16816<half> {
   TL_DEVICE static void run(float* d, const unsigned* a, const unsigned* b) {
@@ -88,8 +108,8 @@ template <int M, int WM, int WN = 1> struct MmaRowLayout {
 
 // C[M, N] += A[M, K] * B[K, N]; A is stored K x M when TA, B is stored N x K when TB.
 // lda/ldb are the shared-memory row strides in elements (multiples of 8).
-template <int M, int N, int K, int WM, int WN, bool TA, bool TB, class T>
-TL_DEVICE void gemm_ss(const T* A, int lda, const T* B, int ldb, float* acc, int tid = thread_linear()) {
+template <int M, int N, int K, int WM, int WN, bool TA, bool TB, class T, class TC>
+TL_DEVICE void gemm_ss(const T* A, int lda, const T* B, int ldb, TC* acc, int tid = thread_linear()) {
   using L = MmaAccLayout<M, N, WM, WN>;
   static_assert(L::WTM % 16 == 0 && L::WTN % 16 == 0 && K % 16 == 0, "gemm_ss tile shape");
   const int lane = tid & 31;
@@ -122,7 +142,7 @@ TL_DEVICE void gemm_ss(const T* A, int lda, const T* B, int ldb, float* acc, int
 #pragma unroll
     for (int mi = 0; mi < L::MI; ++mi)
 #pragma unroll
-      for (int ni = 0; ni < L::NI; ++ni) Mma16816<T>::run(acc + (mi * L::NI + ni) * 4, a[mi], b[ni]);
+      for (int ni = 0; ni < L::NI; ++ni) Mma16816<T, TC>::run(acc + (mi * L::NI + ni) * 4, a[mi], b[ni]);
   }
 }
 
