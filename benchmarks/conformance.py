@@ -156,6 +156,8 @@ def run_file(src_path, file_rel, scratch, timeout, mode, rules):
     env["PYTHONPATH"] = os.pathsep.join([ROOT, HERE, env.get("PYTHONPATH", "")])
     env["PYTHONUNBUFFERED"] = "1"
     env["TL_CONFORMANCE_MODE"] = mode
+    # a kernel cache of this run's own: every kernel is compiled (and CUDA-checked in cpu mode)
+    env["TILELANG_CACHE_DIR"] = os.path.join(scratch, "kernel_cache")
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "plugin",
            "--noconftest", "--rootdir", scratch, "-c", os.path.join(scratch, "pytest.ini"),
            "--tb=short", "-o", "junit_family=xunit1", f"--junitxml={junit}", os.path.basename(dst)]

@@ -6,8 +6,10 @@
 - TL_CONFORMANCE_MODE=cpu: an emulation for machines without a GPU. torch's CUDA tensors become
   CPU tensors (a TorchFunctionMode rewrites every `device="cuda"`, `.cuda()`, `.to("cuda")`),
   `torch.cuda.*` answers as one sm_90 device would, and target "cuda" compiles for our CPU
-  backend (the reference semantics). It finds missing language and wrong results without
-  device time; tests that read generated CUDA source fail in it by design. The H200 run is the
+  backend (the reference semantics), after compiling it for sm_90a with NVRTC as well
+  (TL_CONFORMANCE_CUDA_CHECK=0 skips that). It finds missing language, CUDA compile
+  failures and wrong results without device time; tests that read generated CUDA source
+  fail in it by design. The H200 run is the
   measure, this mode is the developer's loop.
 """
 from __future__ import annotations
@@ -122,4 +124,18 @@ def _emulate_cuda_on_cpu():
     c.reset_peak_memory_stats = lambda *a, **k: None
 
     from tilelang.backend import registry
-    registry._BACKENDS["cuda"] = registry.get_backend("cpu")
+    cuda = registry.get_backend("cuda")
+    cpu_backend = registry.get_backend("cpu")
+    registry._BACKENDS["cuda"] = cpu_backend
+    if os.environ.get("TL_CONFORMANCE_CUDA_CHECK", "1") == "1":
+        # every kernel is also compiled for sm_90a (NVRTC, no GPU needed): a kernel the
+        # CUDA backend rejects or miscompiles fails here as it would on the H200
+        from tilelang.transform.pass_manager import PassContext
+        sm90 = registry.Target("cuda", "sm_90a", {})
+        cpu_build = cpu_backend.build
+
+        def build(func, target, ctx):
+            config = dict(getattr(ctx, "config", None) or {})
+            cuda.build(func, sm90, PassContext(config=config, target=sm90))
+            return cpu_build(func, target, ctx)
+        cpu_backend.build = build

@@ -11,7 +11,8 @@ import math
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir import expr as E
-from tilelang.ir.buffer import BufferRegion, out_of_bounds_value
+from tilelang.ir.buffer import Buffer, BufferRegion, out_of_bounds_value
+from tilelang.ir.dtypes import DataType
 from tilelang.ir.visitor import Mutator
 from tilelang.arith.simplify import simplify
 from tilelang.transform.pass_manager import function_pass
@@ -135,6 +136,15 @@ def _reduce_init(kind, dtype):
     raise ValueError(kind)
 
 
+def accumulator_dtype(kind, dtype):
+    """The dtype a reduction accumulates in: float32 for sums of 16- and 8-bit floats
+    (rounding each partial sum to bfloat16 loses the result's low bits), else the
+    destination's own."""
+    if kind in ("sum", "abssum") and dtype.is_float and dtype.bits < 32:
+        return DataType("float32")
+    return dtype
+
+
 def nan_aware(op, a, b, nan_propagate):
     """max/min of two values; with `nan_propagate` a NaN operand wins (`tl.max_nan`), else
     the other operand does (the `max`/`min` BinOps, as CUDA's fmaxf/__hmax)."""
@@ -198,13 +208,29 @@ def lower_reduce(op: TO.Reduce):
     r = E.Var("r")
     sidx, didx, outer_exts = reduce_indices(op, ovars, r)
     dt = dst.buffer.dtype
-    acc = E.BufferLoad(dst.buffer, didx)
-    x = E.cast(E.BufferLoad(src.buffer, sidx), dt)
-    update = S.BufferStore(dst.buffer, _combine(op.kind, acc, x, op.nan_propagate), didx)
-    body = S.For(r, E.IntImm(0), src.extents[op.dim], S.SERIAL, update)
+    adt = accumulator_dtype(op.kind, dt)
     clear = op.clear if isinstance(op.clear, bool) else bool(E.const_int_value(op.clear))
-    if clear:
-        body = S.seq([S.BufferStore(dst.buffer, _reduce_init(op.kind, dt), didx), body])
+    if adt is dt:
+        acc = E.BufferLoad(dst.buffer, didx)
+        x = E.cast(E.BufferLoad(src.buffer, sidx), dt)
+        update = S.BufferStore(dst.buffer, _combine(op.kind, acc, x, op.nan_propagate), didx)
+        body = S.For(r, E.IntImm(0), src.extents[op.dim], S.SERIAL, update)
+        if clear:
+            body = S.seq([S.BufferStore(dst.buffer, _reduce_init(op.kind, dt), didx), body])
+        return _loops(ovars, outer_exts, body)
+    # a wider accumulator: a per-element local, stored (rounded) once at the end
+    acc_buf = Buffer("racc", (1,), adt, "local")
+    zero = [E.IntImm(0)]
+    acc = E.BufferLoad(acc_buf, zero)
+    x = E.cast(E.BufferLoad(src.buffer, sidx), adt)
+    start = _reduce_init(op.kind, adt) if clear else E.cast(E.BufferLoad(dst.buffer, didx), adt)
+    body = S.seq([
+        S.DeclBuffer(acc_buf),
+        S.BufferStore(acc_buf, start, zero),
+        S.For(r, E.IntImm(0), src.extents[op.dim], S.SERIAL,
+              S.BufferStore(acc_buf, _combine(op.kind, acc, x, op.nan_propagate), zero)),
+        S.BufferStore(dst.buffer, E.cast(acc, dt), didx),
+    ])
     return _loops(ovars, outer_exts, body)
 
 

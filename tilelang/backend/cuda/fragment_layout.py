@@ -270,7 +270,11 @@ def infer(launch, gemm_cfgs, depends, regions=None):
         elif _scalar_store(st, frags) and not depends(st.value):
             loops.append(_Loop(st, frags))   # a replicated one-element fragment: a 0-D loop
         else:
-            mark(touched(st), f"scalar or thread-divergent use ({type(st).__name__})")
+            # a one-element fragment only read here stays replicated (every thread holds it)
+            written = {id(n.buffer) for n in _stores(st)}
+            ids = {i for i in touched(st) if i in written or i not in frags or None in _shape(frags[i]) or
+                   any(d != 1 for d in _shape(frags[i]))}
+            mark(ids, f"scalar or thread-divergent use ({type(st).__name__})")
     visit(launch.body)
 
     def seeds():
@@ -458,6 +462,12 @@ def _validate(lay, loops, reduces, gemms, gemm_cfgs, frags):
         if b in lay:
             bad.append((b, "gemm B operand"))
     return bad
+
+
+def _stores(node):
+    out = []
+    walk(node, lambda n: out.append(n) if isinstance(n, S.BufferStore) else None)
+    return out
 
 
 def format_report(fl):

@@ -1,11 +1,12 @@
 """`T.reduce_*` on CUDA: one warp per output element; lanes stride over the reduced
 dimension, then combine with butterfly shuffles (include/tl_cuda/reduce.h). The
-accumulator has the destination's dtype, as in the reference lowering."""
+accumulator's dtype is the reference lowering's (`accumulator_dtype`: float32 for sums
+of 16-bit floats, else the destination's)."""
 from __future__ import annotations
 
 from tilelang.ir import expr as E
 from tilelang.arith.simplify import simplify
-from tilelang.transform.lower_tile_ops import _reduce_init, reduce_indices
+from tilelang.transform.lower_tile_ops import _reduce_init, reduce_indices, accumulator_dtype
 
 _WARP_OP = {"sum": "tl::SumOp", "abssum": "tl::SumOp", "max": "tl::MaxOp", "absmax": "tl::MaxOp",
             "min": "tl::MinOp", "bitand": "tl::BitAndOp", "bitor": "tl::BitOrOp", "bitxor": "tl::BitXorOp"}
@@ -37,14 +38,17 @@ def reduce_parts(cg, op):
     of source and destination, the identity, whether the destination is cleared, and how
     partial results combine (abs-sum partials add, abs-max partials max)."""
     from types import SimpleNamespace
-    from tilelang.backend.cuda.codegen_expr import ctype
+    from tilelang.backend.cuda.codegen_expr import ctype, cast_str
     dt = op.dst.buffer.dtype
+    adt = accumulator_dtype(op.kind, dt)
     return SimpleNamespace(
-        dt=dt, ct=ctype(dt), src=cg.buf_name(op.src.buffer), dst=cg.buf_name(op.dst.buffer),
-        init=cg.expr(_reduce_init(op.kind, dt)),
+        dt=adt, ct=ctype(adt), src=cg.buf_name(op.src.buffer), dst=cg.buf_name(op.dst.buffer),
+        init=cg.expr(_reduce_init(op.kind, adt)),
         clear=op.clear if isinstance(op.clear, bool) else bool(E.const_int_value(op.clear)),
         cross={"abssum": "sum", "absmax": "max"}.get(op.kind, op.kind),
-        nan=op.nan_propagate and dt.is_float)
+        nan=op.nan_propagate and dt.is_float,
+        # the destination element as an accumulator value, and an accumulator value stored
+        load=lambda c: cast_str(dt, adt, c), store=lambda c: cast_str(adt, dt, c))
 
 
 def scratch_lines(cg, ct):
@@ -62,7 +66,8 @@ def emit_warp_reduce(cg, op):
     ovars = [E.Var(f"ro{k}") for k in range(nd - 1)]
     r = E.Var("rr")
     sidx, didx, oexts = reduce_indices(op, ovars, r)
-    dt = op.dst.buffer.dtype
+    P = reduce_parts(cg, op)
+    dt = P.dt
     outer = E.IntImm(1)
     for e in oexts:
         outer = simplify(E.binop("*", outer, e))
@@ -77,9 +82,7 @@ def emit_warp_reduce(cg, op):
         if k:
             rem = f"(({rem}) / ({ext}))"
     rname = cg.bind(r)
-    ct = ctype(dt)
-    nan = op.nan_propagate and dt.is_float
-    init = cg.expr(_reduce_init(op.kind, dt))
+    ct, nan, init = P.ct, P.nan, P.init
     x = cast_str(op.src.buffer.dtype, dt, cg.expr(E.BufferLoad(op.src.buffer, sidx)))
     lines += [f"    {ct} tl_acc = {init};",
               f"    for (int {rname} = tl_lane; {rname} < {cg.expr(op.src.extents[op.dim])}; {rname} += 32) {{",
@@ -88,10 +91,8 @@ def emit_warp_reduce(cg, op):
               "    }",
               f"    tl_acc = tl::warp_reduce(tl_acc, {warp_op(op.kind, nan)}());"]
     dst = cg.expr(E.BufferLoad(op.dst.buffer, didx))
-    clear = op.clear if isinstance(op.clear, bool) else bool(E.const_int_value(op.clear))
-    cross = {"abssum": "sum", "absmax": "max"}.get(op.kind, op.kind)
-    val = "tl_acc" if clear else combine(cross, dst, "tl_acc", nan)
-    lines += [f"    if (tl_lane == 0) {dst} = {val};", "  }", "}"]
+    val = "tl_acc" if P.clear else combine(P.cross, P.load(dst), "tl_acc", nan)
+    lines += [f"    if (tl_lane == 0) {dst} = {P.store(val)};", "  }", "}"]
     return lines
 
 
@@ -105,14 +106,14 @@ def emit_register_reduce(cg, op, L):
     dt, ct, src, dst, init, clear, cross, nan = P.dt, P.ct, P.src, P.dst, P.init, P.clear, P.cross, P.nan
     lt = L.layout()
     x = cast_str(op.src.buffer.dtype, dt, f"{src}[tl_r]")
-    val = "tl_acc" if clear else combine(cross, f"{dst}[tl_s]", "tl_acc", nan)
+    val = P.store("tl_acc" if clear else combine(cross, P.load(f"{dst}[tl_s]"), "tl_acc", nan))
     R = L.row_layout()
     rl = R.layout()
     WN = L.WN
     in_regs = cg.placement(op.dst.buffer).kind == "row"
     if not in_regs:   # a vector in shared memory: one holder of each row stores it
         d = f"{dst}[{rl}::row(tl_tid, tl_s)]"
-        val = "tl_acc" if clear else combine(cross, d, "tl_acc", nan)
+        val = P.store("tl_acc" if clear else combine(cross, P.load(d), "tl_acc", nan))
         lead = "(tl_tid & 3) == 0" + (f" && (tl_tid >> 5) % {WN} == 0" if WN > 1 else "")
         store = f"    if ({lead}) {d} = {val};"
     else:

@@ -288,6 +288,6 @@ def emit_tile_reduce(cg, op, L):
                 f"tl_a = {wop}()(tl_a, tl_red[tl_s * {nw} + tl_w0 + tl_w]);",
                 "    tl_acc[tl_s] = tl_a;", "  }"]
     d = "0" if isinstance(cg.placement(op.dst.buffer).acc, Scalar) else "tl_s"
-    val = "tl_acc[tl_s]" if clear else combine(cross, f"{dst}[{d}]", "tl_acc[tl_s]", nan)
+    val = P.store("tl_acc[tl_s]" if clear else combine(cross, P.load(f"{dst}[{d}]"), "tl_acc[tl_s]", nan))
     out += ["  #pragma unroll", f"  for (int tl_s = 0; tl_s < {R}; ++tl_s) {dst}[{d}] = {val};", "}"]
     return out

@@ -314,7 +314,10 @@ def _solve(frags, live, cls, reduces, scalar_ok, T, loops):
             if not regs:
                 continue
             dist = {role[f] for f in regs if role[f][0] != "scalar"}
-            writes_scalar = any(role[f][0] == "scalar" and f in cl.lp.written for f in regs)
+            # a reducer (T.alloc_reducer) is the exception: each thread accumulates the
+            # iterations it runs into its own copy, T.finalize_reducer combines the copies
+            writes_scalar = any(role[f][0] == "scalar" and f in cl.lp.written and
+                                getattr(frags[f], "reducer_op", None) is None for f in regs)
             if writes_scalar and cl.exts:
                 raise _Conflict(regs, "a T.Parallel loop of several iterations writes a one-element fragment")
             tile_mode = len(cl.exts) == 2 or (len(cl.exts) == 1 and dist and next(iter(dist))[0] == "tile")
