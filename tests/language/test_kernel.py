@@ -116,3 +116,18 @@ def test_launch_extent_queries():
     o = np.zeros(4, np.int32)
     kern(o)
     assert o[0] == 32 and o[1] == 36
+
+
+def test_one_dimensional_grid_unpacks_as_a_one_tuple():
+    # `with T.Kernel(n) as (bx,):` (the published tests' spelling) failed with
+    # "cannot iterate over the scalar expression"
+    import numpy as np
+
+    @T.prim_func
+    def k(A: T.Tensor((64,), "float32")):
+        with T.Kernel(2, threads=32) as (bx,):
+            for i in T.Parallel(32):
+                A[bx * 32 + i] = A[bx * 32 + i] + bx
+    a = np.zeros(64, np.float32)
+    tilelang.compile(k, target="cpu")(a)
+    np.testing.assert_array_equal(a, np.repeat([0.0, 1.0], 32))

@@ -209,3 +209,18 @@ def test_bit_scans_ffs_and_fns():
     # PTX fns: offset -1 the first set bit at or below bit 2; 0 bit 2 itself when set;
     # 1, 2 the first and second set bits at or above bit 2
     np.testing.assert_array_equal(d, [1, -1, 3, 4])
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2", "float16"])
+def test_clamp_keywords_and_8_bit_floats_compile_for_cuda(dtype):
+    # the published keywords (min_val/max_val); 8-bit floats had no tl::max/min on CUDA
+    @T.prim_func
+    def k(A: T.Tensor((64,), dtype), B: T.Tensor((64,), dtype)):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                B[i] = T.clamp(A[i], min_val=-1.0, max_val=1.0)
+    tilelang.compile(k, target="cuda -arch=sm_90a")
+    cpu = tilelang.compile(k, out_idx=[1], target="cpu")
+    x = np.linspace(-3, 3, 64).astype(np.float32)
+    np.testing.assert_allclose(cpu(x.astype(T.dtype(dtype).as_numpy())).astype(np.float32), np.clip(x, -1, 1),
+                               atol=0.13)

@@ -214,10 +214,28 @@ class Helpers:
         return value
 
     @staticmethod
+    def unpack_with(cm, n):
+        """`with T.Kernel(n) as (bx,):` -- a frame that enters as one value, unpacked as a
+        1-tuple."""
+        return _UnpackedFrame(cm, n)
+
+    @staticmethod
     def unsupported(what):
         raise UnsupportedConstructError(f"{what} is not supported inside a kernel body",
                                         hint="move this Python code outside the @T.prim_func / "
                                              "@tilelang.jit body")
+
+
+class _UnpackedFrame:
+    def __init__(self, cm, n):
+        self.cm, self.n = cm, n
+
+    def __enter__(self):
+        v = self.cm.__enter__()
+        return (v,) if self.n == 1 and not isinstance(v, (tuple, list)) else v
+
+    def __exit__(self, *exc):
+        return self.cm.__exit__(*exc)
 
 
 def _py_iter(it):

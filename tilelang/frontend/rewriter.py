@@ -56,6 +56,15 @@ class KernelRewriter(ast.NodeTransformer):
                     _call("unsupported", [ast.Constant(what)], node)
         return super().generic_visit(node)
 
+    # with -----------------------------------------------------------------------
+    def visit_With(self, node):
+        self.generic_visit(node)
+        for item in node.items:
+            t = item.optional_vars
+            if isinstance(t, (ast.Tuple, ast.List)) and len(t.elts) == 1:
+                item.context_expr = _call("unpack_with", [item.context_expr, ast.Constant(1)], item.context_expr)
+        return node
+
     # loops --------------------------------------------------------------------
     def visit_For(self, node):
         self.generic_visit(node)

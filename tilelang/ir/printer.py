@@ -186,6 +186,8 @@ class Printer:
             self.body(s.body, ind + 1)
         elif isinstance(s, S.Assert):
             self.emit(f"T.device_assert({self.expr(s.cond)}, {s.message!r})", ind)
+        elif isinstance(s, S.Assume):
+            self.emit(f"T.assume({self.expr(s.cond)})", ind)
         elif isinstance(s, S.Print):
             self.emit(f"T.print({self.expr(s.obj)}, msg={s.msg!r})", ind)
         elif isinstance(s, S.Barrier):

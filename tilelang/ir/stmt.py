@@ -101,6 +101,16 @@ class Assert(Stmt):
         self.cond, self.message = cond, message
 
 
+class Assume(Stmt):
+    """`T.assume(cond)`: the program promises `cond` from here to the end of the enclosing
+    block; passes may rely on it (e.g. drop bounds checks it implies). Conditions over
+    kernel parameters alone are checked on the host at each call."""
+
+    def __init__(self, cond):
+        self._init()
+        self.cond = cond
+
+
 class Print(Stmt):
     """`T.print(value or buffer, msg)`."""
 

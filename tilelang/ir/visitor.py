@@ -71,7 +71,7 @@ def _children(node):
         return [node.value, node.body]
     if isinstance(node, S.KernelLaunch):
         return node.grid + node.threads + [node.body]
-    if isinstance(node, S.Assert):
+    if isinstance(node, (S.Assert, S.Assume)):
         return [node.cond]
     if isinstance(node, S.Print):
         return [node.obj] if isinstance(node.obj, E.PrimExpr) else []
@@ -190,6 +190,9 @@ class Mutator:
         if isinstance(n, S.Assert):
             c = self._v(n.cond)
             return n if c is n.cond else _keep(S.Assert(c, n.message), n)
+        if isinstance(n, S.Assume):
+            c = self._v(n.cond)
+            return n if c is n.cond else _keep(S.Assume(c), n)
         if isinstance(n, S.Print):
             o = self._v(n.obj) if isinstance(n.obj, E.PrimExpr) else n.obj
             return n if o is n.obj else _keep(S.Print(o, n.msg), n)

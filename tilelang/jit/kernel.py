@@ -67,6 +67,7 @@ class JITKernel:
         self.compile_time = time.perf_counter() - t0
         self.launcher = self.backend.load(self.artifact)
         self._prepare_signature()
+        self.host_assumes = _host_assumes(func)
         if verbose:
             print(f"[tilelang] {func.name}: {'cache hit' if self.cache_hit else 'compiled'} for "
                   f"{self.target} in {self.compile_time * 1e3:.1f} ms", file=sys.stderr)
@@ -215,7 +216,7 @@ class JITKernel:
         (numpy arrays, outputs passed in, wrong arguments) goes to `_slow`. Returns
         None when no such path applies (no tensor input, a dtype torch lacks)."""
         torch = sys.modules.get("torch")
-        if torch is None:
+        if torch is None or self.host_assumes:   # T.assume checks: the slow path makes them
             return None
         params, out_idx = self.params, self.out_idx
         in_bufs = [i for i in self.in_idx if isinstance(params[i], Buffer)]
@@ -409,10 +410,27 @@ class JITKernel:
                 ints.append(int(a))
         for v in self.dyn_vars:
             ints.append(dyn[id(v)])
+        if self.host_assumes:
+            self._check_assumes(full, dyn)
         self.launcher(buffers, ints, floats)
         if not outs:
             return None
         return outs[0] if len(outs) == 1 else outs
+
+    def _check_assumes(self, args, dyn):
+        """`T.assume(c)` with `c` over scalar parameters and dynamic dimensions only:
+        checked before each launch."""
+        from tilelang.ir.visitor import substitute
+        from tilelang.arith.simplify import simplify
+        env = {k: E_int(dyn[id(k)]) for k in self.dyn_vars if id(k) in dyn}
+        for p, a in zip(self.params, args):
+            if isinstance(p, Var) and not p.dtype.is_float:
+                env[p] = E_int(int(a))
+        for cond in self.host_assumes:
+            v = const_int_value(simplify(substitute(cond, env)))
+            if v is not None and not v:
+                raise RuntimeError(f"kernel `{self.prim_func.name}`: Assume: {cond} does not hold for these "
+                                   f"arguments")
 
     # introspection ----------------------------------------------------------------
     def get_kernel_source(self, kernel_only=True):
@@ -477,3 +495,22 @@ def _has_torch_dtype(dt):
 def E_int(v):
     from tilelang.ir.expr import IntImm
     return IntImm(v)
+
+
+def _host_assumes(func):
+    """The `T.assume` conditions over scalar parameters and dynamic dimensions alone."""
+    from tilelang.ir import stmt as S
+    from tilelang.ir.visitor import walk
+    from tilelang.ir.expr import BufferLoad
+    known = {id(p) for p in func.params if isinstance(p, Var)} | {id(v) for v in func.dynamic_vars()}
+    out = []
+
+    def f(n):
+        if isinstance(n, S.Assume):
+            names, other = [], []
+            walk(n.cond, lambda x: (names if isinstance(x, Var) and id(x) in known else other).append(x)
+                 if isinstance(x, (Var, BufferLoad)) else None)
+            if names and not other:
+                out.append(n.cond)
+    walk(func.body, f)
+    return out

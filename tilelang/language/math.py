@@ -128,8 +128,9 @@ def min(a, b, *rest):  # noqa: A001
     return out
 
 
-def clamp(x, lo, hi):
-    return min(max(x, lo), hi)
+def clamp(dst, min_val, max_val):
+    """`dst` limited to [min_val, max_val]."""
+    return min(max(dst, min_val), max_val)
 
 
 def if_then_else(cond, t, f):

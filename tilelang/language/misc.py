@@ -31,6 +31,20 @@ def device_assert(cond, msg: str = ""):
     b.emit(S.Assert(as_bool(convert(cond)), msg))
 
 
+def assume(cond):
+    """Promise that `cond` holds from here to the end of the enclosing block: bounds checks
+    it implies are dropped. A condition on kernel parameters and dynamic dimensions alone
+    is checked at each call (a RuntimeError when it does not hold)."""
+    b = B.require("T.assume")
+    if isinstance(cond, bool):
+        if not cond:
+            raise TileLangError("T.assume is always false")
+        return
+    if isinstance(cond, Buffer) and cond.is_var():
+        cond = cond.load()
+    b.emit(S.Assume(as_bool(convert(cond))))
+
+
 def annotate_layout(layout_map: dict, allow_reannotation=False, allow_buffer_region=False):
     """Fix the layout of shared/fragment buffers (used by the GPU backend; no effect
     on results)."""

@@ -58,15 +58,34 @@ class _Legalize(Mutator):
     def known(self, c):
         return self.key(c) in self.facts[-1]
 
+    def add_facts(self, facts, cond):
+        for c in E.conjuncts(cond):
+            facts.add(self.key(c))
+            facts.add(self.key(simplify(c)))
+
     def with_facts(self, cond, fn):
         new = set(self.facts[-1])
-        for c in E.conjuncts(cond):
-            new.add(self.key(c))
+        self.add_facts(new, cond)
         self.facts.append(new)
         try:
             return fn()
         finally:
             self.facts.pop()
+
+    def visit_SeqStmt(self, n):
+        """`T.assume(c)` makes `c` known to the statements after it in its block."""
+        if not any(isinstance(x, S.Assume) for x in n.stmts):
+            return super().generic_visit(n)
+        self.facts.append(set(self.facts[-1]))
+        try:
+            out = []
+            for x in n.stmts:
+                if isinstance(x, S.Assume):
+                    self.add_facts(self.facts[-1], x.cond)
+                out.append(self.visit(x))
+        finally:
+            self.facts.pop()
+        return S.seq([x for x in out if x is not None])
 
     # ranges ---------------------------------------------------------------------
     def visit_For(self, n):

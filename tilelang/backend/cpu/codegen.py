@@ -368,6 +368,9 @@ class CodegenCPU:
         msg = f"{where}: device assertion failed: {s.message}".replace("\\", "/").replace('"', "'")
         self.emit(f"if (!({self.expr(s.cond)})) tl::report_error(\"{msg}\");")
 
+    def s_Assume(self, s):
+        pass   # a promise the passes used (legalize_safe_memory_access); nothing to run
+
     def s_Print(self, s):
         msg = (s.msg or "").replace('"', "'").replace("%", "%%")
         where = self._block_fmt()

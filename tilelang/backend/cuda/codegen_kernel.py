@@ -435,6 +435,10 @@ class KernelCodegen:
             self.w(f'asm volatile("bar.sync %0, %1;" :: "r"((int)({self.expr(st.barrier_id)})), '
                    f'"r"((int)({self.expr(st.arrive_count)})) : "memory");')
 
+    def s_Assume(self, st, block):
+        # the promise the passes relied on, passed on to the CUDA compiler
+        self.w(f"__builtin_assume({self.expr(st.cond)});")
+
     def s_Assert(self, st, block):
         msg = str(st.message).replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
         self.w(f"if (!({self.expr(st.cond)})) {{ printf(\"device assert failed: {msg} "

@@ -35,6 +35,14 @@ template <> TL_DEVICE half max(half a, half b) { return __hmax(a, b); }
 template <> TL_DEVICE half min(half a, half b) { return __hmin(a, b); }
 template <> TL_DEVICE bfloat16_t max(bfloat16_t a, bfloat16_t b) { return __hmax(a, b); }
 template <> TL_DEVICE bfloat16_t min(bfloat16_t a, bfloat16_t b) { return __hmin(a, b); }
+// 8-bit floats have no comparison operators: through float
+#define TL_FP8_MINMAX(T)                                                                     \
+  template <> TL_DEVICE T max(T a, T b) { return T(fmaxf(float(a), float(b))); }         \
+  template <> TL_DEVICE T min(T a, T b) { return T(fminf(float(a), float(b))); }
+TL_FP8_MINMAX(__nv_fp8_e4m3)
+TL_FP8_MINMAX(__nv_fp8_e5m2)
+#undef TL_FP8_MINMAX
+
 // NaN-propagating forms (T.reduce_max(..., nan_propagate=True)): a NaN operand wins
 template <class T> TL_DEVICE T max_nan(T a, T b) { return (a != a) ? a : (b != b) ? b : tl::max(a, b); }
 template <class T> TL_DEVICE T min_nan(T a, T b) { return (a != a) ? a : (b != b) ? b : tl::min(a, b); }
@@ -42,6 +50,12 @@ template <> TL_DEVICE half max_nan(half a, half b) { return __hmax_nan(a, b); }
 template <> TL_DEVICE half min_nan(half a, half b) { return __hmin_nan(a, b); }
 template <> TL_DEVICE bfloat16_t max_nan(bfloat16_t a, bfloat16_t b) { return __hmax_nan(a, b); }
 template <> TL_DEVICE bfloat16_t min_nan(bfloat16_t a, bfloat16_t b) { return __hmin_nan(a, b); }
+#define TL_FP8_MINMAX_NAN(T)                                                                           \
+  template <> TL_DEVICE T max_nan(T a, T b) { return T(tl::max_nan(float(a), float(b))); }         \
+  template <> TL_DEVICE T min_nan(T a, T b) { return T(tl::min_nan(float(a), float(b))); }
+TL_FP8_MINMAX_NAN(__nv_fp8_e4m3)
+TL_FP8_MINMAX_NAN(__nv_fp8_e5m2)
+#undef TL_FP8_MINMAX_NAN
 
 template <class To, class From> TL_DEVICE To bitcast(From x) {
   static_assert(sizeof(To) == sizeof(From), "bitcast between types of different sizes");
