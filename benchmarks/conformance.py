@@ -272,8 +272,9 @@ def main():
     try:
         published = "tile-ai/tilelang " + subprocess.check_output(
             ["git", "describe", "--tags", "--always"], cwd=args.repo, text=True, stderr=subprocess.DEVNULL).strip()
-    except Exception:  # noqa: BLE001
-        published = "tile-ai/tilelang (unknown revision)"
+    except Exception:  # noqa: BLE001 - a copy without .git: its REVISION file, if any
+        rev = os.path.join(args.repo, "REVISION")
+        published = "tile-ai/tilelang " + (open(rev).read().strip() if os.path.exists(rev) else "(unknown revision)")
     todo = []
     for d in args.dirs:
         folder = os.path.join(args.repo, "testing", "python", d)
