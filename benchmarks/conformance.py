@@ -269,12 +269,14 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     rules = load_not_applicable()
-    try:
+    rev = os.path.join(args.repo, "REVISION")   # a copy without .git says its revision here
+    if os.path.exists(rev):
+        published = "tile-ai/tilelang " + open(rev).read().strip()
+    elif os.path.isdir(os.path.join(args.repo, ".git")):
         published = "tile-ai/tilelang " + subprocess.check_output(
             ["git", "describe", "--tags", "--always"], cwd=args.repo, text=True, stderr=subprocess.DEVNULL).strip()
-    except Exception:  # noqa: BLE001 - a copy without .git: its REVISION file, if any
-        rev = os.path.join(args.repo, "REVISION")
-        published = "tile-ai/tilelang " + (open(rev).read().strip() if os.path.exists(rev) else "(unknown revision)")
+    else:
+        published = "tile-ai/tilelang (unknown revision)"
     todo = []
     for d in args.dirs:
         folder = os.path.join(args.repo, "testing", "python", d)

@@ -177,3 +177,26 @@ def test_annotate_restrict_buffers_drops_restrict_and_is_hashed():
     assert "float* X" in src and "float* __restrict__ X" not in src
     src2 = tilelang.compile(b, target="cuda -arch=sm_90a").get_kernel_source()
     assert "float* __restrict__ X" in src2
+
+
+def test_let_binds_a_placeholder_variable_for_the_rest_of_the_block():
+    # `x = T.int32()` makes a scalar variable; `T.let(x, e)` binds it (the published alias test)
+    @T.prim_func
+    def k(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(2, threads=32) as bx:
+            off = T.int32()
+            T.let(off, bx * 32)
+            for i in T.Parallel(32):
+                B[off + i] = A[off + i] * 2.0
+    text = k.script()
+    assert "off = bx * 32" in text and "B[off + i] = A[off + i] * 2.0" in text, text
+    a = np.arange(64, dtype=np.float32)
+    np.testing.assert_array_equal(tilelang.compile(k, out_idx=[1], target="cpu")(a), a * 2)
+    tilelang.compile(k, target="cuda -arch=sm_90a")
+
+
+def test_dtype_call_without_value_is_a_fresh_variable():
+    from tilelang.ir.expr import Var
+    a, b = T.int32(), T.int32()
+    assert isinstance(a, Var) and a is not b and a.dtype == "int32"
+    assert (T.uint64() & T.uint64(0xFFFFFFFFFFFFFFFF)).dtype == "uint64"

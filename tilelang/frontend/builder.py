@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from tilelang.ir import stmt as S
 from tilelang.ir.span import Span, set_span_provider
 from tilelang.ir.buffer import set_store_handler
+from tilelang.ir.dtypes import set_variable_namer
 from tilelang.ir.expr import convert, cast, literal, PrimExpr
 
 _tls = threading.local()
@@ -37,7 +38,11 @@ class Builder:
         self.stack.append([])
 
     def pop(self):
-        return S.seq(self.stack.pop())
+        return seq_with_lets(self.stack.pop())
+
+    def body(self):
+        """The statements recorded at the outermost level (the kernel function's body)."""
+        return seq_with_lets(self.stack[0])
 
     @contextmanager
     def frame(self):
@@ -47,6 +52,17 @@ class Builder:
             yield box
         finally:
             box.append(self.pop())
+
+
+def seq_with_lets(stmts):
+    """A statement list as one statement; `T.let(v, e)` (a LetStmt recorded without a body)
+    takes the statements after it as its body."""
+    stmts = list(stmts)
+    for k, st in enumerate(stmts):
+        if isinstance(st, S.LetStmt) and st.body is None:
+            st.body = seq_with_lets(stmts[k + 1:])
+            return S.seq(stmts[:k + 1])
+    return S.seq(stmts)
 
 
 def current() -> Builder | None:
@@ -118,6 +134,7 @@ def _store(buffer, value, indices):
 
 set_span_provider(_user_span)
 set_store_handler(_store)
+set_variable_namer(lambda: (source_names("assign") or [None])[0] if current() is not None else None)
 
 
 def source_names(pattern_kind):

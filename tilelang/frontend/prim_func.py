@@ -31,7 +31,8 @@ def make_param(name, ann):
         return Var(name, "int32")
     if ann is float:
         return Var(name, "float32")
-    if isinstance(ann, Var):
+    if isinstance(ann, Var):   # `x: T.int32()`: that variable, named after the parameter
+        ann.name = name
         return ann
     raise TileLangError(f"parameter `{name}` needs an annotation such as T.Tensor((M, N), 'float16') "
                         f"or T.int32, got {ann!r}")
@@ -50,7 +51,7 @@ def parse(func, name=None) -> PrimFunc:
             params.append(make_param(pname, anns[pname]))
         with B.building() as b:
             run_traced(fn, *params)
-            body = S.seq(b.stack[0])
+            body = b.body()
         src = fn.__tl_source__
         return PrimFunc(name or func.__name__, params, body, source=(src.file, src.text, src.first_line))
     except TileLangError as e:

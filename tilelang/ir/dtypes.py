@@ -33,6 +33,14 @@ _ALIASES = {
 }
 
 
+_variable_namer = None   # the frontend names `x = T.int32()` after `x` through this hook
+
+
+def set_variable_namer(fn):
+    global _variable_namer
+    _variable_namer = fn
+
+
 class DataType(str):
     """An element type. Instances are interned: compare with `==` or `is`.
 
@@ -84,9 +92,9 @@ class DataType(str):
         return max(1, self.bits // 8)
 
     def __call__(self, value=None):
-        from tilelang.ir.expr import cast, const
-        if value is None:  # T.int32() used as an annotation placeholder
-            return self
+        from tilelang.ir.expr import cast, const, Var
+        if value is None:  # `x = T.int32()`: a fresh scalar variable (a parameter as an annotation)
+            return Var((_variable_namer() if _variable_namer else None) or "v", self)
         if isinstance(value, (bool, int, float)):
             return const(value, self)
         return cast(value, self)

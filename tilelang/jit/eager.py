@@ -146,7 +146,7 @@ class EagerKernel:
                     else:
                         call_args[name] = v
                 ret = run_traced(fn, **call_args)
-                body = S.seq(b.stack[0])
+                body = b.body()
                 tensor_names = [n for n in self.sig.parameters if n in b.tensor_params]
                 params = [b.tensor_params[n] for n in tensor_names] + list(b.extra_params)
             rets = ret if isinstance(ret, (tuple, list)) else ([ret] if ret is not None else [])

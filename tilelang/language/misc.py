@@ -31,6 +31,21 @@ def device_assert(cond, msg: str = ""):
     b.emit(S.Assert(as_bool(convert(cond)), msg))
 
 
+def let(var, value):
+    """Bind the scalar variable `var` (e.g. `x = T.int32()`) to `value` for the rest of the
+    enclosing block: `T.let(x, ko * block_K)`."""
+    from tilelang.ir.expr import Var, cast
+    b = B.require("T.let")
+    if not isinstance(var, Var):
+        raise TileLangError(f"T.let binds a scalar variable (e.g. `x = T.int32()`), got {var!r}")
+    if isinstance(value, Buffer) and value.is_var():
+        value = value.load()
+    value = convert(value)
+    if value.dtype is not var.dtype:
+        value = cast(value, var.dtype)
+    b.emit(S.LetStmt(var, value, None))
+
+
 def assume(cond):
     """Promise that `cond` holds from here to the end of the enclosing block: bounds checks
     it implies are dropped. A condition on kernel parameters and dynamic dimensions alone

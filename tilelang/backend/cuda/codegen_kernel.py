@@ -145,7 +145,42 @@ class KernelCodegen:
             return f"{name}[{self.acc_index[id(buf)]}]"
         if p is not None and p.kind == "var":
             return f"{name}[0]"
+        if p is not None and p.kind == "view" and self._laid_out(buf.alias_of):
+            return self._view_through_base(buf, idx)
         return f"{name}[{self.flat(buf, idx)}]"
+
+    def _laid_out(self, base):
+        """Whether a shared buffer's elements are not simply row-major (swizzled or padded rows)."""
+        bp = self.placement(base)
+        if bp is None or bp.kind != "smem":
+            return False
+        rm = base.get_strides()
+        return bp.swizzle or any(E.const_int_value(a) != E.const_int_value(b) for a, b in zip(self.strides(base), rm))
+
+    def _view_through_base(self, view, idx):
+        """An element of a view (T.reshape / T.view) of a swizzled or padded shared buffer:
+        the view's flat byte offset names the base's logical element, which the base's own
+        layout places; the value is read at that address as the view's dtype."""
+        base = view.alias_of
+        vsize, bsize = view.dtype.itemsize, base.dtype.itemsize
+        bshape = [E.const_int_value(d) for d in base.shape]
+        if None in bshape or (bshape[-1] * bsize) % vsize:
+            raise NotImplementedError(f"a view of `{base.name}`: its elements would straddle the rows of the "
+                                      f"base's shared-memory layout")
+        flat = E.IntImm(0)
+        for i, st in zip(idx, view.get_strides()):
+            flat = E.binop("+", flat, E.binop("*", i, st))
+        byte = simplify(E.binop("*", flat, vsize))
+        elem = simplify(E.binop("//", byte, bsize))
+        rem = simplify(E.binop("%", byte, bsize)) if vsize % bsize else E.IntImm(0)
+        bidx, rest = [], elem
+        for k in reversed(range(len(bshape))):
+            bidx.append(simplify(E.binop("%", rest, bshape[k])) if k else rest)
+            rest = simplify(E.binop("//", rest, bshape[k]))
+        addr = f"&{self.buf_name(base)}[{self.flat(base, list(reversed(bidx)))}]"
+        if E.const_int_value(rem) != 0:
+            addr = f"reinterpret_cast<char*>({addr}) + ({self.expr(rem)})"
+        return f"(*reinterpret_cast<{ctype(view.dtype)}*>({addr}))"
 
     # kernel ----------------------------------------------------------------------
     def emit(self):
