@@ -169,3 +169,47 @@ def test_bitwise_atomics_cpu_and_cuda_source():
         def bad(X: T.Tensor((4,), "float32")):
             with T.Kernel(1):
                 T.atomic_or(X[0], 1.0)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_atomic_max_min_with_memory_orders_compile_for_cuda(dtype):
+    # half/bf16/double max and min had no CUDA overload; memory_order was ignored
+    @T.prim_func
+    def k(A: T.Tensor((64,), dtype), B: T.Tensor((64,), dtype), C: T.Tensor((64,), dtype)):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                T.atomic_max(B[i], A[i], memory_order="relaxed")
+                T.atomic_min(C[i], A[i], memory_order="release")
+    src = tilelang.compile(k, target="cuda -arch=sm_90a").get_kernel_source()
+    assert "tl::atomic_min_ordered<3>(" in src and "tl::atomic_max(" in src
+    a = np.linspace(-2, 2, 64).astype(T.dtype(dtype).as_numpy())
+    b = np.zeros(64, a.dtype)
+    c = np.zeros(64, a.dtype)
+    tilelang.compile(k, target="cpu")(a, b, c)
+    np.testing.assert_array_equal(b, np.maximum(a, 0))
+    np.testing.assert_array_equal(c, np.minimum(a, 0))
+
+
+def test_atomic_load_store_and_their_memory_orders():
+    @T.prim_func
+    def k(A: T.Tensor((4,), "int32"), B: T.Tensor((4,), "int32")):
+        with T.Kernel(threads=1):   # no grid: one block
+            for i in T.serial(4):
+                T.atomic_store(B[i], T.atomic_load(A[i], memory_order="acquire") + 1, memory_order="release")
+    a = np.arange(4, dtype=np.int32)
+    b = np.zeros(4, np.int32)
+    tilelang.compile(k, target="cpu")(a, b)
+    np.testing.assert_array_equal(b, a + 1)
+    src = tilelang.compile(k, target="cuda -arch=sm_90a").get_kernel_source()
+    assert "tl::atomic_load<2>(" in src and "tl::atomic_store<3>(" in src
+    for bad_load, bad_store in (("release", "acquire"), ("acq_rel", "consume")):
+        with pytest.raises(ValueError, match="atomic_load does not support memory_order"):
+            @T.prim_func
+            def k1(A: T.Tensor((4,), "int32")):
+                with T.Kernel(1):
+                    A[0] = T.atomic_load(A[1], memory_order=bad_load)
+        with pytest.raises(ValueError, match="atomic_store does not support memory_order"):
+            @T.prim_func
+            def k2(A: T.Tensor((4,), "int32")):
+                with T.Kernel(1):
+                    T.atomic_store(A[0], 1, memory_order=bad_store)

@@ -19,6 +19,7 @@ _TABLE = {
     "float64": ("float", 64),
     "float8_e4m3fn": ("float8", 8), "float8_e5m2": ("float8", 8),
     "float8_e4m3fnuz": ("float8", 8), "float8_e5m2fnuz": ("float8", 8),
+    "float8_e8m0fnu": ("float8", 8),   # an unsigned power of two (MX block scales): 2^(bits - 127)
     "tfloat32": ("float", 32),
     "handle": ("handle", 64),
 }
@@ -28,6 +29,7 @@ _ALIASES = {
     "fp32": "float32", "fp64": "float64", "bf16": "bfloat16", "int": "int32",
     "float8_e4m3": "float8_e4m3fn", "e4m3_float8": "float8_e4m3fn", "float8_e4m3fnuz": "float8_e4m3fnuz",
     "e5m2_float8": "float8_e5m2", "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2",
+    "float8_e8m0": "float8_e8m0fnu", "e8m0": "float8_e8m0fnu",
     "long": "int64", "uchar": "uint8", "char": "int8", "short": "int16", "uint": "uint32",
     "ulong": "uint64",
 }
@@ -57,14 +59,25 @@ class DataType(str):
         if not isinstance(name, str):  # T.dtype(torch.float16), T.dtype(np.float32), ...
             return as_dtype(name)
         name = _ALIASES.get(name, name)
-        if name not in _TABLE:
-            raise ValueError(f"unknown dtype {name!r}")
         obj = cls._interned.get(name)
-        if obj is None:
-            obj = super().__new__(cls, name)
-            obj.name = name
-            obj.kind, obj.bits = _TABLE[name]
-            cls._interned[name] = obj
+        if obj is not None:
+            return obj
+        base, lanes = name, 1
+        if name not in _TABLE:   # a vector type: "float32x2", "int8x4", ...
+            head, _, n = name.rpartition("x")
+            head = _ALIASES.get(head, head)
+            if head not in _TABLE or not n.isdigit() or int(n) < 2:
+                raise ValueError(f"unknown dtype {name!r}")
+            base, lanes = head, int(n)
+            name = f"{head}x{lanes}"
+            obj = cls._interned.get(name)
+            if obj is not None:
+                return obj
+        obj = super().__new__(cls, name)
+        obj.name = name
+        obj.kind, obj.bits = _TABLE[base]
+        obj.lanes = lanes
+        cls._interned[name] = obj
         return obj
 
     def __reduce__(self):
@@ -89,7 +102,20 @@ class DataType(str):
 
     @property
     def itemsize(self) -> int:
-        return max(1, self.bits // 8)
+        """Bytes of one value (all lanes of a vector type)."""
+        return max(1, self.bits * self.lanes // 8)
+
+    @property
+    def is_vector(self) -> bool:
+        return self.lanes > 1
+
+    @property
+    def element(self) -> "DataType":
+        """The scalar type of one lane (the type itself when it is scalar)."""
+        return self if self.lanes == 1 else DataType(self.name.rpartition("x")[0])
+
+    def with_lanes(self, lanes: int) -> "DataType":
+        return self.element if lanes == 1 else DataType(f"{self.element.name}x{lanes}")
 
     def __call__(self, value=None):
         from tilelang.ir.expr import cast, const, Var
@@ -151,8 +177,10 @@ def as_dtype(x) -> DataType:
 
 def numpy_dtype(dt: DataType):
     dt = as_dtype(dt)
+    if dt.is_vector:
+        raise TypeError(f"the vector type {dt} has no numpy dtype (it is {dt.lanes} x {dt.element})")
     if dt.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
-                   "int4", "uint4"):
+                   "float8_e8m0fnu", "int4", "uint4"):
         if ml_dtypes is None:
             raise RuntimeError(f"dtype {dt} needs the ml_dtypes package")
         return np.dtype(getattr(ml_dtypes, dt.name))
@@ -166,6 +194,8 @@ def numpy_dtype(dt: DataType):
 def torch_dtype(dt: DataType):
     import torch
     dt = as_dtype(dt)
+    if dt.is_vector:
+        raise TypeError(f"the vector type {dt} has no torch dtype (it is {dt.lanes} x {dt.element})")
     name = {"tfloat32": "float32"}.get(dt.name, dt.name)
     if not hasattr(torch, name):
         raise TypeError(f"torch has no dtype for {dt}")

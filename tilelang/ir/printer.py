@@ -228,7 +228,8 @@ class Printer:
         elif isinstance(s, TO.FinalizeReducer):
             self.emit(f"T.finalize_reducer({self.buf(s.buffer)})  # {s.op}", ind)
         elif isinstance(s, TO.Atomic):
-            self.emit(f"T.atomic_{s.kind}({self.expr(s.dst)}, {self.expr(s.value)})", ind)
+            mo = f", memory_order={s.memory_order!r}" if s.memory_order else ""
+            self.emit(f"T.atomic_{s.kind}({self.expr(s.dst)}, {self.expr(s.value)}{mo})", ind)
         elif hasattr(s, "print_with"):  # ops that print themselves (ir/operand_op.py)
             self.emit(s.print_with(self), ind)
         else:

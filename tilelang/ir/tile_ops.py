@@ -82,7 +82,33 @@ class Atomic(TileOp):
     """`T.atomic_add/max/min`: dst (region) op= value (region or scalar expression)."""
     op_name = "atomic"
 
-    def __init__(self, kind, dst, value, return_prev=False):
+    def __init__(self, kind, dst, value, return_prev=False, memory_order=None):
         self._init()
         self.kind, self.dst, self.value = kind, dst, value
         self.return_prev = return_prev
+        # None / "relaxed", or "acquire", "release", "acq_rel", "seq_cst" (`consume` is acquire)
+        self.memory_order = memory_order
+
+
+def atomic_call(kind, dst, value, memory_order=None):
+    """The IR call of one element's atomic: `atomic_<kind>(dst, value[, order])`, whose
+    value is the element's previous content."""
+    from tilelang.ir.expr import Call, StringImm
+    args = [dst, value] + ([StringImm(memory_order)] if memory_order else [])
+    return Call(f"atomic_{kind}", args, dst.dtype)
+
+
+def atomic_order(call):
+    """The memory order of an atomic call (None: relaxed)."""
+    return call.args[2].value if len(call.args) > 2 else None
+
+
+ATOMIC_LOAD, ATOMIC_STORE = "tl.atomic_load", "tl.atomic_store"
+
+
+def is_atomic_access(call) -> bool:
+    """An atomic read-modify-write, load or store: its first argument is the element it
+    addresses (not a value to read)."""
+    from tilelang.ir.expr import BufferLoad
+    return (call.name.startswith("atomic_") or call.name in (ATOMIC_LOAD, ATOMIC_STORE)) and \
+        bool(call.args) and isinstance(call.args[0], BufferLoad)

@@ -228,7 +228,7 @@ class Mutator:
             return n if b is n.buffer else _keep(TO.FinalizeReducer(b, n.op), n)
         if isinstance(n, TO.Atomic):
             d, v = self._v(n.dst), self._v(n.value)
-            return n if d is n.dst and v is n.value else _keep(TO.Atomic(n.kind, d, v, n.return_prev), n)
+            return n if d is n.dst and v is n.value else _keep(TO.Atomic(n.kind, d, v, n.return_prev, n.memory_order), n)
         if hasattr(n, "map_children"):  # ops that rebuild themselves (ir/operand_op.py)
             out = n.map_children(self._v)
             return n if out is n else _keep(out, n)

@@ -84,3 +84,22 @@ from tilelang.language.descriptor import (alloc_descriptor, alloc_wgmma_desc, in
 from tilelang.cuda.intrinsics import (get_ldmatrix_offset, get_mma_micro_size, mma_store_index_map,  # noqa: E402
                                       make_mma_swizzle_layout, get_swizzle_layout)
 from tilelang.language.tile_schedule import BaseTileScheduler, PersistentTileScheduler, meta_class  # noqa: E402
+long = int64  # noqa: A001 - C spellings of the published API
+short = int16
+float8_e4m3fnuz = DataType("float8_e4m3fnuz")
+float8_e5m2fnuz = DataType("float8_e5m2fnuz")
+float8_e8m0fnu = DataType("float8_e8m0fnu")
+
+
+def __getattr__(name):
+    """Vector types by name (`T.float32x2`, `T.float16x2`, `T.int8x4`, ...)."""
+    head, _, lanes = name.rpartition("x")
+    if head and lanes.isdigit():
+        try:
+            dt = DataType(name)
+        except ValueError:
+            pass
+        else:
+            globals()[name] = dt
+            return dt
+    raise AttributeError(f"module 'tilelang.language' has no attribute '{name}'")

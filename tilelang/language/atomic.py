@@ -5,11 +5,28 @@ from tilelang.frontend import builder as B
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, BufferRegion, to_region
 from tilelang.ir.expr import BufferLoad, convert, cast, const_int_value, literal, PrimExpr
-from tilelang.ir.errors import TileLangError, ShapeMismatchError
+from tilelang.ir.errors import TileLangError, ShapeMismatchError, located
+from tilelang.ir.tile_ops import atomic_call
+
+MEMORY_ORDERS = ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst")
 
 
-def _atomic(kind, dst, value, return_prev=False):
+def memory_order_arg(memory_order, allowed=MEMORY_ORDERS, what="atomic"):
+    """The order of an atomic as stored in the IR: None for relaxed, else its name
+    (`consume` is treated as `acquire`, as C++ compilers do)."""
+    if memory_order is None:
+        return None
+    if memory_order not in allowed:
+        raise located(ValueError, f"T.{what} does not support memory_order={memory_order!r}; "
+                                  f"use one of {', '.join(allowed)}")
+    if memory_order == "relaxed":
+        return None
+    return "acquire" if memory_order == "consume" else memory_order
+
+
+def _atomic(kind, dst, value, return_prev=False, memory_order=None):
     b = B.require(f"T.atomic_{kind}")
+    memory_order = memory_order_arg(memory_order, what=f"atomic_{kind}")
     if return_prev:
         # one element; the call is an expression whose value is the previous content
         if not isinstance(dst, BufferLoad):
@@ -17,8 +34,7 @@ def _atomic(kind, dst, value, return_prev=False):
         if isinstance(value, Buffer) and value.is_var():
             value = value.load()
         v = literal(value, dst.dtype) if isinstance(value, (int, float)) else cast(convert(value), dst.dtype)
-        from tilelang.ir.expr import Call
-        return Call(f"atomic_{kind}", [dst, v], dst.dtype)
+        return atomic_call(kind, dst, v, memory_order)
     if isinstance(value, (Buffer, BufferRegion)) and not (isinstance(value, Buffer) and value.is_var()):
         if isinstance(dst, BufferLoad):
             from tilelang.language.copy import copy_regions
@@ -26,7 +42,7 @@ def _atomic(kind, dst, value, return_prev=False):
         else:
             from tilelang.language.copy import copy_regions
             vs, ds = copy_regions(value, dst)
-        b.emit(TO.Atomic(kind, ds, vs, return_prev))
+        b.emit(TO.Atomic(kind, ds, vs, return_prev, memory_order))
         return None
     if isinstance(dst, BufferLoad):
         d = to_region(dst)
@@ -38,40 +54,40 @@ def _atomic(kind, dst, value, return_prev=False):
         value = value.load()
     v = value if isinstance(value, PrimExpr) else convert(value)
     b.emit(TO.Atomic(kind, d, cast(v, d.buffer.dtype) if not (isinstance(value, (int, float))) else
-                     literal(value, d.buffer.dtype), return_prev))
+                     literal(value, d.buffer.dtype), return_prev, memory_order))
     return None
 
 
 def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
-    return _atomic("add", dst, value, return_prev)
+    return _atomic("add", dst, value, return_prev, memory_order)
 
 
 def atomic_max(dst, value, memory_order=None, return_prev=False):
-    return _atomic("max", dst, value, return_prev)
+    return _atomic("max", dst, value, return_prev, memory_order)
 
 
 def atomic_min(dst, value, memory_order=None, return_prev=False):
-    return _atomic("min", dst, value, return_prev)
+    return _atomic("min", dst, value, return_prev, memory_order)
 
 
-def _bitwise(kind, dst, value, return_prev):
+def _bitwise(kind, dst, value, return_prev, memory_order):
     d = dst.buffer if isinstance(dst, (BufferLoad, BufferRegion)) else dst
     if not (d.dtype.is_int and d.dtype.bits in (32, 64)):
         raise TileLangError(f"T.atomic_{kind} needs a 32- or 64-bit integer destination, got {d.dtype}")
-    return _atomic(kind, dst, value, return_prev)
+    return _atomic(kind, dst, value, return_prev, memory_order)
 
 
 def atomic_or(dst, value, memory_order=None, return_prev=False):
     """dst |= value, atomically (32/64-bit integers)."""
-    return _bitwise("or", dst, value, return_prev)
+    return _bitwise("or", dst, value, return_prev, memory_order)
 
 
 def atomic_and(dst, value, memory_order=None, return_prev=False):
-    return _bitwise("and", dst, value, return_prev)
+    return _bitwise("and", dst, value, return_prev, memory_order)
 
 
 def atomic_xor(dst, value, memory_order=None, return_prev=False):
-    return _bitwise("xor", dst, value, return_prev)
+    return _bitwise("xor", dst, value, return_prev, memory_order)
 
 
 def _lanes(x, n, what):
@@ -87,7 +103,7 @@ def _lanes(x, n, what):
     return BufferRegion(x.buffer, [(i, 1) for i in x.indices[:-1]] + [(x.indices[-1], n)])
 
 
-def _atomic_add_vector(n, dst, value, return_prev):
+def _atomic_add_vector(n, dst, value, return_prev, memory_order=None):
     """`T.atomic_addx{n}(C[i, j], V[k, l])`: C[i, j + t] += V[k, l + t] for t < n (a
     scalar value is added to each of the n elements)."""
     if return_prev:
@@ -95,12 +111,12 @@ def _atomic_add_vector(n, dst, value, return_prev):
                             hint=f"use T.atomic_add on each of the {n} elements")
     if not isinstance(dst, BufferLoad):
         raise TileLangError(f"T.atomic_addx{n} takes the first destination element, e.g. C[i, j]")
-    return _atomic("add", _lanes(dst, n, "destination"), _lanes(value, n, "value"))
+    return _atomic("add", _lanes(dst, n, "destination"), _lanes(value, n, "value"), memory_order=memory_order)
 
 
-def atomic_addx2(dst, value, return_prev=False):
-    return _atomic_add_vector(2, dst, value, return_prev)
+def atomic_addx2(dst, value, return_prev=False, memory_order=None):
+    return _atomic_add_vector(2, dst, value, return_prev, memory_order)
 
 
-def atomic_addx4(dst, value, return_prev=False):
-    return _atomic_add_vector(4, dst, value, return_prev)
+def atomic_addx4(dst, value, return_prev=False, memory_order=None):
+    return _atomic_add_vector(4, dst, value, return_prev, memory_order)

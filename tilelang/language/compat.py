@@ -25,15 +25,28 @@ def loop_break():
 
 
 def atomic_load(src, memory_order=None):
-    """An element read (blocks run one after another per CPU thread; on the GPU the
-    access is a single aligned load)."""
-    return src
+    """The element `src` read atomically (never cached, never torn); `memory_order`
+    relaxed (default), consume, acquire or seq_cst."""
+    from tilelang.language.atomic import memory_order_arg
+    from tilelang.ir.expr import Call, StringImm
+    from tilelang.ir.tile_ops import ATOMIC_LOAD
+    order = memory_order_arg(memory_order, ("relaxed", "consume", "acquire", "seq_cst"), "atomic_load")
+    if not isinstance(src, BufferLoad):
+        raise TileLangError("T.atomic_load takes an element such as C[i]")
+    return Call(ATOMIC_LOAD, [src, StringImm(order or "relaxed")], src.dtype)
 
 
 def atomic_store(dst, value, memory_order=None):
+    """Store `value` into the element `dst` atomically; `memory_order` relaxed (default),
+    release or seq_cst."""
+    from tilelang.language.atomic import memory_order_arg
+    from tilelang.ir.expr import Call, StringImm, cast, convert
+    from tilelang.ir.tile_ops import ATOMIC_STORE
+    order = memory_order_arg(memory_order, ("relaxed", "release", "seq_cst"), "atomic_store")
     if not isinstance(dst, BufferLoad):
         raise TileLangError("T.atomic_store takes an element such as C[i] as its destination")
-    dst.buffer[tuple(dst.indices)] = value
+    v = cast(convert(value), dst.dtype)
+    B.require("T.atomic_store").emit(S.Evaluate(Call(ATOMIC_STORE, [dst, v, StringImm(order or "relaxed")], "handle")))
 
 
 def index_to_coordinates(index, shape):

@@ -9,9 +9,8 @@ from tilelang.ir.errors import TileLangError
 
 class KernelFrame:
     def __init__(self, *grid, threads=128, prelude=None, cluster_dims=None, is_cpu=False, **kwargs):
-        if not grid:
-            raise TileLangError("T.Kernel needs at least one grid dimension",
-                                hint="write e.g. `with T.Kernel(T.ceildiv(N, 128), threads=128) as bx:`")
+        if not grid:   # `T.Kernel(threads=n)`: one block
+            grid = (1,)
         if len(grid) > 3:
             raise TileLangError(f"T.Kernel takes 1 to 3 grid dimensions, got {len(grid)}")
         if threads is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.buffer import out_of_bounds_value
+from tilelang.ir.tile_ops import is_atomic_access
 from tilelang.ir.visitor import Mutator
 from tilelang.ir.printer import Printer
 from tilelang.arith.bounds import bound
@@ -180,7 +181,7 @@ class _Legalize(Mutator):
                 return n
             return E.Call(n.name, [E.BufferLoad(ld.buffer, idx)] + n.args[1:], n.dtype)
         # atomics take the address of their first argument: guard the whole call
-        if n.name.startswith("atomic_") and isinstance(n.args[0], E.BufferLoad):
+        if is_atomic_access(n):
             args = [n.args[0]] + [self.visit(a) for a in n.args[1:]]
             idx = [self.visit(i) for i in n.args[0].indices]
             return E.Call(n.name, [E.BufferLoad(n.args[0].buffer, idx)] + args[1:], n.dtype)
@@ -190,8 +191,7 @@ class _Legalize(Mutator):
         v = self.visit(n.value)
         out = S.Evaluate(v) if v is not n.value else n
         out.span = n.span
-        if isinstance(v, E.Call) and v.name.startswith("atomic_") and isinstance(v.args[0], E.BufferLoad) \
-                and v.args[0].buffer.scope == "global":
+        if isinstance(v, E.Call) and is_atomic_access(v) and v.args[0].buffer.scope == "global":
             c = self.conditions(v.args[0].buffer, v.args[0].indices)
             if c is not None:
                 out = S.IfThenElse(c, out)

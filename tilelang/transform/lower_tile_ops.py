@@ -275,7 +275,7 @@ def lower_atomic(op: TO.Atomic):
     else:
         val = op.value
     val = E.cast(val, dst.buffer.dtype)
-    stmt = S.Evaluate(E.Call(f"atomic_{op.kind}", [E.BufferLoad(dst.buffer, didx), val], dst.buffer.dtype))
+    stmt = S.Evaluate(TO.atomic_call(op.kind, E.BufferLoad(dst.buffer, didx), val, op.memory_order))
     if dst.buffer.scope == "global":
         c = in_bounds(dst.buffer, didx, dst)
         if c is not None:

@@ -24,6 +24,7 @@ CTYPES = {
     "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
     "float16": "tl::half_t", "bfloat16": "tl::bfloat16_t", "float32": "float", "float64": "double",
     "tfloat32": "float", "float8_e4m3fn": "tl::float8_e4m3_t", "float8_e5m2": "tl::float8_e5m2_t",
+    "float8_e8m0fnu": "tl::float8_e8m0_t",
     "int4": "int8_t", "uint4": "uint8_t",
 }
 C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
@@ -157,6 +158,13 @@ class CodegenCPU:
 
     def e_Call(self, e):
         n = e.name
+        if n in ("tl.atomic_load", "tl.atomic_store"):   # (element, [value,] order)
+            t = ctype(e.args[0].dtype)
+            if n == "tl.atomic_load":
+                return f"tl::atomic_load<{t}>(&{self.expr(e.args[0])})"
+            return f"tl::atomic_store<{t}>(&{self.expr(e.args[0])}, ({t})({self.expr(e.args[1])}))"
+        if n.startswith("atomic_"):   # (element, value[, order]): the CPU's are sequentially consistent
+            return f"tl::{n}<{ctype(e.dtype)}>(&{self.expr(e.args[0])}, {self.expr(e.args[1])})"
         args = [self.expr(a) for a in e.args]
         if n.startswith("__"):
             n = n[2:]
@@ -182,9 +190,6 @@ class CodegenCPU:
             return f"tl::cp_async_now<{e.args[2].value}>({args[0]}, {args[1]}, {args[3]})"
         if n in DEVICE_CALLS:
             return self._device_call(e, args)
-        if n.startswith("atomic_"):
-            addr = f"&{args[0]}"
-            return f"tl::{n}<{ctype(e.dtype)}>({addr}, {args[1]})"
         # an extern function (T.call_extern)
         return f"{n}({', '.join(args)})"
 

@@ -15,7 +15,7 @@ _CTYPES = {
     "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
     "uint64": "unsigned long long", "float16": "half", "bfloat16": "__nv_bfloat16", "float32": "float",
     "tfloat32": "float", "float64": "double", "float8_e4m3fn": "__nv_fp8_e4m3",
-    "float8_e5m2": "__nv_fp8_e5m2", "handle": "void*",
+    "float8_e5m2": "__nv_fp8_e5m2", "float8_e8m0fnu": "__nv_fp8_e8m0", "handle": "void*",
 }
 
 # float32 spelling of each math intrinsic; fp64 drops the `f`
@@ -30,6 +30,10 @@ _MATH = {
     "__log2": "__log2f", "__log10": "__log10f", "__sin": "__sinf", "__cos": "__cosf", "__tan": "__tanf",
     "__tanh": "tanhf",
 }
+
+
+# cuda::memory_order ids (include/tl_cuda/atomic.h)
+MEMORY_ORDER_IDS = {None: 0, "relaxed": 0, "consume": 2, "acquire": 2, "release": 3, "acq_rel": 4, "seq_cst": 5}
 
 
 def ctype(dt) -> str:
@@ -178,7 +182,13 @@ class ExprPrinter:
             return f"(&{self.buffer_access(args[0])})"
         if name.startswith("atomic_") and args and isinstance(args[0], E.BufferLoad):
             # return_prev=True: the call's value is the previous content
-            return f"tl::{name}(&{self.buffer_access(args[0])}, ({ctype(dt)})({self(args[1])}))"
+            return self.atomic(e)
+        if name in ("tl.atomic_load", "tl.atomic_store"):
+            order = MEMORY_ORDER_IDS[args[-1].value]
+            if name == "tl.atomic_load":
+                return f"tl::atomic_load<{order}>(&{self.buffer_access(args[0])})"
+            t = ctype(args[0].dtype)
+            return f"tl::atomic_store<{order}>(&{self.buffer_access(args[0])}, ({t})({self(args[1])}))"
         if name == PTX_CP_ASYNC:
             return f"tl::cp_async_now<{args[2].value}>({self(args[0])}, {self(args[1])}, {self(args[3])})"
         if name in _WARP_CALLS:
@@ -208,6 +218,15 @@ class ExprPrinter:
             return self._math(fn, args, dt)
         # T.call_extern and unknown intrinsics: call by name
         return f"{name}({', '.join(self(a) for a in args)})"
+
+    def atomic(self, call):
+        """`atomic_<kind>(dst, value[, order])` on one element: its previous value."""
+        from tilelang.ir.tile_ops import atomic_order
+        dst, val = call.args[0], call.args[1]
+        t = ctype(dst.buffer.dtype)
+        order = atomic_order(call)
+        fn = f"tl::{call.name}" if order is None else f"tl::{call.name}_ordered<{MEMORY_ORDER_IDS[order]}>"
+        return f"{fn}(&{self.buffer_access(dst)}, ({t})({self(val)}))"
 
     def _math(self, fn, args, dt):
         if dt.name == "float64":

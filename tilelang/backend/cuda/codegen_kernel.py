@@ -365,9 +365,7 @@ class KernelCodegen:
             return
         if isinstance(v, E.Call) and v.name.startswith("atomic_") and v.args and \
                 isinstance(v.args[0], E.BufferLoad):
-            dst = v.args[0]
-            val = self.expr(v.args[1])
-            line = f"tl::{v.name}(&{self.access(dst)}, ({ctype(dst.buffer.dtype)})({val}));"
+            line = self.expr(v) + ";"
         else:
             line = f"(void)({self.expr(v)});"
         self.w(f"if (tl_tid == 0) {{ {line} }}" if self._guard(block, st) else line)

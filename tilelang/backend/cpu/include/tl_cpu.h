@@ -150,14 +150,28 @@ inline float e4m3_to_float(uint8_t v) { return minifloat_codec<4, 3, true>::deco
 inline uint8_t float_to_e4m3(float f) { return minifloat_codec<4, 3, true>::encode(f); }
 inline float e5m2_to_float(uint8_t v) { return minifloat_codec<5, 2, false>::decode(v); }
 inline uint8_t float_to_e5m2(float f) { return minifloat_codec<5, 2, false>::encode(f); }
+// e8m0 (an unsigned power of two, 0xFF is NaN): 2^(v - 127); from float rounding toward
+// +inf and saturating, as CUDA's __nv_fp8_e8m0(float) does
+inline float e8m0_to_float(uint8_t v) { return v == 0xFF ? NAN : std::ldexp(1.0f, (int)v - 127); }
+inline uint8_t float_to_e8m0(float f) {
+  if (std::isnan(f)) return 0xFF;
+  if (!(f > 0.0f)) return 0;
+  int e;
+  const float m = std::frexp(f, &e);   // f = m * 2^e, m in [0.5, 1)
+  int p = (m == 0.5f) ? e - 1 : e;     // the smallest power of two >= f
+  p += 127;
+  return (uint8_t)(p < 0 ? 0 : p > 254 ? 254 : p);
+}
 TL_NARROW_FLOAT(float8_e4m3_t, uint8_t, e4m3_to_float, float_to_e4m3)
 TL_NARROW_FLOAT(float8_e5m2_t, uint8_t, e5m2_to_float, float_to_e5m2)
+TL_NARROW_FLOAT(float8_e8m0_t, uint8_t, e8m0_to_float, float_to_e8m0)
 
 template <class T> struct is_narrow { static constexpr bool value = false; };
 template <> struct is_narrow<half_t> { static constexpr bool value = true; };
 template <> struct is_narrow<bfloat16_t> { static constexpr bool value = true; };
 template <> struct is_narrow<float8_e4m3_t> { static constexpr bool value = true; };
 template <> struct is_narrow<float8_e5m2_t> { static constexpr bool value = true; };
+template <> struct is_narrow<float8_e8m0_t> { static constexpr bool value = true; };
 
 // The type arithmetic is done in: float for narrow floats, else the type itself.
 template <class T> struct compute { using type = T; };
@@ -165,6 +179,7 @@ template <> struct compute<half_t> { using type = float; };
 template <> struct compute<bfloat16_t> { using type = float; };
 template <> struct compute<float8_e4m3_t> { using type = float; };
 template <> struct compute<float8_e5m2_t> { using type = float; };
+template <> struct compute<float8_e8m0_t> { using type = float; };
 template <class T> using compute_t = typename compute<T>::type;
 
 template <class To, class From> inline To cast(From v) {
@@ -308,7 +323,7 @@ template <class T, class F> inline T atomic_update(T* addr, F f) {
     T n = f(o);
     U nu;
     std::memcpy(&nu, &n, sizeof(T));
-    if (__atomic_compare_exchange_n(p, &old, nu, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return o;
+    if (__atomic_compare_exchange_n(p, &old, nu, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) return o;
   }
 }
 template <class T> inline T atomic_add(T* addr, T v) {
@@ -319,6 +334,19 @@ template <class T> inline T atomic_max(T* addr, T v) {
 }
 template <class T> inline T atomic_min(T* addr, T v) {
   return atomic_update(addr, [v](T o) { return v < o ? v : o; });
+}
+template <class T> inline T atomic_load(const T* addr) {
+  using U = typename uint_of<sizeof(T)>::type;
+  const U u = __atomic_load_n(reinterpret_cast<const U*>(addr), __ATOMIC_SEQ_CST);
+  T r;
+  std::memcpy(&r, &u, sizeof(T));
+  return r;
+}
+template <class T> inline void atomic_store(T* addr, T v) {
+  using U = typename uint_of<sizeof(T)>::type;
+  U u;
+  std::memcpy(&u, &v, sizeof(T));
+  __atomic_store_n(reinterpret_cast<U*>(addr), u, __ATOMIC_SEQ_CST);
 }
 template <class T> inline T atomic_or(T* addr, T v) { return __atomic_fetch_or(addr, v, __ATOMIC_RELAXED); }
 template <class T> inline T atomic_and(T* addr, T v) { return __atomic_fetch_and(addr, v, __ATOMIC_RELAXED); }
