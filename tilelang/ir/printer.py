@@ -226,7 +226,15 @@ class Printer:
             self.emit(f"T.cum{s.kind}({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}, "
                       f"reverse={s.reverse})", ind)
         elif isinstance(s, TO.FinalizeReducer):
-            self.emit(f"T.finalize_reducer({self.buf(s.buffer)})  # {s.op}", ind)
+            dst = f", {self.region(s.dst)}" if s.dst is not None else ""
+            batch = f", batch={s.batch}" if s.batch != 1 else ""
+            self.emit(f"T.finalize_reducer({self.buf(s.buffer)}{dst}{batch})  # {s.op}", ind)
+        elif isinstance(s, TO.ReducerInit):
+            init = f", {self.expr(s.init)}" if s.init is not None else ""
+            self.emit(f"T.reducer_init({self.buf(s.buffer)}{init})", ind)
+        elif isinstance(s, TO.ReducerUpdate):
+            self.emit(f"T.reducer_update({self.buf(s.buffer)}[{', '.join(self.expr(i) for i in s.indices)}], "
+                      f"{self.expr(s.value)})", ind)
         elif isinstance(s, TO.Atomic):
             mo = f", memory_order={s.memory_order!r}" if s.memory_order else ""
             self.emit(f"T.atomic_{s.kind}({self.expr(s.dst)}, {self.expr(s.value)}{mo})", ind)

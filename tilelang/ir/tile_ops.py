@@ -70,12 +70,34 @@ class CumSum(TileOp):
 class FinalizeReducer(TileOp):
     """`T.finalize_reducer(buf)`: a `T.alloc_reducer` buffer whose copies (one per thread
     on the GPU, each holding partial results) are combined with `op` ("sum", "max",
-    "min"), so that every copy holds the final values."""
+    "min", "bitand", "bitor", "bitxor"), so that every copy holds the final values.
+    With `dst` (the epoch form, see ReducerInit) the result goes to `dst` instead;
+    transform/lower_reducers.py turns that form into this one."""
     op_name = "finalize_reducer"
 
-    def __init__(self, buffer, op="sum"):
+    def __init__(self, buffer, op="sum", dst=None, batch=1):
         self._init()
-        self.buffer, self.op = buffer, op
+        self.buffer, self.op, self.dst, self.batch = buffer, op, dst, batch
+
+
+class ReducerInit(TileOp):
+    """`T.reducer_init(acc[, init])`: opens a reduction epoch of the reducer `acc`; the
+    optional `init` (evaluated here) is combined once into every output at the finalize."""
+    op_name = "reducer_init"
+
+    def __init__(self, buffer, init=None):
+        self._init()
+        self.buffer, self.init = buffer, init
+
+
+class ReducerUpdate(TileOp):
+    """`T.reducer_update(acc[indices], value)` inside a T.Parallel loop: each iteration
+    contributes `value` to one output exactly once."""
+    op_name = "reducer_update"
+
+    def __init__(self, buffer, indices, value):
+        self._init()
+        self.buffer, self.indices, self.value = buffer, list(indices), value
 
 
 class Atomic(TileOp):

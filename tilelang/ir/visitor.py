@@ -89,6 +89,12 @@ def _children(node):
         return [node.src, node.dst]
     if isinstance(node, TO.Atomic):
         return [node.dst, node.value]
+    if isinstance(node, TO.FinalizeReducer):
+        return [node.dst] if node.dst is not None else []
+    if isinstance(node, TO.ReducerInit):
+        return [node.init] if node.init is not None else []
+    if isinstance(node, TO.ReducerUpdate):
+        return node.indices + [node.value]
     if hasattr(node, "children"):  # ops that list their own operands (ir/operand_op.py)
         return node.children()
     return []
@@ -225,7 +231,16 @@ class Mutator:
             return n if s is n.src and d is n.dst else _keep(TO.CumSum(s, d, n.dim, n.reverse, n.kind), n)
         if isinstance(n, TO.FinalizeReducer):
             b = self.visit_buffer(n.buffer)
-            return n if b is n.buffer else _keep(TO.FinalizeReducer(b, n.op), n)
+            d = self._v(n.dst) if n.dst is not None else None
+            return n if b is n.buffer and d is n.dst else _keep(TO.FinalizeReducer(b, n.op, d, n.batch), n)
+        if isinstance(n, TO.ReducerInit):
+            b, v = self.visit_buffer(n.buffer), self._v(n.init)
+            return n if b is n.buffer and v is n.init else _keep(TO.ReducerInit(b, v), n)
+        if isinstance(n, TO.ReducerUpdate):
+            idx, v = [self._v(i) for i in n.indices], self._v(n.value)
+            if v is n.value and all(a is b for a, b in zip(idx, n.indices)):
+                return n
+            return _keep(TO.ReducerUpdate(n.buffer, idx, v), n)
         if isinstance(n, TO.Atomic):
             d, v = self._v(n.dst), self._v(n.value)
             return n if d is n.dst and v is n.value else _keep(TO.Atomic(n.kind, d, v, n.return_prev, n.memory_order), n)

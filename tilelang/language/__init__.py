@@ -14,7 +14,8 @@ from tilelang.language.kernel import (Kernel, get_thread_binding, get_thread_bin
                                       annotate_min_blocks_per_sm)
 from tilelang.language.loops import serial, unroll, vectorized, Parallel, Pipelined, grid, Persistent
 from tilelang.language.alloc import (alloc_shared, alloc_fragment, alloc_local, alloc_var, alloc_global,
-                                     alloc_buffer, alloc_barrier, alloc_reducer, finalize_reducer, reshape, view)
+                                     alloc_buffer, alloc_barrier, alloc_reducer, finalize_reducer, reducer_init,
+                                     reducer_update, reshape, view)
 from tilelang.language.copy import copy, async_copy, tma_copy
 from tilelang.language.gemm import gemm, GemmWarpPolicy, wgmma_gemm, wait_wgmma
 from tilelang.language.gemm_sp import gemm_sp

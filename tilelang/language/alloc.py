@@ -8,7 +8,7 @@ from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.expr import PrimExpr, convert, cast, const_int_value
 from tilelang.ir.dtypes import as_dtype
-from tilelang.ir.errors import TileLangError, ShapeMismatchError
+from tilelang.ir.errors import TileLangError, ShapeMismatchError, located
 
 
 def _name(default):
@@ -86,24 +86,82 @@ def alloc_barrier(arrive_count=1):
     return buf
 
 
+REDUCER_OPS = ("sum", "max", "min", "bitand", "bitor", "bitxor")
+
+
 def alloc_reducer(shape, dtype="float32", op="sum", replication=None):
-    """A per-block accumulator that T.Parallel iterations update with `op` (`r[i] += v`
-    for "sum", `r[i] = T.max(r[i], v)` for "max"): on the GPU each thread keeps partial
-    results until `T.finalize_reducer` combines them."""
-    if op not in ("sum", "max", "min"):
-        raise TileLangError(f"T.alloc_reducer: op must be \"sum\", \"max\" or \"min\", got {op!r}")
+    """A reducer: outputs that T.Parallel iterations contribute to, combined with `op`.
+
+    Epoch form: `T.reducer_init(acc)`, `T.reducer_update(acc[i], v)` inside T.Parallel
+    loops, `T.finalize_reducer(acc, dst)` writes the results to the fragment `dst` (the
+    reducer itself is never read or written directly; transform/lower_reducers.py checks
+    that). Legacy form (no epoch op touches it): `T.clear(acc)`, `acc[i] += v`, then
+    `T.finalize_reducer(acc)` in place. On the GPU each thread keeps partial results
+    until the finalize combines them."""
+    if op not in REDUCER_OPS:
+        raise TileLangError(f"T.alloc_reducer: op must be one of {', '.join(REDUCER_OPS)}, got {op!r}")
+    dt = as_dtype(dtype)
+    if op in ("bitand", "bitor", "bitxor") and not (dt.is_int or dt.is_bool):
+        raise located(AssertionError, f"T.alloc_reducer: bitwise reducer op '{op}' requires an integer dtype, "
+                                      f"got {dt}")
     buf = alloc_fragment(shape, dtype)
     buf.reducer_op = op
     return buf
 
 
-def finalize_reducer(reducer):
-    """Combine the partial results of a `T.alloc_reducer` buffer."""
-    op = getattr(reducer, "reducer_op", None)
-    if op is None:
-        raise TileLangError(f"T.finalize_reducer takes a buffer from T.alloc_reducer, got "
-                            f"`{getattr(reducer, 'name', reducer)}`")
-    B.require("T.finalize_reducer").emit(TO.FinalizeReducer(reducer, op))
+def _reducer(acc, what):
+    if getattr(acc, "reducer_op", None) is None:
+        raise TileLangError(f"T.{what} takes a buffer from T.alloc_reducer, got `{getattr(acc, 'name', acc)}`")
+    return acc
+
+
+def reducer_init(reducer, init=None):
+    """Open a reduction epoch of `reducer`; `init` (evaluated here) is combined once into
+    every output when the epoch is finalized."""
+    from tilelang.ir.expr import literal
+    _reducer(reducer, "reducer_init")
+    if init is not None:
+        if isinstance(init, Buffer) and init.is_var():
+            init = init.load()
+        if isinstance(init, (bool, int, float)):
+            init = literal(init, reducer.dtype)
+        init = convert(init)
+        if init.dtype != reducer.dtype:
+            raise located(TypeError, f"T.reducer_init: the starting value's dtype {init.dtype} does not match "
+                                     f"reducer `{reducer.name}` ({reducer.dtype})",
+                          hint=f"cast it: T.cast(value, '{reducer.dtype}')")
+    B.require("T.reducer_init").emit(TO.ReducerInit(reducer, init))
+
+
+def reducer_update(target, value):
+    """Contribute `value` to the output `acc[indices]` (inside a T.Parallel loop: each
+    iteration contributes once)."""
+    from tilelang.ir.expr import BufferLoad, literal, cast
+    if not isinstance(target, BufferLoad):
+        raise located(ValueError, f"T.reducer_update takes `acc[indices]` as its first argument, got "
+                                  f"{type(target).__name__}")
+    acc = _reducer(target.buffer, "reducer_update")
+    if isinstance(value, Buffer) and value.is_var():
+        value = value.load()
+    v = literal(value, acc.dtype) if isinstance(value, (bool, int, float)) else cast(convert(value), acc.dtype)
+    B.require("T.reducer_update").emit(TO.ReducerUpdate(acc, target.indices, v))
+
+
+def finalize_reducer(reducer, dst=None, batch=1, annotations=None):
+    """Combine the partial results of a reducer: into `dst` (the epoch form; the reducer
+    is dead afterwards) or in place (the legacy form). `batch` groups outputs per
+    cross-thread exchange on the GPU (no effect on results)."""
+    _reducer(reducer, "finalize_reducer")
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+        raise located(ValueError, f"finalize_reducer: batch must be >= 1, got {batch!r}")
+    d = None
+    if dst is not None:
+        from tilelang.ir.buffer import to_region
+        d = to_region(dst)
+        if d.buffer.dtype != reducer.dtype:
+            raise located(TypeError, f"T.finalize_reducer: `{d.buffer.name}` is {d.buffer.dtype}, reducer "
+                                     f"`{reducer.name}` is {reducer.dtype}")
+    B.require("T.finalize_reducer").emit(TO.FinalizeReducer(reducer, reducer.reducer_op, d, batch))
 
 
 def empty_like(*a, **k):

@@ -9,6 +9,12 @@ import warnings
 
 class PassConfigKey(str, enum.Enum):
     TL_LOWER_TRACE = "tl.lower_trace"
+    TL_DISABLE_BUFFER_INIT_CHECK = "tl.disable_buffer_init_check"
+    TL_EMIT_LINE_DIRECTIVES = "tl.emit_line_directives"
+    TL_ENABLE_REDUCER_PLAN_VERBOSE = "tl.enable_reducer_plan_verbose"
+    TL_LAYOUT_COST_MODEL = "tl.layout_cost_model"
+    TL_REDUCER_FORCE_BASELINE = "tl.reducer_force_baseline"
+    TIR_SIMPLIFY = "tirx.Simplify"
     TL_SIMPLIFY = "tl.Simplify"
     TL_DISABLE_WARP_SPECIALIZED = "tl.disable_warp_specialized"
     TL_DISABLE_TMA_LOWER = "tl.disable_tma_lower"

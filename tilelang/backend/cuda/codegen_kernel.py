@@ -343,6 +343,13 @@ class KernelCodegen:
         return block and self.barriers.single_thread(st)
 
     def s_BufferStore(self, st, block):
+        upd = shared_reducer_update(st, self.placement(st.buffer))
+        if upd is not None:   # a reducer in shared memory: every contribution is an atomic
+            kind, other = upd
+            t = ctype(st.buffer.dtype)
+            line = f"tl::atomic_{kind}(&{self.access(st)}, ({t})({self.expr(other)}));"
+            self.w(f"if (tl_tid == 0) {{ {line} }}" if self._guard(block, st) else line)
+            return
         val = self.expr(st.value)
         if st.value.dtype is not st.buffer.dtype:
             val = cast_str(st.value.dtype, st.buffer.dtype, val)
@@ -963,3 +970,27 @@ class _NameView(dict):
 
     def get(self, k, default=None):
         return self._n.by_id.get(k, default)
+
+
+_REDUCER_ATOMICS = {"+": "add", "max": "max", "min": "min", "&": "and", "|": "or", "^": "xor"}
+
+
+def shared_reducer_update(st, placement):
+    """(atomic kind, contribution) when `st` is `acc[i] = acc[i] op v` on a T.alloc_reducer
+    buffer that lives in shared memory (no register layout suits its updates): the
+    threads' contributions then meet in one copy, each added atomically."""
+    from tilelang.ir.printer import Printer
+    buf = st.buffer
+    if getattr(buf, "reducer_op", None) is None or placement is None or placement.kind != "smem":
+        return None
+    v = st.value
+    while isinstance(v, E.Cast) and v.dtype is buf.dtype:
+        v = v.value
+    if not isinstance(v, E.BinOp) or v.op not in _REDUCER_ATOMICS:
+        return None
+    key = Printer().expr
+    want = key(E.BufferLoad(buf, st.indices))
+    for mine, other in ((v.a, v.b), (v.b, v.a)):
+        if isinstance(mine, E.BufferLoad) and mine.buffer is buf and key(mine) == want:
+            return _REDUCER_ATOMICS[v.op], other
+    return None

@@ -148,7 +148,8 @@ def _scratch(kc, ct, nt):
     return view
 
 
-_COMBINE = {"sum": "({a} + {b})", "max": "tl::max({a}, {b})", "min": "tl::min({a}, {b})"}
+_COMBINE = {"sum": "({a} + {b})", "max": "tl::max({a}, {b})", "min": "tl::min({a}, {b})",
+            "bitand": "({a} & {b})", "bitor": "({a} | {b})", "bitxor": "({a} ^ {b})"}
 
 
 def emit_finalize_reducer(kc, op):
@@ -164,8 +165,13 @@ def emit_finalize_reducer(kc, op):
         regs, g = p.acc.regs, p.acc.tile.group
     elif p is not None and p.kind == "tile" and isinstance(p.acc, Scalar):
         regs, g = 1, nt
+    elif p is not None and p.kind == "smem":
+        # one shared copy that every contribution reached atomically (codegen_kernel's
+        # shared_reducer_update): complete once every thread has contributed
+        kc.sync()
+        return
     else:
-        where = "shared memory" if p is None or p.kind == "smem" else f"the {p.kind} layout"
+        where = "shared memory" if p is None else f"the {p.kind} layout"
         raise NotImplementedError(f"T.finalize_reducer of `{buf.name}` in {where}: the CUDA backend combines "
                                   f"reducers held as tile rows or one replicated value (a T.Parallel loop over "
                                   f"a 2-D tile that updates `{buf.name}[i]`)")
