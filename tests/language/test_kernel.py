@@ -131,3 +131,11 @@ def test_one_dimensional_grid_unpacks_as_a_one_tuple():
     a = np.zeros(64, np.float32)
     tilelang.compile(k, target="cpu")(a)
     np.testing.assert_array_equal(a, np.repeat([0.0, 1.0], 32))
+
+
+@pytest.mark.parametrize("threads", [-1, 0, [-1], [128, 0], (128, 1, -2)])
+def test_non_positive_thread_extents_are_rejected(threads):
+    from tilelang.language.kernel import _normalize_threads
+    with pytest.raises(ValueError, match="threads must be positive"):
+        _normalize_threads(threads)
+    assert _normalize_threads([32, 4]) == [32, 4, 1] and _normalize_threads(None) == [128, 1, 1]

@@ -20,6 +20,7 @@ _TABLE = {
     "float8_e4m3fn": ("float8", 8), "float8_e5m2": ("float8", 8),
     "float8_e4m3fnuz": ("float8", 8), "float8_e5m2fnuz": ("float8", 8),
     "float8_e8m0fnu": ("float8", 8),   # an unsigned power of two (MX block scales): 2^(bits - 127)
+    "float4_e2m1fn": ("float4", 4),    # packed two per byte in tensors (not compiled yet: backends reject it)
     "tfloat32": ("float", 32),
     "handle": ("handle", 64),
 }
@@ -86,7 +87,7 @@ class DataType(str):
     # predicates ---------------------------------------------------------
     @property
     def is_float(self) -> bool:
-        return self.kind in ("float", "bfloat", "float8")
+        return self.kind in ("float", "bfloat", "float8", "float4")
 
     @property
     def is_int(self) -> bool:

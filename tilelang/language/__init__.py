@@ -90,6 +90,7 @@ short = int16
 float8_e4m3fnuz = DataType("float8_e4m3fnuz")
 float8_e5m2fnuz = DataType("float8_e5m2fnuz")
 float8_e8m0fnu = DataType("float8_e8m0fnu")
+float4_e2m1fn = DataType("float4_e2m1fn")
 
 
 def __getattr__(name):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from tilelang.frontend import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir.expr import Var, convert, PrimExpr
-from tilelang.ir.errors import TileLangError
+from tilelang.ir.errors import TileLangError, located
 
 
 class KernelFrame:
@@ -13,15 +13,10 @@ class KernelFrame:
             grid = (1,)
         if len(grid) > 3:
             raise TileLangError(f"T.Kernel takes 1 to 3 grid dimensions, got {len(grid)}")
-        if threads is None:
-            threads = 128
-        if isinstance(threads, (int, PrimExpr)):
-            threads = [threads]
-        threads = list(threads)
-        if len(threads) > 3:
-            raise TileLangError(f"`threads` takes 1 to 3 dimensions, got {len(threads)}")
+        given = 1 if threads is None or isinstance(threads, (int, PrimExpr)) else len(list(threads))
+        threads = _normalize_threads(threads)[:max(1, given)]   # the axes the user named
         self.grid = [convert(g) for g in grid]
-        self.threads = [int(t) for t in threads]
+        self.threads = threads
         self.annotations = {}
         cluster_dims = normalize_cluster_dims(cluster_dims)
         if cluster_dims is not None:
@@ -52,6 +47,28 @@ class KernelFrame:
 
 
 Kernel = KernelFrame
+
+
+def _normalize_threads(threads):
+    """`threads=` of T.Kernel as [x, y, z]: None is 128 threads; each extent a positive
+    compile-time int."""
+    if threads is None:
+        threads = 128
+    if isinstance(threads, (int, PrimExpr)):
+        threads = [threads]
+    threads = list(threads)
+    if not 1 <= len(threads) <= 3:
+        raise located(ValueError, f"`threads` takes 1 to 3 dimensions, got {len(threads)}")
+    out = []
+    for t in threads:
+        from tilelang.ir.expr import const_int_value
+        v = const_int_value(t)
+        if v is None:
+            raise located(ValueError, f"threads must be compile-time ints, got {t}")
+        if v <= 0:
+            raise located(ValueError, f"threads must be positive, got {list(threads)}")
+        out.append(v)
+    return out + [1] * (3 - len(out))
 
 
 def normalize_cluster_dims(cluster_dims):
