@@ -1,5 +1,6 @@
 """How `@T.prim_func` reads its parameters' annotations."""
 import numpy as np
+import pytest
 
 import tilelang
 import tilelang.language as T
@@ -35,3 +36,28 @@ def test_torch_dtype_annotation():
                 B[i] = A[i]
 
     assert str(copy.params[0].dtype) == "float16"
+
+
+def test_parameters_annotated_in_the_body_and_returned_outputs():
+    # the published "lazy" form: annotations as the body's first statements, T.empty
+    # outputs returned (the tilelang_out_idx attribute), kernel-level pass configs
+    import numpy as np
+    import tilelang
+    from tilelang.transform import PassConfigKey
+
+    @T.prim_func
+    def kernel(A):
+        A: T.Tensor[[8, 8], T.float32]
+        T.annotate_pass_configs({PassConfigKey.TL_ENABLE_FAST_MATH: True})
+        B = T.empty([8, 8], T.float32)
+        with T.Kernel(1):
+            for i, j in T.Parallel(8, 8):
+                B[i, j] = A[i, j] * 2.0
+        return B
+
+    assert kernel.attrs["tilelang_out_idx"] == [-1]
+    assert kernel.attrs["tilelang_pass_configs"] == {"tl.enable_fast_math": True}
+    a = np.arange(64, dtype=np.float32).reshape(8, 8)
+    np.testing.assert_array_equal(tilelang.compile(kernel, target="cpu")(a), a * 2)
+    with pytest.raises(ValueError, match="Out index conflict"):
+        tilelang.compile(kernel, out_idx=[-1], target="cpu")

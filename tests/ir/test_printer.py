@@ -30,3 +30,19 @@ def test_structural_hash_ignores_names_but_not_structure():
     assert structural_hash(gemm_func()) == structural_hash(gemm_func())
     assert structural_hash(gemm_func()) != structural_hash(gemm_func(bk=16))
     assert structural_hash(gemm_func()) != structural_hash(gemm_func(relu=True))
+
+
+def test_strided_tensors_print_and_hash_their_strides():
+    # before: a strided parameter printed like a contiguous one, so two kernels differing
+    # only in strides shared one cache entry
+    from tilelang.ir.structural_hash import structural_hash
+
+    def make(strides):
+        @T.prim_func
+        def k(A: T.StridedTensor((4, 4), strides, "float32"), B: T.Tensor((4, 4), "float32")):
+            with T.Kernel(1):
+                T.copy(A, B)
+        return k
+    a, b = make((8, 2)), make((4, 1))
+    assert 'A: T.StridedTensor((4, 4), (8, 2), "float32")' in a.script()
+    assert structural_hash(a) != structural_hash(b)

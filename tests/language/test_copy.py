@@ -274,3 +274,18 @@ def test_global_to_global_copy():
     kern = tilelang.compile(k, out_idx=[1], target="cpu")
     a = np.random.randn(8, 16).astype(np.float32)
     np.testing.assert_array_equal(kern(a), a)
+
+
+def test_copy_between_two_elements_moves_one_element():
+    # `T.copy(A[i], B[j])` (the published tests): both sides are one element
+    @T.prim_func
+    def k(A: T.Tensor((8,), "int32"), B: T.Tensor((8,), "int32")):
+        with T.Kernel(8, threads=1) as bx:
+            idx = T.alloc_local([1], "int32")
+            T.copy(A[bx], idx[0])
+            T.copy(idx[0], B[7 - bx])
+    a = np.arange(8, dtype=np.int32)
+    b = np.zeros(8, np.int32)
+    tilelang.compile(k, target="cpu")(a, b)
+    np.testing.assert_array_equal(b, a[::-1])
+    tilelang.compile(k, target="cuda -arch=sm_90a")

@@ -71,6 +71,14 @@ class Simplifier(Mutator):
                     return E.IntImm(bool(r.value), n.dtype)
                 return r
         op = n.op
+        if op in ("<", "<=", ">", ">=", "==", "!=") and a.dtype.is_int and b.dtype.is_int and \
+                (ca is None or cb is None):
+            # integers whose difference is a constant (`n == n`, `i + 1 > i`) compare now
+            d = _c(self.visit(E.binop("-", a, b)))
+            if d is not None:
+                r = _fold(op, d, 0, a.dtype)
+                if r is not None:
+                    return E.IntImm(bool(r.value), n.dtype)
         if n.dtype.is_int:
             if op in ("+", "-") and (_c(b) == 0):
                 return a

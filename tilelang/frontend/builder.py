@@ -28,6 +28,7 @@ class Builder:
         self.extra_params = []     # eager mode: T.empty outputs in creation order
         self.loop_kinds: list = []  # for break/continue: "ir" or "py"
         self.tensor_params: dict = {}  # eager mode: name -> Buffer bound by an annotation
+        self.func_attrs: dict = {}     # T.annotate_pass_configs / annotate_compile_flags
         self.kernel_frames: list = []
 
     def emit(self, stmt):

@@ -193,6 +193,13 @@ class Buffer:
     def __rshift__(self, o): return self._v() >> o
 
 
+def is_packed(buf) -> bool:
+    """A tensor of 4-bit elements (int4, uint4, float4_e2m1fn), stored two per byte: element
+    i is the low (i even) or high (i odd) nibble of byte i // 2. Only tensors (global
+    buffers) pack; a block's own buffers hold one 4-bit value per byte."""
+    return buf.scope == "global" and buf.dtype.bits < 8 and buf.dtype.lanes == 1
+
+
 def out_of_bounds_value(buf):
     """What a predicated load outside a tensor's bounds reads: its `T.annotate_safe_value`,
     else 0, as a constant of its dtype."""

@@ -31,6 +31,7 @@ _ALIASES = {
     "float8_e4m3": "float8_e4m3fn", "e4m3_float8": "float8_e4m3fn", "float8_e4m3fnuz": "float8_e4m3fnuz",
     "e5m2_float8": "float8_e5m2", "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2",
     "float8_e8m0": "float8_e8m0fnu", "e8m0": "float8_e8m0fnu",
+    "float4_e2m1fn_x2": "float4_e2m1fnx2",   # torch's name of two packed fp4 values
     "long": "int64", "uchar": "uint8", "char": "int8", "short": "int16", "uint": "uint32",
     "ulong": "uint64",
 }
@@ -222,3 +223,24 @@ int8, int16, int32, int64 = (DataType(n) for n in ("int8", "int16", "int32", "in
 uint8, uint16, uint32, uint64 = (DataType(n) for n in ("uint8", "uint16", "uint32", "uint64"))
 float16, bfloat16, float32, float64 = (DataType(n) for n in ("float16", "bfloat16", "float32", "float64"))
 float8_e4m3fn, float8_e5m2 = DataType("float8_e4m3fn"), DataType("float8_e5m2")
+
+
+# 4-bit element types travel packed two per byte in an int8/uint8 (or torch
+# float4_e2m1fn_x2) tensor whose last dimension holds half the elements
+STORAGE_DTYPES = ("int8", "uint8", "float4_e2m1fnx2")
+
+
+def pack_factor(dtype) -> int:
+    """Elements per byte of a tensor of `dtype` as it arrives (2 for 4-bit types)."""
+    return 2 if dtype.bits < 8 and dtype.lanes == 1 else 1
+
+
+def logical_shape(dtype, shape, strides=()):
+    """(shape, strides) of a tensor of packed storage in elements of `dtype`: the last
+    dimension and the other strides count `pack_factor` elements per byte."""
+    k = pack_factor(dtype)
+    if k == 1 or not shape:
+        return tuple(shape), tuple(strides)
+    shape = tuple(shape[:-1]) + (shape[-1] * k,)
+    strides = tuple(s * k for s in strides[:-1]) + tuple(strides[-1:]) if strides else tuple(strides)
+    return shape, strides

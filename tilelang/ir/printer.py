@@ -278,7 +278,10 @@ class Printer:
     def func(self, f):
         params = []
         for p in f.params:
-            if isinstance(p, Buffer):
+            if isinstance(p, Buffer) and p.strides:   # strides change the generated code: printed, hashed
+                params.append(f'{self.buf(p)}: T.StridedTensor({self.shape(p.shape)}, {self.shape(p.strides)}, '
+                              f'"{p.dtype}")')
+            elif isinstance(p, Buffer):
                 params.append(f'{self.buf(p)}: T.Tensor({self.shape(p.shape)}, "{p.dtype}")')
             else:
                 params.append(f"{self.var(p)}: T.{p.dtype}")

@@ -43,13 +43,21 @@ def device_type(x) -> str:
 
 def empty(shape, dtype, like=None, device="cpu"):
     """An uninitialised array: torch when `like` is a torch tensor (or torch is the
-    only way to reach the device), numpy otherwise."""
+    only way to reach the device), numpy otherwise. 4-bit element types come packed two
+    per byte (an int8 array whose last dimension is halved; torch's float4_e2m1fn_x2 for
+    float4_e2m1fn where torch has it), as the published package allocates them."""
     dt = as_dtype(dtype)
+    shape = tuple(shape)
+    packed = dt.bits < 8
+    if packed and shape:
+        shape = shape[:-1] + ((shape[-1] + 1) // 2,)
     if (like is not None and is_torch(like)) or device != "cpu":
         import torch
         dev = like.device if like is not None and is_torch(like) else device
-        return torch.empty(tuple(shape), dtype=dt.as_torch(), device=dev)
-    return np.empty(tuple(shape), dtype=numpy_dtype(dt))
+        tdt = (getattr(torch, "float4_e2m1fn_x2", torch.int8) if dt.name == "float4_e2m1fn" else torch.int8) \
+            if packed else dt.as_torch()
+        return torch.empty(shape, dtype=tdt, device=dev)
+    return np.empty(shape, dtype=np.int8 if packed else numpy_dtype(dt))
 
 
 def to_numpy(x):

@@ -7,14 +7,7 @@ import ast
 import inspect
 import textwrap
 
-from tilelang.frontend import builder as B
-from tilelang.frontend.parser import rewritten_function, run_traced, raise_clean
-from tilelang.ir import stmt as S
-from tilelang.ir.buffer import Buffer
-from tilelang.ir.function import PrimFunc
-from tilelang.ir.errors import TileLangError
-from tilelang.ir.visitor import walk
-from tilelang.arith.simplify import Simplifier, simplify
+from tilelang.frontend.annotated import annotated_names, trace_annotated
 from tilelang.jit import arrays
 
 EAGER_CALLS = {"const", "empty", "Kernel", "dynamic", "make_tensor"}
@@ -61,15 +54,6 @@ def _arg_key(v):
         return ("value", type(v).__name__, v)
     except TypeError:
         return ("repr", repr(v))
-
-
-def _annotated_names(func):
-    tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
-    names = set()
-    for sub in ast.walk(tree):
-        if isinstance(sub, ast.AnnAssign) and isinstance(sub.target, ast.Name):
-            names.add(sub.target.id)
-    return names
 
 
 class EagerKernel:
@@ -121,72 +105,6 @@ class EagerKernel:
         return JITKernel(func, out_idx=out_idx, **kw), names
 
     def trace(self, bound, consts=None):
-        from tilelang.language.proxy import TensorArg, TensorType, bind_tensor, ConstVar
-        try:
-            fn = rewritten_function(self.func)
-            if self._annotated is None:
-                self._annotated = _annotated_names(self.func)
-            anns = dict(getattr(self.func, "__annotations__", {}))
-            call_args = {}
-            with B.building() as b:
-                b.const_presets = dict(consts or {})
-                for name in self.sig.parameters:
-                    if name not in bound.arguments:
-                        call_args[name] = None  # bound by its in-body annotation
-                for name, v in bound.arguments.items():
-                    if arrays.is_array(v):
-                        arg = TensorArg(name, v)
-                        ann = anns.get(name)
-                        if isinstance(ann, TensorType):
-                            call_args[name] = bind_tensor(name, arg, ann)
-                        elif name in self._annotated:
-                            call_args[name] = arg
-                        else:  # never annotated: its actual shape and dtype
-                            call_args[name] = bind_tensor(name, arg, TensorType(arg.shape, arg.dtype))
-                    else:
-                        call_args[name] = v
-                ret = run_traced(fn, **call_args)
-                body = b.body()
-                tensor_names = [n for n in self.sig.parameters if n in b.tensor_params]
-                params = [b.tensor_params[n] for n in tensor_names] + list(b.extra_params)
-            rets = ret if isinstance(ret, (tuple, list)) else ([ret] if ret is not None else [])
-            out_idx = []
-            for r in rets:
-                if not isinstance(r, Buffer) or not any(r is p for p in params):
-                    raise TileLangError("an eager kernel must return the tensors it created with T.empty")
-                out_idx.append(next(i for i, p in enumerate(params) if p is r))
-            for i in out_idx:
-                if i < len(tensor_names):
-                    raise TileLangError(f"`{params[i].name}` is an input; return only T.empty outputs")
-            body = _resolve_consts(params, body)
-            src = fn.__tl_source__
-            func = PrimFunc(self.func.__name__, params, body, source=(src.file, src.text, src.first_line))
-            return func, out_idx, tensor_names
-        except TileLangError as e:
-            raise_clean(e)
-
-
-def _resolve_consts(params, body):
-    """Replace `T.const` sizes by the values the annotations bound, in the body and in
-    every buffer's shape."""
-    from tilelang.language.proxy import ConstVar
-    bufs = list(params)
-    walk(body, lambda n: bufs.append(n.buffer) if isinstance(n, S.DeclBuffer) else None)
-    for buf in bufs:
-        new = []
-        for d in buf.shape:
-            if isinstance(d, int):
-                new.append(d)
-                continue
-            if isinstance(d, ConstVar) and d.const_value is None:
-                raise TileLangError(f"T.const `{d.name}` is not bound by any tensor annotation",
-                                    hint=f"annotate an argument with a shape that uses {d.name}")
-            s = simplify(d)
-            from tilelang.ir.expr import const_int_value
-            cv = const_int_value(s)
-            new.append(cv if cv is not None else s)
-        buf.shape = tuple(new)
-        if buf.strides:
-            buf.strides = tuple(const_int_value(simplify(s)) if not isinstance(s, int) and
-                                const_int_value(simplify(s)) is not None else s for s in buf.strides)
-    return Simplifier().visit(body)
+        if self._annotated is None:
+            self._annotated = annotated_names(self.func)
+        return trace_annotated(self.func, dict(bound.arguments), consts, self._annotated, arrays.is_array)

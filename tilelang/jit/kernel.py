@@ -9,7 +9,7 @@ from tilelang import __version__
 from tilelang.backend.registry import parse_target, get_backend
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.expr import Var, const_int_value, PrimExpr
-from tilelang.ir.errors import ArgumentError, TileLangError
+from tilelang.ir.errors import ArgumentError, TileLangError, located
 from tilelang.ir.structural_hash import structural_hash
 from tilelang.ir.span import Span
 from tilelang.jit import arrays, cache
@@ -47,17 +47,22 @@ class JITKernel:
         self.func = func
         self.target = parse_target(target)
         self.backend = get_backend(self.target.kind)
-        self.out_idx = _normalize_out_idx(out_idx, len(func.params))
+        attr_out = func.attrs.get("tilelang_out_idx")
+        if attr_out is not None and out_idx is not None:
+            raise located(ValueError, f"Out index conflict: kernel `{func.name}` returns its T.empty outputs "
+                                      f"(out_idx {list(attr_out)}); do not pass out_idx={out_idx} as well")
+        self.out_idx = _normalize_out_idx(out_idx if attr_out is None else list(attr_out), len(func.params))
         from tilelang.transform.pass_keys import check_pass_configs
         check_pass_configs(pass_configs)
         # PassConfigKey members hash as enum members, not as their strings: use the strings;
         # a surrounding `tvm.transform.PassContext` gives defaults
         from tilelang.transform.pass_manager import current_pass_configs
         self.pass_configs = current_pass_configs()
+        self.pass_configs.update(func.attrs.get("tilelang_pass_configs", {}))   # T.annotate_pass_configs
         self.pass_configs.update({getattr(k, "value", k): v for k, v in (pass_configs or {}).items()})
         if isinstance(compile_flags, str):
             compile_flags = compile_flags.split()
-        self.compile_flags = list(compile_flags or [])
+        self.compile_flags = list(func.attrs.get("tilelang_compile_flags", [])) + list(compile_flags or [])
         extra = self.pass_configs.get("tl.device_compile_flags")
         if extra:
             self.compile_flags += extra.split() if isinstance(extra, str) else list(extra)
@@ -110,26 +115,45 @@ class JITKernel:
                 for d, s in enumerate(p.shape):
                     if isinstance(s, Var) and id(s) in dyn_ids and id(s) not in self.dyn_source:
                         self.dyn_source[id(s)] = (i, d)
-        for v in self.dyn_vars:
-            if id(v) not in self.dyn_source:
-                raise TileLangError(f"dynamic dimension `{v.name}` only appears in outputs; it cannot be "
-                                    f"inferred from the inputs", hint="make it a scalar parameter instead")
+        from tilelang.jit.binding import Binder, pack_factor
+        self.binder = Binder(f, self.in_idx)
+        for v in self.binder.solvable():
+            raise TileLangError(f"dynamic dimension `{v.name}` only appears in outputs; it cannot be "
+                                f"inferred from the inputs", hint="make it a scalar parameter instead")
+        # calls the generated fast path cannot take: expression dimensions, declared strides,
+        # packed sub-byte tensors
+        self._needs_binder = not self.binder.simple or any(
+            isinstance(p, Buffer) and (p.strides is not None or pack_factor(p.dtype) > 1) for p in f.params)
+        # outputs whose shapes are expressions (of dimensions or scalar arguments)
+        self._outputs_need_env = any(not isinstance(s, (int, Var)) and const_int_value(s) is None
+                                     for i in self.out_idx for s in f.params[i].shape)
 
     def _check(self, i, p, x, dyn, span):
         name = p.name
         if not arrays.is_array(x):
             raise ArgumentError(f"argument `{name}` must be a tensor of shape {list(map(str, p.shape))} and dtype "
                                 f"{p.dtype}, got {type(x).__name__}", span)
-        dt = arrays.array_dtype(x)
-        if dt != p.dtype:
+        from tilelang.jit.binding import pack_factor, STORAGE_DTYPES, logical_shape
+        try:
+            dt = arrays.array_dtype(x)
+        except ValueError:
+            raise ArgumentError(f"argument `{name}` has dtype {x.dtype}, which tilelang has no type for; the "
+                                f"kernel expects {p.dtype}", span) from None
+        packed = pack_factor(p.dtype) > 1
+        if packed and dt.name not in STORAGE_DTYPES and dt != p.dtype:
+            raise ArgumentError(f"argument `{name}` has dtype {dt}, the kernel expects {p.dtype} packed two per "
+                                f"byte in an int8 or uint8 tensor", span)
+        if not packed and dt != p.dtype:
             raise ArgumentError(f"argument `{name}` has dtype {dt}, the kernel expects {p.dtype}", span,
-                                hint=f"convert it, e.g. x.to({p.dtype.as_torch() if True else ''})")
+                                hint=f"convert it, e.g. x.to({_torch_name(p.dtype)})")
         dev = arrays.device_type(x)
         want = "cpu" if self.target.kind == "cpu" else "cuda"
         if dev != want:
             raise ArgumentError(f"argument `{name}` is on device '{dev}', the kernel was compiled for "
                                 f"'{self.target.kind}'", span, hint=f"move it with .to('{want}')")
         shape = tuple(int(s) for s in x.shape)
+        if packed and dt.name in STORAGE_DTYPES:
+            shape = logical_shape(p.dtype, shape)[0]
         if len(shape) != len(p.shape):
             raise ArgumentError(f"argument `{name}` has {len(shape)} dimensions {list(shape)}, the kernel "
                                 f"expects {len(p.shape)}", span)
@@ -148,20 +172,22 @@ class JITKernel:
             raise ArgumentError(f"argument `{name}` is not contiguous", span, hint="pass x.contiguous()")
 
     def _out_shape(self, p, dyn):
+        """An output's shape from the bound dimensions and scalar arguments (`dyn` holds
+        both by variable id)."""
         if all(isinstance(s, int) for s in p.shape):
             return p.shape
+        from tilelang.ir.visitor import substitute, collect_vars
+        from tilelang.arith.simplify import simplify
         out = []
         for s in p.shape:
             if isinstance(s, int):
                 out.append(s)
-            else:
-                from tilelang.ir.visitor import substitute
-                from tilelang.arith.simplify import simplify
-                v = simplify(substitute(s, {k: E_int(dyn[id(k)]) for k in self.dyn_vars if id(k) in dyn}))
-                cv = const_int_value(v)
-                if cv is None:
-                    raise ArgumentError(f"cannot infer the shape of output `{p.name}`")
-                out.append(cv)
+                continue
+            env = {k: E_int(dyn[id(k)], k.dtype) for k in collect_vars(s) if id(k) in dyn}
+            cv = const_int_value(simplify(substitute(s, env)))
+            if cv is None:
+                raise ArgumentError(f"cannot infer the shape of output `{p.name}` ({s})")
+            out.append(cv)
         return out
 
     def __call__(self, *args, stream=None):
@@ -216,7 +242,8 @@ class JITKernel:
         (numpy arrays, outputs passed in, wrong arguments) goes to `_slow`. Returns
         None when no such path applies (no tensor input, a dtype torch lacks)."""
         torch = sys.modules.get("torch")
-        if torch is None or self.host_assumes:   # T.assume checks: the slow path makes them
+        if torch is None or self.host_assumes or self._needs_binder or self._outputs_need_env:
+            # the slow path checks and binds those
             return None
         params, out_idx = self.params, self.out_idx
         in_bufs = [i for i in self.in_idx if isinstance(params[i], Buffer)]
@@ -363,6 +390,8 @@ class JITKernel:
         want_cuda = self._want_cuda
         for (i, p, spec), a in zip(specs, args):
             full[i] = a
+            if like is None and arrays.is_torch(a):   # outputs come back as the inputs' kind
+                like = a
             if spec is None:
                 if arrays.is_array(a):
                     raise ArgumentError(f"argument `{p.name}` is a scalar ({p.dtype}), got an array")
@@ -394,6 +423,8 @@ class JITKernel:
                 ok = False
             if not ok:  # the slow path explains what is wrong
                 self._check(i, p, a, dyn, None)
+        if self._needs_binder or self._outputs_need_env:
+            self._bind(full, dyn)
         outs = []
         for i in self.out_idx:
             p = self.params[i]
@@ -416,6 +447,22 @@ class JITKernel:
         if not outs:
             return None
         return outs[0] if len(outs) == 1 else outs
+
+    def _bind(self, full, dyn):
+        """Expression dimensions, strides and packed tensors: solve and check every
+        constraint (binding.py)."""
+        from tilelang.jit.binding import logical_shape
+        runtime = {}
+        for i in self.in_idx:
+            p, a = self.params[i], full[i]
+            if isinstance(p, Buffer):
+                dt = arrays.array_dtype(a)
+                shape, strides = tuple(int(s) for s in a.shape), arrays.array_strides(a)
+                runtime[i] = logical_shape(p.dtype, shape, strides) if dt != p.dtype else (shape, strides)
+        for p, a in zip(self.params, full):
+            if isinstance(p, Var) and not p.dtype.is_float:
+                dyn[id(p)] = int(a)
+        self.binder.bind(self.params, runtime, dyn)
 
     def _check_assumes(self, args, dyn):
         """`T.assume(c)` with `c` over scalar parameters and dynamic dimensions only:
@@ -492,9 +539,16 @@ def _has_torch_dtype(dt):
         return False
 
 
-def E_int(v):
+def _torch_name(dt):
+    try:
+        return str(dt.as_torch())
+    except TypeError:
+        return repr(str(dt))
+
+
+def E_int(v, dtype=None):
     from tilelang.ir.expr import IntImm
-    return IntImm(v)
+    return IntImm(v) if dtype is None else IntImm(v, dtype)
 
 
 def _host_assumes(func):

@@ -28,7 +28,7 @@ from tilelang.language.math import (abs, max, min, pow, cast, Cast, if_then_else
                                     reinterpret, clamp, isnan, isinf, isfinite, And, Or, Not, all_of, any_of)
 from tilelang.language import math as _math
 from tilelang.layout import Layout, Fragment  # noqa: F401  (T.Layout / T.Fragment)
-from tilelang.language.misc import (print, device_assert, assume, let, annotate_layout, annotate_padding,  # noqa: A004
+from tilelang.language.misc import (print, device_assert, assume, let, annotate_pass_configs, annotate_compile_flags, annotate_layout, annotate_padding,  # noqa: A004
                                     annotate_l2_hit_ratio, annotate_restrict_buffers, annotate_safe_value,
                                     sync_threads, sync_warp,
                                     sync_global, set_max_nreg, no_set_max_nreg, disable_warp_group_reg_alloc,

@@ -29,8 +29,8 @@ def copy_regions(src, dst):
     _check_operand(src, "source")
     _check_operand(dst, "destination")
     if isinstance(src, BufferLoad) and isinstance(dst, BufferLoad):
-        raise TileLangError("T.copy needs the extent of at least one side",
-                            hint="give one side as a whole buffer or a slice, e.g. A[i:i+64, j:j+64]")
+        # two elements: copy one element (each side a region of extent 1)
+        return to_region(src), to_region(dst)
     if isinstance(src, BufferLoad):
         d = to_region(dst)
         s = to_region(src, d.extents)

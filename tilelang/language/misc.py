@@ -60,6 +60,25 @@ def assume(cond):
     b.emit(S.Assume(as_bool(convert(cond))))
 
 
+def annotate_pass_configs(configs: dict):
+    """Pass configs of this kernel (the `tilelang_pass_configs` attribute): compiles use them
+    unless their own `pass_configs=` says otherwise."""
+    from tilelang.transform.pass_keys import check_pass_configs
+    b = B.require("T.annotate_pass_configs")
+    check_pass_configs(configs)
+    b.func_attrs.setdefault("tilelang_pass_configs", {}).update(
+        {getattr(k, "value", k): v for k, v in dict(configs).items()})
+
+
+def annotate_compile_flags(flags):
+    """Extra device-compiler flags of this kernel (the `tilelang_compile_flags` attribute)."""
+    b = B.require("T.annotate_compile_flags")
+    flags = flags.split() if isinstance(flags, str) else list(flags)
+    if not all(isinstance(f, str) for f in flags):
+        raise TileLangError(f"T.annotate_compile_flags takes strings, got {flags!r}")
+    b.func_attrs.setdefault("tilelang_compile_flags", []).extend(flags)
+
+
 def annotate_layout(layout_map: dict, allow_reannotation=False, allow_buffer_region=False):
     """Fix the layout of shared/fragment buffers (used by the GPU backend; no effect
     on results)."""

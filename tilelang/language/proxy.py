@@ -130,15 +130,36 @@ def const(names: str, dtype="int32"):
 
 
 class TensorArg:
-    """An actual tensor passed to an eager kernel, before its annotation binds it."""
+    """An actual tensor passed to an eager kernel, before its annotation binds it (or a
+    `T.Tensor(shape, dtype)` standing for one: `kernel.get_tir(T.Tensor((128, 128)), ...)`)."""
 
     def __init__(self, name, value):
         self.name = name
         self.value = value
+        if isinstance(value, TensorType):
+            self.shape, self.dtype = tuple(value.shape), value.dtype
+            self.strides = tuple(value.strides) if value.strides is not None else _row_major(self.shape)
+            return
         self.shape = tuple(int(s) for s in value.shape)
         from tilelang.jit.arrays import array_dtype, array_strides
         self.dtype = array_dtype(value)
         self.strides = array_strides(value)
+
+
+def _row_major(shape):
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc = acc * d
+    return tuple(reversed(out))
+
+
+class _Logical:
+    """A packed tensor argument seen in its elements (bind_tensor)."""
+
+    def __init__(self, arg, shape, strides, dtype):
+        self.name, self.value = arg.name, arg.value
+        self.shape, self.strides, self.dtype = shape, strides, dtype
 
 
 def _unify(dim, actual, what):
@@ -156,7 +177,10 @@ def _unify(dim, actual, what):
 
 
 def bind_tensor(name, arg: TensorArg, ty: TensorType) -> Buffer:
+    from tilelang.ir.dtypes import STORAGE_DTYPES, pack_factor, logical_shape
     b = B.current()
+    if pack_factor(ty.dtype) > 1 and arg.dtype.name in STORAGE_DTYPES:   # packed 4-bit elements
+        arg = _Logical(arg, *logical_shape(ty.dtype, arg.shape, arg.strides), ty.dtype)
     if len(ty.shape) != len(arg.shape):
         raise ShapeMismatchError(
             f"argument `{name}` has {len(arg.shape)} dimensions {list(arg.shape)}, the annotation "
@@ -199,10 +223,17 @@ def annotate_binding(name, old, annotation, value, has_value):
     return value if has_value else old
 
 
-def empty(shape, dtype="float32"):
-    """`T.empty(shape, dtype)` in an eager kernel: an output tensor, allocated at call
-    time and returned."""
+def empty(shape, *more, dtype="float32"):
+    """`T.empty(shape, dtype)` (or `T.empty(M, N, dtype=...)`) in an eager kernel: an
+    output tensor, allocated at call time and returned."""
     b = B.require("T.empty")
+    if more and isinstance(shape, (tuple, list)):   # T.empty(shape, dtype)
+        dtype = more[0]
+    elif more:   # T.empty(M, N[, dtype]) -- dimensions as arguments, a trailing dtype too
+        dims = [shape] + list(more)
+        if dims and not isinstance(dims[-1], (int, PrimExpr)):
+            dtype = dims.pop()
+        shape = tuple(dims)
     if isinstance(shape, (int, PrimExpr)):
         shape = (shape,)
     buf = Buffer(f"out{len(b.extra_params)}", shape, dtype, "global")

@@ -8,7 +8,7 @@ import math
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
-from tilelang.ir.buffer import Buffer
+from tilelang.ir.buffer import is_packed, Buffer
 from tilelang.ir.printer import Namer
 from tilelang.ir.visitor import walk
 from tilelang.ir.errors import LoweringError
@@ -24,7 +24,7 @@ CTYPES = {
     "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
     "float16": "tl::half_t", "bfloat16": "tl::bfloat16_t", "float32": "float", "float64": "double",
     "tfloat32": "float", "float8_e4m3fn": "tl::float8_e4m3_t", "float8_e5m2": "tl::float8_e5m2_t",
-    "float8_e8m0fnu": "tl::float8_e8m0_t",
+    "float8_e8m0fnu": "tl::float8_e8m0_t", "float4_e2m1fn": "tl::float4_e2m1_t",
     "int4": "int8_t", "uint4": "uint8_t",
 }
 C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
@@ -210,6 +210,8 @@ class CodegenCPU:
     cur_lane = "0"   # the thread index a block's code runs as (thread loops bind it)
 
     def e_BufferLoad(self, e):
+        if is_packed(e.buffer):
+            return f"tl::load4<{ctype(e.buffer.dtype)}>({self.bname(e.buffer)}, {self.offset(e.buffer, e.indices)})"
         return f"{self.bname(e.buffer)}[{self.offset(e.buffer, e.indices)}]"
 
     def offset(self, buf, indices):
@@ -291,6 +293,11 @@ class CodegenCPU:
                                      "in order), or compile for a CUDA target")
 
     def s_BufferStore(self, s):
+        if is_packed(s.buffer):
+            t = ctype(s.buffer.dtype)
+            self.emit(f"tl::store4<{t}>({self.bname(s.buffer)}, {self.offset(s.buffer, s.indices)}, "
+                      f"({t})({self.expr(s.value)}));")
+            return
         self.emit(f"{self.bname(s.buffer)}[{self.offset(s.buffer, s.indices)}] = {self.expr(s.value)};")
 
     def s_DeclBuffer(self, s):
@@ -521,7 +528,8 @@ class CodegenCPU:
         for p in f.params:
             if isinstance(p, Buffer):
                 restrict = "" if getattr(p, "may_alias", False) else " __restrict__"
-                self.emit(f"{ctype(p.dtype)}*{restrict} {self.bname(p)} = ({ctype(p.dtype)}*)tl_bufs[{nb}];")
+                t = "uint8_t" if is_packed(p) else ctype(p.dtype)   # 4-bit elements: packed bytes
+                self.emit(f"{t}*{restrict} {self.bname(p)} = ({t}*)tl_bufs[{nb}];")
                 nb += 1
         for p in f.params:
             if isinstance(p, E.Var):

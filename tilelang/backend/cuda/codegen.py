@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
-from tilelang.ir.buffer import Buffer
+from tilelang.ir.buffer import Buffer, is_packed
 from tilelang.ir.extern import imported_sources
 from tilelang.backend.cuda.codegen_expr import ctype
 from tilelang.backend.cuda.codegen_kernel import KernelCodegen, Names
@@ -76,7 +76,8 @@ def generate(func, target, config=None):
     dyn = func.dynamic_vars()
     for b in bufs + workspaces:
         restrict = "" if getattr(b, "may_alias", False) else " __restrict__"
-        params.append(("buffer", b, f"{ctype(b.dtype)}*{restrict} {names.new(b, b.name)}"))
+        t = "unsigned char" if is_packed(b) else ctype(b.dtype)   # 4-bit elements: packed bytes
+        params.append(("buffer", b, f"{t}*{restrict} {names.new(b, b.name)}"))
     for v in ints + dyn:
         params.append(("int", v, f"{ctype(v.dtype)} {names.new(v, v.name)}"))
     for v in floats:

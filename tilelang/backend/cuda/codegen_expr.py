@@ -16,6 +16,8 @@ _CTYPES = {
     "uint64": "unsigned long long", "float16": "half", "bfloat16": "__nv_bfloat16", "float32": "float",
     "tfloat32": "float", "float64": "double", "float8_e4m3fn": "__nv_fp8_e4m3",
     "float8_e5m2": "__nv_fp8_e5m2", "float8_e8m0fnu": "__nv_fp8_e8m0", "handle": "void*",
+    # 4-bit values (one per byte in registers and shared memory; tensors pack two: subbyte.h)
+    "int4": "signed char", "uint4": "unsigned char", "float4_e2m1fn": "__nv_fp4_e2m1",
 }
 
 # float32 spelling of each math intrinsic; fp64 drops the `f`

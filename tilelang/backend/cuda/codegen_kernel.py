@@ -16,7 +16,7 @@ import re
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
-from tilelang.ir.buffer import Buffer
+from tilelang.ir.buffer import Buffer, is_packed
 from tilelang.ir.dtypes import DataType
 from tilelang.arith.simplify import simplify
 from tilelang.ir.visitor import collect_vars
@@ -147,6 +147,8 @@ class KernelCodegen:
             return f"{name}[0]"
         if p is not None and p.kind == "view" and self._laid_out(buf.alias_of):
             return self._view_through_base(buf, idx)
+        if is_packed(buf):   # a 4-bit element of a tensor: read out of its byte (stores: s_BufferStore)
+            return f"tl::load4<{ctype(buf.dtype)}>({name}, (long long)({self.flat(buf, idx)}))"
         return f"{name}[{self.flat(buf, idx)}]"
 
     def _laid_out(self, base):
@@ -353,7 +355,11 @@ class KernelCodegen:
         val = self.expr(st.value)
         if st.value.dtype is not st.buffer.dtype:
             val = cast_str(st.value.dtype, st.buffer.dtype, val)
-        line = f"{self.access(st)} = {val};"
+        if is_packed(st.buffer):
+            line = (f"tl::store4<{ctype(st.buffer.dtype)}>({self.buf_name(st.buffer)}, "
+                    f"(long long)({self.flat(st.buffer, st.indices)}), {val});")
+        else:
+            line = f"{self.access(st)} = {val};"
         self.w(f"if (tl_tid == 0) {{ {line} }}" if self._guard(block, st) else line)
 
     def s_Evaluate(self, st, block):

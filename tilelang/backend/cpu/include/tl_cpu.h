@@ -166,12 +166,52 @@ TL_NARROW_FLOAT(float8_e4m3_t, uint8_t, e4m3_to_float, float_to_e4m3)
 TL_NARROW_FLOAT(float8_e5m2_t, uint8_t, e5m2_to_float, float_to_e5m2)
 TL_NARROW_FLOAT(float8_e8m0_t, uint8_t, e8m0_to_float, float_to_e8m0)
 
+// float4 e2m1 (sign, 2 exponent bits, 1 mantissa bit): +-{0, 0.5, 1, 1.5, 2, 3, 4, 6}, no
+// inf or NaN; from float rounding to nearest (ties to even) and saturating at 6
+inline float e2m1_to_float(uint8_t v) {
+  static const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  return (v & 8) ? -mag[v & 7] : mag[v & 7];
+}
+inline uint8_t float_to_e2m1(float f) {
+  static const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  const uint8_t sign = std::signbit(f) ? 8 : 0;
+  const float a = std::isnan(f) ? 6.0f : std::fabs(f);
+  uint8_t best = 7;
+  for (uint8_t c = 0; c < 7; ++c) {
+    const float mid = 0.5f * (mag[c] + mag[c + 1]);
+    if (a < mid || (a == mid && (c & 1) == 0)) { best = c; break; }
+  }
+  return sign | best;
+}
+TL_NARROW_FLOAT(float4_e2m1_t, uint8_t, e2m1_to_float, float_to_e2m1)
+
+// 4-bit elements in tensors, two per byte (element i in the low nibble of byte i / 2
+// when i is even): read one; write one with atomic bit operations, so that writes of the
+// two halves of a byte (from different blocks) do not race
+template <class T> inline T from_nibble(uint8_t n);
+template <> inline int8_t from_nibble<int8_t>(uint8_t n) { return (int8_t)((int8_t)(n << 4) >> 4); }
+template <> inline uint8_t from_nibble<uint8_t>(uint8_t n) { return n; }
+template <> inline float4_e2m1_t from_nibble<float4_e2m1_t>(uint8_t n) { return float4_e2m1_t::from_bits(n); }
+inline uint8_t to_nibble(int8_t v) { return (uint8_t)v & 0xF; }
+inline uint8_t to_nibble(uint8_t v) { return v & 0xF; }
+inline uint8_t to_nibble(float4_e2m1_t v) { return v.bits & 0xF; }
+template <class T> inline T load4(const uint8_t* p, int64_t i) {
+  return from_nibble<T>((uint8_t)((p[i >> 1] >> ((i & 1) * 4)) & 0xF));
+}
+template <class T> inline void store4(uint8_t* p, int64_t i, T v) {
+  const int s = (int)(i & 1) * 4;
+  uint8_t* b = p + (i >> 1);
+  __atomic_fetch_and(b, (uint8_t)~(0xF << s), __ATOMIC_RELAXED);
+  __atomic_fetch_or(b, (uint8_t)(to_nibble(v) << s), __ATOMIC_RELAXED);
+}
+
 template <class T> struct is_narrow { static constexpr bool value = false; };
 template <> struct is_narrow<half_t> { static constexpr bool value = true; };
 template <> struct is_narrow<bfloat16_t> { static constexpr bool value = true; };
 template <> struct is_narrow<float8_e4m3_t> { static constexpr bool value = true; };
 template <> struct is_narrow<float8_e5m2_t> { static constexpr bool value = true; };
 template <> struct is_narrow<float8_e8m0_t> { static constexpr bool value = true; };
+template <> struct is_narrow<float4_e2m1_t> { static constexpr bool value = true; };
 
 // The type arithmetic is done in: float for narrow floats, else the type itself.
 template <class T> struct compute { using type = T; };
@@ -180,6 +220,7 @@ template <> struct compute<bfloat16_t> { using type = float; };
 template <> struct compute<float8_e4m3_t> { using type = float; };
 template <> struct compute<float8_e5m2_t> { using type = float; };
 template <> struct compute<float8_e8m0_t> { using type = float; };
+template <> struct compute<float4_e2m1_t> { using type = float; };
 template <class T> using compute_t = typename compute<T>::type;
 
 template <class To, class From> inline To cast(From v) {

@@ -13,3 +13,4 @@
 #include "pdl.h"
 #include "cluster.h"
 #include "tensor_core_ptx.h"
+#include "subbyte.h"
