@@ -147,9 +147,10 @@ def _sass(func, arch):
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
 def test_cuda_source(arch):
     src = build(_global_copy(128, 4, pred=True), arch).source
-    assert "tl::ldg<16>((&v[0]), (&X[(pid * 4)]), (pid < 16))" in src
-    assert "tl::stg<16>((&Y[(pid * 4)]), (&v[0]), true)" in src
-    assert "tl::ldg32((&X[pid]), (pid < 64))" in build(_scalar(), arch).source
+    # the width in the name (the published spelling); a predicate selects the _conditional form
+    assert "tl::load_global_128_conditional((&v[0]), (&X[(pid * 4)]), (pid < 16))" in src
+    assert "tl::store_global_128((&Y[(pid * 4)]), (&v[0]))" in src
+    assert "tl::load_global_32_conditional((&X[pid]), (pid < 64))" in build(_scalar(), arch).source
 
 
 @needs_sass

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from tilelang.ir.expr import IntImm
 
-# the byte count of the wide forms, an IntImm argument, is a template argument
+# direction and memory of each op; the width is in the name (include/tl_cuda/ldst.h):
+# tl::load_global_32, tl::store_shared_128, ... with `_conditional` when a predicate is given
 MEMORY_OPS = {
-    "tl.ldg32": "tl::ldg32", "tl.stg32": "tl::stg32", "tl.lds32": "tl::lds32", "tl.sts32": "tl::sts32",
-    "tl.ldg": "tl::ldg", "tl.stg": "tl::stg", "tl.lds": "tl::lds", "tl.sts": "tl::sts",
+    "tl.ldg32": "load_global", "tl.stg32": "store_global", "tl.lds32": "load_shared", "tl.sts32": "store_shared",
+    "tl.ldg": "load_global", "tl.stg": "store_global", "tl.lds": "load_shared", "tl.sts": "store_shared",
 }
 
 _FLOAT_DRAWS = {("float32", "uniform"): "tl::rng_uniform", ("float64", "uniform"): "tl::rng_uniform_double",
@@ -20,12 +21,18 @@ RANDOM_OPS = {"tl.rng_init", "tl.rng_rand", "tl.rng_rand_float", "tl.rng_lane", 
 def device_call(name, args, dtype, p):
     """The C call of intrinsic `name` returning `dtype`; `p` prints expressions."""
     if name in MEMORY_OPS:
-        fn = MEMORY_OPS[name]
-        if not name.endswith("32"):   # (dst, src, bytes[, pred]): bytes picks the template
-            nbytes = args[2]
-            assert isinstance(nbytes, IntImm)
-            return f"{fn}<{nbytes.value}>({', '.join(p(a) for a in args[:2] + args[3:])})"
-        return f"{fn}({', '.join(p(a) for a in args)})"
+        if name.endswith("32"):   # (address[, value][, pred])
+            bits, rest = 32, list(args)
+        else:                     # (dst, src, bytes[, pred])
+            assert isinstance(args[2], IntImm)
+            bits, rest = args[2].value * 8, list(args[:2]) + list(args[3:])
+        fn = f"tl::{MEMORY_OPS[name]}_{bits}"
+        if MEMORY_OPS[name].endswith("global"):   # the last argument is the predicate
+            pred = rest.pop()
+            if not (isinstance(pred, IntImm) and pred.value):
+                fn += "_conditional"
+                rest.append(pred)
+        return f"{fn}({', '.join(p(a) for a in rest)})"
     if name == "tl.rng_init":
         return f"tl::rng_init({p(args[0])}, {', '.join(f'(unsigned long long)({p(a)})' for a in args[1:])})"
     if name == "tl.rng_rand":

@@ -99,4 +99,28 @@ template <> TL_DEVICE void sts<16>(void* dst, const void* src) {
                :: "r"(smem_addr(dst)), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 
+// The names kernels call, by direction, memory and width (the `_conditional` forms take
+// the predicate; the others always access)
+TL_DEVICE unsigned load_global_32(const void* p) { return ldg32(p, true); }
+TL_DEVICE unsigned load_global_32_conditional(const void* p, bool pred) { return ldg32(p, pred); }
+TL_DEVICE void store_global_32(void* p, unsigned v) { stg32(p, v, true); }
+TL_DEVICE void store_global_32_conditional(void* p, unsigned v, bool pred) { stg32(p, v, pred); }
+TL_DEVICE unsigned load_shared_32(const void* p) { return lds32(p); }
+TL_DEVICE void store_shared_32(void* p, unsigned v) { sts32(p, v); }
+#define TL_WIDE_GLOBAL(BITS)                                                                            \
+  TL_DEVICE void load_global_##BITS(void* d, const void* s) { ldg<BITS / 8>(d, s, true); }              \
+  TL_DEVICE void load_global_##BITS##_conditional(void* d, const void* s, bool p) { ldg<BITS / 8>(d, s, p); } \
+  TL_DEVICE void store_global_##BITS(void* d, const void* s) { stg<BITS / 8>(d, s, true); }             \
+  TL_DEVICE void store_global_##BITS##_conditional(void* d, const void* s, bool p) { stg<BITS / 8>(d, s, p); }
+TL_WIDE_GLOBAL(64)
+TL_WIDE_GLOBAL(128)
+TL_WIDE_GLOBAL(256)
+#undef TL_WIDE_GLOBAL
+#define TL_WIDE_SHARED(BITS)                                                                      \
+  TL_DEVICE void load_shared_##BITS(void* d, const void* s) { lds<BITS / 8>(d, s); }             \
+  TL_DEVICE void store_shared_##BITS(void* d, const void* s) { sts<BITS / 8>(d, s); }
+TL_WIDE_SHARED(64)
+TL_WIDE_SHARED(128)
+#undef TL_WIDE_SHARED
+
 }  // namespace tl
