@@ -33,6 +33,13 @@ class PrimFunc:
                                 out.append(v)
         return out
 
+    @property
+    def buffer_map(self):
+        """TVM's `func.buffer_map`: each tensor parameter maps to its buffer (here the
+        parameter is the buffer)."""
+        from tilelang.ir.buffer import Buffer
+        return {p: p for p in self.params if isinstance(p, Buffer)}
+
     def with_body(self, body):
         f = PrimFunc(self.name, self.params, body, self.attrs, self.span, self.source)
         return f

@@ -132,6 +132,10 @@ class Printer:
         elif isinstance(s, S.BufferStore):
             self.emit(f"{self.buf(s.buffer)}[{', '.join(self.expr(i) for i in s.indices)}] = "
                       f"{self.expr(s.value)}", ind)
+        elif isinstance(s, S.DeclBuffer) and getattr(s.buffer, "data_ptr", None) is not None:
+            b = s.buffer
+            self.emit(f'{self.buf(b)} = T.make_tensor({self.expr(b.data_ptr)}, {self.shape(b.shape)}, "{b.dtype}")',
+                      ind)
         elif isinstance(s, S.DeclBuffer) and getattr(s.buffer, "alias_of", None) is not None:
             b = s.buffer
             self.emit(f'{self.buf(b)} = T.view({self.buf(b.alias_of)}, {self.shape(b.shape)}, "{b.dtype}")', ind)

@@ -89,6 +89,9 @@ def _children(node):
         return [node.src, node.dst]
     if isinstance(node, TO.Atomic):
         return [node.dst, node.value]
+    if isinstance(node, S.DeclBuffer):
+        p = getattr(node.buffer, "data_ptr", None)
+        return [p] if p is not None else []
     if isinstance(node, TO.FinalizeReducer):
         return [node.dst] if node.dst is not None else []
     if isinstance(node, TO.ReducerInit):
@@ -118,7 +121,22 @@ class Mutator:
         return out
 
     def visit_buffer(self, b):
-        return b
+        # a tensor at a computed address whose address expression this pass rewrote
+        return getattr(self, "_rebuilt", {}).get(id(b), b)
+
+    def _rebuild_address_tensor(self, b):
+        """A T.make_tensor(address, ...) buffer whose address changes: a new buffer, used by
+        every access below its declaration (the original is shared with other lowerings)."""
+        p = self._v(b.data_ptr)
+        if p is b.data_ptr:
+            return b
+        import copy
+        nb = copy.copy(b)
+        nb.data_ptr = p
+        if not hasattr(self, "_rebuilt"):
+            self._rebuilt = {}
+        self._rebuilt[id(b)] = nb
+        return nb
 
     def _v(self, x):
         if x is None or isinstance(x, (int, float, str, bool)):
@@ -170,6 +188,8 @@ class Mutator:
             return _keep(S.BufferStore(buf, v, idx), n)
         if isinstance(n, S.DeclBuffer):
             b = self.visit_buffer(n.buffer)
+            if getattr(b, "data_ptr", None) is not None:
+                b = self._rebuild_address_tensor(b)
             return n if b is n.buffer else _keep(S.DeclBuffer(b), n)
         if isinstance(n, S.For):
             mn, ext, body = self._v(n.min), self._v(n.extent), self._v(n.body)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
+import numpy as np
+
 from tilelang import __version__
 from tilelang.backend.registry import parse_target, get_backend
 from tilelang.ir.buffer import Buffer
@@ -393,7 +395,7 @@ class JITKernel:
             if like is None and arrays.is_torch(a):   # outputs come back as the inputs' kind
                 like = a
             if spec is None:
-                if arrays.is_array(a):
+                if arrays.is_array(a) and p.dtype.name != "handle":
                     raise ArgumentError(f"argument `{p.name}` is a scalar ({p.dtype}), got an array")
                 continue
             tdt, ndt, ndim, static, dvars, need_contig = spec
@@ -437,6 +439,8 @@ class JITKernel:
                 buffers.append(a)
             elif p.dtype.is_float:
                 floats.append(float(a))
+            elif p.dtype.name == "handle":   # T.ptr: a tensor's data pointer, or an address
+                ints.append(_address(a, p))
             else:
                 ints.append(int(a))
         for v in self.dyn_vars:
@@ -537,6 +541,19 @@ def _has_torch_dtype(dt):
         return True
     except (TypeError, AttributeError):
         return False
+
+
+def _address(a, p):
+    """The address a `T.ptr` parameter receives."""
+    if arrays.is_torch(a):
+        return int(a.data_ptr())
+    if isinstance(a, np.ndarray):
+        return int(a.ctypes.data)
+    try:
+        return int(a)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"argument `{p.name}` is an address (T.ptr): pass a tensor or an int, "
+                            f"got {type(a).__name__}") from None
 
 
 def _torch_name(dt):

@@ -17,6 +17,8 @@ class TensorType:
             shape = (shape,)
         self.shape = tuple(shape)
         self.dtype = as_dtype(dtype)
+        if self.dtype.name == "handle":   # a table of addresses
+            self.dtype = as_dtype("int64")
         self.strides = tuple(strides) if strides is not None else None
         self.scope = scope
 
@@ -243,14 +245,24 @@ def empty(shape, *more, dtype="float32"):
 
 def make_tensor(ptr, shape, dtype="float32", strides=None):
     """`T.make_tensor(A, shape, dtype)`: a tensor of `shape` and `dtype` over the memory
-    of the buffer `A` (its first element; the bytes are reinterpreted)."""
+    of the buffer `A` (its first element; the bytes are reinterpreted), or at the address
+    `A` (a `T.ptr` parameter, or an element of a table of addresses)."""
     from tilelang.ir import stmt as S
     b = B.require("T.make_tensor")
-    if not isinstance(ptr, Buffer) or ptr.is_var():
-        raise TileLangError(f"T.make_tensor takes the buffer whose memory it views, got {type(ptr).__name__}",
-                            hint="raw addresses are not supported: pass the tensor itself")
     if isinstance(shape, (int, PrimExpr)):
         shape = (shape,)
+    if isinstance(ptr, Buffer) and ptr.is_var():
+        ptr = ptr.load()
+    if isinstance(ptr, PrimExpr):
+        if not (ptr.dtype.name == "handle" or ptr.dtype.is_int and ptr.dtype.bits == 64):
+            raise TileLangError(f"T.make_tensor takes a buffer or a 64-bit address (T.ptr), got a {ptr.dtype} value")
+        names = B.source_names("assign")
+        t = Buffer(names[0] if names else "tensor", tuple(shape), as_dtype(dtype), "global", strides=strides)
+        t.data_ptr = ptr
+        b.emit(S.DeclBuffer(t))
+        return t
+    if not isinstance(ptr, Buffer):
+        raise TileLangError(f"T.make_tensor takes a buffer or an address (T.ptr), got {type(ptr).__name__}")
     dtype = as_dtype(dtype)
     need, have = const_int_value(_bits(shape, dtype)), const_int_value(_bits(ptr.shape, ptr.dtype))
     if need is not None and have is not None and need > have:
@@ -274,9 +286,6 @@ def make_tensor_from_addr(addr, shape, dtype="float32", strides=None, storage_sc
                         hint="pass the tensor as a kernel parameter, or view one with T.make_tensor(A, shape, dtype)")
 
 
-class _PtrType:
-    def __call__(self, *a, **k):
-        return self
-
-
-ptr = _PtrType()
+# `T.ptr`: a device address (a scalar parameter of this type takes a tensor, whose data
+# pointer is passed, or an int); `T.Tensor([n], T.ptr)` is a table of addresses (int64)
+ptr = DataType("handle")

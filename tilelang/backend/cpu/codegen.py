@@ -25,7 +25,7 @@ CTYPES = {
     "float16": "tl::half_t", "bfloat16": "tl::bfloat16_t", "float32": "float", "float64": "double",
     "tfloat32": "float", "float8_e4m3fn": "tl::float8_e4m3_t", "float8_e5m2": "tl::float8_e5m2_t",
     "float8_e8m0fnu": "tl::float8_e8m0_t", "float4_e2m1fn": "tl::float4_e2m1_t",
-    "int4": "int8_t", "uint4": "uint8_t",
+    "int4": "int8_t", "uint4": "uint8_t", "handle": "void*",
 }
 C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
               "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "return", "short",
@@ -306,6 +306,10 @@ class CodegenCPU:
         if base is not None:  # T.reshape / T.view: another name for the same bytes
             self.emit(f"{ctype(b.dtype)}* {self.bname(b)} = ({ctype(b.dtype)}*){self.bname(base)};")
             return
+        if getattr(b, "data_ptr", None) is not None:   # T.make_tensor at an address
+            t = "uint8_t" if is_packed(b) else ctype(b.dtype)
+            self.emit(f"{t}* {self.bname(b)} = ({t}*)(intptr_t)({self.expr(b.data_ptr)});")
+            return
         if b.scope == "local.var" and id(b) in self.thread_copies:   # allocated per thread up front
             init = self.expr(E.cast(b.init, b.dtype)) if b.init is not None else f"{ctype(b.dtype)}(0)"
             self.emit(f"{self.bname(b)}[{self.offset(b, [0])}] = {init};")
@@ -537,7 +541,8 @@ class CodegenCPU:
                     self.emit(f"const {ctype(p.dtype)} {self.vname(p)} = ({ctype(p.dtype)})tl_floats[{nf}];")
                     nf += 1
                 else:
-                    self.emit(f"const {ctype(p.dtype)} {self.vname(p)} = ({ctype(p.dtype)})tl_ints[{ni}];")
+                    self.emit(f"const {ctype(p.dtype)} {self.vname(p)} = ({ctype(p.dtype)})"
+                              f"{'(intptr_t)' if p.dtype.name == 'handle' else ''}tl_ints[{ni}];")
                     ni += 1
         for v in f.dynamic_vars():
             self.emit(f"const {ctype(v.dtype)} {self.vname(v)} = ({ctype(v.dtype)})tl_ints[{ni}];")
@@ -546,7 +551,8 @@ class CodegenCPU:
         # function-level workspaces (T.alloc_global) and scalars outside kernels
         glob = []
         walk(f.body, lambda n: glob.append(n.buffer) if isinstance(n, S.DeclBuffer) and
-             n.buffer.scope == "global" and getattr(n.buffer, "alias_of", None) is None else None)
+             n.buffer.scope == "global" and getattr(n.buffer, "alias_of", None) is None and
+             getattr(n.buffer, "data_ptr", None) is None else None)
         for b in glob:
             n = b.numel()
             n = self.expr(E.convert(n)) if not isinstance(n, int) else str(n)

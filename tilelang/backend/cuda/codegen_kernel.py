@@ -300,6 +300,10 @@ class KernelCodegen:
                 raise NotImplementedError(f"a view of the register accumulator `{base.name}`")
             self.w(f"{ct}* {name} = ({ct}*){self.buf_name(base)};")
             return
+        if p.kind == "pointer":   # T.make_tensor(address, ...): the tensor at that address
+            t = "unsigned char" if is_packed(b) else ct
+            self.w(f"{t}* {name} = ({t}*)({self.expr(b.data_ptr)});")
+            return
         if p.kind in ("acc", "row", "tile"):
             self.w(f"{ct} {name}[{p.acc.regs}];")
         elif p.kind == "var":

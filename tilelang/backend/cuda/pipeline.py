@@ -11,12 +11,13 @@ from tilelang.transform.simplify import simplify
 from tilelang.transform.legalize_safe_memory_access import legalize_safe_memory_access
 from tilelang.transform.widen_indices import widen_indices
 from tilelang.transform.lower_reducers import lower_reducers
+from tilelang.transform.sink_address_tensors import sink_address_tensors
 from tilelang.transform.rasterize_blocks import rasterize_blocks
 from tilelang.transform.lower_gemm_sp import lower_gemm_sp
 
 KEEP_TILE_OPS = (TO.Gemm, TO.Reduce, TO.FinalizeReducer, TMA_COPY)
 
-PASSES = [lower_gemm_sp, implicit_kernel, lower_reducers, rasterize_blocks, lower_tile_ops, simplify, widen_indices,
+PASSES = [lower_gemm_sp, implicit_kernel, sink_address_tensors, lower_reducers, rasterize_blocks, lower_tile_ops, simplify, widen_indices,
           legalize_safe_memory_access, simplify]
 
 

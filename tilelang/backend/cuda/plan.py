@@ -165,6 +165,8 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
             plan.placements[id(buf)] = local_placement(buf)
         elif buf.scope == "shared.barrier":   # T.alloc_barrier: static shared, codegen_kernel
             plan.placements[id(buf)] = Placement("mbar", [1])
+        elif buf.scope == "global" and getattr(buf, "data_ptr", None) is not None:
+            plan.placements[id(buf)] = Placement("pointer", None)   # T.make_tensor at an address
         elif buf.scope == "global":
             plan.placements[id(buf)] = Placement("workspace", None)
         elif id(buf) in frag.layouts:

@@ -25,7 +25,7 @@ import threading
 _CTYPES = {"int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32, "int64": ctypes.c_int64,
            "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32,
            "uint64": ctypes.c_uint64, "bool": ctypes.c_bool, "float32": ctypes.c_float,
-           "float64": ctypes.c_double}
+           "float64": ctypes.c_double, "handle": ctypes.c_uint64}
 
 _CUDA_ERROR_INVALID_CONTEXT = 201
 
