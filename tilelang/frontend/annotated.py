@@ -43,9 +43,13 @@ def trace_annotated(func, arguments, consts=None, annotated=None, is_array=None)
         call_args = {}
         with B.building() as b:
             b.const_presets = dict(consts or {})
+            arguments = dict(arguments)
             for name in sig.parameters:
                 if name not in arguments:
-                    call_args[name] = None  # bound by its in-body annotation
+                    if isinstance(anns.get(name), TensorType):
+                        arguments[name] = anns[name]   # no tensor given: its signature annotation
+                    else:
+                        call_args[name] = None  # bound by its in-body annotation
             for name, v in arguments.items():
                 if (is_array is not None and is_array(v)) or isinstance(v, TensorType):
                     arg = TensorArg(name, v)

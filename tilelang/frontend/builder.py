@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 from tilelang.ir import stmt as S
 from tilelang.ir.span import Span, set_span_provider
-from tilelang.ir.buffer import set_store_handler
+from tilelang.ir.buffer import BufferRegion, set_store_handler
 from tilelang.ir.dtypes import set_variable_namer
 from tilelang.ir.expr import convert, cast, literal, PrimExpr
 
@@ -29,6 +29,7 @@ class Builder:
         self.loop_kinds: list = []  # for break/continue: "ir" or "py"
         self.tensor_params: dict = {}  # eager mode: name -> Buffer bound by an annotation
         self.func_attrs: dict = {}     # T.annotate_pass_configs / annotate_compile_flags
+        self.matched_params: dict = {}  # id(T.handle parameter) -> its T.match_buffer tensor
         self.kernel_frames: list = []
 
     def emit(self, stmt):
@@ -122,6 +123,15 @@ def frame_span(f) -> Span:
 
 def _store(buffer, value, indices):
     b = require("a buffer store")
+    if isinstance(indices, BufferRegion):   # a store to a slice: a tile copy or fill
+        from tilelang.ir.buffer import Buffer
+        if isinstance(value, (BufferRegion, Buffer)) and not (isinstance(value, Buffer) and value.is_var()):
+            from tilelang.language.copy import copy
+            copy(value, indices)
+        else:
+            from tilelang.language.reduce import fill
+            fill(indices, value)
+        return
     if not isinstance(value, PrimExpr):
         from tilelang.ir.buffer import Buffer
         if isinstance(value, Buffer) and value.is_var():

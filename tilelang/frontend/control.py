@@ -38,6 +38,9 @@ class Helpers:
             it = serial(it.start, it.stop, it.step) if it.step != 1 else serial(it.start, it.stop)
         if isinstance(it, LoopFrame):
             return it.iterate()
+        from tilelang.language.kernel import LaunchAxis
+        if isinstance(it, LaunchAxis):
+            return it.iterate()
         return _py_iter(it)
 
     @staticmethod

@@ -53,6 +53,7 @@ def parse(func, name=None) -> PrimFunc:
             body = b.body()
             attrs = dict(b.func_attrs)
             outputs = list(b.extra_params)   # T.empty tensors: parameters after the declared ones
+            params = [b.matched_params.get(id(p), p) for p in params]   # T.handle + T.match_buffer
         src = fn.__tl_source__
         f = PrimFunc(name or func.__name__, params + outputs, body, attrs=attrs,
                      source=(src.file, src.text, src.first_line))

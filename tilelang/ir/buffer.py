@@ -120,14 +120,18 @@ class Buffer:
 
     def __setitem__(self, key, value):
         key = self._indices(key)
-        if len(key) != self.ndim or any(isinstance(k, slice) for k in key):
+        if _store_handler is None:
+            raise RuntimeError("buffer stores are only valid inside a kernel body")
+        if any(isinstance(k, slice) for k in key) and len(key) <= self.ndim:
+            # `A[0, 4:8] = B[0, 0:4]` copies a region, `A[0, 4:8] = x` fills one
+            _store_handler(self, value, self[key])
+            return
+        if len(key) != self.ndim:
             if self.is_var() and len(key) == 1:
                 key = (0,)
             else:
                 from tilelang.ir.errors import IndexArityError
                 raise IndexArityError(self, len(key))
-        if _store_handler is None:
-            raise RuntimeError("buffer stores are only valid inside a kernel body")
         _store_handler(self, value, [convert(k) for k in key])
 
     def load(self):

@@ -6,13 +6,14 @@ from tilelang.ir.dtypes import (bool_ as bool, int8, int16, int32, int64, uint8,
 from tilelang.ir.expr import Var, PrimExpr
 from tilelang.frontend.prim_func import prim_func
 from tilelang.language.proxy import (Tensor, Buffer_ as Buffer, StridedTensor, dyn, dynamic, symbolic, const,
-                                     empty, ptr)
-from tilelang.language.kernel import (Kernel, get_thread_binding, get_thread_bindings, get_block_binding,
+                                     empty, ptr, handle, match_buffer)
+from tilelang.language.kernel import (Kernel, launch_thread, get_thread_binding, get_thread_bindings, get_block_binding,
                                       get_block_bindings, get_thread_extent, use_swizzle, get_lane_idx,
                                       get_warp_idx, get_warp_group_idx, get_warp_idx_sync,
                                       get_thread_extents, get_block_extent, get_block_extents,
                                       annotate_min_blocks_per_sm)
 from tilelang.language.loops import serial, unroll, vectorized, Parallel, Pipelined, grid, Persistent
+parallel = Parallel   # TVM's lower-case spelling
 from tilelang.language.alloc import (alloc_shared, alloc_fragment, alloc_local, alloc_var, alloc_global,
                                      alloc_buffer, alloc_barrier, alloc_reducer, finalize_reducer, reducer_init,
                                      reducer_update, reshape, view)
@@ -25,7 +26,8 @@ from tilelang.language.atomic import (atomic_add, atomic_max, atomic_min, atomic
                                       atomic_and, atomic_xor)
 from tilelang.language.math import (abs, max, min, pow, cast, Cast, if_then_else, Select, infinity, ninf,  # noqa: A004
                                     ceildiv, floordiv, floormod, truncdiv, truncmod, max_value, min_value,
-                                    reinterpret, clamp, isnan, isinf, isfinite, And, Or, Not, all_of, any_of)
+                                    reinterpret, clamp, isnan, isinf, isfinite, And, Or, Not, all_of, any_of,
+                                    align_up)
 from tilelang.language import math as _math
 from tilelang.layout import Layout, Fragment  # noqa: F401  (T.Layout / T.Fragment)
 from tilelang.language.misc import (print, device_assert, assume, let, annotate_pass_configs, annotate_compile_flags, annotate_layout, annotate_padding,  # noqa: A004

@@ -107,6 +107,26 @@ def get_thread_binding(dim: int = 0):
     return _frame().thread_vars[dim]
 
 
+def launch_thread(thread, extent=None):
+    """TVM's `T.launch_thread("threadIdx.x", n)` inside T.Kernel: the index of that thread
+    (or block) axis, whose extent must be the kernel's."""
+    axes = {"threadIdx.x": ("thread_vars", "threads", 0), "threadIdx.y": ("thread_vars", "threads", 1),
+            "threadIdx.z": ("thread_vars", "threads", 2), "blockIdx.x": ("block_vars", "grid", 0),
+            "blockIdx.y": ("block_vars", "grid", 1), "blockIdx.z": ("block_vars", "grid", 2)}
+    if thread not in axes:
+        raise located(ValueError, f"T.launch_thread takes one of {', '.join(axes)}, got {thread!r}")
+    f = _frame()
+    vs, exts, d = axes[thread]
+    if d >= len(getattr(f, vs)):
+        raise TileLangError(f"T.launch_thread({thread!r}): the kernel has no such axis")
+    from tilelang.ir.expr import const_int_value
+    if extent is not None and const_int_value(extent) is not None and \
+            const_int_value(getattr(f, exts)[d]) not in (None, const_int_value(extent)):
+        raise TileLangError(f"T.launch_thread({thread!r}, {extent}): the kernel launches "
+                            f"{getattr(f, exts)[d]} along that axis")
+    return getattr(f, vs)[d]
+
+
 def get_thread_bindings():
     return list(_frame().thread_vars)
 
@@ -185,6 +205,9 @@ def thread_binding(start, stop=None, thread=None, *, annotations=None):
         start, stop = 0, start
     if thread not in _THREAD_TAGS:
         raise TileLangError(f"T.thread_binding: thread={thread!r} must be one of {', '.join(_THREAD_TAGS)}")
+    b = B.current()
+    if b is not None and not b.kernel_frames or (b is not None and getattr(b.kernel_frames[-1], "implicit", False)):
+        return LaunchAxis(thread, start, stop)   # TVM's launch by bound loops, without T.Kernel
     f = _frame()
     kind, axis = _THREAD_TAGS[thread]
     extents = f.threads if kind == "thread" else f.grid
@@ -201,6 +224,58 @@ def thread_binding(start, stop=None, thread=None, *, annotations=None):
                             f"extent {have} along {thread}",
                             hint="bind the whole axis: T.thread_binding(0, <extent>, thread=...)")
     return vars_[axis]
+
+
+class LaunchAxis:
+    """`for bx in T.thread_binding(n, thread="blockIdx.x"):` outside T.Kernel (TVM script's
+    way to launch): the outermost bound loop opens a kernel, each bound loop inside it sets
+    one grid or thread axis; the statements inside the innermost one are the kernel body."""
+
+    def __init__(self, thread, start, stop):
+        from tilelang.ir.expr import const_int_value
+        if const_int_value(start) != 0:
+            raise TileLangError(f"T.thread_binding({start}, {stop}, thread={thread!r}): a launch axis starts at 0")
+        self.thread, self.extent = thread, convert(stop)
+
+    def iterate(self):
+        b = B.require("T.thread_binding")
+        kind, axis = _THREAD_TAGS[self.thread]
+        outer = not b.kernel_frames
+        if outer:
+            if kind != "block" or axis != 0:
+                raise TileLangError(f"a launch by bound loops starts with blockIdx.x, got {self.thread}",
+                                    hint="write `for bx in T.thread_binding(n, thread=\"blockIdx.x\")` outermost, "
+                                         "or use `with T.Kernel(...)`")
+            frame = KernelFrame(self.extent, threads=1)
+            frame.implicit = True
+            var = frame.__enter__()
+            try:
+                yield var
+            finally:
+                frame.implicit = False
+                frame.__exit__(None, None, None)
+            return
+        frame = b.kernel_frames[-1]
+        from tilelang.ir.expr import const_int_value
+        if kind == "block":
+            if axis != len(frame.grid):
+                raise TileLangError(f"bound loops must give blockIdx.x, .y, .z in order; got {self.thread}")
+            frame.grid.append(self.extent)
+            frame.block_vars.append(Var(B.source_names("for")[0] if B.source_names("for") else "byz"[axis - 1]))
+            yield frame.block_vars[-1]
+            return
+        n = const_int_value(self.extent)
+        if n is None or n <= 0:
+            raise TileLangError(f"T.thread_binding: the extent of {self.thread} must be a positive constant, "
+                                f"got {self.extent}")
+        if axis == 0 and frame.threads == [1]:
+            frame.threads = [n]
+        elif axis == len(frame.threads):
+            frame.threads.append(n)
+            frame.thread_vars.append(Var(("tx", "ty", "tz")[axis]))
+        else:
+            raise TileLangError(f"bound loops must give threadIdx.x, .y, .z in order; got {self.thread}")
+        yield frame.thread_vars[axis]
 
 
 def is_launch_index(v) -> bool:

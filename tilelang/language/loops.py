@@ -79,8 +79,24 @@ def serial(*args, annotations=None):
     return LoopFrame(S.SERIAL, [start], [ext], step, annotations)
 
 
-def unroll(*args, explicit=False, unroll_factor=None, annotations=None):
+def unroll(*args, step=None, explicit=False, unroll_factor=None, annotations=None):
+    """An unrolled loop; `unroll_factor=n` asks for `#pragma unroll n` (partial unrolling),
+    `explicit=True` for full unrolling (the published spellings, kept as annotations)."""
+    if step is not None:
+        args = tuple(args) + (step,) if len(args) == 2 else args
+        if len(args) != 3:
+            raise TileLangError("T.unroll(start, stop, step=...): a step needs both start and stop")
     start, ext, step = _range(args, "T.unroll")
+    annotations = dict(annotations or {})
+    if explicit:
+        annotations["pragma_unroll_explicit"] = True
+    if unroll_factor is not None:
+        if explicit:
+            raise ValueError("T.unroll: explicit=True and unroll_factor are mutually exclusive; give one")
+        from tilelang.ir.expr import const_int_value
+        if const_int_value(unroll_factor) is None or const_int_value(unroll_factor) < 1:
+            raise ValueError(f"T.unroll: unroll_factor must be a positive integer, got {unroll_factor!r}")
+        annotations["pragma_unroll_factor"] = const_int_value(unroll_factor)
     return LoopFrame(S.UNROLL, [start], [ext], step, annotations)
 
 
@@ -99,6 +115,8 @@ def Serial(start, stop=None, step=None, *, annotations=None):
 
 
 def Unroll(start, stop=None, step=None, *, explicit=False, unroll_factor=None, annotations=None):
+    if step is not None and stop is None:
+        raise TileLangError("T.Unroll(start, stop, step): a step needs both start and stop")
     return unroll(*_given(start, stop, step), explicit=explicit, unroll_factor=unroll_factor,
                   annotations=annotations)
 

@@ -133,6 +133,11 @@ def clamp(dst, min_val, max_val):
     return min(max(dst, min_val), max_val)
 
 
+def align_up(x, alignment):
+    """`x` rounded up to a multiple of `alignment` (ceildiv(x, alignment) * alignment)."""
+    return ceildiv(x, alignment) * alignment
+
+
 def if_then_else(cond, t, f):
     if not isinstance(cond, (PrimExpr, Buffer)):
         return t if cond else f

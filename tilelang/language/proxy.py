@@ -286,6 +286,18 @@ def make_tensor_from_addr(addr, shape, dtype="float32", strides=None, storage_sc
                         hint="pass the tensor as a kernel parameter, or view one with T.make_tensor(A, shape, dtype)")
 
 
+def match_buffer(param, shape, dtype="float32", strides=None, **_):
+    """TVM's `A = T.match_buffer(A_ptr, shape, dtype)` for a `T.handle` parameter: the
+    parameter becomes that tensor (checked against each call's argument like any other)."""
+    b = B.require("T.match_buffer")
+    if not isinstance(param, Var) or param.dtype.name != "handle":
+        raise TileLangError(f"T.match_buffer takes a T.handle parameter, got {param!r}")
+    buf = TensorType(shape, dtype, strides).make_buffer(param.name)
+    b.matched_params[id(param)] = buf
+    return buf
+
+
 # `T.ptr`: a device address (a scalar parameter of this type takes a tensor, whose data
 # pointer is passed, or an int); `T.Tensor([n], T.ptr)` is a table of addresses (int64)
 ptr = DataType("handle")
+handle = ptr   # TVM's spelling; a T.handle parameter given to T.match_buffer is a tensor

@@ -396,7 +396,8 @@ class KernelCodegen:
         v = self.bind(st.var)
         ct = ctype(st.var.dtype)
         if st.kind in (S.UNROLL, S.VECTORIZED):
-            self.w("#pragma unroll")
+            factor = st.annotations.get("pragma_unroll_factor") if st.annotations else None
+            self.w(f"#pragma unroll {factor}" if factor else "#pragma unroll")
         if st.step is None:
             self.w(f"for ({ct} {v} = {self.expr(st.min)}; {v} < {self.expr(simplify(st.min + st.extent))}; ++{v}) {{")
         else:
