@@ -181,3 +181,24 @@ def test_classic_jit_factory_caches_per_args():
     a = np.random.randn(16).astype(np.float32)
     np.testing.assert_allclose(k1(a), a * 2, rtol=1e-6)
     np.testing.assert_allclose(k2(a), a * 3, rtol=1e-6)
+
+
+def test_dtype_annotated_parameters_are_runtime_scalars():
+    """`A: T.ptr` takes a tensor's address, `n: T.int32` a runtime count: one compile for
+    every value (the published eager semantics)."""
+    @tilelang.jit(target="cpu")
+    def fill_prefix(A: T.ptr, n: T.int32, N: int = 64):
+        X = T.make_tensor(A, (N,), T.float32)
+        with T.Kernel(1, threads=32):
+            for i in T.serial(N):
+                if i < n:
+                    X[i] = 1.0 * n
+
+    a = torch.zeros(64)
+    fill_prefix(a, 5)
+    fill_prefix(a, 3)
+    assert len(fill_prefix.cache) == 1
+    ref = torch.zeros(64)
+    ref[:5] = 5
+    ref[:3] = 3
+    assert torch.equal(a, ref)

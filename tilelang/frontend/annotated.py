@@ -41,6 +41,10 @@ def trace_annotated(func, arguments, consts=None, annotated=None, is_array=None)
             annotated = annotated_names(func)
         anns = dict(getattr(func, "__annotations__", {}))
         call_args = {}
+        from tilelang.ir.dtypes import DataType
+        from tilelang.ir.expr import Var
+        # `n: T.int32` / `p: T.ptr` in the signature: a runtime scalar parameter
+        scalars = {n: Var(n, a) for n, a in anns.items() if n in sig.parameters and isinstance(a, DataType)}
         with B.building() as b:
             b.const_presets = dict(consts or {})
             arguments = dict(arguments)
@@ -51,7 +55,9 @@ def trace_annotated(func, arguments, consts=None, annotated=None, is_array=None)
                     else:
                         call_args[name] = None  # bound by its in-body annotation
             for name, v in arguments.items():
-                if (is_array is not None and is_array(v)) or isinstance(v, TensorType):
+                if name in scalars:
+                    call_args[name] = scalars[name]
+                elif (is_array is not None and is_array(v)) or isinstance(v, TensorType):
                     arg = TensorArg(name, v)
                     ann = anns.get(name)
                     if isinstance(ann, TensorType):
@@ -64,8 +70,8 @@ def trace_annotated(func, arguments, consts=None, annotated=None, is_array=None)
                     call_args[name] = v
             ret = run_traced(fn, **call_args)
             body = b.body()
-            tensor_names = [n for n in sig.parameters if n in b.tensor_params]
-            params = [b.tensor_params[n] for n in tensor_names] + list(b.extra_params)
+            tensor_names = [n for n in sig.parameters if n in b.tensor_params or n in scalars]
+            params = [b.tensor_params.get(n) or scalars[n] for n in tensor_names] + list(b.extra_params)
             attrs = dict(b.func_attrs)
         rets = ret if isinstance(ret, (tuple, list)) else ([ret] if ret is not None else [])
         out_idx = []
@@ -88,7 +94,7 @@ def resolve_consts(params, body):
     """Replace `T.const` sizes by the values the annotations bound, in the body and in
     every buffer's shape."""
     from tilelang.ir.expr import const_int_value
-    bufs = list(params)
+    bufs = [p for p in params if isinstance(p, Buffer)]
     walk(body, lambda n: bufs.append(n.buffer) if isinstance(n, S.DeclBuffer) else None)
     from tilelang.language.proxy import ConstVar
     for buf in bufs:

@@ -63,13 +63,16 @@ class EagerKernel:
         self.sig = inspect.signature(func)
         self.cache = {}
         self._annotated = None
+        from tilelang.ir.dtypes import DataType
+        # parameters annotated with a dtype (T.int32, T.ptr) are runtime scalars, not specializations
+        self._scalars = {n for n, a in getattr(func, "__annotations__", {}).items() if isinstance(a, DataType)}
         self.__name__ = func.__name__
         self.__doc__ = func.__doc__
 
     def __call__(self, *args, **kwargs):
         bound = self.sig.bind(*args, **kwargs)
         bound.apply_defaults()
-        key = tuple((n, _arg_key(v)) for n, v in bound.arguments.items())
+        key = tuple((n, "scalar" if n in self._scalars else _arg_key(v)) for n, v in bound.arguments.items())
         entry = self.cache.get(key)
         if entry is None:
             entry = self.compile_bound(bound)

@@ -19,12 +19,33 @@ def find_compiler():
                        hint="install g++ (e.g. `apt-get install g++`) or set CXX")
 
 
+# Kernels written for CUDA carry nvcc's flags (`T.annotate_compile_flags`, compile_flags=):
+# their C++ meaning where there is one, none for device-only ones. nvcc's fast math
+# (approximate division and transcendentals) has no safe C++ twin: -ffast-math would also
+# assume no NaN/inf, which breaks T.isnan / T.isinf, so it is dropped.
+_NVCC_FLAGS = {"--use_fast_math": None, "-use_fast_math": None, "-lineinfo": None,
+               "--expt-relaxed-constexpr": None, "--expt-extended-lambda": None, "-Xptxas": None}
+_NVCC_PREFIXES = ("--ptxas-options", "-arch=", "--gpu-architecture", "-gencode", "--maxrregcount", "-maxrregcount")
+
+
+def _host_flags(extra):
+    out, it = [], iter(extra)
+    for f in it:
+        if f == "-Xptxas":
+            next(it, None)   # its argument is ptxas's
+        elif f in _NVCC_FLAGS:
+            out += [_NVCC_FLAGS[f]] if _NVCC_FLAGS[f] else []
+        elif not f.startswith(_NVCC_PREFIXES):
+            out.append(f)
+    return out
+
+
 def flags(extra=()):
     f = ["-O3", "-march=native", "-fopenmp", "-std=c++17", "-shared", "-fPIC", "-w",
          "-fno-math-errno", f"-I{INCLUDE_DIR}"]
     # e.g. TILELANG_CPU_EXTRA_FLAGS="-fsanitize=address -g" to check generated code
     env = os.environ.get("TILELANG_CPU_EXTRA_FLAGS", "").split()
-    return f + env + list(extra)
+    return f + env + _host_flags(list(extra))
 
 
 def compile_source(source: str, extra_flags=()) -> bytes:
@@ -39,8 +60,10 @@ def compile_source(source: str, extra_flags=()) -> bytes:
         if r.returncode != 0:
             keep = os.path.join(tempfile.gettempdir(), f"tilelang_failed_{os.getpid()}.cpp")
             shutil.copy(src, keep)
+            who = (f"with compile_flags {list(extra_flags)} (check them)" if extra_flags
+                   else "(this is a bug in tilelang)")
             raise CompileError(
-                f"the C++ compiler failed on generated code (this is a bug in tilelang):\n"
+                f"the C++ compiler failed on generated code {who}:\n"
                 f"{r.stderr[-4000:]}\nsource kept at {keep}\nreproduce: {' '.join(cmd[:-3])} {keep} -o out.so")
         with open(so, "rb") as f:
             return f.read()
