@@ -248,3 +248,29 @@ def test_cummax_2d(dim, reverse):
     assert "T.cummax(" in k.script()
     src = tilelang.compile(k, out_idx=[1], target="cuda -arch=sm_90a").get_kernel_source()
     assert "tl::max(" in src or "fmaxf(" in src or "max(" in src
+
+
+def _width_kernel(op, M, width, threads, dim):
+    shape, out = ((M, width), (M,)) if dim == 1 else ((width, M), (M,))
+
+    @T.prim_func
+    def k(A: T.Tensor(shape, "float32"), B: T.Tensor(out, "float32")):
+        with T.Kernel(1, threads=threads):
+            src = T.alloc_fragment(shape, "float32")
+            dst = T.alloc_fragment(out, "float32")
+            T.copy(A, src)
+            op(src, dst, dim=dim)
+            T.copy(dst, B)
+    return k
+
+
+# The published package rejects reductions across a non-power-of-two number of threads
+# ("logical_width ... positive power of two"); ours computes them: checked on both backends.
+@pytest.mark.parametrize("target", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("kind", ["sum", "max"])
+@pytest.mark.parametrize("M,width,threads,dim", [(1, 48, 48, 1), (4, 96, 96, 1), (1, 96, 96, 1), (2, 48, 96, 0)])
+def test_reduce_across_a_non_power_of_two_thread_count(target, kind, M, width, threads, dim):
+    kern = tilelang.compile(_width_kernel(OPS[kind], M, width, threads, dim), out_idx=-1, target=target)
+    a = torch.randn((M, width) if dim == 1 else (width, M), device=target)
+    ref = a.sum(dim) if kind == "sum" else a.amax(dim)
+    torch.testing.assert_close(kern(a), ref, atol=1e-4, rtol=1e-4)

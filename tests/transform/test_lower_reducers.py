@@ -123,3 +123,20 @@ def test_the_legacy_form_is_left_alone():
             T.finalize_reducer(acc)
             B[0] = acc[0]
     assert lower_reducers(k) is k
+
+
+@pytest.mark.parametrize("batch,match", [(128, "exceeds total output elements \\(64\\)"),
+                                         (3, "must evenly divide total output elements \\(64\\)"),
+                                         (0, "batch must be >= 1")])
+def test_finalize_batch_must_divide_the_outputs(batch, match):
+    with pytest.raises(ValueError, match=match) as ei:
+        @T.prim_func
+        def k(A: T.Tensor((64, 8), "float32"), B: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=64):
+                acc = T.alloc_reducer((64,), "float32", op="sum", replication="all")
+                T.clear(acc)
+                for i, j in T.Parallel(64, 8):
+                    acc[i] += A[i, j]
+                T.finalize_reducer(acc, batch=batch)
+                T.copy(acc, B)
+    assert "test_lower_reducers.py" in str(ei.value)

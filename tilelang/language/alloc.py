@@ -2,6 +2,8 @@
 `alloc_global`, plus the GPU synchronisation objects (`alloc_barrier`)."""
 from __future__ import annotations
 
+import math
+
 from tilelang.frontend import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
@@ -154,6 +156,15 @@ def finalize_reducer(reducer, dst=None, batch=1, annotations=None):
     _reducer(reducer, "finalize_reducer")
     if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
         raise located(ValueError, f"finalize_reducer: batch must be >= 1, got {batch!r}")
+    sizes = [const_int_value(dim) for dim in reducer.shape]
+    n = math.prod(sizes) if None not in sizes else None
+    if batch > 1 and n is not None:
+        if batch > n:
+            raise located(ValueError, f"finalize_reducer: batch ({batch}) exceeds total output elements ({n}) "
+                                      f"of `{reducer.name}`")
+        if n % batch:
+            raise located(ValueError, f"finalize_reducer: batch ({batch}) must evenly divide total output "
+                                      f"elements ({n}) of `{reducer.name}`")
     d = None
     if dst is not None:
         from tilelang.ir.buffer import to_region
