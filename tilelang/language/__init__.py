@@ -30,7 +30,7 @@ from tilelang.language.math import (abs, max, min, pow, cast, Cast, if_then_else
                                     align_up)
 from tilelang.language import math as _math
 from tilelang.layout import Layout, Fragment  # noqa: F401  (T.Layout / T.Fragment)
-from tilelang.language.misc import (print, device_assert, assume, let, annotate_pass_configs, annotate_compile_flags, annotate_layout, annotate_padding,  # noqa: A004
+from tilelang.language.misc import (print, device_assert, assume, let, func_attr, annotate_pass_configs, annotate_compile_flags, annotate_layout, annotate_padding,  # noqa: A004
                                     annotate_l2_hit_ratio, annotate_restrict_buffers, annotate_safe_value,
                                     sync_threads, sync_warp,
                                     sync_global, set_max_nreg, no_set_max_nreg, disable_warp_group_reg_alloc,
@@ -65,8 +65,9 @@ from tilelang.language.kernel import thread_binding  # noqa: E402
 int = int32  # noqa: A001 - `T.int` / `T.uint` as in the published API
 uint = uint32
 from tilelang.language.ptx import ptx_cp_async  # noqa: E402
-from tilelang.language.memory_ops import (ldg32, ldg64, ldg128, ldg256, stg32, stg64, stg128, stg256,  # noqa: E402
+from tilelang.language.memory_ops import (ldg, ldg32, ldg64, ldg128, ldg256, stg32, stg64, stg128, stg256,  # noqa: E402
                                           lds32, lds64, lds128, sts32, sts64, sts128)
+__ldg = ldg   # CUDA's spelling: T.__ldg(A[i])
 from tilelang.language.random import rng_init, rng_rand, rng_rand_float  # noqa: E402
 from tilelang.language.pdl import pdl_trigger, pdl_sync  # noqa: E402
 from tilelang.language.loops import Serial, Unroll, Vectorized  # noqa: E402

@@ -37,7 +37,7 @@ def call_extern(*args, dtype=None):
                             "T.call_extern needs a function name")
     name, rest = args[0], args[1:]
     try:
-        dt = as_dtype(dtype)
+        dt = as_dtype("handle" if dtype == "void" else dtype)   # TVM spells no result "void"
     except (ValueError, TypeError):
         raise TileLangError(f"T.call_extern: {dtype!r} is not a dtype") from None
     return call(name, [_arg(a) for a in rest], dt)

@@ -114,6 +114,17 @@ def _store(nbytes, dst, value, pred, scope, what):
                                      *tail], "handle")
 
 
+def ldg(src):
+    """`T.__ldg(A[i])`: the element, read through the read-only (texture) cache; the same
+    value as `A[i]` (the tensor must not be written by this kernel while it runs)."""
+    B.require("T.__ldg")
+    if isinstance(src, BufferRegion):
+        src = src.buffer[tuple(s for s in src.starts)] if all(const_int_value(e) == 1 for e in src.extents) else src
+    if not isinstance(src, BufferLoad) or src.buffer.scope != "global":
+        raise TileLangError(f"T.__ldg reads one element of a global tensor, e.g. T.__ldg(A[i]); got {src!r}")
+    return call("tl.ldg_value", [src], src.dtype)
+
+
 def ldg32(src, pred=None):
     """32 bits from global memory at `src` as a uint32 (0 when `pred` is false)."""
     return _load(4, src, pred, "global", "T.ldg32")

@@ -8,7 +8,7 @@ from tilelang.frontend import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir.buffer import Buffer, BufferRegion
 from tilelang.ir.expr import convert, as_bool, PrimExpr, StringImm
-from tilelang.ir.errors import TileLangError
+from tilelang.ir.errors import TileLangError, located
 
 
 def print(obj, msg: str = "", warp_group_id=0, warp_id=0):  # noqa: A001 - published name
@@ -58,6 +58,15 @@ def assume(cond):
     if isinstance(cond, Buffer) and cond.is_var():
         cond = cond.load()
     b.emit(S.Assume(as_bool(convert(cond))))
+
+
+def func_attr(attrs: dict):
+    """TVM's `T.func_attr({...})`: attributes of this kernel (`PrimFunc.attrs`). Ours need
+    none of TVM's (`tir.noalias`: parameters never alias here anyway); they are kept."""
+    b = B.require("T.func_attr")
+    if not isinstance(attrs, dict) or not all(isinstance(k, str) for k in attrs):
+        raise located(TypeError, f"T.func_attr takes a dict of str keys, got {attrs!r}")
+    b.func_attrs.update(attrs)
 
 
 def annotate_pass_configs(configs: dict):

@@ -36,7 +36,7 @@ C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "
 MATH = {"exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
         "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "floor", "ceil", "round", "trunc", "erf",
         "nearbyint", "rint", "abs", "pow", "fmod", "atan2", "isnan", "isinf", "isfinite", "truncmod"}
-DEVICE_CALLS = {"tl.ldg32", "tl.stg32", "tl.lds32", "tl.sts32", "tl.ldg", "tl.stg", "tl.lds", "tl.sts",
+DEVICE_CALLS = {"tl.ldg_value", "tl.ldg32", "tl.stg32", "tl.lds32", "tl.sts32", "tl.ldg", "tl.stg", "tl.lds", "tl.sts",
                 "tl.rng_init", "tl.rng_rand", "tl.rng_rand_float", "tl.rng_lane", "tl.pdl_trigger", "tl.pdl_sync"}
 FAST = {"fast_exp": "exp", "fast_exp2": "exp2", "fast_log": "log", "fast_tanh": "tanh"}
 BIN_C = {"+": "+", "-": "-", "*": "*", "/": "/", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==",
@@ -203,6 +203,8 @@ class CodegenCPU:
             return f"tl::rng_{e.args[1].value}{suffix}({args[0]})"
         if n == "tl.rng_lane":
             return self.cur_lane
+        if n == "tl.ldg_value":   # one memory: a plain load
+            return f"({args[0]})"
         if n in ("tl.pdl_trigger", "tl.pdl_sync"):
             return "0"   # one launch at a time: nothing to overlap
         return f"tl::{n[3:]}({', '.join(args)})"

@@ -15,7 +15,7 @@ MEMORY_OPS = {
 _FLOAT_DRAWS = {("float32", "uniform"): "tl::rng_uniform", ("float64", "uniform"): "tl::rng_uniform_double",
                 ("float32", "normal"): "tl::rng_normal", ("float64", "normal"): "tl::rng_normal_double"}
 
-RANDOM_OPS = {"tl.rng_init", "tl.rng_rand", "tl.rng_rand_float", "tl.rng_lane", "tl.pdl_trigger", "tl.pdl_sync"}
+RANDOM_OPS = {"tl.ldg_value", "tl.rng_init", "tl.rng_rand", "tl.rng_rand_float", "tl.rng_lane", "tl.pdl_trigger", "tl.pdl_sync"}
 
 
 def device_call(name, args, dtype, p):
@@ -33,6 +33,8 @@ def device_call(name, args, dtype, p):
                 fn += "_conditional"
                 rest.append(pred)
         return f"{fn}({', '.join(p(a) for a in rest)})"
+    if name == "tl.ldg_value":   # through the read-only data cache
+        return f"__ldg(&({p(args[0])}))"
     if name == "tl.rng_init":
         return f"tl::rng_init({p(args[0])}, {', '.join(f'(unsigned long long)({p(a)})' for a in args[1:])})"
     if name == "tl.rng_rand":

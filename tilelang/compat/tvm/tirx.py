@@ -57,7 +57,8 @@ def Max(a, b) -> PrimExpr:  # noqa: N802
 
 
 def call_extern(dtype, func_name, *args) -> PrimExpr:
-    return call(func_name, list(args), as_dtype(dtype))
+    from tilelang.language.extern import call_extern as _call_extern
+    return _call_extern(dtype, func_name, *args)
 
 
 __all__ = ["PrimExpr", "Var", "IntImm", "FloatImm", "BufferLoad", "Call", "const", "reinterpret", "Cast", "Select",
