@@ -183,3 +183,36 @@ def test_gpu_matches_cpu(bits, n):
         xc, yc = x.cpu().numpy(), np.full(128, -1, np.float32)
         tilelang.compile(make(), target="cpu")(xc, yc)
         np.testing.assert_array_equal(y.cpu().numpy(), yc)
+
+
+def _ldg_kernel(dtype):
+    @T.prim_func
+    def main(x: T.Tensor((128,), dtype), y: T.Tensor((128,), dtype)):
+        with T.Kernel(128, threads=32) as pid:
+            y[pid] = T.__ldg(x[pid]) + T.cast(1.0, dtype)
+    return main
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_ldg_value_on_the_cpu(dtype):
+    import torch
+    k = tilelang.compile(_ldg_kernel(dtype), out_idx=[1], target="cpu")
+    x = torch.randn(128).to(getattr(torch, dtype))
+    assert torch.equal(k(x), x + 1)
+
+
+@needs_sass
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_ldg_value_reads_through_the_read_only_cache(dtype):
+    art = build(_ldg_kernel(dtype))
+    assert "__ldg(&(x[pid]))" in art.source
+    assert re.search(r"LDG\.E(\.U16)?\.CONSTANT", _sass(_ldg_kernel(dtype), "sm_90a"))
+
+
+def test_ldg_value_needs_a_global_element():
+    with pytest.raises(TileLangError, match="one element of a global tensor"):
+        @T.prim_func
+        def main(x: T.Tensor((128,), "float32")):
+            with T.Kernel(1, threads=32):
+                s = T.alloc_shared((128,), "float32")
+                x[0] = T.__ldg(s[0])

@@ -200,3 +200,19 @@ def test_dtype_call_without_value_is_a_fresh_variable():
     a, b = T.int32(), T.int32()
     assert isinstance(a, Var) and a is not b and a.dtype == "int32"
     assert (T.uint64() & T.uint64(0xFFFFFFFFFFFFFFFF)).dtype == "uint64"
+
+
+def test_func_attr_is_kept_and_void_extern_calls_are_statements():
+    from tilelang import tvm
+    @T.prim_func
+    def k(A: T.Tensor((4,), "float32")):
+        T.func_attr({"tir.noalias": True})
+        with T.Kernel(1, threads=1):
+            tvm.tirx.call_extern("void", "tl_test_noop")
+            A[0] = 1.0
+    assert k.attrs["tir.noalias"] is True
+    from tilelang.ir import stmt as S
+    from tilelang.ir.visitor import walk
+    calls = []
+    walk(k.body, lambda n: calls.append(n.value) if isinstance(n, S.Evaluate) else None)
+    assert [c.name for c in calls] == ["tl_test_noop"] and calls[0].dtype.name == "handle"
