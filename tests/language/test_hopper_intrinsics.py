@@ -206,3 +206,37 @@ def test_gpu_wgmma_ss_gemm(layout, dtype, N, init_once):
 def test_gpu_wgmma_rs_gemm(N, K):
     k = tilelang.compile(wgmma_rs_gemm(N=N, K=K), target="cuda")
     _check(k, N, K)
+
+
+def _bulk_group_kernel():
+    @T.prim_func
+    def main(A: T.Tensor((128, 128), "float16"), C: T.Tensor((128, 128), "float16")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((128, 128), "float16")
+            T.copy(A, S)
+            T.tma_copy(S, C)
+            T.tma_store_arrive()
+            T.tma_store_wait(read=True)
+            T.tma_store_wait(1)
+    return main
+
+
+@needs_sass
+def test_bulk_store_groups_commit_and_wait():
+    art = build(_bulk_group_kernel())
+    assert "tl::tma_store_arrive();" in art.source
+    assert "tl::tma_store_wait<0, true>();" in art.source and "tl::tma_store_wait<1, false>();" in art.source
+    ops = sass_ops(art)
+    assert ops["UTMACMDFLUSH"] == 1 and ops["DEPBAR"] == 2   # commit_group; one wait per T.tma_store_wait
+
+
+def test_bulk_store_groups_are_no_ops_on_the_cpu():
+    import torch
+    k = tilelang.compile(_bulk_group_kernel(), out_idx=[1], target="cpu")
+    a = torch.randn(128, 128).half()
+    assert torch.equal(k(a), a)
+
+
+def test_tma_store_wait_count_is_checked():
+    with pytest.raises(ValueError, match="n must be an int >= 0"):
+        T.tma_store_wait(-1)

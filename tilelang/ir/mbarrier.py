@@ -21,6 +21,8 @@ FENCE_PROXY_ASYNC = "tl.fence_proxy_async"       # ()
 NAMED_ARRIVE = "tl.named_barrier_arrive"         # (id, threads): bar.arrive
 CP_ASYNC_COMMIT = "tl.cp_async_commit"           # ()
 CP_ASYNC_WAIT = "tl.cp_async_wait"               # (n)
+BULK_COMMIT = "tl.bulk_commit_group"             # (): close this thread's bulk (TMA) store group
+BULK_WAIT = "tl.bulk_wait_group"                 # (n, read): until at most n groups are pending
 # thread-block clusters and the grid (language/cluster.py)
 ARRIVE_CLUSTER = "tl.mbarrier_arrive_cluster"    # (bar, cta_id): on that block's barrier
 CLUSTER_ARRIVE = "tl.cluster_arrive"             # ()
@@ -36,7 +38,8 @@ CLUSTER_CALLS = CLUSTER_BARRIER_CALLS | {ARRIVE_CLUSTER, BULK_COPY_CLUSTER, ARRI
 
 MBARRIER_CALLS = frozenset({ARRIVE, ARRIVE_EXPECT_TX, EXPECT_TX, WAIT_PARITY, CP_ASYNC_ARRIVE, INIT, ARRIVE_CLUSTER})
 EVERY_THREAD_CALLS = MBARRIER_CALLS | {FENCE_INIT, SET_MAX_NREG, FENCE_PROXY_ASYNC, NAMED_ARRIVE,
-                                       CP_ASYNC_COMMIT, CP_ASYNC_WAIT} | CLUSTER_CALLS | {SYNC_GRID}
+                                       CP_ASYNC_COMMIT, CP_ASYNC_WAIT, BULK_COMMIT, BULK_WAIT} | CLUSTER_CALLS | \
+    {SYNC_GRID}
 
 # hand-written wgmma / ldmatrix / mma.sync: collective over the warp(group)
 EVERY_THREAD_CALLS = EVERY_THREAD_CALLS | TENSOR_CORE_CALLS

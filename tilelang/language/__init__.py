@@ -50,7 +50,7 @@ from tilelang.language.compat import region, loop_break, atomic_load, atomic_sto
 int4 = DataType("int4")
 uint4 = DataType("uint4")
 from tilelang.language.sync import (ws, mbarrier_wait_parity, mbarrier_arrive, mbarrier_expect_tx,  # noqa: E402
-                                    barrier_arrive, barrier_wait, fence_proxy_async, cp_async_barrier_noinc,
+                                    barrier_arrive, barrier_wait, fence_proxy_async, tma_store_arrive, tma_store_wait, cp_async_barrier_noinc,
                                     mbarrier_arrive_expect_tx, ptx_arrive_barrier, ptx_arrive_barrier_expect_tx,
                                     ptx_cp_async_barrier, ptx_init_barrier_thread_count, ptx_fence_barrier_init,
                                     named_barrier_arrive, ptx_commit_group, ptx_wait_group)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from tilelang.frontend import builder as B
 from tilelang.ir import mbarrier as M
 from tilelang.ir.buffer import Buffer
-from tilelang.ir.errors import TileLangError
+from tilelang.ir.errors import TileLangError, located
 from tilelang.ir.expr import BufferLoad, IntImm
 from tilelang.language.math import _e as _value   # a T.alloc_var reads its value
 
@@ -141,6 +141,20 @@ def named_barrier_arrive(barrier_id, thread_count):
     """Arrive on the named barrier `barrier_id` of `thread_count` threads without waiting
     (`bar.arrive`); the waiting side uses `T.sync_threads(barrier_id, thread_count)`."""
     return M.call(M.NAMED_ARRIVE, _value(barrier_id), _value(thread_count))
+
+
+def tma_store_arrive():
+    """Close this thread's group of bulk (TMA) stores issued so far (`cp.async.bulk.commit_group`)."""
+    return M.call(M.BULK_COMMIT)
+
+
+def tma_store_wait(n=0, read=False):
+    """Wait until at most `n` of this thread's bulk store groups are pending; with
+    `read=True` only until their shared-memory sources have been read (so the tile may be
+    overwritten), not until the global writes are visible."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise located(ValueError, f"T.tma_store_wait: n must be an int >= 0, got {n!r}")
+    return M.call(M.BULK_WAIT, IntImm(n), IntImm(int(bool(read))))
 
 
 def ptx_commit_group():

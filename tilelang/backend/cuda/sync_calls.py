@@ -53,6 +53,10 @@ def sync_call(cg, v) -> str:
         return "tl::cp_async_commit();"
     if v.name == M.CP_ASYNC_WAIT:
         return f"tl::cp_async_wait<{E.const_int_value(a[0])}>();"
+    if v.name == M.BULK_COMMIT:
+        return "tl::tma_store_arrive();"
+    if v.name == M.BULK_WAIT:
+        return f"tl::tma_store_wait<{E.const_int_value(a[0])}, {'true' if E.const_int_value(a[1]) else 'false'}>();"
     if v.name == M.ARRIVE_CLUSTER:
         return ("tl::fence_proxy_async(); " if fence else "") + f"tl::mbar_arrive_cluster({bar()}, {cg.expr(a[1])});"
     if v.name == M.ARRIVE_CLUSTER_ONE:   # after a block barrier: one arrival for the block

@@ -37,6 +37,25 @@ template <int N> TL_DEVICE void cp_async_now(void* smem, const void* gmem, bool 
 
 // generic-proxy shared-memory writes (st.shared, cp.async) become visible to the
 // async proxy (wgmma operand reads); each writing thread runs it before the barrier
+// Bulk (TMA) stores complete in groups: close this thread's group, wait until at most N
+// groups are pending (with Read, until their shared sources have been read).
+TL_DEVICE void tma_store_arrive() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#endif
+}
+
+template <int N, bool Read>
+TL_DEVICE void tma_store_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (Read) {
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+  } else {
+    asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+  }
+#endif
+}
+
 TL_DEVICE void fence_proxy_async() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
