@@ -24,6 +24,16 @@ def test_outputs_follow_the_callers_array_type(add):
     torch.testing.assert_close(out, 2 * t)
 
 
+def test_outputs_without_array_inputs_are_torch_tensors():
+    @T.prim_func
+    def iota(A: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=4):
+            for i in T.Parallel(4):
+                A[i] = i
+    out = tilelang.compile(iota, out_idx=[0], target="cpu")()
+    assert isinstance(out, torch.Tensor) and out.tolist() == [0, 1, 2, 3]
+
+
 def test_outputs_may_be_passed_in(add):
     a = np.ones(300, "float32")
     c = np.zeros(300, "float32")

@@ -41,6 +41,15 @@ def device_type(x) -> str:
     return "cpu"
 
 
+def torch_if_available():
+    """A CPU torch tensor to allocate outputs like, or None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch.empty(0)
+
+
 def empty(shape, dtype, like=None, device="cpu"):
     """An uninitialised array: torch when `like` is a torch tensor (or torch is the
     only way to reach the device), numpy otherwise. 4-bit element types come packed two

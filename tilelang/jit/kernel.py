@@ -428,6 +428,8 @@ class JITKernel:
         if self._needs_binder or self._outputs_need_env:
             self._bind(full, dyn)
         outs = []
+        if like is None and not want_cuda and self.out_idx and not any(arrays.is_array(a) for a in args):
+            like = arrays.torch_if_available()   # no arrays given: torch tensors, as the published package
         for i in self.out_idx:
             p = self.params[i]
             o = arrays.empty(self._out_shape(p, dyn), p.dtype, like=like, device="cuda" if want_cuda else "cpu")
