@@ -10,7 +10,9 @@ import sys
 from tilelang.compat import tvm
 
 _MODULES = {"tvm": tvm, "tvm.tirx": tvm.tirx, "tvm.tir": tvm.tirx, "tvm.target": tvm.target,
-            "tvm.transform": tvm.transform, "tvm.error": tvm.error}
+            "tvm.transform": tvm.transform, "tvm.error": tvm.error, "tvm.tirx.expr": tvm.tirx.expr,
+            "tvm.tir.expr": tvm.tirx.expr, "tvm.script": tvm.script, "tvm.script.ir_builder": tvm.script.ir_builder,
+            "tvm.script.ir_builder.base": tvm.script.base}
 
 
 def install_tvm_alias() -> bool:

@@ -15,6 +15,11 @@ from tilelang.ir.expr import convert, cast, literal, PrimExpr
 
 _tls = threading.local()
 
+
+class Frame:
+    """A scope of the kernel being built: what `with` (T.Kernel) or `for` (T.serial,
+    T.Parallel, ...) enters. The published API calls these IR-builder frames."""
+
 # code objects compiled from user kernels (rewritten): their frames give spans
 USER_CODES: set = set()
 _positions_cache: dict = {}

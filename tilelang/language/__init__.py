@@ -39,6 +39,7 @@ from tilelang.language.misc import (print, device_assert, assume, let, func_attr
 
 float = float32  # noqa: A001 - `T.float` is float32 as in the published API
 half = float16
+double = float64
 float8_e4m3 = float8_e4m3fn
 tfloat32 = DataType("tfloat32")
 

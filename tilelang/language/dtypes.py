@@ -20,6 +20,21 @@ float8_e4m3fnuz, float8_e5m2fnuz = DataType("float8_e4m3fnuz"), DataType("float8
 tfloat32 = DataType("tfloat32")
 
 
+def _names():
+    """Every dtype name `T.<name>` resolves to: the short C-style names, each element type
+    and its vectors of 2 to 64 lanes."""
+    from tilelang.ir.dtypes import _TABLE, _ALIASES
+    short = [n for n in ("bool", "short", "int", "uint", "long", "half", "float", "double") if n in _ALIASES or
+             n in _TABLE]
+    scalars = [n for n in _TABLE if n != "handle"]
+    vectors = [f"{n}x{k}" for n in scalars if _TABLE[n][0] in ("int", "uint", "float", "bfloat", "float8")
+               and _TABLE[n][1] >= 8 for k in (2, 4, 8, 16, 32, 64)]
+    return short + scalars + vectors
+
+
+_all_dtypes = _names()
+
+
 def _torch_names():
     """torch dtype -> canonical name, for the torch dtypes we have a DataType for."""
     try:

@@ -7,7 +7,7 @@ from tilelang.ir.expr import Var, convert, PrimExpr
 from tilelang.ir.errors import TileLangError, located
 
 
-class KernelFrame:
+class KernelFrame(B.Frame):
     def __init__(self, *grid, threads=128, prelude=None, cluster_dims=None, is_cpu=False, **kwargs):
         if not grid:   # `T.Kernel(threads=n)`: one block
             grid = (1,)

@@ -11,7 +11,7 @@ from tilelang.ir.errors import TileLangError
 from tilelang.arith.simplify import simplify
 
 
-class LoopFrame:
+class LoopFrame(B.Frame):
     def __init__(self, kind, mins, extents, step=None, annotations=None):
         self.kind = kind
         self.mins = [convert(m) for m in mins]

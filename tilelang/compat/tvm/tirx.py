@@ -61,5 +61,41 @@ def call_extern(dtype, func_name, *args) -> PrimExpr:
     return _call_extern(dtype, func_name, *args)
 
 
-__all__ = ["PrimExpr", "Var", "IntImm", "FloatImm", "BufferLoad", "Call", "const", "reinterpret", "Cast", "Select",
+def And(a, b) -> PrimExpr:  # noqa: N802
+    from tilelang.language.math import And as _and
+    return _and(a, b)
+
+
+def Or(a, b) -> PrimExpr:  # noqa: N802
+    from tilelang.language.math import Or as _or
+    return _or(a, b)
+
+
+def Not(a) -> PrimExpr:  # noqa: N802
+    from tilelang.language.math import Not as _not
+    return _not(a)
+
+
+def all(*conds) -> PrimExpr:  # noqa: A001 - TVM's name
+    """The conjunction of `conds` (TVM's `tirx.all`)."""
+    out = conds[0]
+    for c in conds[1:]:
+        out = And(out, c)
+    return out
+
+
+def any(*conds) -> PrimExpr:  # noqa: A001
+    out = conds[0]
+    for c in conds[1:]:
+        out = Or(out, c)
+    return out
+
+
+# `tvm.tirx.expr`: the expression classes and constructors, as TVM's submodule names them
+import types as _types  # noqa: E402
+expr = _types.ModuleType("tvm.tirx.expr")
+for _n in ("PrimExpr", "Var", "IntImm", "FloatImm", "BufferLoad", "Call", "And", "Or", "Not", "Cast", "Select"):
+    setattr(expr, _n, globals()[_n])
+
+__all__ = ["And", "Or", "Not", "all", "any", "expr", "PrimExpr", "Var", "IntImm", "FloatImm", "BufferLoad", "Call", "const", "reinterpret", "Cast", "Select",
            "Min", "Max", "call_extern"]
