@@ -126,7 +126,7 @@ def parse_junit(path, file_rel, rules):
                 break
         na = not_applicable(rules, nodeid)
         row = {"test": nodeid, "status": status}
-        if na and status != "passed":
+        if na and status in ("failed", "error"):   # a skipped test stays skipped
             row["status"] = "not applicable"
             row["reason"] = na
         elif status in ("failed", "error"):
