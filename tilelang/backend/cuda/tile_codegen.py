@@ -101,6 +101,8 @@ def _chunk_loop(cg, L, mode, cv, body, regs, lays):
     if vec is not None:
         for e0 in range(0, L.V, W):
             _emit_vector_copy(cg, vec, jv, j0 if e0 == 0 else f"({j0} + {e0})", c, L, W, e0)
+    elif _register_cast(body, L, lays) is not None:
+        _emit_register_cast(cg, body, jv, j0, c, L, mode, lays)
     else:
         e = cg.names.new(object(), "tl_e", True)
         hoisted = _hoist_shared_loads(cg, body, cv, jv, j0, L, e)
@@ -123,6 +125,44 @@ def _chunk_loop(cg, L, mode, cv, body, regs, lays):
         cg.w("}")
     cg.indent -= 1
     cg.w("}")
+
+
+def _register_cast(body, L, lays):
+    """(store, load) when the body converts one register-tile element into another tile of
+    the same layout (`B_local[i] = T.cast(A_local[i], ...)`) and the pair has a two-lane
+    conversion (vector_cast.py); the chunk's V elements are consecutive in both."""
+    from tilelang.backend.cuda.vector_cast import can_pair
+    if L.V % 2 or not isinstance(body, S.BufferStore) or not isinstance(body.value, E.Cast):
+        return None
+    load = body.value.value
+    if not isinstance(load, E.BufferLoad) or not can_pair(load.buffer.dtype, body.buffer.dtype):
+        return None
+    ls, ld = lays.get(id(body.buffer)), lays.get(id(load.buffer))
+    if ls is None or ld is None or isinstance(ls, Scalar) or type(ls) is not type(ld):
+        return None
+    if [id(i) for i in body.indices] != [id(i) for i in load.indices] or \
+            not all(isinstance(i, E.Var) for i in body.indices):
+        return None
+    return body, load
+
+
+def _emit_register_cast(cg, body, jv, j0, c, L, mode, lays):
+    """The chunk's V elements two at a time (vector_cast.py)."""
+    from tilelang.backend.cuda.vector_cast import pair_cast
+    store, load = _register_cast(body, L, lays)
+    cg.names.by_id[id(jv)] = j0
+
+    def elem(buf, e):
+        lay = lays[id(buf)]
+        slot = f"{c} * {L.V} + {e}"
+        cg.acc_index[id(buf)] = _slot(L, lay, slot) if mode == "tile" else slot
+        ref = cg.access(E.BufferLoad(buf, store.indices))
+        del cg.acc_index[id(buf)]
+        return ref
+    for e in range(0, L.V, 2):
+        p = cg.names.new(object(), "tl_p", True)
+        cg.w("{ " + pair_cast(load.buffer.dtype, store.buffer.dtype, elem(load.buffer, e), elem(load.buffer, e + 1),
+                              elem(store.buffer, e), elem(store.buffer, e + 1), p) + " }")
 
 
 def _hoist_shared_loads(cg, body, cv, jv, j0, L, e):

@@ -69,18 +69,40 @@ def match_copy(body):
     return guard, body, val, sel
 
 
+def match_cast_copy(body):
+    """(guard | None, dst BufferStore, src BufferLoad) when the body is one element
+    conversion `dst[...] = T.cast(src[...], dst.dtype)` that vector_cast.py pairs."""
+    from tilelang.backend.cuda.vector_cast import can_pair
+    guard = None
+    if isinstance(body, S.IfThenElse) and body.else_body is None:
+        guard, body = body.cond, body.then_body
+    if not isinstance(body, S.BufferStore) or not isinstance(body.value, E.Cast):
+        return None
+    load = body.value.value
+    if not isinstance(load, E.BufferLoad) or body.value.dtype is not body.buffer.dtype or \
+            not can_pair(load.buffer.dtype, body.buffer.dtype):
+        return None
+    return guard, body, load
+
+
 def vector_width(cg, vars_, mins, exts, body):
     """The number of elements per vector (>= 2) for this nest, or None."""
     m = match_copy(body)
-    if m is None or not vars_:
+    if m is not None:
+        guard, store, load, sel = m
+    else:
+        m = match_cast_copy(body)
+        if m is None:
+            return None
+        (guard, store, load), sel = m, None
+    if not vars_:
         return None
-    guard, store, load, sel = m
     v = vars_[-1]
     ext = E.const_int_value(exts[-1])
     if ext is None or E.const_int_value(mins[-1]) != 0:
         return None
-    item = store.buffer.dtype.itemsize
-    if store.buffer.dtype.bits < 8:
+    item = max(store.buffer.dtype.itemsize, load.buffer.dtype.itemsize)
+    if store.buffer.dtype.bits < 8 or load.buffer.dtype.bits < 8:
         return None
     for V in (16 // item, 8 // item, 4 // item, 2 // item):
         if V < 2 or ext % V:
@@ -98,7 +120,7 @@ def vector_width(cg, vars_, mins, exts, body):
             if any(E.const_int_value(s) is None or E.const_int_value(s) % V for s in strides[:-1]):
                 ok = False
                 break
-            if not _mult_except(idx[-1], v, V):
+            if not _mult_except(idx[-1], v, V) or V * buf.dtype.itemsize not in VEC_TYPES:
                 ok = False
                 break
         if ok and all(c is None or _cond_ok(c, v, V) for c in (guard, sel)):
@@ -107,6 +129,8 @@ def vector_width(cg, vars_, mins, exts, body):
 
 
 def emit_vector_copy(cg, body, V):
+    if match_copy(body) is None:
+        return _emit_vector_cast(cg, body, V)
     guard, store, load, sel = match_copy(body)
     nbytes = V * store.buffer.dtype.itemsize
     vt, zero = VEC_TYPES[nbytes]
@@ -127,3 +151,31 @@ def emit_vector_copy(cg, body, V):
         src = f"({cg.expr(sel)} ? {src} : {zero})"
     line = f"*reinterpret_cast<{vt}*>(&{cg.access(store)}) = {src};"
     cg.w(f"if ({cg.expr(guard)}) {{ {line} }}" if guard is not None else line)
+
+
+def _emit_vector_cast(cg, body, V):
+    """One vector load of V source elements, V / 2 paired conversions, one vector store."""
+    from tilelang.backend.cuda.codegen_expr import ctype
+    from tilelang.backend.cuda.vector_cast import pair_cast
+    guard, store, load = match_cast_copy(body)
+    st, dt = load.buffer.dtype, store.buffer.dtype
+    (vs, _), (vd, _) = VEC_TYPES[V * st.itemsize], VEC_TYPES[V * dt.itemsize]
+    for buf in (store.buffer, load.buffer):
+        if buf.scope == "global":
+            cg.aligned[buf.name] = max(cg.aligned.get(buf.name, 1), V * buf.dtype.itemsize)
+    a, d = cg.names.new(object(), "tl_cs", True), cg.names.new(object(), "tl_cd", True)
+    src = lambda k: f"reinterpret_cast<const {ctype(st)}*>(&{a})[{k}]"  # noqa: E731
+    dst = lambda k: f"reinterpret_cast<{ctype(dt)}*>(&{d})[{k}]"  # noqa: E731
+    lines = [f"const {vs} {a} = *reinterpret_cast<const {vs}*>(&{cg.access(load)});", f"{vd} {d};"]
+    for k in range(0, V, 2):
+        p = cg.names.new(object(), "tl_p", True)
+        lines.append("{ " + pair_cast(st, dt, src(k), src(k + 1), dst(k), dst(k + 1), p) + " }")
+    lines.append(f"*reinterpret_cast<{vd}*>(&{cg.access(store)}) = {d};")
+    if guard is not None:
+        cg.w(f"if ({cg.expr(guard)}) {{")
+        cg.indent += 1
+    for ln in lines:
+        cg.w(ln)
+    if guard is not None:
+        cg.indent -= 1
+        cg.w("}")

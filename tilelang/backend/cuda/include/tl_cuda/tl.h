@@ -14,3 +14,4 @@
 #include "cluster.h"
 #include "tensor_core_ptx.h"
 #include "subbyte.h"
+#include "cast.h"
