@@ -6,6 +6,7 @@ import torch
 
 import tilelang
 import tilelang.language as T
+from tilelang.ir.errors import TileLangError
 
 
 @pytest.mark.parametrize("kind", ["add", "max", "min"])
@@ -129,13 +130,14 @@ def test_atomic_addx4_and_x2_add_consecutive_elements():
     np.testing.assert_allclose(c[1], v.sum(0), rtol=1e-5)
 
 
-def test_atomic_addx4_return_prev_is_rejected():
-    from tilelang.ir.errors import TileLangError
-    with pytest.raises(TileLangError, match="not supported"):
-        @T.prim_func
-        def k(C: T.Tensor((4,), "float32")):
-            with T.Kernel(1) as bx:
-                T.atomic_addx4(C[0], 1.0, return_prev=True)
+def test_atomic_addx4_return_prev_discarded_still_adds():
+    @T.prim_func
+    def k(C: T.Tensor((4,), "float32")):
+        with T.Kernel(1) as bx:
+            T.atomic_addx4(C[0], 1.0, return_prev=True)
+    c = torch.zeros(4)
+    tilelang.compile(k, target="cpu")(c)
+    assert c.tolist() == [1.0] * 4
 
 
 def test_bitwise_atomics_cpu_and_cuda_source():
@@ -213,3 +215,36 @@ def test_atomic_load_store_and_their_memory_orders():
             def k2(A: T.Tensor((4,), "int32")):
                 with T.Kernel(1):
                     T.atomic_store(A[0], 1, memory_order=bad_store)
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("form", ["slice", "let", "ramp", "x4", "element"])
+def test_vector_atomic_add_returns_each_lanes_previous_value(target, form):
+    n = 4 if form == "x4" else 2
+
+    @T.prim_func
+    def k(Dst: T.Tensor((n,), "float32"), Val: T.Tensor((n,), "float32"), Prev: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=64):
+            if form == "slice":
+                Prev[0:2] = T.atomic_addx2(Dst[0:2], Val[0:2], return_prev=True)
+            elif form == "let":
+                dst = Dst[0:2]
+                Prev[0:2] = T.atomic_addx2(dst, Val[0:2], return_prev=True)
+            elif form == "ramp":
+                Prev[0:2] = T.atomic_addx2(Dst[T.Ramp(0, 1, 2)], Val[T.Ramp(0, 1, 2)], return_prev=True)
+            elif form == "x4":
+                Prev[0:4] = T.atomic_addx4(Dst[0:4], Val[0:4], return_prev=True)
+            else:
+                Prev[0:2] = T.atomic_addx2(Dst[0], Val[0], return_prev=True)
+
+    kern = tilelang.compile(k, target=target)
+    d = torch.arange(n, dtype=torch.float32, device=target) + 1
+    p = torch.zeros(n, device=target)
+    kern(d, torch.full((n,), 10.0, device=target), p)
+    assert p.tolist() == [float(i + 1) for i in range(n)]
+    assert d.tolist() == [float(i + 11) for i in range(n)]   # one add per lane, not one per thread
+
+
+def test_ramp_with_a_stride_is_a_clear_error():
+    with pytest.raises(TileLangError, match="only stride 1"):
+        T.Ramp(0, 2, 4)

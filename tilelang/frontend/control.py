@@ -202,6 +202,17 @@ class Helpers:
                 B.current() is not None:
             old[0] = value
             return old
+        if isinstance(value, PrimExpr) and B.current() is not None:
+            from tilelang.transform.broadcast_block_effects import has_effect
+            if has_effect(value):
+                # `old = T.atomic_add(..., return_prev=True)`: the effect happens here, once;
+                # the name reads the value it returned (not a second atomic at each use)
+                name = (B.source_names("assign") or ["value"])[0]
+                tmp = Buffer(name, (1,), value.dtype, "local.var")
+                b = B.current()
+                b.emit(S.DeclBuffer(tmp))
+                b.emit(S.BufferStore(tmp, value, [IntImm(0)]))
+                return tmp.load()
         return value
 
     @staticmethod

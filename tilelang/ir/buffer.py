@@ -90,6 +90,7 @@ class Buffer:
     def _indices(self, key):
         if not isinstance(key, tuple):
             key = (key,)
+        key = tuple(k.as_slice() if isinstance(k, Ramp) else k for k in key)
         if any(k is Ellipsis for k in key):
             i = key.index(Ellipsis)
             fill = self.ndim - (len(key) - 1)
@@ -228,6 +229,24 @@ class BufferData:
 
     def __repr__(self):
         return f"{self.buffer.name}.data"
+
+
+class Ramp:
+    """TVM's `T.Ramp(base, stride, lanes)` as an index: the `lanes` elements base,
+    base + stride, ...; as a buffer index, the region `base:base + lanes` (stride 1)."""
+
+    def __init__(self, base, stride, lanes):
+        if const_int_value(convert(stride)) != 1:
+            from tilelang.ir.errors import TileLangError
+            raise TileLangError(f"T.Ramp(base, {stride}, {lanes}): only stride 1 indexes a buffer here",
+                                hint="index a region instead, e.g. A[i:i + n]")
+        if const_int_value(convert(lanes)) is None:
+            from tilelang.ir.errors import TileLangError
+            raise TileLangError(f"T.Ramp: lanes must be a constant, got {lanes!r}")
+        self.base, self.stride, self.lanes = convert(base), convert(stride), const_int_value(convert(lanes))
+
+    def as_slice(self):
+        return slice(self.base, self.base + self.lanes)
 
 
 class BufferRegion:

@@ -4,6 +4,7 @@ from tilelang.ir.dtypes import DataType as dtype, DataType
 from tilelang.ir.dtypes import (bool_ as bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64,  # noqa: A004
                                 float16, bfloat16, float32, float64, float8_e4m3fn, float8_e5m2)
 from tilelang.ir.expr import Var, PrimExpr
+from tilelang.ir.buffer import Ramp
 from tilelang.frontend.prim_func import prim_func
 from tilelang.language.proxy import (Tensor, Buffer_ as Buffer, StridedTensor, dyn, dynamic, symbolic, const,
                                      empty, ptr, handle, match_buffer)

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from tilelang.frontend import builder as B
+from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, BufferRegion, to_region
-from tilelang.ir.expr import BufferLoad, convert, cast, const_int_value, literal, PrimExpr
+from tilelang.ir.expr import BufferLoad, IntImm, convert, cast, const_int_value, literal, PrimExpr
 from tilelang.ir.errors import TileLangError, ShapeMismatchError, located
 from tilelang.ir.tile_ops import atomic_call
 
@@ -107,11 +108,49 @@ def _atomic_add_vector(n, dst, value, return_prev, memory_order=None):
     """`T.atomic_addx{n}(C[i, j], V[k, l])`: C[i, j + t] += V[k, l + t] for t < n (a
     scalar value is added to each of the n elements)."""
     if return_prev:
-        raise TileLangError(f"T.atomic_addx{n}(..., return_prev=True) is not supported",
-                            hint=f"use T.atomic_add on each of the {n} elements")
+        return _vector_return_prev(n, dst, value, memory_order)
     if not isinstance(dst, BufferLoad):
         raise TileLangError(f"T.atomic_addx{n} takes the first destination element, e.g. C[i, j]")
     return _atomic("add", _lanes(dst, n, "destination"), _lanes(value, n, "value"), memory_order=memory_order)
+
+
+def _lane_elements(x, n, what):
+    """The n elements `x` names: `A[i, j]` (the first of n consecutive ones) or a region
+    `A[i, j:j + n]`; a scalar value stands for all n."""
+    if isinstance(x, Buffer) and x.is_var():
+        x = x.load()
+    if isinstance(x, BufferLoad):
+        x = _lanes(x, n, what)
+    if isinstance(x, BufferRegion):
+        sizes = [const_int_value(e) for e in x.extents]
+        if sizes[-1] != n or any(s != 1 for s in sizes[:-1]):
+            raise ShapeMismatchError(f"T.atomic_addx{n}: the {what} must be {n} consecutive elements, "
+                                     f"got a region of shape {tuple(sizes)}")
+        base = list(x.starts)
+        return [BufferLoad(x.buffer, base[:-1] + [base[-1] + t]) for t in range(n)]
+    if isinstance(x, (int, float, PrimExpr)):
+        return [x] * n
+    raise TileLangError(f"T.atomic_addx{n}: the {what} must be a buffer element or region, got {x!r}")
+
+
+def _vector_return_prev(n, dst, value, memory_order):
+    """`prev = T.atomic_addx{n}(C[i, j:j+n], V[...], return_prev=True)`: each lane's atomic add,
+    their previous values in a local tile of n elements (read it as `prev[0:n]` or store it
+    to a region: `P[i, j:j+n] = T.atomic_addx{n}(...)`)."""
+    b = B.require(f"T.atomic_addx{n}")
+    memory_order = memory_order_arg(memory_order, what=f"atomic_addx{n}")
+    ds = _lane_elements(dst, n, "destination")
+    if not isinstance(ds[0], BufferLoad):
+        raise TileLangError(f"T.atomic_addx{n}: the destination must be a buffer element or region")
+    vs = _lane_elements(value, n, "value")
+    dt = ds[0].dtype
+    prev = Buffer(B.source_names("assign")[0] if B.source_names("assign") else f"atomic_addx{n}_prev",
+                  (n,), dt, "local")
+    b.emit(S.DeclBuffer(prev))
+    for t, (d, v) in enumerate(zip(ds, vs)):
+        v = literal(v, dt) if isinstance(v, (int, float)) else cast(convert(v), dt)
+        b.emit(S.BufferStore(prev, atomic_call("add", d, v, memory_order), [IntImm(t)]))
+    return BufferRegion(prev, [(IntImm(0), IntImm(n))])
 
 
 def atomic_addx2(dst, value, return_prev=False, memory_order=None):

@@ -14,11 +14,12 @@ from tilelang.transform.lower_reducers import lower_reducers
 from tilelang.transform.sink_address_tensors import sink_address_tensors
 from tilelang.transform.rasterize_blocks import rasterize_blocks
 from tilelang.transform.lower_gemm_sp import lower_gemm_sp
+from tilelang.transform.broadcast_block_effects import broadcast_block_effects
 
 KEEP_TILE_OPS = (TO.Gemm, TO.Reduce, TO.FinalizeReducer, TMA_COPY)
 
 PASSES = [lower_gemm_sp, implicit_kernel, sink_address_tensors, lower_reducers, rasterize_blocks, lower_tile_ops, simplify, widen_indices,
-          legalize_safe_memory_access, simplify]
+          legalize_safe_memory_access, simplify, broadcast_block_effects]
 
 
 def lower(func, target, ctx=None):
