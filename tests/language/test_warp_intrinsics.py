@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+import torch
+
 import tilelang
 import tilelang.language as T
 from tests.backend.cuda.conftest import needs_nvrtc, needs_sass
@@ -104,3 +106,17 @@ def test_index_to_coordinates_on_cpu():
     o = np.zeros(3, np.int32)
     kern(o)
     assert list(o) == list(np.unravel_index(23, (2, 3, 4)))
+
+
+def test_warp_info_defaults_and_two_dimensional_blocks():
+    @T.prim_func
+    def k(L: T.Tensor((4, 32), "int32"), W: T.Tensor((4, 32), "int32"), G: T.Tensor((4, 32), "int32")):
+        with T.Kernel(1, threads=[32, 4]):
+            tx, ty = T.get_thread_bindings()[:2]
+            L[ty, tx] = T.get_lane_idx(None)
+            W[ty, tx] = T.get_warp_idx_sync(16)
+            G[ty, tx] = T.get_warp_group_idx(None, 2)
+    out = [torch.zeros(4, 32, dtype=torch.int32) for _ in range(3)]
+    tilelang.compile(k, target="cpu")(*out)
+    lin = torch.arange(128, dtype=torch.int32).reshape(4, 32)
+    assert torch.equal(out[0], lin % 32) and torch.equal(out[1], lin // 16) and torch.equal(out[2], lin // 64)

@@ -172,23 +172,46 @@ def use_swizzle(panel_size: int = 10, order: str = "row", enable: bool = True):
         f.annotations["swizzle"] = (panel_size, order)
 
 
-def get_lane_idx(warp_size: int = 32):
-    """The thread's lane within its warp (GPU backends)."""
-    return get_thread_binding(0) % warp_size
+def _linear_thread():
+    """The thread's index in its block, x fastest (what warps are cut from)."""
+    f = _frame()
+    idx, stride = None, 1
+    for v, n in zip(f.thread_vars, f.threads):
+        term = v if stride == 1 else v * stride
+        idx = term if idx is None else idx + term
+        stride = stride * n
+    return idx
 
 
-def get_warp_idx(warp_size: int = 32):
-    return get_thread_binding(0) // warp_size
+def _warp(warp_size):
+    if warp_size is None:
+        return 32
+    if isinstance(warp_size, bool) or not isinstance(warp_size, int) or warp_size <= 0:
+        raise located(ValueError, f"warp_size must be a positive int, got {warp_size!r}")
+    return warp_size
 
 
-def get_warp_idx_sync(warp_size: int = 32):
+def get_lane_idx(warp_size: int | None = None):
+    """The thread's lane within its warp (32 lanes unless `warp_size` says otherwise)."""
+    return _linear_thread() % _warp(warp_size)
+
+
+def get_warp_idx(warp_size: int | None = None):
+    return _linear_thread() // _warp(warp_size)
+
+
+def get_warp_idx_sync(warp_size: int | None = None):
     """The warp index (the published form makes it provably warp-uniform; ours is already
     computed as `thread // warp_size`)."""
     return get_warp_idx(warp_size)
 
 
-def get_warp_group_idx(warp_size: int = 32, warps_per_group: int = 4):
-    return get_thread_binding(0) // (warp_size * warps_per_group)
+def get_warp_group_idx(warp_size: int | None = None, warps_per_group: int | None = None):
+    if warps_per_group is None:
+        warps_per_group = 4
+    if isinstance(warps_per_group, bool) or not isinstance(warps_per_group, int) or warps_per_group <= 0:
+        raise located(ValueError, f"warps_per_group must be a positive int, got {warps_per_group!r}")
+    return _linear_thread() // (_warp(warp_size) * warps_per_group)
 
 
 _THREAD_TAGS = {"threadIdx.x": ("thread", 0), "threadIdx.y": ("thread", 1), "threadIdx.z": ("thread", 2),
