@@ -216,3 +216,29 @@ def test_ldg_value_needs_a_global_element():
             with T.Kernel(1, threads=32):
                 s = T.alloc_shared((128,), "float32")
                 x[0] = T.__ldg(s[0])
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("bits,lanes", [(64, 2), (128, 4)])
+def test_wide_load_reinterpreted_as_a_vector_type_stores_to_a_region(target, bits, lanes):
+    import torch
+    ldg = {64: T.ldg64, 128: T.ldg128}[bits]
+    vt = {2: T.float32x2, 4: T.float32x4}[lanes]
+
+    @T.prim_func
+    def k(X: T.Tensor((128,), "float32"), Y: T.Tensor((128,), "float32")):
+        with T.Kernel(128 // lanes, threads=32) as pid:
+            Y[pid * lanes:pid * lanes + lanes] = T.reinterpret(ldg(X[pid * lanes:pid * lanes + lanes]), vt)
+
+    x = torch.randn(128, device=target)
+    y = torch.zeros(128, device=target)
+    tilelang.compile(k, target=target)(x, y)
+    assert torch.equal(x, y)
+
+
+def test_reinterpret_of_a_tile_checks_the_bit_count():
+    with pytest.raises(TileLangError, match="holds 64 bits"):
+        @T.prim_func
+        def k(X: T.Tensor((128,), "float32"), Y: T.Tensor((128,), "float32")):
+            with T.Kernel(64, threads=32) as pid:
+                Y[pid * 4:pid * 4 + 4] = T.reinterpret(T.ldg64(X[pid * 2:pid * 2 + 2]), T.float32x4)

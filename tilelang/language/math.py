@@ -5,9 +5,10 @@ from __future__ import annotations
 import math as _m
 
 from tilelang.ir.expr import (PrimExpr, convert, call, cast as _cast, select, minimum, maximum, binop,
-                              FloatImm, IntImm, const, Call, as_bool)
+                              FloatImm, IntImm, const, Call, as_bool, const_int_value)
 from tilelang.ir.dtypes import as_dtype, DataType, float32
-from tilelang.ir.buffer import Buffer
+from tilelang.ir.buffer import Buffer, BufferRegion
+from tilelang.ir.errors import TileLangError
 
 
 def _e(x):
@@ -163,7 +164,31 @@ def reinterpret(value_or_dtype, dtype_or_value=None, dtype=None):
         dtype, value = value_or_dtype, dtype_or_value
     else:
         value, dtype = value_or_dtype, dtype_or_value
-    return call("reinterpret", [_e(value)], as_dtype(dtype))
+    dt = as_dtype(dtype)
+    if isinstance(value, (Buffer, BufferRegion)) and not (isinstance(value, Buffer) and value.is_var()):
+        return _reinterpret_tile(value, dt)
+    return call("reinterpret", [_e(value)], dt)
+
+
+def _reinterpret_tile(value, dt):
+    """`T.reinterpret(T.ldg64(X[i:i+2]), T.float32x2)`: the bits of a small tile (what the
+    wide loads return) read as `lanes` elements of the vector type's element type -- a
+    view of the same registers, to store into a region: `Y[i:i+2] = ...`."""
+    from tilelang.language.alloc import view
+    buf = value if isinstance(value, Buffer) else value.buffer
+    if isinstance(value, BufferRegion) and any(const_int_value(s) != 0 for s in value.starts):
+        raise TileLangError("T.reinterpret of a region needs the whole tile", hint=f"pass `{buf.name}` itself")
+    sizes = [const_int_value(d) for d in buf.shape]
+    if None in sizes:
+        raise TileLangError(f"T.reinterpret: `{buf.name}` needs a constant shape")
+    nbits = buf.dtype.bits
+    for n in sizes:
+        nbits *= n
+    elem, lanes = dt.element, dt.lanes
+    if nbits != lanes * elem.bits:
+        raise TileLangError(f"T.reinterpret: `{buf.name}` holds {nbits} bits, {dt} has {lanes * elem.bits}")
+    v = view(buf, (lanes,), elem)
+    return v[0:lanes]
 
 
 def infinity(dtype="float32"):
