@@ -8,7 +8,7 @@ from tilelang.ir.buffer import Ramp
 from tilelang.frontend.prim_func import prim_func
 from tilelang.language.proxy import (Tensor, Buffer_ as Buffer, StridedTensor, dyn, dynamic, symbolic, const,
                                      empty, ptr, handle, match_buffer)
-from tilelang.language.kernel import (Kernel, launch_thread, get_thread_binding, get_thread_bindings, get_block_binding,
+from tilelang.language.kernel import (Kernel, CUDASourceCodeKernel, launch_thread, get_thread_binding, get_thread_bindings, get_block_binding,
                                       get_block_bindings, get_thread_extent, use_swizzle, get_lane_idx,
                                       get_warp_idx, get_warp_group_idx, get_warp_idx_sync,
                                       get_thread_extents, get_block_extent, get_block_extents,

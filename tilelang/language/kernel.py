@@ -103,6 +103,40 @@ def _frame():
     return b.kernel_frames[-1]
 
 
+def CUDASourceCodeKernel(*grid, threads=128, source_code_or_path, entry_name="main_kernel"):  # noqa: N802
+    """A launch of CUDA source you wrote: the `__global__` function `entry_name` of
+    `source_code_or_path` (the text, or the path of a .cu file) runs on this grid with
+    `threads` threads a block, called with the kernel's tensors, then its integer scalars
+    and dynamic dimensions, then its float scalars (the parameter order of our kernels)."""
+    import os
+    import re
+    if isinstance(source_code_or_path, os.PathLike) or (
+            isinstance(source_code_or_path, str) and "\n" not in source_code_or_path
+            and os.path.isfile(os.path.expanduser(source_code_or_path))):
+        with open(os.path.expanduser(os.fspath(source_code_or_path)), encoding="utf-8") as f:
+            source = f.read()
+    elif isinstance(source_code_or_path, str):
+        source = source_code_or_path
+    else:
+        raise located(TypeError, f"T.CUDASourceCodeKernel: source_code_or_path must be CUDA source text or a "
+                                 f"path, got {type(source_code_or_path).__name__}")
+    if not isinstance(entry_name, str) or not entry_name.strip():
+        raise located(ValueError, "T.CUDASourceCodeKernel: entry_name must be a non-empty string")
+    entries = re.findall(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\([^)]*\)\s*)?(?:void\s+)?(\w+)\s*\(",
+                         source)
+    if entry_name not in entries:
+        raise located(ValueError, f"T.CUDASourceCodeKernel: no __global__ function `{entry_name}` in the source. "
+                                  f"Available entries: {', '.join(entries) or 'none'}")
+    if not re.search(r'extern\s+"C"[^;{}]*\b' + re.escape(entry_name) + r"\s*\(", source):
+        raise located(ValueError, f"T.CUDASourceCodeKernel: declare `{entry_name}` extern \"C\" (its C++ name "
+                                  f"is mangled otherwise, and the launcher looks it up by name)")
+    frame = KernelFrame(*grid, threads=threads)
+    frame.annotations["cuda_source"] = source
+    frame.annotations["cuda_source_entry"] = entry_name
+    frame.__enter__()
+    frame.__exit__(None, None, None)
+
+
 def get_thread_binding(dim: int = 0):
     return _frame().thread_vars[dim]
 

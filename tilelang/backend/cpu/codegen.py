@@ -435,6 +435,9 @@ class CodegenCPU:
     s_Copy = s_Fill = s_Reduce = s_CumSum = s_Atomic = _tile_op
 
     def s_KernelLaunch(self, k):
+        if "cuda_source" in k.annotations:
+            raise LoweringError(f"T.CUDASourceCodeKernel runs CUDA source (`{k.annotations['cuda_source_entry']}`); "
+                                f"the CPU backend cannot run it", span=k.span, hint="compile for a CUDA target")
         cl = k.annotations.get("cluster_dims")
         if cl:
             raise LoweringError(f"thread-block clusters (cluster_dims={tuple(cl)}) run on the CUDA backend (sm_90); "

@@ -85,6 +85,14 @@ def generate(func, target, config=None):
     env = {id(v): f"ints[{k}]" for k, v in enumerate(ints + dyn)}
     kernels, sources = [], []
     for k, launch in enumerate(launches):
+        if "cuda_source" in launch.annotations:   # T.CUDASourceCodeKernel: the user's own source
+            m = {"entry": launch.annotations["cuda_source_entry"], "grid": launch.grid,
+                 "threads": [E.const_int_value(E.convert(t)) for t in launch.threads] + [1] * (3 - len(launch.threads)),
+                 "smem": 0, "aligned": {}, "cluster": None, "cooperative": False, "pdl": False, "tmaps": []}
+            m["grid"] = [py_expr(g, env) for g in m["grid"]] + ["1"] * (3 - len(m["grid"]))
+            kernels.append(m)
+            sources.append(launch.annotations["cuda_source"].strip() + "\n")
+            continue
         entry = f"{func.name}_kernel" if len(launches) == 1 else f"{func.name}_kernel_{k}"
         kc = KernelCodegen(launch, entry, target, params, _scoped(names), config, {id(b) for b in bufs})
         src, m = kc.emit()
