@@ -35,3 +35,13 @@ def test_hip_availability_is_false_without_rocm():
     if getattr(torch.version, "hip", None):
         pytest.skip("a ROCm build of torch")
     assert check_hip_availability() is False
+
+
+def test_torch_storage_dtypes():
+    import torch
+    from tilelang.language.dtypes import resolve_torch_storage_dtype
+    assert resolve_torch_storage_dtype(T.float16) == T.float16
+    assert resolve_torch_storage_dtype(T.int4) == T.int8
+    if hasattr(torch, "float4_e2m1fn_x2"):
+        assert T.float4_e2m1fn.as_torch() is torch.float4_e2m1fn_x2
+        assert resolve_torch_storage_dtype(T.float4_e2m1fn) == T.float4_e2m1fnx2

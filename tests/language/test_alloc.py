@@ -134,3 +134,13 @@ def test_alloc_global_inside_kernel_is_error():
                 ws = T.alloc_global((4,), "float32")
                 C[0] = ws[0]
         tilelang.compile(k, out_idx=[0], target="cpu")
+
+
+def test_alloc_var_rejects_an_initializer_its_dtype_cannot_hold():
+    import pytest
+    with pytest.raises(ValueError, match="exceeds maximum of float32"):
+        @T.prim_func
+        def k(A: T.Tensor((1,), "float32")):
+            with T.Kernel(1):
+                v = T.alloc_var(T.float32, init=1e300)
+                A[0] = v

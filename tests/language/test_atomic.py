@@ -248,3 +248,18 @@ def test_vector_atomic_add_returns_each_lanes_previous_value(target, form):
 def test_ramp_with_a_stride_is_a_clear_error():
     with pytest.raises(TileLangError, match="only stride 1"):
         T.Ramp(0, 2, 4)
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_vector_atomic_add_into_a_sliced_destination(target):
+    @T.prim_func
+    def k(idx: T.Tensor((8,), "int32"), val: T.Tensor((8, 4), "float32"), dst: T.Tensor((4, 4), "float32")):
+        with T.Kernel(1, threads=8):
+            for t in T.Parallel(8):
+                T.atomic_addx4(dst[idx[t], 0:4], val[t, 0:4])
+
+    idx = torch.tensor([0, 1, 2, 3, 0, 1, 2, 3], dtype=torch.int32, device=target)
+    val = torch.randn(8, 4, device=target)
+    dst = torch.zeros(4, 4, device=target)
+    tilelang.compile(k, target=target)(idx, val, dst)
+    torch.testing.assert_close(dst, val[:4] + val[4:])

@@ -196,6 +196,8 @@ def numpy_dtype(dt: DataType):
 def torch_dtype(dt: DataType):
     import torch
     dt = as_dtype(dt)
+    if dt.name in ("float4_e2m1fn", "float4_e2m1fnx2") and hasattr(torch, "float4_e2m1fn_x2"):
+        return torch.float4_e2m1fn_x2   # fp4 values live in torch two to a byte
     if dt.is_vector:
         raise TypeError(f"the vector type {dt} has no torch dtype (it is {dt.lanes} x {dt.element})")
     name = {"tfloat32": "float32"}.get(dt.name, dt.name)

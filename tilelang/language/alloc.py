@@ -63,6 +63,13 @@ def alloc_var(dtype="int32", *args, init=None, scope="local.var"):
     b = B.require("T.alloc_var")
     dtype = as_dtype(dtype)
     buf = Buffer(_name("var"), (1,), dtype, "local.var")
+    if isinstance(init, float) and dtype.is_float and dtype.bits in (16, 32) and init == init \
+            and abs(init) != float("inf"):
+        import numpy as np
+        from tilelang.ir.dtypes import numpy_dtype
+        big = float(np.finfo(numpy_dtype(dtype)).max)
+        if abs(init) > big:
+            raise located(ValueError, f"T.alloc_var: the initializer {init!r} exceeds maximum of {dtype} ({big:g})")
     if init is not None:
         buf.init = cast(convert(init), dtype) if isinstance(init, PrimExpr) else convert(
             dtype(init) if isinstance(init, (int, float, bool)) else init)

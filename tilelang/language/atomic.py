@@ -109,9 +109,15 @@ def _atomic_add_vector(n, dst, value, return_prev, memory_order=None):
     scalar value is added to each of the n elements)."""
     if return_prev:
         return _vector_return_prev(n, dst, value, memory_order)
-    if not isinstance(dst, BufferLoad):
-        raise TileLangError(f"T.atomic_addx{n} takes the first destination element, e.g. C[i, j]")
-    return _atomic("add", _lanes(dst, n, "destination"), _lanes(value, n, "value"), memory_order=memory_order)
+    if isinstance(dst, BufferRegion):   # `C[i, j:j + n]`
+        _lane_elements(dst, n, "destination")   # checks it is n consecutive elements
+    elif not isinstance(dst, BufferLoad):
+        raise TileLangError(f"T.atomic_addx{n} takes the first destination element or {n} of them, "
+                            f"e.g. C[i, j] or C[i, j:j + {n}]")
+    if isinstance(value, BufferRegion):
+        _lane_elements(value, n, "value")
+    d = dst if isinstance(dst, BufferRegion) else _lanes(dst, n, "destination")
+    return _atomic("add", d, _lanes(value, n, "value"), memory_order=memory_order)
 
 
 def _lane_elements(x, n, what):

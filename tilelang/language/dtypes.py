@@ -53,3 +53,15 @@ def _torch_names():
 
 _TORCH_DTYPE_TO_STR = _torch_names()
 _STR_TO_TORCH_DTYPE = {v: k for k, v in _TORCH_DTYPE_TO_STR.items()}
+
+
+def resolve_torch_storage_dtype(dt):
+    """The dtype whose torch tensors hold `dt`'s values: itself, or for 4-bit types the
+    packed storage (torch's float4_e2m1fn_x2 for fp4 where torch has it, else int8)."""
+    dt = DataType(dt) if not isinstance(dt, DataType) else dt
+    if dt.name in ("float4_e2m1fn", "float4_e2m1fnx2"):
+        import torch
+        return DataType("float4_e2m1fnx2") if hasattr(torch, "float4_e2m1fn_x2") else DataType("int8")
+    if dt.bits < 8:
+        return DataType("int8")
+    return dt

@@ -88,12 +88,12 @@ def _scan(kind, src, dst, dim, reverse):
     b.emit(TO.CumSum(s, d, dim % nd, reverse, kind))
 
 
-def cumsum(src, dst=None, dim=0, reverse=False):
+def cumsum(src, dst=None, dim=0, reverse=False, annotations=None):
     """Inclusive running sum along `dim` (in place when `dst` is None)."""
     _scan("sum", src, dst, dim, reverse)
 
 
-def cummax(src, dst=None, dim=0, reverse=False):
+def cummax(src, dst=None, dim=0, reverse=False, annotations=None):
     """Inclusive running maximum along `dim` (in place when `dst` is None)."""
     _scan("max", src, dst, dim, reverse)
 
