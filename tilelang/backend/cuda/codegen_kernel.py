@@ -711,7 +711,7 @@ class KernelCodegen:
             else:
                 self.w(f"const {ct} {self.bind(vars_[k])} = ({rem}){scale}{off};")
         if V:
-            emit_vector_copy(self, body, V)
+            emit_vector_copy(self, body, V, vars_[-1])
         else:
             self.stmt(body, False)
         self.indent -= 1

@@ -103,6 +103,8 @@ def _chunk_loop(cg, L, mode, cv, body, regs, lays):
             _emit_vector_copy(cg, vec, jv, j0 if e0 == 0 else f"({j0} + {e0})", c, L, W, e0)
     elif _register_cast(body, L, lays) is not None:
         _emit_register_cast(cg, body, jv, j0, c, L, mode, lays)
+    elif _atomic_width(cg, body, jv, L):
+        _emit_register_atomic(cg, body, jv, j0, c, L, mode, regs, lays, _atomic_width(cg, body, jv, L))
     else:
         e = cg.names.new(object(), "tl_e", True)
         hoisted = _hoist_shared_loads(cg, body, cv, jv, j0, L, e)
@@ -163,6 +165,57 @@ def _emit_register_cast(cg, body, jv, j0, c, L, mode, lays):
         p = cg.names.new(object(), "tl_p", True)
         cg.w("{ " + pair_cast(load.buffer.dtype, store.buffer.dtype, elem(load.buffer, e), elem(load.buffer, e + 1),
                               elem(store.buffer, e), elem(store.buffer, e + 1), p) + " }")
+
+
+def _atomic_width(cg, body, jv, L):
+    """Elements per vector atomic add when the body adds one element of a register tile
+    (or any per-element value) into consecutive global elements along `jv` (0: none)."""
+    from tilelang.backend.cuda import vector_atomic
+    m = vector_atomic.match(body)
+    if m is None:
+        return 0
+    guard, call = m
+    dst = call.args[0]
+    W = vector_atomic.lanes(dst.buffer.dtype, cg.target.arch)
+    while W >= 2 and L.V % W:
+        W //= 2
+    if W < 2:
+        return 0
+    strides = cg.strides(dst.buffer)
+    if E.const_int_value(strides[-1]) != 1 or any(_has(i, jv) for i in dst.indices[:-1]):
+        return 0
+    if any(E.const_int_value(x) is None or E.const_int_value(x) % W for x in strides[:-1]):
+        return 0
+    if not _mult_except(dst.indices[-1], jv, W) or (guard is not None and not _cond_ok(guard, jv, W)):
+        return 0
+    return W
+
+
+def _emit_register_atomic(cg, body, jv, j0, c, L, mode, regs, lays, W):
+    """The chunk's V elements as V / W vector atomic adds (vector_atomic.py)."""
+    from tilelang.backend.cuda import vector_atomic
+    guard, call = vector_atomic.match(body)
+    if call.args[0].buffer.scope == "global":
+        name = call.args[0].buffer.name
+        cg.aligned[name] = max(cg.aligned.get(name, 1), W * call.args[0].buffer.dtype.itemsize)
+
+    def bind(e):
+        cg.names.by_id[id(jv)] = j0 if e == 0 else f"({j0} + {e})"
+        for b in regs:
+            lay = lays[id(b)]
+            if not isinstance(lay, Scalar):
+                slot = f"{c} * {L.V} + {e}"
+                cg.acc_index[id(b)] = _slot(L, lay, slot) if mode == "tile" else slot
+    for e0 in range(0, L.V, W):
+        values = []
+        for e in range(e0, e0 + W):
+            bind(e)
+            values.append(vector_atomic.element_value(cg, call))
+        bind(e0)
+        line = vector_atomic.call_line(cg, call, W, cg.access(call.args[0]), values)
+        cg.w(f"if ({cg.expr(guard)}) {{ {line} }}" if guard is not None else line)
+    for b in regs:
+        cg.acc_index.pop(id(b), None)
 
 
 def _hoist_shared_loads(cg, body, cv, jv, j0, L, e):

@@ -87,6 +87,9 @@ def match_cast_copy(body):
 
 def vector_width(cg, vars_, mins, exts, body):
     """The number of elements per vector (>= 2) for this nest, or None."""
+    from tilelang.backend.cuda import vector_atomic
+    if vector_atomic.match(body) is not None:
+        return _atomic_width(cg, vars_, mins, exts, body)
     m = match_copy(body)
     if m is not None:
         guard, store, load, sel = m
@@ -128,7 +131,48 @@ def vector_width(cg, vars_, mins, exts, body):
     return None
 
 
-def emit_vector_copy(cg, body, V):
+def _atomic_width(cg, vars_, mins, exts, body):
+    """Vector atomic adds (vector_atomic.py) over the innermost loop, or None."""
+    from tilelang.backend.cuda import vector_atomic
+    guard, call = vector_atomic.match(body)
+    dst = call.args[0]
+    if not vars_ or E.const_int_value(mins[-1]) != 0 or getattr(cg, "async_copy", False):
+        return None
+    v, ext = vars_[-1], E.const_int_value(exts[-1])
+    W = vector_atomic.lanes(dst.buffer.dtype, cg.target.arch)
+    while W >= 2 and (ext is None or ext % W):
+        W //= 2
+    if W < 2:
+        return None
+    strides = cg.strides(dst.buffer)
+    if E.const_int_value(strides[-1]) != 1 or any(_has(i, v) for i in dst.indices[:-1]):
+        return None
+    if any(E.const_int_value(x) is None or E.const_int_value(x) % W for x in strides[:-1]):
+        return None
+    if not _mult_except(dst.indices[-1], v, W) or (guard is not None and not _cond_ok(guard, v, W)):
+        return None
+    return W
+
+
+def _emit_vector_atomic(cg, body, V, v):
+    from tilelang.backend.cuda import vector_atomic
+    guard, call = vector_atomic.match(body)
+    dst = call.args[0]
+    cg.aligned[dst.buffer.name] = max(cg.aligned.get(dst.buffer.name, 1), V * dst.buffer.dtype.itemsize)
+    first = cg.names.by_id[id(v)]
+    values = []
+    for t in range(V):
+        cg.names.by_id[id(v)] = first if t == 0 else f"({first} + {t})"
+        values.append(vector_atomic.element_value(cg, call))
+    cg.names.by_id[id(v)] = first
+    line = vector_atomic.call_line(cg, call, V, cg.access(dst), values)
+    cg.w(f"if ({cg.expr(guard)}) {{ {line} }}" if guard is not None else line)
+
+
+def emit_vector_copy(cg, body, V, v=None):
+    from tilelang.backend.cuda import vector_atomic
+    if vector_atomic.match(body) is not None:
+        return _emit_vector_atomic(cg, body, V, v)
     if match_copy(body) is None:
         return _emit_vector_cast(cg, body, V)
     guard, store, load, sel = match_copy(body)

@@ -66,6 +66,50 @@ TL_ORDERED(atomic_and)
 TL_ORDERED(atomic_xor)
 #undef TL_ORDERED
 
+// Vector atomic adds (backend/cuda/vector_atomic.py): V consecutive elements, the first
+// V * sizeof(T)-aligned, in one instruction where the GPU has one (float2/float4 on sm_90,
+// half2, bfloat162), else one per element. Named as the published package names them.
+TL_DEVICE void AtomicAddx2(float* p, float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(p), make_float2(a, b));
+#else
+  atomicAdd(p, a);
+  atomicAdd(p + 1, b);
+#endif
+}
+TL_DEVICE void AtomicAddx4(float* p, float a, float b, float c, float d) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float4*>(p), make_float4(a, b, c, d));
+#else
+  AtomicAddx2(p, a, b);
+  AtomicAddx2(p + 2, c, d);
+#endif
+}
+TL_DEVICE void AtomicAddx2(half* p, half a, half b) {
+  atomicAdd(reinterpret_cast<half2*>(p), __halves2half2(a, b));
+}
+TL_DEVICE void AtomicAddx4(half* p, half a, half b, half c, half d) {
+  AtomicAddx2(p, a, b);
+  AtomicAddx2(p + 2, c, d);
+}
+TL_DEVICE void AtomicAddx2(bfloat16_t* p, bfloat16_t a, bfloat16_t b) {
+  atomicAdd(reinterpret_cast<__nv_bfloat162*>(p), __halves2bfloat162(a, b));
+}
+TL_DEVICE void AtomicAddx4(bfloat16_t* p, bfloat16_t a, bfloat16_t b, bfloat16_t c, bfloat16_t d) {
+  AtomicAddx2(p, a, b);
+  AtomicAddx2(p + 2, c, d);
+}
+template <int O, class T, class... V> TL_DEVICE void AtomicAddx2_ordered(T* p, V... v) {
+  order_before<O>();
+  AtomicAddx2(p, v...);
+  order_after<O>();
+}
+template <int O, class T, class... V> TL_DEVICE void AtomicAddx4_ordered(T* p, V... v) {
+  order_before<O>();
+  AtomicAddx4(p, v...);
+  order_after<O>();
+}
+
 // T.atomic_load / T.atomic_store: one aligned access the compiler may not cache or
 // reorder (volatile), with the order's fences
 template <int O, class T> TL_DEVICE T atomic_load(const T* p) {
