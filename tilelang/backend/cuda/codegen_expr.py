@@ -150,6 +150,10 @@ class ExprPrinter:
         if op in ("+", "-", "*", "<<") and dt.is_int and dt.bits < 32:
             # C computes narrow ints in int: wrap to the dtype's width as the IR means
             return f"(({ctype(dt)})({a} {op} {b}))"
+        if dt.is_float and dt.bits <= 8:
+            # fp8 / fp4 types have no C++ operators: compute in float, round once
+            out = f"((float)({a}) {op} (float)({b}))"
+            return out if op in ("<", "<=", ">", ">=", "==", "!=") else cast_str(DataType("float32"), dt, out)
         return f"({a} {op} {b})"
 
     def p_Not(self, e):

@@ -143,8 +143,8 @@ class KernelCodegen:
             if id(buf) not in self.acc_index:
                 raise NotImplementedError(f"register fragment `{buf.name}` accessed outside its layout")
             return f"{name}[{self.acc_index[id(buf)]}]"
-        if p is not None and p.kind == "var":
-            return f"{name}[0]"
+        if p is not None and p.kind == "var":   # a T.alloc_var: one scalar variable
+            return name
         if p is not None and p.kind == "view" and self._laid_out(buf.alias_of):
             return self._view_through_base(buf, idx)
         if is_packed(buf):   # a 4-bit element of a tensor: read out of its byte (stores: s_BufferStore)
@@ -298,7 +298,8 @@ class KernelCodegen:
             bp = self.placement(base)
             if bp is not None and bp.kind in ("acc", "row", "tile"):
                 raise NotImplementedError(f"a view of the register accumulator `{base.name}`")
-            self.w(f"{ct}* {name} = ({ct}*){self.buf_name(base)};")
+            addr = f"&{self.buf_name(base)}" if bp is not None and bp.kind == "var" else self.buf_name(base)
+            self.w(f"{ct}* {name} = ({ct}*)({addr});")
             return
         if p.kind == "pointer":   # T.make_tensor(address, ...): the tensor at that address
             t = "unsigned char" if is_packed(b) else ct
@@ -307,8 +308,10 @@ class KernelCodegen:
         if p.kind in ("acc", "row", "tile"):
             self.w(f"{ct} {name}[{p.acc.regs}];")
         elif p.kind == "var":
-            init = cast_str(b.init.dtype, b.dtype, self.expr(b.init)) if b.init is not None else "0"
-            self.w(f"{ct} {name}[1] = {{{init}}};")
+            if b.init is not None:
+                self.w(f"{ct} {name} = {cast_str(b.init.dtype, b.dtype, self.expr(b.init))};")
+            else:
+                self.w(f"{ct} {name}{{}};")   # value-initialised: zero for every element type
         elif p.kind == "local":
             n = 1
             for d in b.shape:
@@ -509,7 +512,7 @@ class KernelCodegen:
             for d in obj.shape:
                 n *= E.const_int_value(d) or 1
             name = self.buf_name(obj)
-            idx = f"{name}[0]" if p is not None and p.kind == "var" else f"{name}[tl_p]"
+            idx = name if p is not None and p.kind == "var" else f"{name}[tl_p]"
             self.w(f"{guard}for (int tl_p = 0; tl_p < {n}; ++tl_p) printf(\"{msg} {obj.name}[%d] = %f\\n\", "
                    f"tl_p, (double)(float)({idx}));")
             return
