@@ -97,3 +97,14 @@ def test_safe_value_runs_on_the_cpu():
     for pad in (7, -1):   # two kernels that differ only in the pad value: two cache entries
         ref = np.concatenate([np.full(4, pad, np.float32), a[:60]])
         np.testing.assert_array_equal(make(pad)(a), ref)
+
+
+def test_thread_indices_are_bounded_by_the_block():
+    @T.prim_func
+    def f(A: T.Tensor((128, 8), "float32"), B: T.Tensor((128, 8), "float32"), C: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding(0)
+            B[tx, 0] = A[tx, 1]
+            C[tx] = 1.0      # 128 threads, 64 elements: still guarded
+    text = _legal(f)
+    assert "B[tx, 0] = A[tx, 1]" in text and "if tx < 64:" in text

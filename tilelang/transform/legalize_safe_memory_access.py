@@ -105,10 +105,14 @@ class _Legalize(Mutator):
         for v, g in zip(n.block_vars, n.grid):
             b = bound(g, self.ranges)
             self.ranges[id(v)] = (0, b[1] - 1) if b is not None else (0, 2 ** 31 - 1)
+        for v, t in zip(n.thread_vars, n.threads):   # T.get_thread_binding(): 0 <= tx < threads
+            b = bound(t, self.ranges)
+            if b is not None:
+                self.ranges[id(v)] = (0, b[1] - 1)
         try:
             return super().generic_visit(n)
         finally:
-            for v in n.block_vars:
+            for v in list(n.block_vars) + list(n.thread_vars):
                 self.ranges.pop(id(v), None)
 
     def visit_IfThenElse(self, n):
