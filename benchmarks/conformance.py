@@ -72,7 +72,8 @@ _MISSING = re.compile(r"(AttributeError|ImportError|ModuleNotFoundError|NameErro
                       r"unexpected keyword argument|got an unexpected keyword|cannot import name")
 _WRONG = re.compile(r"Mismatched elements|not close|allclose|assert_close|Tensor-likes|"
                     r"elements differ|Max(imum)? (absolute|relative) difference|torch\.equal|"
-                    r"assert_similar|cosine similarity|mismatch", re.I)
+                    r"assert_similar|cosine similarity|mismatch|lost update|"
+                    r"got -?[0-9][0-9.e+-]*,? (but )?expected|expected -?[0-9][0-9.e+-]*,? (but )?got", re.I)
 _COMPILE = re.compile(r"CudaCompileError|NVRTC|nvrtc|CompileError|error: |ptxas")
 _OURS = re.compile(r"TileLangError|ShapeMismatchError|DTypeMismatchError|UnsupportedConstructError|"
                    r"UnknownNameError|ArgumentError|LoweringError|IndexArityError|NotImplementedError")

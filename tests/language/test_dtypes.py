@@ -186,3 +186,18 @@ def test_dtype_constructor_takes_torch_and_numpy_dtypes():
     assert T.dtype(torch.float16) == T.float16
     assert T.dtype(np.float32) == T.float32
     assert T.dtype(T.bfloat16) is T.bfloat16
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_infinity_in_fp8_e5m2_is_infinite(target):
+    # the conversion from float saturates (satfinite); the literal is e5m2's own infinity
+    import torch
+
+    @T.prim_func
+    def k(A: T.Tensor((3,), "float8_e5m2")):
+        with T.Kernel(1, threads=32):
+            A[0] = T.infinity("float8_e5m2")
+            A[1] = -T.infinity("float8_e5m2")
+            A[2] = T.cast(1e10, "float8_e5m2")
+    out = tilelang.compile(k, out_idx=-1, target=target)().float().cpu().tolist()
+    assert out == [float("inf"), float("-inf"), 57344.0]

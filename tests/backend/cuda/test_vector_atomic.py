@@ -61,3 +61,40 @@ def test_vector_atomic_adds_match_torch(dt, order):
     k(a, c)
     tol = 1e-5 if dt == "float32" else 2e-2
     torch.testing.assert_close(c.float(), ref, rtol=tol, atol=tol)
+
+
+def _broadcasts():
+    @T.prim_func
+    def k(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32"), O: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=128):
+            X = T.alloc_fragment((64, 64), "float32")
+            for i, j in T.Parallel(64, 64):
+                X[i, j] = A[i, 0]              # one element of each row, to every column
+            T.copy(X, B)
+            for i in T.Parallel(64):
+                T.atomic_add(O[0], A[i, 1])    # every element into one
+    return k
+
+
+@needs_sass
+def test_an_index_without_the_loop_variable_is_not_vectorized():
+    # before: X[i, j] = A[i, 0] read A[i, 0:4] as one vector, and 64 adds into O[0] became
+    # AtomicAddx4 into O[0:4] (the published test_atomic_add_contended: "lost updates")
+    kinds, _ = _sass_atomics_of(_broadcasts())
+    assert set(kinds) == {"F32"}
+
+
+def _sass_atomics_of(f):
+    from tilelang.backend.cuda.compiler import sass
+    text = sass(build(f).binary)
+    return re.findall(r"\b(?:RED|ATOM)G?\.E\.ADD\.([A-Z0-9x]+)", text), text
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_broadcast_reads_and_contended_atomics(target):
+    a = torch.randn(64, 64, device=target)
+    b = torch.zeros(64, 64, device=target)
+    o = torch.zeros(4, device=target)
+    tilelang.compile(_broadcasts(), target=target)(a, b, o)
+    torch.testing.assert_close(b, a[:, :1].expand(64, 64))
+    torch.testing.assert_close(o, torch.tensor([a[:, 1].sum().item(), 0, 0, 0], device=target), rtol=1e-5, atol=1e-4)

@@ -102,6 +102,8 @@ class CodegenCPU:
 
     def e_FloatImm(self, e):
         v = e.value
+        if math.isinf(v) and e.dtype.name == "float8_e5m2":   # a literal infinity, not a saturating conversion
+            return f"tl::float8_e5m2_t::from_bits({0x7C if v > 0 else 0xFC})"
         if math.isnan(v):
             lit = "NAN"
         elif math.isinf(v):

@@ -51,6 +51,8 @@ def is_lowp(dt) -> bool:
 
 
 def float_literal(v: float, dt) -> str:
+    if math.isinf(v) and dt.name == "float8_e5m2":   # a literal infinity, not a saturating conversion
+        return f"tl::fp8_e5m2_from_bits({0x7C if v > 0 else 0xFC})"
     if math.isnan(v):
         s = "tl::nan_f32()"
     elif math.isinf(v):

@@ -20,7 +20,7 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.backend.cuda.codegen_expr import ctype, cast_str
 from tilelang.backend.cuda.tile_layout import ThreadTile, TileRows, TileCols, Scalar
-from tilelang.backend.cuda.vectorize import VEC_TYPES, _has, _mult_except, _cond_ok
+from tilelang.backend.cuda.vectorize import VEC_TYPES, _has, _mult_except, _cond_ok, consecutive
 
 
 def emit_tile_loop(cg, vars_, mins, exts, body, regs):
@@ -186,7 +186,7 @@ def _atomic_width(cg, body, jv, L):
         return 0
     if any(E.const_int_value(x) is None or E.const_int_value(x) % W for x in strides[:-1]):
         return 0
-    if not _mult_except(dst.indices[-1], jv, W) or (guard is not None and not _cond_ok(guard, jv, W)):
+    if not consecutive(dst.indices[-1], jv, W) or (guard is not None and not _cond_ok(guard, jv, W)):
         return 0
     return W
 
@@ -303,7 +303,7 @@ def _vector_copy(cg, body, jv, V, lays):
         return None
     if any(E.const_int_value(s) is None or E.const_int_value(s) % V for s in strides[:-1]):
         return None
-    if not _mult_except(mem.indices[-1], jv, V):
+    if not consecutive(mem.indices[-1], jv, V):
         return None
     if not all(c is None or _cond_ok(c, jv, V) for c in (guard, sel)):
         return None

@@ -38,6 +38,12 @@ def _mult_except(e, v, V):
 
 
 
+def consecutive(e, v, V):
+    """Whether index `e` steps by one element with `v` and starts each vector of V on a
+    multiple of V: `e = v + (multiples of V)`. An index without `v` (a broadcast) is not."""
+    return _has(e, v) and _mult_except(e, v, V)
+
+
 def _cond_ok(c, v, V):
     for atom in E.conjuncts(c):
         if not _has(atom, v):
@@ -123,7 +129,7 @@ def vector_width(cg, vars_, mins, exts, body):
             if any(E.const_int_value(s) is None or E.const_int_value(s) % V for s in strides[:-1]):
                 ok = False
                 break
-            if not _mult_except(idx[-1], v, V) or V * buf.dtype.itemsize not in VEC_TYPES:
+            if not consecutive(idx[-1], v, V) or V * buf.dtype.itemsize not in VEC_TYPES:
                 ok = False
                 break
         if ok and all(c is None or _cond_ok(c, v, V) for c in (guard, sel)):
@@ -149,7 +155,7 @@ def _atomic_width(cg, vars_, mins, exts, body):
         return None
     if any(E.const_int_value(x) is None or E.const_int_value(x) % W for x in strides[:-1]):
         return None
-    if not _mult_except(dst.indices[-1], v, W) or (guard is not None and not _cond_ok(guard, v, W)):
+    if not consecutive(dst.indices[-1], v, W) or (guard is not None and not _cond_ok(guard, v, W)):
         return None
     return W
 

@@ -87,6 +87,12 @@ TL_DEVICE float sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }
 TL_DEVICE double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 TL_DEVICE float inf_f32() { return __int_as_float(0x7f800000); }
+// an fp8 e5m2 value from its bits (T.infinity: the conversion from float saturates)
+TL_DEVICE __nv_fp8_e5m2 fp8_e5m2_from_bits(unsigned char b) {
+  __nv_fp8_e5m2 r;
+  r.__x = b;
+  return r;
+}
 TL_DEVICE float nan_f32() { return __int_as_float(0x7fffffff); }
 
 // T.dp4a: *c += a[0]*b[0] + ... + a[3]*b[3] over int8 (one IDP4A). Byte loads: the
