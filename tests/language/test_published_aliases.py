@@ -205,7 +205,7 @@ def test_cuda_compiles(arch):
         build(f, arch)
     src = build(_pdl(), arch).source
     # every thread waits / triggers (not only thread 0, as block-level stores do)
-    assert "pdl_sync[0] = tl::pdl_sync();" in src and "pdl_trigger[0] = tl::pdl_trigger();" in src
+    assert "pdl_sync = tl::pdl_sync();" in src and "pdl_trigger = tl::pdl_trigger();" in src
     assert "if (tl_tid == 0) { pdl" not in src
 
 
