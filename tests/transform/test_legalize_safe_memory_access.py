@@ -108,3 +108,15 @@ def test_thread_indices_are_bounded_by_the_block():
             C[tx] = 1.0      # 128 threads, 64 elements: still guarded
     text = _legal(f)
     assert "B[tx, 0] = A[tx, 1]" in text and "if tx < 64:" in text
+
+
+def test_a_loop_variable_lies_within_its_symbolic_bounds():
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def f(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=1):
+            for j in T.serial(n):
+                B[j] = A[j] * 2.0
+    text = _legal(f)
+    assert "if " not in text and "if_then_else" not in text

@@ -96,6 +96,14 @@ class _Legalize(Mutator):
             step = E.const_int_value(n.step) if n.step is not None else 1
             if step is not None and step > 0:
                 self.ranges[id(n.var)] = (lo[0], lo[1] + (ext[1] - 1) * step)
+        step = E.const_int_value(n.step) if n.step is not None else 1
+        if step == 1:   # symbolic bounds too: min <= var < min + extent inside the loop
+            inside = E.binop("&&", E.binop(">=", n.var, n.min),
+                             E.binop("<", n.var, simplify(E.binop("+", n.min, n.extent))))
+            return self.with_facts(inside, lambda: self._visit_loop(n))
+        return self._visit_loop(n)
+
+    def _visit_loop(self, n):
         try:
             return super().generic_visit(n)
         finally:
