@@ -35,9 +35,39 @@ def test_outputs_without_array_inputs_are_torch_tensors():
 
 
 def test_outputs_may_be_passed_in(add):
+    # all parameters given: the outputs are checked like inputs, written and returned
     a = np.ones(300, "float32")
     c = np.zeros(300, "float32")
-    add(a, a, c)  # all parameters given: the out_idx ones are ignored
+    out = add(a, a, c)
+    assert out is c and (c == 2).all()
+    with pytest.raises(ArgumentError, match="argument `C`"):
+        add(a, a, "not a tensor")
+    with pytest.raises(ArgumentError, match="shape"):
+        add(a, a, np.zeros(299, "float32"))
+    c.setflags(write=False)
+    with pytest.raises(ArgumentError, match="read-only"):
+        add(a, a, c)
+
+
+def test_scalar_arguments_are_checked():
+    @T.prim_func
+    def k(A: T.Tensor((4,), "float32"), n: T.int32, x: T.float32):
+        with T.Kernel(1, threads=4):
+            for i in T.Parallel(4):
+                A[i] = n * 1.0 + x
+    kern = tilelang.compile(k, target="cpu")
+    a = torch.zeros(4)
+    for _ in range(2):   # the first call and the fast path after it
+        kern(a, 3, 0.5)
+        assert a.tolist() == [3.5] * 4
+        kern(a, torch.tensor(5), np.float32(0.25))   # 0-d tensors and numpy scalars
+        assert a.tolist() == [5.25] * 4
+        with pytest.raises(ArgumentError, match="`n` is an integer scalar .* got float 2.7"):
+            kern(a, 2.7, 0.0)
+        with pytest.raises(ArgumentError, match="does not fit int32"):
+            kern(a, 2 ** 32 + 3, 0.0)
+        with pytest.raises(ArgumentError, match="`x` is a float32 scalar, got NoneType"):
+            kern(a, 3, None)
 
 
 def test_wrong_arity_points_at_the_call(add):
@@ -106,3 +136,30 @@ def test_jit_factory_caches_per_arguments():
     k2 = make(64)
     k3 = make(65)
     assert k1 is k2 and k1 is not k3 and calls == [64, 65]
+
+
+def test_a_written_tensor_must_not_overlap_another_argument():
+    @T.prim_func
+    def rev(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=8):
+            for i in T.Parallel(8):
+                B[i] = A[7 - i]
+
+    @T.prim_func
+    def add(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32"), C: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=8):
+            for i in T.Parallel(8):
+                C[i] = A[i] + B[i]
+    k = tilelang.compile(rev, target="cpu")
+    a = torch.arange(8.0)
+    for _ in range(2):   # the first call and the fast path after it
+        k(a, torch.zeros(8))
+        with pytest.raises(ArgumentError, match="`A` and `B` share memory, and the kernel writes `B`"):
+            k(a, a)
+        big = torch.arange(16.0)
+        with pytest.raises(ArgumentError, match="share memory"):
+            k(big[:8], big[4:12])      # overlapping views
+        k(big[:8], big[8:])            # adjacent views do not overlap
+    c = torch.zeros(8)
+    tilelang.compile(add, target="cpu")(a, a, c)   # one tensor read through two parameters
+    assert c.tolist() == (2 * torch.arange(8.0)).tolist()

@@ -217,6 +217,7 @@ class JITKernel:
         return self._fast(args)
 
     _called = False
+    _written = None   # ids of the tensor parameters the kernel writes (jit/aliasing.py)
 
     @property
     def launcher(self):
@@ -231,7 +232,9 @@ class JITKernel:
     def _slow(self, args):
         n_in = len(self.in_idx)
         if len(args) == len(self.params) and self.out_idx:
-            args = [a for i, a in enumerate(args) if i not in self.out_idx]  # outputs passed too
+            # the outputs passed too: checked like inputs, written in place and returned
+            given = [args[i] for i in self.out_idx]
+            return self._call([a for i, a in enumerate(args) if i not in self.out_idx], given)
         if len(args) != n_in:
             names = [self.params[i].name for i in self.in_idx]
             raise ArgumentError(f"kernel `{self.prim_func.name}` takes {n_in} argument(s) ({', '.join(names)}), "
@@ -300,6 +303,19 @@ class JITKernel:
             lines.append(f"        if {' or '.join(conds)}: return slow(args)")
             for b in binds:
                 lines.append(f"        {b}")
+        # tensors the kernel writes must not overlap another tensor argument (jit/aliasing.py):
+        # contiguous here, so a tensor spans [data_ptr, data_ptr + numel * itemsize)
+        from tilelang.jit import aliasing
+        if self._written is None:
+            self._written = aliasing.written_params(self.prim_func)
+        tracked = [i for i in in_bufs if not getattr(params[i], "may_alias", False)]
+        pairs = [(i, j) for x, i in enumerate(tracked) for j in tracked[x + 1:]
+                 if id(params[i]) in self._written or id(params[j]) in self._written]
+        for i in sorted({k for pair in pairs for k in pair}):
+            lines.append(f"        p{i} = {names[i]}.data_ptr(); n{i} = {names[i]}.numel() * "
+                         f"{params[i].dtype.itemsize}")
+        for i, j in pairs:
+            lines.append(f"        if p{i} < p{j} + n{j} and p{j} < p{i} + n{i}: return slow(args)")
         lines.append("    except AttributeError:")
         lines.append("        return slow(args)")
         for i in self.in_idx:
@@ -310,7 +326,9 @@ class JITKernel:
             if p.dtype.is_float:
                 lines.append(f"    if type({s}) is not float and type({s}) is not int: return slow(args)")
             else:
-                lines.append(f"    if type({s}) is not int: return slow(args)")
+                bits = p.dtype.bits
+                lo, hi = (0, 2 ** bits - 1) if p.dtype.kind == "uint" else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+                lines.append(f"    if type({s}) is not int or not {lo} <= {s} <= {hi}: return slow(args)")
         for v in self.dyn_vars:
             if id(v) not in dyn_name:
                 return None
@@ -384,7 +402,7 @@ class JITKernel:
         self._want_cuda = self.target.kind != "cpu"
         return specs
 
-    def _call(self, args):
+    def _call(self, args, given_outputs=None):
         specs = getattr(self, "_specs", None) or self._fast_specs()
         full = [None] * len(self.params)
         dyn = {}
@@ -395,8 +413,8 @@ class JITKernel:
             if like is None and arrays.is_torch(a):   # outputs come back as the inputs' kind
                 like = a
             if spec is None:
-                if arrays.is_array(a) and p.dtype.name != "handle":
-                    raise ArgumentError(f"argument `{p.name}` is a scalar ({p.dtype}), got an array")
+                if p.dtype.name != "handle":
+                    full[i] = _scalar_arg(p, a)
                 continue
             tdt, ndt, ndim, static, dvars, need_contig = spec
             ok = False
@@ -430,9 +448,15 @@ class JITKernel:
         outs = []
         if like is None and not want_cuda and self.out_idx and not any(arrays.is_array(a) for a in args):
             like = arrays.torch_if_available()   # no arrays given: torch tensors, as the published package
-        for i in self.out_idx:
+        for k, i in enumerate(self.out_idx):
             p = self.params[i]
-            o = arrays.empty(self._out_shape(p, dyn), p.dtype, like=like, device="cuda" if want_cuda else "cpu")
+            if given_outputs is not None:
+                o = given_outputs[k]
+                self._check(i, p, o, dyn, None)
+                if isinstance(o, np.ndarray) and not o.flags.writeable:
+                    raise ArgumentError(f"output `{p.name}` is a read-only array", hint="pass a writeable array")
+            else:
+                o = arrays.empty(self._out_shape(p, dyn), p.dtype, like=like, device="cuda" if want_cuda else "cpu")
             full[i] = o
             outs.append(o)
         buffers, ints, floats = [], [], []
@@ -449,6 +473,11 @@ class JITKernel:
             ints.append(dyn[id(v)])
         if self.host_assumes:
             self._check_assumes(full, dyn)
+        if len(buffers) > 1:
+            from tilelang.jit import aliasing
+            if self._written is None:
+                self._written = aliasing.written_params(self.prim_func)
+            aliasing.check(self.params, full, self._written)
         self.launcher(buffers, ints, floats)
         if not outs:
             return None
@@ -535,6 +564,38 @@ class JITKernel:
     def export_sass(self, path):
         with open(path, "w") as f:
             f.write(self.get_sass())
+
+
+def _scalar_arg(p, a):
+    """A scalar argument as the Python number the launcher passes, checked: an integer
+    parameter takes integral values that fit its type (2.7 is not truncated, 2**32 + 3 does
+    not wrap), a float parameter any real number; anything else names the parameter."""
+    import numbers
+    if arrays.is_array(a):
+        if getattr(a, "ndim", None) == 0 or getattr(a, "shape", None) == ():
+            a = a.item()   # a 0-d array / tensor holds one number
+        else:
+            raise ArgumentError(f"argument `{p.name}` is a scalar ({p.dtype}), got an array of shape "
+                                f"{list(a.shape)}")
+    if p.dtype.is_float:
+        if isinstance(a, numbers.Real):
+            return float(a)
+        raise ArgumentError(f"argument `{p.name}` is a {p.dtype} scalar, got {type(a).__name__} {a!r}",
+                            hint="pass a Python int or float")
+    if isinstance(a, bool) or isinstance(a, numbers.Integral):
+        v = int(a)
+    elif isinstance(a, numbers.Real) and float(a).is_integer():
+        v = int(a)
+    else:
+        raise ArgumentError(f"argument `{p.name}` is an integer scalar ({p.dtype}), got {type(a).__name__} {a!r}",
+                            hint="pass an int (round it yourself if that is what you mean)")
+    bits = p.dtype.bits
+    lo, hi = (0, 2 ** bits - 1) if p.dtype.kind in ("uint", "bool") else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    if p.dtype.kind == "bool":
+        lo, hi = 0, 1
+    if not lo <= v <= hi:
+        raise ArgumentError(f"argument `{p.name}` = {v} does not fit {p.dtype} ({lo} .. {hi})")
+    return v
 
 
 def _has_torch_dtype(dt):
