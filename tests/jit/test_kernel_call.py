@@ -163,3 +163,15 @@ def test_a_written_tensor_must_not_overlap_another_argument():
     c = torch.zeros(8)
     tilelang.compile(add, target="cpu")(a, a, c)   # one tensor read through two parameters
     assert c.tolist() == (2 * torch.arange(8.0)).tolist()
+
+
+def test_arguments_by_name(add):
+    a, b = np.ones(300, "float32"), np.full(300, 2.0, "float32")
+    assert (add(B=b, A=a) == 3).all()
+    assert (add(a, B=b) == 3).all()
+    c = np.zeros(300, "float32")
+    assert add(A=a, B=b, C=c) is c and (c == 3).all()      # every output named: written in place
+    with pytest.raises(ArgumentError, match="no parameter `X`; its parameters are A, B, C"):
+        add(a, X=b)
+    with pytest.raises(ArgumentError, match="argument `B` is missing"):
+        add(A=a)

@@ -192,16 +192,39 @@ class JITKernel:
             out.append(cv)
         return out
 
-    def __call__(self, *args, stream=None):
+    def __call__(self, *args, stream=None, **kwargs):
         # `_fast` is, after the first call, a function generated for this signature
         # (see `_build_fast`); anything it does not accept goes to `_slow`, which
         # checks every argument and explains what is wrong.
         try:
+            if kwargs:
+                args = self._positional(args, kwargs)
             return self._fast(args)
         except TileLangError as e:
             if e.span is None:
                 e.span = _caller_span()
             raise e.with_traceback(None) from None
+
+    def _positional(self, args, kwargs):
+        """Arguments given by parameter name, in the kernel's order (the inputs; with every
+        output named too, the outputs as well)."""
+        names = [p.name for p in self.params]
+        unknown = [k for k in kwargs if k not in names]
+        if unknown:
+            raise ArgumentError(f"kernel `{self.prim_func.name}` has no parameter `{unknown[0]}`; its parameters "
+                                f"are {', '.join(names)}")
+        with_outputs = all(self.params[i].name in kwargs for i in self.out_idx) and self.out_idx
+        order = list(range(len(self.params))) if with_outputs else list(self.in_idx)
+        out = list(args)
+        for i in order[len(args):]:
+            n = self.params[i].name
+            if n not in kwargs:
+                raise ArgumentError(f"kernel `{self.prim_func.name}`: argument `{n}` is missing")
+            out.append(kwargs.pop(n))
+        if kwargs:
+            raise ArgumentError(f"kernel `{self.prim_func.name}`: `{next(iter(kwargs))}` is given twice or is "
+                                f"an output (name every output, or none)")
+        return tuple(out)
 
     def _fast(self, args):
         """Until the first successful call, and while torch is not imported, every call
