@@ -175,3 +175,13 @@ def test_arguments_by_name(add):
         add(a, X=b)
     with pytest.raises(ArgumentError, match="argument `B` is missing"):
         add(A=a)
+
+
+def test_a_read_only_array_the_kernel_writes_is_refused(add):
+    a = np.ones(300, "float32")
+    c = np.zeros(300, "float32")
+    a.setflags(write=False)
+    add(a, a)                        # read-only inputs are fine
+    c.setflags(write=False)
+    with pytest.raises(ArgumentError, match="read-only"):
+        add(a, a, c)

@@ -496,10 +496,14 @@ class JITKernel:
             ints.append(dyn[id(v)])
         if self.host_assumes:
             self._check_assumes(full, dyn)
+        from tilelang.jit import aliasing
+        if self._written is None:
+            self._written = aliasing.written_params(self.prim_func)
+        for p, a in zip(self.params, full):
+            if isinstance(a, np.ndarray) and not a.flags.writeable and id(p) in self._written:
+                raise ArgumentError(f"argument `{p.name}` is a read-only array, and the kernel writes it",
+                                    hint="pass a writeable copy (np.array(x))")
         if len(buffers) > 1:
-            from tilelang.jit import aliasing
-            if self._written is None:
-                self._written = aliasing.written_params(self.prim_func)
             aliasing.check(self.params, full, self._written)
         self.launcher(buffers, ints, floats)
         if not outs:
