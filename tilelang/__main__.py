@@ -33,7 +33,15 @@ def main(argv=None):
     ap.add_argument("--size", type=int, default=None, help="M = N = K (default: 4096 on GPU, 512 on CPU)")
     ap.add_argument("--target", default="auto")
     args = ap.parse_args(argv)
-    target = tilelang.determine_target(args.target)
+    try:
+        target = tilelang.determine_target(args.target)
+    except tilelang.TileLangError as e:
+        ap.error(f"--target {args.target}: {e.message}")
+    if target.kind == "cuda":
+        from tilelang.backend.registry import cuda_available
+        if not cuda_available():
+            ap.error(f"--target {args.target}: no CUDA GPU is visible on this machine (leave --target out "
+                     "to run on the CPU)")
     n = args.size or (4096 if target.kind == "cuda" else 512)
     t0 = time.perf_counter()
     # a tile configuration that suits each target (the GPU one was picked by the autotuner)

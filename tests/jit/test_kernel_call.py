@@ -185,3 +185,14 @@ def test_a_read_only_array_the_kernel_writes_is_refused(add):
     c.setflags(write=False)
     with pytest.raises(ArgumentError, match="read-only"):
         add(a, a, c)
+
+
+def test_wrong_shape_prints_the_shape_as_written():
+    @T.prim_func
+    def k(A: T.Tensor((256, 256), "float32")):
+        with T.Kernel(1, threads=32):
+            A[0, 0] = 1.0
+    kern = tilelang.compile(k, target="cpu")
+    with pytest.raises(ArgumentError, match=r"has shape \(256, 255\), the kernel expects \(256, 256\)") as e:
+        kern(np.ones((256, 255), "float32"))
+    assert "hint:" in str(e.value) and "'256'" not in str(e.value)

@@ -91,8 +91,8 @@ class AutoTuner:
             return self.jit_impl.get_tir(*self._args, **kw)
         pf = self.fn(*self._args, **kw)
         if not isinstance(pf, PrimFunc):
-            raise TypeError(f"`{getattr(self.fn, '__name__', self.fn)}` must return a @T.prim_func, returned "
-                            f"{type(pf).__name__}")
+            from tilelang.jit import not_a_prim_func
+            raise not_a_prim_func(self.fn, pf)
         return pf
 
     def _compile_kwargs(self, target, per_config_pass_configs):

@@ -33,7 +33,13 @@ def get_backend(kind):
     if kind not in _BACKENDS:
         mod = _KNOWN.get(kind)
         if mod is None:
-            raise ValueError(f"unknown target kind {kind!r}; known: {sorted(set(_KNOWN))}")
+            import difflib
+            from tilelang.ir.errors import located
+            known = sorted(set(_KNOWN))
+            close = difflib.get_close_matches(str(kind), known, n=1)
+            raise located(ValueError, f"unknown target kind {kind!r}; known: {known}",
+                          hint=f"did you mean {close[0]!r}?" if close else
+                          "use 'auto' (the GPU if present, else the CPU), 'cpu' or 'cuda'")
         importlib.import_module(mod)
     return _BACKENDS[_KNOWN.get(kind, kind).rsplit(".", 1)[-1]] if kind not in _BACKENDS else _BACKENDS[kind]
 
@@ -75,7 +81,8 @@ def parse_target(spec) -> Target:
     if isinstance(spec, Target):
         return spec
     if spec is None:
-        spec = os.environ.get("TILELANG_DEFAULT_TARGET", "auto")
+        env = os.environ.get("TILELANG_DEFAULT_TARGET", "auto")
+        return parse_target("auto") if env == "auto" else _from_environment(env)
     if isinstance(spec, dict):
         d = dict(spec)
         kind = d.pop("kind")
@@ -91,7 +98,7 @@ def parse_target(spec) -> Target:
             return parse_target(_target_stack[-1])
         env = os.environ.get("TILELANG_DEFAULT_TARGET")
         if env and env != "auto":
-            return parse_target(env)
+            return _from_environment(env)
         return parse_target("cuda" if cuda_available() else "cpu")
     parts = spec.split()
     kind = parts[0]
@@ -103,3 +110,14 @@ def parse_target(spec) -> Target:
             k, v = p[1:].split("=", 1)
             opts[k] = v
     return get_backend(kind).parse_target(kind, arch, opts)
+
+
+def _from_environment(spec):
+    """TILELANG_DEFAULT_TARGET, with the variable named in any error about it."""
+    from tilelang.ir.errors import TileLangError
+    try:
+        return parse_target(spec)
+    except (ValueError, TileLangError) as e:
+        raise TileLangError(f"TILELANG_DEFAULT_TARGET={spec!r} is not a target: {getattr(e, 'message', e)}",
+                            span=None, hint="set it to 'auto', 'cpu', 'cuda' or 'cuda -arch=sm_90a', "
+                                            "or unset it") from None

@@ -11,6 +11,7 @@ import textwrap
 
 from tilelang.arith.simplify import Simplifier, simplify
 from tilelang.frontend import builder as B
+from tilelang.frontend.loop_scope import check_loop_var_scope
 from tilelang.frontend.parser import rewritten_function, run_traced, raise_clean
 from tilelang.ir import stmt as S
 from tilelang.ir.buffer import Buffer
@@ -83,6 +84,7 @@ def trace_annotated(func, arguments, consts=None, annotated=None, is_array=None)
             if i < len(tensor_names):
                 raise TileLangError(f"`{params[i].name}` is an input; return only T.empty outputs")
         body = resolve_consts(params, body)
+        check_loop_var_scope(body)
         src = fn.__tl_source__
         f = PrimFunc(func.__name__, params, body, attrs=attrs, source=(src.file, src.text, src.first_line))
         return f, out_idx, tensor_names

@@ -29,6 +29,7 @@ class Builder:
     def __init__(self):
         self.stack: list[list] = [[]]
         self.kernel_depth = 0
+        self.parallel_depth = 0    # T.Parallel loops open around the current statement
         self.outputs = []          # eager mode: buffers returned by the body
         self.extra_params = []     # eager mode: T.empty outputs in creation order
         self.loop_kinds: list = []  # for break/continue: "ir" or "py"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tilelang.frontend import builder as B
 from tilelang.ir import stmt as S
+from tilelang.ir import expr as E
 from tilelang.ir.expr import PrimExpr, IntImm, FloatImm, as_bool, select, binop, Not, convert
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.errors import TileLangError, UnsupportedConstructError
@@ -202,14 +203,16 @@ class Helpers:
                 B.current() is not None:
             old[0] = value
             return old
-        if isinstance(value, PrimExpr) and B.current() is not None:
+        b = B.current()
+        if isinstance(value, PrimExpr) and b is not None:
             from tilelang.transform.broadcast_block_effects import has_effect
-            if has_effect(value):
-                # `old = T.atomic_add(..., return_prev=True)`: the effect happens here, once;
-                # the name reads the value it returned (not a second atomic at each use)
+            if has_effect(value) or (b.kernel_depth and not b.parallel_depth and _reads_memory(value)):
+                # The value is taken here, once: `old = T.atomic_add(..., return_prev=True)` must not
+                # run the atomic again at each use, and `v = S[tx + 1]` before a barrier (or a store
+                # to S) must not read S again after it. A kernel variable holds it. (Inside
+                # T.Parallel the name stays an alias: each iteration is one element's work.)
                 name = (B.source_names("assign") or ["value"])[0]
                 tmp = Buffer(name, (1,), value.dtype, "local.var")
-                b = B.current()
                 b.emit(S.DeclBuffer(tmp))
                 b.emit(S.BufferStore(tmp, value, [IntImm(0)]))
                 return tmp.load()
@@ -313,3 +316,11 @@ class _While:
 
 
 HELPERS = Helpers()
+
+
+def _reads_memory(e) -> bool:
+    """Whether evaluating `e` loads from a buffer (so its value depends on when it runs)."""
+    from tilelang.ir.visitor import walk
+    found = []
+    walk(e, lambda n: found.append(n) if isinstance(n, E.BufferLoad) else None)
+    return bool(found)

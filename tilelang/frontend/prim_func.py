@@ -4,6 +4,7 @@ from __future__ import annotations
 import inspect
 
 from tilelang.frontend import builder as B
+from tilelang.frontend.loop_scope import check_loop_var_scope
 from tilelang.frontend.parser import rewritten_function, run_traced, raise_clean
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.dtypes import DataType, as_dtype
@@ -54,6 +55,7 @@ def parse(func, name=None) -> PrimFunc:
             attrs = dict(b.func_attrs)
             outputs = list(b.extra_params)   # T.empty tensors: parameters after the declared ones
             params = [b.matched_params.get(id(p), p) for p in params]   # T.handle + T.match_buffer
+        check_loop_var_scope(body)
         src = fn.__tl_source__
         f = PrimFunc(name or func.__name__, params + outputs, body, attrs=attrs,
                      source=(src.file, src.text, src.first_line))

@@ -95,6 +95,11 @@ class Buffer:
             i = key.index(Ellipsis)
             fill = self.ndim - (len(key) - 1)
             key = key[:i] + (slice(None),) * fill + key[i + 1:]
+        for k in key:
+            for part in ((k.start, k.stop) if isinstance(k, slice) else (k,)):
+                if isinstance(part, float) or (isinstance(part, PrimExpr) and part.dtype.is_float):
+                    from tilelang.ir.errors import IndexTypeError
+                    raise IndexTypeError(self, part)
         return key
 
     def __getitem__(self, key):

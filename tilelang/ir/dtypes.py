@@ -69,7 +69,8 @@ class DataType(str):
             head, _, n = name.rpartition("x")
             head = _ALIASES.get(head, head)
             if head not in _TABLE or not n.isdigit() or int(n) < 2:
-                raise ValueError(f"unknown dtype {name!r}")
+                from tilelang.ir.errors import UnknownDTypeError
+                raise UnknownDTypeError(name, list(_TABLE) + list(_ALIASES))
             base, lanes = head, int(n)
             name = f"{head}x{lanes}"
             obj = cls._interned.get(name)

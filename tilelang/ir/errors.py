@@ -95,6 +95,23 @@ class RuntimeValueAsPythonBool(TileLangError):
                  "or T.if_then_else(cond, a, b) in an expression")
 
 
+class UnknownDTypeError(TileLangError, ValueError):
+    def __init__(self, name, known):
+        import difflib
+        from tilelang.ir.span import caller_span
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        hint = (f"did you mean {' or '.join(repr(c) for c in close)}?" if close else
+                "dtypes are names such as 'float16', 'bfloat16', 'float32', 'int8', 'float8_e4m3', "
+                "or T.float16 ...")
+        super().__init__(f"unknown dtype {name!r}", current_span() or caller_span(), hint)
+
+
+class IndexTypeError(TileLangError, TypeError):
+    def __init__(self, buf, index):
+        super().__init__(f"buffer `{buf.name}` is indexed with the float {index!r}; indices are integers",
+                         hint="compute the index with integer arithmetic (// instead of /), or T.cast(x, 'int32')")
+
+
 class IndexArityError(TileLangError, IndexError):
     def __init__(self, buf, n):
         super().__init__(f"buffer `{buf.name}` has {buf.ndim} dimension(s) but is indexed with {n}",

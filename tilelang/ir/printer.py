@@ -256,15 +256,18 @@ class Printer:
     def stmt_for(self, s, ind):
         # re-fold nested parallel loops into one T.Parallel(...)
         if s.kind == S.PARALLEL:
+            # a loop not starting at 0 prints its range as (start, stop)
             vars_, exts, cur = [], [], s
-            while isinstance(cur, S.For) and cur.kind == S.PARALLEL and _is_zero(cur.min):
+            while isinstance(cur, S.For) and cur.kind == S.PARALLEL:
                 vars_.append(cur.var)
-                exts.append(cur.extent)
+                if _is_zero(cur.min):
+                    exts.append(self.expr(cur.extent))
+                else:
+                    from tilelang.arith.simplify import simplify
+                    exts.append(f"({self.expr(cur.min)}, {self.expr(simplify(E.BinOp('+', cur.min, cur.extent)))})")
                 cur = cur.body
-                if len(vars_) > 0 and not (isinstance(cur, S.For) and cur.kind == S.PARALLEL):
-                    break
             names = ", ".join(self.var(v) for v in vars_)
-            self.emit(f"for {names} in T.Parallel({', '.join(self.expr(e) for e in exts)}):", ind)
+            self.emit(f"for {names} in T.Parallel({', '.join(exts)}):", ind)
             self.body(cur, ind + 1)
             return
         rng = self.expr(s.extent) if _is_zero(s.min) else \

@@ -26,3 +26,17 @@ def set_span_provider(fn):
 
 def current_span() -> Span | None:
     return _provider() if _provider is not None else None
+
+
+def caller_span() -> Span | None:
+    """The span of the innermost frame outside this package: the user's line that called
+    into tilelang (for errors raised outside a kernel body, e.g. in a signature)."""
+    import os
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    f = sys._getframe(1)
+    while f is not None:
+        if not os.path.abspath(f.f_code.co_filename).startswith(root + os.sep):
+            return Span(f.f_code.co_filename, f.f_lineno, 0, None)
+        f = f.f_back
+    return None

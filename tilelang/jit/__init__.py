@@ -25,6 +25,20 @@ def par_compile(funcs, out_idx=None, target="auto", num_workers=None, **kwargs):
     return [compile(f, out_idx=out_idx, target=target, **kwargs) for f in funcs]
 
 
+
+def not_a_prim_func(fn, got):
+    """The error for a kernel factory that returned something other than a prim_func,
+    located at the factory's `def` line."""
+    from tilelang.ir.errors import located
+    from tilelang.ir.span import Span
+    code = getattr(fn, "__code__", None)
+    span = Span(code.co_filename, code.co_firstlineno, 0, None) if code is not None else None
+    name = getattr(fn, "__name__", repr(fn))
+    hint = ("the factory has no `return`: end it with `return <the @T.prim_func it defines>`"
+            if got is None else "return the @T.prim_func defined in the factory")
+    return located(TypeError, f"`{name}` must return a @T.prim_func, returned {type(got).__name__}",
+                   span=span, hint=hint)
+
 class JITImpl:
     """A factory decorated with `@tilelang.jit`: calling it with Python values builds
     the PrimFunc and compiles it once per distinct set of arguments."""
@@ -46,8 +60,7 @@ class JITImpl:
     def get_tir(self, *args, **kwargs):
         pf = self.func(*args, **kwargs)
         if not isinstance(pf, PrimFunc):
-            raise TileLangError(f"`{self.func.__name__}` must return a @T.prim_func, returned "
-                                f"{type(pf).__name__}")
+            raise not_a_prim_func(self.func, pf)
         return pf
 
     def compile(self, *args, **kwargs):

@@ -118,9 +118,17 @@ class Binder:
                                        if id(v) in env})) if isinstance(e, PrimExpr) else e
         packed = f" (in {p.dtype} elements, two per byte)" if pack_factor(p.dtype) > 1 else ""
         if kind == "shape":
-            raise ArgumentError(f"argument `{p.name}` has shape {list(shape)}{packed}, the kernel expects "
-                                f"{[str(s) for s in p.shape]} (dimension {d}: {got} != {want})", span)
-        raise ArgumentError(f"argument `{p.name}` has strides {list(strides)}{packed}, the kernel expects "
-                            f"{[str(s) for s in p.strides]} (stride {d}: {got} != {want})", span,
+            raise ArgumentError(f"argument `{p.name}` has shape {tuple(shape)}{packed}, the kernel expects "
+                                f"{shape_text(p.shape)} (dimension {d}: {got} != {want})", span,
+                                hint="pass a tensor of that shape, or build the kernel for this one (a "
+                                     "T.dynamic / T.symbolic dimension accepts any size)")
+        raise ArgumentError(f"argument `{p.name}` has strides {tuple(strides)}{packed}, the kernel expects "
+                            f"{shape_text(p.strides)} (stride {d}: {got} != {want})", span,
                             hint="pass a tensor with that layout (e.g. .contiguous()) or declare the stride "
                                  "as a variable")
+
+
+def shape_text(shape) -> str:
+    """A parameter's shape (or strides) as the user wrote it: (256, 256), (M, 128)."""
+    dims = [str(const_int_value(d)) if const_int_value(d) is not None else str(d) for d in shape]
+    return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"

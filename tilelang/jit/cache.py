@@ -3,9 +3,16 @@ Redis server shared between hosts (`cache_remote.py`).
 
 Keys hash the IR's structural form, the target, pass configs, compile flags, the
 backend's toolchain identity and our version. Every entry on disk or on the server
-is framed as MAGIC + digest + pickled payload; an entry whose digest does not match
-(corrupt, truncated, or written by a host without the shared secret) is deleted and
-the caller recompiles.
+is framed as MAGIC + digest + pickled (key, payload): an entry whose digest does not
+match (corrupt, truncated, or written by a host without the shared secret) or that
+was stored under another key (a file copied or renamed into place) is deleted with a
+one-line warning and the caller recompiles. The digest covers every artifact the
+entry holds (the CPU shared object, the cubin); a shared object written out to load
+is named by its own hash and checked against it before it is loaded (runtime.py).
+
+A cache directory that cannot be created or written only costs recompiles (a
+one-line warning, once); kernels that need files (the CPU shared object) use a
+private temporary directory instead.
 
 Concurrency: several processes may compile and store the same key at once. Writes
 go to a private temp file that is renamed over the entry (atomic on POSIX), so a
@@ -21,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import logging
 import os
 import pickle
 import tempfile
@@ -30,11 +38,12 @@ import time
 from tilelang import env
 from tilelang.jit import cache_remote as remote
 
+log = logging.getLogger("tilelang")
 _memory: dict = {}
 _preloaded: dict = {}
 _lock = threading.Lock()
 _enabled = True
-MAGIC = b"TLK1"
+MAGIC = b"TLK2"   # TLK1 entries carried no key: they are simply rebuilt
 KERNELS = "kernels"
 
 
@@ -98,22 +107,24 @@ def _digest(payload: bytes, key: bytes | None) -> bytes:
     return hashlib.sha256(payload).digest()
 
 
-def encode(obj, secret: bytes | None = None) -> bytes:
-    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+def encode(obj, secret: bytes | None = None, key: str = "") -> bytes:
+    payload = pickle.dumps((key, obj), protocol=pickle.HIGHEST_PROTOCOL)
     return MAGIC + _digest(payload, secret) + payload
 
 
-def _decode(data: bytes, secret: bytes | None = None):
-    """The object in a framed entry, or None when it does not verify."""
+def _decode(data: bytes, secret: bytes | None = None, key: str = ""):
+    """The object in a framed entry, or None when it does not verify or was stored
+    under another key."""
     if not data or len(data) < 4 + 32 or data[:4] != MAGIC:
         return None
     digest, payload = data[4:36], data[36:]
     if not hmac.compare_digest(_digest(payload, secret), digest):
         return None
     try:
-        return pickle.loads(payload)
+        stored_key, obj = pickle.loads(payload)
     except Exception:  # noqa: BLE001 - any unpickling failure means a bad entry
         return None
+    return obj if stored_key == key else None
 
 
 # disk tier -----------------------------------------------------------------------
@@ -140,12 +151,24 @@ def _write_disk(path, data: bytes):
             os.fsync(f.fileno())
         os.replace(tmp, path)
         tmp = None
-    except OSError:
-        pass  # a read-only or full cache directory only costs recompiles
+    except OSError as e:
+        _warn_unwritable(e)  # a read-only or full cache directory only costs recompiles
     finally:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.remove(tmp)
+
+
+_warned_unwritable = False
+
+
+def _warn_unwritable(err):
+    global _warned_unwritable
+    if not _warned_unwritable:
+        _warned_unwritable = True
+        log.warning("tilelang: the kernel cache directory %s is not writable (%s); kernels are compiled but "
+                    "not cached (set TILELANG_CACHE_DIR to a writable directory)", env.cache_dir(),
+                    err.strerror or err)
 
 
 def _drop_disk(path):
@@ -159,27 +182,29 @@ def _load_tiers(namespace, key):
     path = _path(key, namespace)
     data = _read_disk(path)
     if data is not None:
-        obj = _decode(data)
+        obj = _decode(data, key=key)
         if obj is not None:
             return obj
-        _drop_disk(path)  # corrupt or truncated: drop it, the caller recompiles
+        log.warning("tilelang: cache entry %s is damaged or belongs to another kernel; rebuilding it", path)
+        _drop_disk(path)
     data = remote.get(namespace, key)
     if data is None:
         return None
-    obj = _decode(data, remote.secret())
+    obj = _decode(data, remote.secret(), key=key)
     if obj is None:
+        log.warning("tilelang: remote cache entry %s/%s does not verify; rebuilding it", namespace, key)
         remote.delete(namespace, key)  # corrupt remote entry: nobody should use it
         return None
-    _write_disk(path, encode(obj))
+    _write_disk(path, encode(obj, key=key))
     return obj
 
 
 def _store_tiers(namespace, key, obj):
-    data = encode(obj)
+    data = encode(obj, key=key)
     _write_disk(_path(key, namespace), data)
     if remote.url():
         sec = remote.secret()
-        remote.put(namespace, key, data if sec is None else encode(obj, sec))
+        remote.put(namespace, key, data if sec is None else encode(obj, sec, key=key))
 
 
 def load(key):
@@ -235,39 +260,75 @@ def preloaded(entries: dict):
 
 
 # cross-process build lock -----------------------------------------------------------
+def lock_timeout() -> float:
+    """Seconds a compile waits for another process building the same kernel
+    (TILELANG_CACHE_LOCK_TIMEOUT, default 300)."""
+    try:
+        return float(os.environ.get("TILELANG_CACHE_LOCK_TIMEOUT", "300"))
+    except ValueError:
+        from tilelang.ir.errors import TileLangError
+        raise TileLangError(f"TILELANG_CACHE_LOCK_TIMEOUT must be a number of seconds, got "
+                            f"{os.environ['TILELANG_CACHE_LOCK_TIMEOUT']!r}") from None
+
+
 @contextlib.contextmanager
-def build_lock(key, timeout=600.0, namespace=KERNELS):
+def build_lock(key, timeout=None, namespace=KERNELS, notice_after=5.0):
     """Hold an exclusive advisory lock on `key` across processes (no-op where
-    `fcntl` is missing). After `timeout` seconds the caller proceeds without it, so
-    a stuck holder only costs a duplicate compile. The OS releases the lock of a
-    process that dies."""
+    `fcntl` is missing or the cache directory is not writable). The holder writes its
+    pid into the lock file; a waiter says whom it waits for after `notice_after`
+    seconds and raises a TileLangError after `timeout` (lock_timeout()). The OS
+    releases the lock of a process that dies, so only a live, stuck holder times out."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
         yield
         return
+    timeout = lock_timeout() if timeout is None else timeout
     path = _path(key, namespace) + ".lock"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
+    except OSError as e:
+        _warn_unwritable(e)
         yield
         return
     try:
-        deadline = time.monotonic() + timeout
-        delay = 0.005
+        start = time.monotonic()
+        delay, noticed = 0.005, False
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except OSError:
-                if time.monotonic() >= deadline:
-                    break
+                waited = time.monotonic() - start
+                if waited >= timeout:
+                    from tilelang.ir.errors import TileLangError
+                    raise TileLangError(
+                        f"timed out after {waited:.0f} s waiting for {_lock_holder(path)} to finish compiling "
+                        f"the same kernel (lock file {path})",
+                        hint="if that process is stuck, stop it; TILELANG_CACHE_LOCK_TIMEOUT sets the wait, "
+                             "TILELANG_DISABLE_CACHE=1 compiles without the cache") from None
+                if not noticed and waited >= notice_after:
+                    noticed = True
+                    log.warning("tilelang: waiting for %s, which is compiling the same kernel (lock file %s; "
+                                "giving up after %.0f s)", _lock_holder(path), path, timeout)
                 time.sleep(delay)
                 delay = min(delay * 2, 0.1)
+        with contextlib.suppress(OSError):   # say who holds it, for waiters' messages
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def _lock_holder(path) -> str:
+    try:
+        with open(path) as f:
+            pid = f.read().strip()
+    except OSError:
+        pid = ""
+    return f"process {pid}" if pid.isdigit() else "another process"
 
 
 def get_or_build(key, build):

@@ -15,6 +15,7 @@ from tilelang.ir.errors import ArgumentError, TileLangError, located
 from tilelang.ir.structural_hash import structural_hash
 from tilelang.ir.span import Span
 from tilelang.jit import arrays, cache
+from tilelang.jit.binding import shape_text
 from tilelang.transform.pass_manager import PassContext
 
 
@@ -40,6 +41,7 @@ def _normalize_out_idx(out_idx, n):
             raise TileLangError(f"out_idx {i} is out of range for a function with {n} parameters")
         out.append(j)
     return out
+
 
 
 class JITKernel:
@@ -151,14 +153,17 @@ class JITKernel:
         dev = arrays.device_type(x)
         want = "cpu" if self.target.kind == "cpu" else "cuda"
         if dev != want:
+            from tilelang.backend.registry import cuda_available
+            hint = f"move it with .to('{want}')" if want == "cpu" or cuda_available() else \
+                "no CUDA GPU is visible here: compile with target='cpu' to run the kernel on this machine"
             raise ArgumentError(f"argument `{name}` is on device '{dev}', the kernel was compiled for "
-                                f"'{self.target.kind}'", span, hint=f"move it with .to('{want}')")
+                                f"'{self.target.kind}'", span, hint=hint)
         shape = tuple(int(s) for s in x.shape)
         if packed and dt.name in STORAGE_DTYPES:
             shape = logical_shape(p.dtype, shape)[0]
         if len(shape) != len(p.shape):
-            raise ArgumentError(f"argument `{name}` has {len(shape)} dimensions {list(shape)}, the kernel "
-                                f"expects {len(p.shape)}", span)
+            raise ArgumentError(f"argument `{name}` has {len(shape)} dimensions {tuple(shape)}, the kernel "
+                                f"expects {len(p.shape)}: {shape_text(p.shape)}", span)
         for d, (want_d, got) in enumerate(zip(p.shape, shape)):
             c = const_int_value(want_d) if not isinstance(want_d, Var) else None
             if isinstance(want_d, Var):
@@ -168,8 +173,10 @@ class JITKernel:
                                         f"bound to {dyn[k]} by an earlier argument", span)
                 dyn[k] = got
             elif c is not None and c != got:
-                raise ArgumentError(f"argument `{name}` has shape {list(shape)}, the kernel expects "
-                                    f"{[str(s) for s in p.shape]} (dimension {d}: {got} != {c})", span)
+                raise ArgumentError(f"argument `{name}` has shape {tuple(shape)}, the kernel expects "
+                                    f"{shape_text(p.shape)} (dimension {d}: {got} != {c})", span,
+                                    hint="pass a tensor of that shape, or build the kernel for this one (a "
+                                         "T.dynamic / T.symbolic dimension accepts any size)")
         if p.strides is None and not arrays.is_contiguous(x):
             raise ArgumentError(f"argument `{name}` is not contiguous", span, hint="pass x.contiguous()")
 

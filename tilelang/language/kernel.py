@@ -7,6 +7,13 @@ from tilelang.ir.expr import Var, convert, PrimExpr
 from tilelang.ir.errors import TileLangError, located
 
 
+def _grid_extent(g):
+    if isinstance(g, float) or (isinstance(g, PrimExpr) and not g.dtype.is_int):
+        raise located(TypeError, f"T.Kernel: a grid extent must be an integer, got {g!r}",
+                      hint="use T.ceildiv(n, block) or // for the number of blocks")
+    return convert(g)
+
+
 class KernelFrame(B.Frame):
     def __init__(self, *grid, threads=128, prelude=None, cluster_dims=None, is_cpu=False, **kwargs):
         if not grid:   # `T.Kernel(threads=n)`: one block
@@ -15,7 +22,7 @@ class KernelFrame(B.Frame):
             raise TileLangError(f"T.Kernel takes 1 to 3 grid dimensions, got {len(grid)}")
         given = 1 if threads is None or isinstance(threads, (int, PrimExpr)) else len(list(threads))
         threads = _normalize_threads(threads)[:max(1, given)]   # the axes the user named
-        self.grid = [convert(g) for g in grid]
+        self.grid = [_grid_extent(g) for g in grid]
         self.threads = threads
         self.annotations = {}
         cluster_dims = normalize_cluster_dims(cluster_dims)

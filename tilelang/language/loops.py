@@ -7,15 +7,29 @@ from tilelang.frontend import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir.expr import Var, convert, IntImm, PrimExpr
 from tilelang.ir.dtypes import int32, int64
-from tilelang.ir.errors import TileLangError
+from tilelang.ir.errors import TileLangError, located
 from tilelang.arith.simplify import simplify
+
+
+def _integer(x, what):
+    """A loop bound as an integer expression; a float (`N / 3`) is a located TypeError."""
+    if isinstance(x, bool):
+        return convert(int(x))
+    if isinstance(x, float):
+        raise located(TypeError, f"{what} must be an integer, got the float {x!r}",
+                      hint="use // (floor division) or T.ceildiv for sizes")
+    e = convert(x)
+    if not e.dtype.is_int:
+        raise located(TypeError, f"{what} must be an integer expression, got {e.dtype} ({e})",
+                      hint="cast it with T.cast(x, 'int32') or use // for sizes")
+    return e
 
 
 class LoopFrame(B.Frame):
     def __init__(self, kind, mins, extents, step=None, annotations=None):
         self.kind = kind
-        self.mins = [convert(m) for m in mins]
-        self.extents = [simplify(convert(e)) for e in extents]
+        self.mins = [_integer(m, "a loop start") for m in mins]
+        self.extents = [simplify(_integer(e, "a loop extent")) for e in extents]
         self.step = convert(step) if step is not None else None
         self.annotations = annotations or {}
 
@@ -34,12 +48,15 @@ class LoopFrame(B.Frame):
             b.saw_structured = True
         b.push()
         b.loop_kinds.append("ir")
+        parallel = self.kind == S.PARALLEL
+        b.parallel_depth += parallel
         completed = False
         try:
             yield vars_[0] if len(vars_) == 1 else tuple(vars_)
             completed = True
         finally:
             b.loop_kinds.pop()
+            b.parallel_depth -= parallel
             body = b.pop()
             if completed:
                 for i in reversed(range(len(vars_))):
@@ -157,6 +174,8 @@ def Pipelined(start, stop=None, num_stages=0, order=None, stage=None, sync=None,
         lo, ext = 0, start
     else:
         lo, ext = start, simplify(convert(stop) - convert(start))
+    if isinstance(num_stages, bool) or not isinstance(num_stages, int) or num_stages < 0:
+        raise located(ValueError, f"T.Pipelined: num_stages must be an int >= 0, got {num_stages!r}")
     ann = {"num_stages": int(num_stages)}
     if order is not None:
         ann["order"] = list(order)

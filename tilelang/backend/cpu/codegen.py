@@ -67,6 +67,7 @@ class CodegenCPU:
         self.ind = 1
         self.kernel_id = 0
         self.thread_copies = {}   # id(per-thread buffer) -> its size, in kernels run in thread phases
+        self.block_scalars = set()   # ids of uniform T.alloc_var scalars there (one copy, up front)
 
     # names ----------------------------------------------------------------------
     def name(self, obj, base):
@@ -314,7 +315,8 @@ class CodegenCPU:
             t = "uint8_t" if is_packed(b) else ctype(b.dtype)
             self.emit(f"{t}* {self.bname(b)} = ({t}*)(intptr_t)({self.expr(b.data_ptr)});")
             return
-        if b.scope == "local.var" and id(b) in self.thread_copies:   # allocated per thread up front
+        if b.scope == "local.var" and (id(b) in self.thread_copies or id(b) in self.block_scalars):
+            # allocated up front (per thread, or once for the block)
             init = self.expr(E.cast(b.init, b.dtype)) if b.init is not None else f"{ctype(b.dtype)}(0)"
             self.emit(f"{self.bname(b)}[{self.offset(b, [0])}] = {init};")
             return
@@ -471,10 +473,13 @@ class CodegenCPU:
                                              "for a CUDA target")
                 phases = ThreadPhases(self, k)
         private = phases.private if phases is not None else set()
+        uniform = phases.uniform if phases is not None else set()
         self.thread_copies = {}
+        self.block_scalars = uniform   # allocated up front, visible to every phase
         bufs = []
         walk(k.body, lambda n: bufs.append(n.buffer) if isinstance(n, S.DeclBuffer) and
-             (n.buffer.scope not in ("local.var", "global") or id(n.buffer) in private) and
+             (n.buffer.scope not in ("local.var", "global") or id(n.buffer) in private or
+              id(n.buffer) in uniform) and
              getattr(n.buffer, "alias_of", None) is None else None)
         grid = [self.expr(g) for g in k.grid] + ["1"] * (3 - len(k.grid))
         bv = list(k.block_vars)

@@ -11,7 +11,9 @@ CUDA/OpenCL work-groups on a CPU core).
   thread (a `break`/`continue` every thread takes alike stays outside the phases), and
   lets whose values do (pure expressions) are re-evaluated in every phase under them.
 - Per-thread storage (`T.alloc_local`, `T.alloc_var`) outlives a phase: it gets one
-  copy per thread, indexed by the linear thread index `tl_tid`.
+  copy per thread, indexed by the linear thread index `tl_tid`; a `T.alloc_var` every
+  thread sets alike (a loop counter around barriers) gets one copy for the block, its
+  stores run once and conditions that read it are uniform (uniform_vars.py).
 - Block-level statements (`T.Parallel` loops of tile ops, `T.gemm`) that name no
   thread run once, outside the thread loops, as in kernels without thread indices.
 - A thread all-reduce is two phases: every thread stores its contribution, then every
@@ -81,7 +83,12 @@ class ThreadPhases:
     def __init__(self, cg, kernel):
         self.cg, self.k = cg, kernel
         self.tvars = {id(v) for v in kernel.thread_vars}
-        self.private = {id(b) for b in thread_private_buffers(kernel)}
+        from tilelang.backend.cpu.uniform_vars import uniform_vars
+        private = thread_private_buffers(kernel)
+        self.private = {id(b) for b in private}
+        # counters every thread sets alike: one copy for the block, stores run once (uniform_vars.py)
+        self.uniform = uniform_vars(kernel.body, self.tvars, self.private, {id(b): b for b in private})
+        self.private -= self.uniform
         self.dep_vars = set(self.tvars)     # thread vars and lets bound to thread-dependent values
         self.lets = []                      # thread-dependent lets to re-evaluate in each phase
         self.nthreads = 1
@@ -95,7 +102,7 @@ class ThreadPhases:
         """(thread-dependent, touches block storage, has a cut point) for a subtree."""
         from tilelang.ir.tile_ops import Gemm
         dep = block = cut = False
-        private, dep_vars = self.private, self.dep_vars
+        private, dep_vars, uniform = self.private, self.dep_vars, self.uniform
 
         def f(n):
             nonlocal dep, block, cut
@@ -104,7 +111,7 @@ class ThreadPhases:
             elif isinstance(n, (E.BufferLoad, S.BufferStore)):
                 if id(n.buffer) in private:
                     dep = True
-                elif n.buffer.scope in BLOCK_SCOPES:
+                elif n.buffer.scope in BLOCK_SCOPES or (isinstance(n, S.BufferStore) and id(n.buffer) in uniform):
                     block = True
             elif isinstance(n, (S.Barrier, S.ThreadAllReduce)):
                 cut = True
@@ -124,14 +131,14 @@ class ThreadPhases:
         walk(e, lambda n: loads.append(n) if isinstance(n, E.BufferLoad) else None)
         return not loads
 
-    @staticmethod
-    def _block_level(s):
+    def _block_level(self, s):
         """Work the block does once whichever thread runs it: T.Parallel loops (tile
-        ops lowered to them) and T.gemm."""
+        ops lowered to them), T.gemm, and stores to uniform variables."""
         from tilelang.ir.tile_ops import Gemm
         if isinstance(s, S.SeqStmt):
-            return all(ThreadPhases._block_level(x) for x in s.stmts)
-        return isinstance(s, Gemm) or (isinstance(s, S.For) and s.kind == S.PARALLEL)
+            return all(self._block_level(x) for x in s.stmts)
+        return isinstance(s, Gemm) or (isinstance(s, S.For) and s.kind == S.PARALLEL) or \
+            (isinstance(s, S.BufferStore) and id(s.buffer) in self.uniform)
 
     def _cuttable(self, s):
         """A compound statement every thread runs alike: phases may start inside it."""

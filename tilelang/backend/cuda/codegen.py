@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
+from tilelang.ir.errors import located
 from tilelang.ir.buffer import Buffer, is_packed
 from tilelang.ir.extern import imported_sources
 from tilelang.backend.cuda.codegen_expr import ctype
@@ -26,10 +27,13 @@ def _top_level(body):
         elif isinstance(s, S.KernelLaunch):
             launches.append(s)
         elif isinstance(s, S.DeclBuffer):
-            raise NotImplementedError(f"`{s.buffer.name}` ({s.buffer.scope}) is allocated outside T.Kernel")
+            raise located(NotImplementedError, f"`{s.buffer.name}` ({s.buffer.scope}) is allocated outside "
+                          "T.Kernel", span=s.span, hint="allocate it inside `with T.Kernel(...)`")
         else:
-            raise NotImplementedError(f"the CUDA backend runs only T.Kernel launches at function level, "
-                                      f"found {type(s).__name__}")
+            raise located(NotImplementedError, "on CUDA, statements run inside `with T.Kernel(...)`; this one "
+                          "is at function level", span=s.span,
+                          hint="move it into the T.Kernel block (the CPU target runs function-level code "
+                               "on the host, CUDA does not)")
     if not launches:
         raise NotImplementedError("the function has no T.Kernel (and no T.Parallel(..., 'SSR') loop)")
     return workspaces, launches

@@ -22,6 +22,7 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir import warp_ops as W
+from tilelang.ir.errors import located
 from tilelang.ir.visitor import walk
 from tilelang.backend.cuda.analysis import thread_dependent_vars
 from tilelang.backend.cuda.gemm_lowering import mma_config
@@ -75,8 +76,10 @@ def _const_shape(buf):
     for d in buf.shape:
         v = E.const_int_value(d)
         if v is None:
-            raise NotImplementedError(f"the {buf.scope} buffer `{buf.name}` needs a constant shape, "
-                                      f"got {list(buf.shape)}")
+            raise located(NotImplementedError, f"the {buf.scope} buffer `{buf.name}` needs a constant shape "
+                          f"on CUDA, got {list(buf.shape)}", span=buf.span,
+                          hint="size shared memory and fragments with Python ints or T.const values known "
+                               "at compile time; allocate the largest tile and guard the accesses")
         out.append(v)
     return out
 

@@ -60,11 +60,29 @@ def detect_arch(device: int = 0):
     return f"sm_{cc}a" if cc in (90, 100, 103, 120) else f"sm_{cc}"
 
 
+_noticed = False
+
+
+def _notice_no_gpu():
+    global _noticed
+    if not _noticed:
+        _noticed = True
+        import logging
+        logging.getLogger("tilelang").warning(
+            "tilelang: no CUDA GPU is visible; target 'cuda' compiles for %s (the kernel can be inspected, "
+            "not run; name the arch, e.g. 'cuda -arch=sm_80', to choose another)", DEFAULT_ARCH)
+
+
 def parse_target(kind, arch, options) -> Target:
     if kind != "cuda":
         raise ValueError(f"the CUDA backend cannot build for target kind {kind!r}")
     opts = dict(options or {})
     if arch is None and "arch" in opts:
         arch = opts.pop("arch")
-    arch = normalize_arch(arch) if arch is not None else (detect_arch() or DEFAULT_ARCH)
+    if arch is None:
+        arch = detect_arch()
+        if arch is None:
+            _notice_no_gpu()
+            arch = DEFAULT_ARCH
+    arch = normalize_arch(arch)
     return Target("cuda", arch, opts)
