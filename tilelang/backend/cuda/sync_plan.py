@@ -3,7 +3,13 @@ nest, a tile op, a scalar statement); a `__syncthreads()` goes before a unit whe
 touches block-visible memory (shared, global) that a unit since the last barrier
 wrote (or writes what one read), unless both ran on the same single thread (scalar
 stores run on thread 0). Loop bodies are analysed twice so that accesses carried
-from one iteration to the next are seen."""
+from one iteration to the next are seen.
+
+Global memory between two statements the user wrote per thread (indexed by the thread
+index) is the user's to order, as in CUDA and in the published package (which syncs
+for shared memory only): a copy loop `B[row, tx] = A[row, tx]` gets no barrier per
+iteration. Tile ops and T.Parallel nests, whose elements we hand out to threads, are
+still ordered against everything else."""
 from __future__ import annotations
 
 from tilelang.ir import stmt as S
@@ -24,6 +30,7 @@ class SyncPlanner:
         # share storage (plan.py), so an access to one conflicts with the other
         self.ranges = {k: (p.offset, p.offset + p.stage_bytes * p.stages)
                        for k, p in plan.placements.items() if p.kind == "smem"}
+        self.global_ids = set()   # root ids of global buffers seen
 
     def _visible(self, buf):
         p = self.plan.placements.get(id(buf))
@@ -41,12 +48,12 @@ class SyncPlanner:
     def unit_accesses(self, stmt, executor):
         reads, writes = accesses(stmt)
         out = set()
-        for b in reads:
-            if self._visible(b):
-                out.add((self._root(b), "r", executor))
-        for b in writes:
-            if self._visible(b):
-                out.add((self._root(b), "w", executor))
+        for mode, bufs in (("r", reads), ("w", writes)):
+            for b in bufs:
+                if self._visible(b):
+                    out.add((self._root(b), mode, executor))
+                    if b.scope == "global":
+                        self.global_ids.add(self._root(b))
         return out
 
     def _same_storage(self, b, b2):
@@ -58,7 +65,11 @@ class SyncPlanner:
     def _conflict(self, acc, pending):
         for b, m, ex in acc:
             for b2, m2, ex2 in pending:
-                if "w" in (m, m2) and not (ex == ex2 == "t0") and self._same_storage(b, b2):
+                if "w" not in (m, m2) or ex == ex2 == "t0":
+                    continue
+                if ex == ex2 == "tid" and b in self.global_ids:
+                    continue   # per-thread code on global memory: ordered by the user
+                if self._same_storage(b, b2):
                     return True
         return False
 
@@ -124,7 +135,7 @@ class SyncPlanner:
             return self.visit(st.body, pending)
         if self.single_thread(st):
             return self.unit(st, self.unit_accesses(st, "t0"), pending)
-        return self.unit(st, self.unit_accesses(st, "all"), pending)
+        return self.unit(st, self.unit_accesses(st, "tid" if self._thread_dependent(st) else "all"), pending)
 
     def single_thread(self, st):
         """A block-level scalar statement that must happen once per block (a store to
