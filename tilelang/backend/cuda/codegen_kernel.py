@@ -396,6 +396,10 @@ class KernelCodegen:
         if block and id(st) in self.plan.pipelines:
             return self.pipelined(st, self.plan.pipelines[id(st)])
         inner_block = block and not self.plan.depends(st.min) and not self.plan.depends(st.extent)
+        # per-thread vectorized copies (block-level ones run on thread 0, element by element)
+        if st.kind == S.VECTORIZED and (not inner_block or self.barriers.thread_dependent(st.body)) and \
+                self._vectorized_copy(st):
+            return
         v = self.bind(st.var)
         ct = ctype(st.var.dtype)
         if st.kind in (S.UNROLL, S.VECTORIZED):
@@ -413,6 +417,27 @@ class KernelCodegen:
         self.stmt(st.body, inner_block)
         self.indent -= 1
         self.w("}")
+
+    def _vectorized_copy(self, st):
+        """`for i in T.vectorized(n): dst[.., i] = src[.., i]` as vector loads and stores
+        (16 bytes at most) where alignment provably holds (vectorize.py); False to leave
+        the loop to the scalar path."""
+        from tilelang.backend.cuda.vectorize import vector_width, emit_vector_copy
+        if st.step is not None or E.const_int_value(st.min) != 0:
+            return False
+        V = vector_width(self, [st.var], [st.min], [st.extent], st.body)
+        if not V:
+            return False
+        k = self.names.new(object(), "tl_v", True)
+        ct = ctype(st.var.dtype)
+        self.w("#pragma unroll")
+        self.w(f"for ({ct} {k} = 0; {k} < {E.const_int_value(st.extent) // V}; ++{k}) {{")
+        self.indent += 1
+        self.w(f"const {ct} {self.bind(st.var)} = {k} * {V};")
+        emit_vector_copy(self, st.body, V, st.var)
+        self.indent -= 1
+        self.w("}")
+        return True
 
     def s_IfThenElse(self, st, block):
         if id(st) in self.plan.regions.branches:

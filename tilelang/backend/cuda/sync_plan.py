@@ -135,7 +135,7 @@ class SyncPlanner:
             return self.visit(st.body, pending)
         if self.single_thread(st):
             return self.unit(st, self.unit_accesses(st, "t0"), pending)
-        return self.unit(st, self.unit_accesses(st, "tid" if self._thread_dependent(st) else "all"), pending)
+        return self.unit(st, self.unit_accesses(st, "tid" if self.thread_dependent(st) else "all"), pending)
 
     def single_thread(self, st):
         """A block-level scalar statement that must happen once per block (a store to
@@ -146,7 +146,7 @@ class SyncPlanner:
             return False   # an extern call on the thread's own registers (T.access_ptr)
         if isinstance(st, S.Evaluate) and every_thread_call(st.value):
             return False   # mbarrier arrivals count threads
-        return isinstance(st, (S.BufferStore, S.Evaluate, S.Print)) and not self._thread_dependent(st)
+        return isinstance(st, (S.BufferStore, S.Evaluate, S.Print)) and not self.thread_dependent(st)
 
     def _addresses_registers(self, st):
         from tilelang.ir.visitor import walk
@@ -160,7 +160,7 @@ class SyncPlanner:
         walk(st, f)
         return bool(found)
 
-    def _thread_dependent(self, st):
+    def thread_dependent(self, st):
         from tilelang.ir.visitor import walk
         from tilelang.ir import expr as E
         found = []

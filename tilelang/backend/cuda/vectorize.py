@@ -91,6 +91,21 @@ def match_cast_copy(body):
     return guard, body, load
 
 
+def _vector_access(strides, idx, v, V):
+    """Whether `buf[idx]` touches V consecutive elements, starting at a multiple of V,
+    as `v` runs over a vector: `v` steps one index whose stride is 1 (the last one for
+    row-major buffers, any one for strided tensors), and every other stride is a
+    multiple of V."""
+    dims = [d for d, i in enumerate(idx) if _has(i, v)]
+    if len(dims) != 1:
+        return False
+    d = dims[0]
+    if E.const_int_value(strides[d]) != 1 or not consecutive(idx[d], v, V):
+        return False
+    return all(E.const_int_value(s) is not None and E.const_int_value(s) % V == 0
+               for k, s in enumerate(strides) if k != d)
+
+
 def vector_width(cg, vars_, mins, exts, body):
     """The number of elements per vector (>= 2) for this nest, or None."""
     from tilelang.backend.cuda import vector_atomic
@@ -122,14 +137,7 @@ def vector_width(cg, vars_, mins, exts, body):
             if p is not None and p.kind not in ("smem",):
                 ok = False
                 break
-            strides = cg.strides(buf)
-            if E.const_int_value(strides[-1]) != 1 or any(_has(i, v) for i in idx[:-1]):
-                ok = False
-                break
-            if any(E.const_int_value(s) is None or E.const_int_value(s) % V for s in strides[:-1]):
-                ok = False
-                break
-            if not consecutive(idx[-1], v, V) or V * buf.dtype.itemsize not in VEC_TYPES:
+            if not _vector_access(cg.strides(buf), idx, v, V) or V * buf.dtype.itemsize not in VEC_TYPES:
                 ok = False
                 break
         if ok and all(c is None or _cond_ok(c, v, V) for c in (guard, sel)):
