@@ -194,6 +194,8 @@ class Printer:
             self.emit(f"T.assume({self.expr(s.cond)})", ind)
         elif isinstance(s, S.Print):
             self.emit(f"T.print({self.expr(s.obj)}, msg={s.msg!r})", ind)
+        elif isinstance(s, S.Barrier) and s.kind == "warp":
+            self.emit(f"T.sync_warp({self.expr(s.mask) if s.mask is not None else ''})", ind)
         elif isinstance(s, S.Barrier):
             args = [a for a in (s.barrier_id, s.arrive_count) if a is not None]
             self.emit(f"T.sync_threads({', '.join(self.expr(a) for a in args)})", ind)

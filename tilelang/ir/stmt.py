@@ -122,17 +122,20 @@ class Print(Stmt):
 class Barrier(Stmt):
     """`T.sync_threads()` and friends: a block-wide barrier (a no-op on the CPU).
     `T.sync_threads(barrier_id, arrive_count)` is a named barrier that only the
-    `arrive_count` threads reaching it take part in (the others do not wait)."""
+    `arrive_count` threads reaching it take part in (the others do not wait).
+    `kind="warp"` (`T.sync_warp(mask)`): the lanes of `mask` in the calling warp."""
 
-    def __init__(self, kind="block", barrier_id=None, arrive_count=None):
+    def __init__(self, kind="block", barrier_id=None, arrive_count=None, mask=None):
         self._init()
         self.kind = kind
         self.barrier_id = barrier_id
         self.arrive_count = arrive_count
+        self.mask = mask
 
     @property
     def is_partial(self) -> bool:
-        return self.arrive_count is not None
+        """Whether threads outside the barrier are not ordered by it."""
+        return self.arrive_count is not None or self.kind == "warp"
 
 
 class ThreadAllReduce(Stmt):

@@ -157,12 +157,22 @@ def sync_threads(barrier_id=None, arrive_count=None):
     b.emit(S.Barrier("block", bid, cnt))
 
 
-def sync_warp(*a, **k):
-    return None
+def sync_warp(mask=None):
+    """`__syncwarp(mask)`: the lanes of `mask` (default: all 32) of the calling warp wait
+    for each other, and their shared/global writes before it are visible after it."""
+    from tilelang.ir.expr import IntImm
+    b = B.require("T.sync_warp")
+    if isinstance(mask, Buffer) and mask.is_var():
+        mask = mask.load()
+    m = convert(mask) if mask is not None else IntImm(0xFFFFFFFF, "uint32")
+    b.emit(S.Barrier("warp", mask=m))
 
 
-def sync_global(*a, **k):
-    return None
+def sync_global():
+    """A barrier over the whole grid (the published name of T.sync_grid): the kernel is
+    launched cooperatively."""
+    from tilelang.language.cluster import sync_grid
+    return sync_grid()
 
 
 def no_set_max_nreg(*a, **k):

@@ -43,7 +43,7 @@ def phase_violation(kernel: S.KernelLaunch):
             return
         if isinstance(n, E.Call) and any(w in n.name.lower() for w in _UNSUPPORTED_CALLS):
             found.append((f"it calls `{n.name}`, which exchanges values with other threads without a block barrier", n))
-        elif isinstance(n, S.Barrier) and n.is_partial:
+        elif isinstance(n, S.Barrier) and n.is_partial and n.kind != "warp":   # a warp barrier: a full cut
             found.append(("it synchronizes part of the block on a named barrier", n))
         elif isinstance(n, S.DeclBuffer) and getattr(n.buffer, "alias_of", None) is not None and \
                 n.buffer.alias_of.scope in THREAD_PRIVATE_SCOPES:

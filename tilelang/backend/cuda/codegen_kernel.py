@@ -502,6 +502,9 @@ class KernelCodegen:
         emit_finalize_reducer(self, op)
 
     def s_Barrier(self, st, block):
+        if st.kind == "warp":
+            self.w(f"__syncwarp({self.expr(st.mask)});")
+            return
         if st.barrier_id is None:
             self.sync()
             return
