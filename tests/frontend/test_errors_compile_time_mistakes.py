@@ -7,7 +7,7 @@ import pytest
 
 import tilelang
 import tilelang.language as T
-from tilelang.ir.errors import TileLangError, UnknownNameError
+from tilelang.ir.errors import OutOfScopeError, TileLangError
 
 
 def _line_of(err):
@@ -78,7 +78,7 @@ def test_negative_num_stages():
 
 
 def test_loop_var_used_after_its_loop():
-    with pytest.raises(UnknownNameError, match="loop variable `i` is used outside its loop") as e:
+    with pytest.raises(OutOfScopeError, match="loop variable `i` is used outside its loop") as e:
         @T.prim_func
         def k(A: T.Tensor((64,), "float32")):
             with T.Kernel(1, threads=32):

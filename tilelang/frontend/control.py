@@ -204,6 +204,10 @@ class Helpers:
             old[0] = value
             return old
         b = B.current()
+        if b is not None and id(old) in b.ref_loads and b.ref_loads[id(old)] is old:   # a T.Ref parameter
+            old.buffer[tuple(old.indices)] = value
+            return old
+        b = B.current()
         if isinstance(value, PrimExpr) and b is not None:
             from tilelang.transform.broadcast_block_effects import has_effect
             if has_effect(value) or (b.kernel_depth and not b.parallel_depth and _reads_memory(value)):

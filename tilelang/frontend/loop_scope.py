@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
-from tilelang.ir.errors import UnknownNameError
+from tilelang.ir.errors import OutOfScopeError
 from tilelang.ir.visitor import Visitor
 
 
@@ -34,7 +34,7 @@ class _LoopScope(Visitor):
 
     def visit_Var(self, v):
         if id(v) in self.loop_vars and id(v) not in self.in_scope:
-            raise UnknownNameError(f"loop variable `{v.name}` is used outside its loop",
+            raise OutOfScopeError(f"loop variable `{v.name}` is used outside its loop",
                                    span=getattr(self.stmt, "span", None),
                                    hint="a T.Parallel/T.serial/T.Pipelined variable exists only inside the loop "
                                         "body; keep the value in a T.alloc_var or a fragment if it is needed later")

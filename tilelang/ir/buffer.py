@@ -116,7 +116,8 @@ class Buffer:
             k = key[d] if d < len(key) else slice(None)
             if isinstance(k, slice):
                 if k.step not in (None, 1):
-                    raise ValueError("strided slices are not supported in buffer regions")
+                    from tilelang.ir.errors import StridedSliceError
+                    raise StridedSliceError(self, k)
                 start = 0 if k.start is None else k.start
                 stop = dim if k.stop is None else k.stop
                 ranges.append((convert(start), _extent(start, stop)))

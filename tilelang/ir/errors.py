@@ -75,6 +75,11 @@ class UnknownNameError(TileLangError, NameError):
     pass
 
 
+class OutOfScopeError(TileLangError, NameError, RuntimeError):
+    """A variable used outside the region that defines it (the published package raises
+    RuntimeError here)."""
+
+
 class ArgumentError(TileLangError):
     """A call-time argument that does not fit the kernel's signature."""
 
@@ -104,6 +109,14 @@ class UnknownDTypeError(TileLangError, ValueError):
                 "dtypes are names such as 'float16', 'bfloat16', 'float32', 'int8', 'float8_e4m3', "
                 "or T.float16 ...")
         super().__init__(f"unknown dtype {name!r}", current_span() or caller_span(), hint)
+
+
+class StridedSliceError(TileLangError, ValueError, RuntimeError):
+    """`B[0:10:2]`: a region with a step (the published package raises RuntimeError)."""
+
+    def __init__(self, buf, k):
+        super().__init__(f"buffer `{buf.name}` is sliced with step {k.step}; regions are contiguous ranges",
+                         hint="copy with a T.Parallel loop instead: `for i in T.Parallel(n): B[i] = A[2 * i]`")
 
 
 class IndexTypeError(TileLangError, TypeError):

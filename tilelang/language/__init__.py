@@ -36,7 +36,7 @@ from tilelang.language.misc import (print, device_assert, assume, let, func_attr
                                     sync_threads, sync_warp,
                                     sync_global, set_max_nreg, no_set_max_nreg, disable_warp_group_reg_alloc,
                                     inc_max_nreg, dec_max_nreg, annotate_producer_reg_dealloc,
-                                    annotate_consumer_reg_alloc, evaluate, macro)
+                                    annotate_consumer_reg_alloc, evaluate, macro, Ref)
 
 float = float32  # noqa: A001 - `T.float` is float32 as in the published API
 half = float16
