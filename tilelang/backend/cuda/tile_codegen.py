@@ -264,27 +264,34 @@ def _hoist_shared_loads(cg, body, cv, jv, j0, L, e):
     return out
 
 
-def _strip(v):
+def _strip(v, types=None):
+    """`v` without its casts; `types` (a list) collects the dtypes they convert to."""
     while isinstance(v, E.Cast):
+        if types is not None:
+            types.append(v.dtype)
         v = v.value
     return v
 
 
 def _vector_copy(cg, body, jv, V, lays):
     """(guard, store, load, sel, reg side 'dst'|'src') when the body copies one element
-    between a register tile and memory that a V-element vector can move."""
+    between a register tile and memory that a V-element vector can move (the emitter
+    converts once, from the load's dtype to the store's: a chain of casts through
+    another dtype, which rounds or truncates on the way, is not a copy)."""
     guard = None
     if isinstance(body, S.IfThenElse) and body.else_body is None:
         guard, body = body.cond, body.then_body
     if not isinstance(body, S.BufferStore):
         return None
-    val, sel = _strip(body.value), None
+    via = []
+    val, sel = _strip(body.value, via), None
     if isinstance(val, E.Select):
         z = _strip(val.f)
         if not (isinstance(z, (E.FloatImm, E.IntImm)) and z.value == 0):
             return None
-        sel, val = val.cond, _strip(val.t)
-    if not isinstance(val, E.BufferLoad):
+        via.append(val.dtype)
+        sel, val = val.cond, _strip(val.t, via)
+    if not isinstance(val, E.BufferLoad) or any(t not in (val.dtype, body.buffer.dtype) for t in via):
         return None
     reg = [x for x in (body, val) if id(x.buffer) in lays and isinstance(lays[id(x.buffer)], (ThreadTile, TileCols))]
     if len(reg) != 1:

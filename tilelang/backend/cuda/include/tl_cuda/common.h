@@ -30,6 +30,24 @@ template <class T> TL_DEVICE T max(T a, T b) { return a > b ? a : b; }
 template <class T> TL_DEVICE T min(T a, T b) { return a < b ? a : b; }
 // fmaxf/fminf propagate the non-NaN operand like torch.maximum does not; keep a > b
 // semantics for ints, use the hardware ops for floats.
+// 32-bit ints: compare-and-select in PTX. ptxas (CUDA 13.0, sm_90a) fuses chains of max.s32/
+// min.s32 into 3-input VIMNMX3 and drops a negated operand's sign (max(a, -x) chains and
+// max(x, -x) absmax gave wrong results on the H200; found by tilelang/testing/fuzz). From
+// setp/selp it forms the same VIMNMX3 with the negations kept.
+#define TL_I32_MINMAX(T, S)                                                                   \
+  template <> TL_DEVICE T max(T a, T b) {                                                    \
+    T r;                                                                                     \
+    asm("{.reg .pred p; setp.lt." S " p, %1, %2; selp.b32 %0, %2, %1, p;}" : "=r"(r) : "r"(a), "r"(b)); \
+    return r;                                                                                \
+  }                                                                                          \
+  template <> TL_DEVICE T min(T a, T b) {                                                    \
+    T r;                                                                                     \
+    asm("{.reg .pred p; setp.gt." S " p, %1, %2; selp.b32 %0, %2, %1, p;}" : "=r"(r) : "r"(a), "r"(b)); \
+    return r;                                                                                \
+  }
+TL_I32_MINMAX(int, "s32")
+TL_I32_MINMAX(unsigned int, "u32")
+#undef TL_I32_MINMAX
 template <> TL_DEVICE float max(float a, float b) { return fmaxf(a, b); }
 template <> TL_DEVICE float min(float a, float b) { return fminf(a, b); }
 template <> TL_DEVICE half max(half a, half b) { return __hmax(a, b); }
