@@ -11,7 +11,8 @@ TILELANG_AUTO_TUNING_DISABLE_CACHE  1: always re-tune (no best-config cache)
 TILELANG_AUTO_TUNING_PROGRESS       0: no progress bar
 TILELANG_AUTO_TUNING_CPU_COUNTS, _CPU_UTILITIES, _MAX_CPU_COUNT: compile-worker count for tuning
 
-CUDA code-generation switches (part of the kernel cache key):
+CUDA code-generation switches (part of the kernel cache key; read once per compile into
+backend/cuda/options.py CudaOptions):
 TILELANG_CUDA_TMA=0            no bulk tensor copies (TMA) in sm_90a GEMM loops (cp.async instead)
 TILELANG_CUDA_TMA_COPY=1       T.tma_copy as bulk copies (default: the running threads copy)
 TILELANG_CUDA_TMA_REFILL=wait  thread 0 waits for every warp's release before refilling a TMA ring slot

@@ -10,7 +10,6 @@
   (a reduction of a register accumulator: per-thread slots, then quad shuffles)."""
 from __future__ import annotations
 
-import os
 import re
 
 from tilelang.ir import expr as E
@@ -67,14 +66,15 @@ class Names:
 class KernelCodegen:
     def __init__(self, launch, entry, target, params, names, config=None, param_bufs=()):
         self.launch, self.entry, self.target = launch, entry, target
-        from tilelang.backend.cuda.tma import tma_enabled
-        self.use_tma = tma_enabled(config, target.arch)
+        from tilelang.backend.cuda.options import CudaOptions
+        self.options = CudaOptions.from_config(config, target.arch)
+        self.use_tma = self.options.tma
         self.param_bufs = set(param_bufs)   # ids of the function's tensor parameters
         self.tmaps = []                       # TmaCopy per tensor-map parameter (trailing)
         self.cluster = None                   # [x, y, z] when the codegen pairs blocks (TMA multicast)
         self.params = params          # [(kind, obj, c decl)] in kernel-parameter order
         self.names = names            # shared with the function level (params)
-        self.plan = plan_kernel(launch, target.arch)
+        self.plan = plan_kernel(launch, target.arch, self.options)
         self.barriers = SyncPlanner(self.plan)
         self.barrier_before = self.barriers.run(launch.body)
         self.aligned = {}            # global buffer name -> bytes its pointer must be aligned to
@@ -655,7 +655,7 @@ class KernelCodegen:
         # bulk copies for T.tma_copy: correct on the H200 with the warp-specialized GEMM
         # (7x faster than range threads copying); opt-in (TILELANG_CUDA_TMA_COPY=1) until
         # the published kernels that use T.tma_copy have run with them
-        if bar is not None and block and self.use_tma and os.environ.get("TILELANG_CUDA_TMA_COPY") == "1" \
+        if bar is not None and block and self.use_tma and self.options.tma_copy \
                 and emit_tma_copy(self, op, lower_copy(op), bar):
             return
         self.stmt(lower_copy(op), block)

@@ -35,8 +35,6 @@ softmax, LayerNorm, element-wise epilogues); block-level stores whose fragment o
 have one element run on every thread's replicated copy."""
 from __future__ import annotations
 
-import os
-import sys
 from dataclasses import dataclass, field
 
 from tilelang.ir import expr as E
@@ -366,8 +364,6 @@ def infer(launch, gemm_cfgs, depends, regions=None):
             out.report.append((b.name, lay[fid], "registers"))
         else:
             out.report.append((b.name, "shared", bad.get(fid, "no gemm accumulator layout reaches it")))
-    if os.environ.get("TILELANG_CUDA_DUMP_FRAGMENTS"):
-        sys.stderr.write(format_report(out))
     return out
 
 

@@ -33,7 +33,6 @@ waits cost. Keeping the softmax between issue and wait needs a different device
 (e.g. the two consumer warpgroups alternating on named barriers, as FA3 does)."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from tilelang.ir import tile_ops as TO
@@ -57,7 +56,7 @@ def _touches(st, bufs):
 
 
 def plan_overlap(cg, info):
-    if os.environ.get("TILELANG_CUDA_OVERLAP_GEMM", "0") != "1" or info.stages != 2:
+    if not cg.options.overlap_gemm or info.stages != 2:
         return None
     rest = info.rest
     gemms = [i for i, s in enumerate(rest) if isinstance(s, TO.Gemm)]

@@ -5,7 +5,6 @@ with the two warpgroups taking turns), and T.tma_copy's bulk form. Each function
 generator `cg` (codegen_kernel.KernelCodegen), whose tensor-map parameters it adds."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 
 from tilelang.arith.simplify import simplify
@@ -40,7 +39,7 @@ def emit_pipelined_tma(cg, st, info, tmas):
     acc = cg.buf_name(g.C.buffer)
     maps = [tensor_map(cg, t) for t in tmas]
     nbytes = sum(t.nbytes for t in tmas)
-    mc = None if cg.cluster else plan_multicast(cg.launch, st, tmas)
+    mc = None if cg.cluster else plan_multicast(cg.launch, st, tmas, cg.options.tma_multicast)
     half_maps = None
     if mc is not None:
         # blocks run in pairs along the axis; half maps for operands split by rows
@@ -48,7 +47,7 @@ def emit_pipelined_tma(cg, st, info, tmas):
         cg.cluster[mc.axis] = 2
         half_maps = {id(t): tensor_map(cg, replace(t, rows=t.rows // 2))
                      for t in mc.shared if mc.halves[id(t)] == "rows"}
-    waits = mc is not None or os.environ.get("TILELANG_CUDA_TMA_REFILL") == "wait"
+    waits = mc is not None or cg.options.tma_refill_wait
     ring = declare_ring(cg, ns, maps, nwarps * (2 if mc else 1) if waits else None)
     full, empty, released = ring.full, ring.empty, ring.released
     rank = None
@@ -102,7 +101,7 @@ def body_fits_tma_ring(cg, info):
     the cp.async loop also ordered the body's shared and global writes between
     iterations, which a body of register fragments (attention's S, P and O) has not."""
     from tilelang.backend.cuda.analysis import accesses
-    if os.environ.get("TILELANG_CUDA_TMA_RING") == "0":
+    if not cg.options.tma_ring:
         return False
     for st in info.rest:
         if id(st) in cg.barrier_before:
@@ -160,7 +159,7 @@ def pingpong(cg, info):
     schedule: one warpgroup's softmax runs while the other's gemm has the tensor
     cores), else None. Opt-in: TILELANG_CUDA_PINGPONG=1. The body is register-only
     (body_fits_tma_ring), so the warpgroups share nothing but the turns."""
-    if os.environ.get("TILELANG_CUDA_PINGPONG") != "1" or cg.plan.nthreads != 256:
+    if not cg.options.pingpong or cg.plan.nthreads != 256:
         return None
     from tilelang.ir import stmt as S
     from tilelang.ir import tile_ops as TO

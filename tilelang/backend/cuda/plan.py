@@ -15,7 +15,6 @@ TILELANG_CUDA_WGMMA_RS=0 to stage it through shared memory instead)."""
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field
 
 from tilelang.ir import expr as E
@@ -28,7 +27,8 @@ from tilelang.backend.cuda.analysis import thread_dependent_vars
 from tilelang.backend.cuda.gemm_lowering import mma_config
 from tilelang.backend.cuda.wgmma_lowering import wgmma_config, swizzle_ok
 from tilelang.backend.cuda.pipeline_plan import find_pipelines
-from tilelang.backend.cuda.fragment_layout import AccLayout, infer as infer_fragment_layouts
+from tilelang.backend.cuda.fragment_layout import AccLayout, infer as infer_fragment_layouts, format_report
+from tilelang.backend.cuda.options import CudaOptions
 from tilelang.backend.cuda.tile_layout import TILE_LAYOUTS, ThreadTile
 from tilelang.backend.cuda.thread_ranges import find_regions
 
@@ -65,6 +65,7 @@ class KernelPlan:
     regions: object = None                           # thread_ranges.Regions (warp specialization)
     user_cp_async: bool = False   # T.ptx_cp_async completion is the kernel's business (groups, mbarriers)
     sets_max_nreg: bool = False   # T.set_max_nreg: warpgroups reallocate registers
+    options: object = None        # options.CudaOptions this plan was made with
 
     def threads_of(self, st) -> int:
         """Threads that run `st` together: the block, or the range of its branch."""
@@ -98,11 +99,12 @@ def local_placement(buf):
     return Placement("local", _row_major(_const_shape(buf))[0])
 
 
-def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
+def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None) -> KernelPlan:
     nthreads = 1
     for t in launch.threads:
         nthreads *= int(t)
     plan = KernelPlan(nthreads)
+    plan.options = options if options is not None else CudaOptions.from_config(None, arch)
     plan.regions = find_regions(launch)
     from tilelang.ir import mbarrier as M
     waits = {M.CP_ASYNC_ARRIVE, M.CP_ASYNC_WAIT}
@@ -123,7 +125,7 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
     # gemm configs and fragment layouts depend on each other only through wgmma's
     # register A operand: a gemm whose A fragment cannot live in registers reads it
     # from shared memory instead, and the layouts are inferred again.
-    shared_a = set() if os.environ.get("TILELANG_CUDA_WGMMA_RS", "1") != "0" else {id(g) for g in gemms}
+    shared_a = set() if plan.options.wgmma_rs else {id(g) for g in gemms}
     annotated = {id(b): k for b in decls for k in [_annotated_layout(b, plan)] if k is not None}
     while True:
         swizzled = _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride,
@@ -135,6 +137,9 @@ def plan_kernel(launch: S.KernelLaunch, arch) -> KernelPlan:
             break
         shared_a |= lost
     plan.fragments = frag
+    if plan.options.dump_fragments:
+        import sys
+        sys.stderr.write(format_report(frag))
     plan.uses_wgmma = any(getattr(c, "kind", "") == "wgmma" for c in plan.gemms.values())
     if not plan.uses_wgmma:   # hand-written wgmma (language/tensor_core_ptx.py) reads shared memory too
         from tilelang.ir.tensor_core_calls import WGMMA_SS, WGMMA_RS

@@ -18,7 +18,6 @@ On by default for sm_90a; `pass_configs={"tl.disable_tma_lower": True}` or
 TILELANG_CUDA_TMA=0 turns it off."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from tilelang.ir import expr as E
@@ -47,15 +46,6 @@ class TmaCopy:
         out = [(self.fixed or {}).get(d) for d in range(n)]
         out[self.row_dim], out[n - 1] = row0, col0
         return out[::-1]
-
-
-def tma_enabled(ctx_config, arch):
-    if arch is None or not str(arch).startswith("sm_90a") or arch_number(arch) != 90:
-        return False
-    if os.environ.get("TILELANG_CUDA_TMA", "1") == "0":
-        return False
-    cfg = ctx_config or {}
-    return not bool(cfg.get("tl.disable_tma_lower", False))
 
 
 def _zero(e):
@@ -145,13 +135,6 @@ class Multicast:
     halves: dict         # id(TmaCopy) -> "strips" (alternate 64-column strips) or "rows"
 
 
-def multicast_enabled():
-    # opt-in: correct on the H200, but with the loop's producer inside a consumer warp the
-    # paired blocks wait on each other and the GEMM ran 25-40% slower
-    # (benchmarks/results/2026-11-29_h200_gemm_multicast_pairs.json)
-    return os.environ.get("TILELANG_CUDA_TMA_MULTICAST", "0") == "1"
-
-
 def _top_level(body, loop):
     """`loop` runs on every thread of the block exactly once: reached from the kernel
     body through sequences only (no enclosing loop, branch or let)."""
@@ -184,13 +167,16 @@ def _has_load(e):
     return bool(found)
 
 
-def plan_multicast(launch, loop, tmas):
+def plan_multicast(launch, loop, tmas, enabled):
     """A Multicast for the TMA GEMM loop `loop` of `launch`, or None. Pairs of blocks
     along a grid axis whose extent is an even constant share the tiles whose origin
     does not involve that axis' block index. Both blocks must run the loop alike: it
     sits at the kernel's top level, its bounds involve no block index and no loaded
-    value, and the kernel asks for no clusters of its own."""
-    if not multicast_enabled() or launch.annotations.get("cluster_dims") is not None:
+    value, and the kernel asks for no clusters of its own. Opt-in (`enabled`:
+    CudaOptions.tma_multicast): correct on the H200, but with the loop's producer inside a
+    consumer warp the paired blocks wait on each other and the GEMM ran 25-40% slower
+    (benchmarks/results/2026-11-29_h200_gemm_multicast_pairs.json)."""
+    if not enabled or launch.annotations.get("cluster_dims") is not None:
         return None
     if not _top_level(launch.body, loop):
         return None
