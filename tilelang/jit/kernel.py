@@ -135,7 +135,7 @@ class JITKernel:
     def _check(self, i, p, x, dyn, span):
         name = p.name
         if not arrays.is_array(x):
-            raise ArgumentError(f"argument `{name}` must be a tensor of shape {list(map(str, p.shape))} and dtype "
+            raise ArgumentError(f"argument `{name}` must be a tensor of shape {shape_text(p.shape)} and dtype "
                                 f"{p.dtype}, got {type(x).__name__}", span)
         from tilelang.jit.binding import pack_factor, STORAGE_DTYPES, logical_shape
         try:
