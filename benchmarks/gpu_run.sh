@@ -17,10 +17,11 @@ mkdir -p $L
 nvidia-smi --query-gpu=index,name,driver_version --format=csv > $L/device.txt 2>&1
 python3 -c "import sys, torch, triton; print(sys.version.split()[0], 'torch', torch.__version__, 'triton', triton.__version__)" \
   >> $L/device.txt 2>&1
-for part in ${PARTS:-tests suite}; do
+for part in ${PARTS:-tests fuzz suite}; do
   case $part in
     tests) timeout ${T_TESTS:-200} python3 -m pytest -q -p no:cacheprovider -m gpu -rfE tests > $L/gpu_tests.txt 2>&1
            tail -4 $L/gpu_tests.txt ;;
+    fuzz)  OUT=$L BUDGET=${T_FUZZ:-150} bash benchmarks/gpu_fuzz.sh | tail -15 ;;
     suite) OUT=$L timeout ${T_SUITE:-330} python3 benchmarks/bench_suite.py ${SUITE_ARGS:-} > $L/suite_log.txt 2>&1
            cp $L/suite.md $L/suite.json $OUT/ 2>/dev/null; grep "^|" $L/suite.md | cut -c1-160 ;;
     gemm)  OUT=$L timeout ${T_GEMM:-200} python3 benchmarks/gemm_cases.py > $L/gemm_cases.txt 2>&1
