@@ -202,3 +202,26 @@ def test_dtype_annotated_parameters_are_runtime_scalars():
     ref[:5] = 5
     ref[:3] = 3
     assert torch.equal(a, ref)
+
+
+def test_positional_calls_take_the_fast_key_and_still_specialize():
+    @tilelang.jit(target="cpu")
+    def scale_by(A, k, flag):
+        N = T.const("N")
+        A: T.Tensor((N,), T.float32)
+        B = T.empty((N,), T.float32)
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(N):
+                B[i] = A[i] * k + (1.0 if flag else 0.0)
+        return B
+
+    a = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(scale_by(a, 2, False), a * 2)
+    np.testing.assert_array_equal(scale_by(a, 2, False), a * 2)
+    assert len(scale_by.cache) == 1 and len(scale_by._fast) == 1
+    np.testing.assert_array_equal(scale_by(a, 3, False), a * 3)           # another constant
+    np.testing.assert_array_equal(scale_by(a, 2, True), a * 2 + 1)        # True is not 1 here
+    np.testing.assert_array_equal(scale_by(a[:4].copy(), 2, False), a[:4] * 2)   # another shape
+    np.testing.assert_array_equal(scale_by(torch.from_numpy(a), 2, False).numpy(), a * 2)
+    np.testing.assert_array_equal(scale_by(A=a, k=2, flag=False), a * 2)  # by name: the full key
+    assert len(scale_by.cache) == 4   # numpy and torch arrays of one shape share a kernel
