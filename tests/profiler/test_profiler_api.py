@@ -131,3 +131,15 @@ def test_do_bench_gpu_backends(backend):
     assert 0 < ms < 10
     x = torch.randn(1 << 20, device="cuda")
     assert do_bench(lambda: x.mul_(1.0), warmup=5, rep=20, backend=backend) > 0
+
+
+@pytest.mark.gpu
+def test_cupti_measures_kernel_time_only():
+    import time as _time
+    x = torch.randn(1 << 16, device="cuda")
+
+    def slow_host():
+        _time.sleep(0.002)   # host time the events see and CUPTI does not
+        x.mul_(1.0)
+    assert do_bench(slow_host, warmup=5, rep=20, backend="event") > 1.5
+    assert do_bench(slow_host, warmup=5, rep=20, backend="cupti") < 0.5

@@ -31,7 +31,47 @@ def test_set_random_seed_is_reproducible():
     assert (a == np.random.rand(3)).all()
 
 
-def test_process_func_records_latency():
+def test_process_func_records_latency_under_the_module_name():
     perf._RESULTS.clear()
-    assert tilelang.testing.process_func(lambda: 1.5, name="k") == 1.5
-    assert perf._RESULTS == [("k", 1.5)]
+    tilelang.testing.process_func(lambda: 1.5, "k")
+    tilelang.testing.process_func(lambda scale: 2.0 * scale, scale=2)   # kwargs go to the function
+    assert [(r.name, r.latency) for r in perf.results()] == [("k", 1.5), (__name__, 4.0)]
+
+
+REGRESSION_MODULE = """
+import tilelang.testing
+
+def fake_example():
+    return 0.25
+
+fake_example.__module__ = "regression_example_fake"
+
+def regression_first():
+    tilelang.testing.process_func(fake_example)
+
+def regression_second():
+    tilelang.testing.process_func(lambda: 0.5, "second_case")
+
+if __name__ == "__main__":
+    tilelang.testing.regression()
+"""
+
+
+def test_regression_runs_the_cases_and_prints_the_json_protocol(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    f = tmp_path / "regression_fake.py"
+    f.write_text(REGRESSION_MODULE)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=root, TL_PERF_REGRESSION_FORMAT="json")
+    out = subprocess.run([sys.executable, str(f)], capture_output=True, text=True, env=env, timeout=120)
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith(perf.RESULTS_JSON_PREFIX))
+    assert json.loads(line[len(perf.RESULTS_JSON_PREFIX):]) == [
+        {"name": "example_fake", "latency": 0.25, "case": "first"},
+        {"name": "second_case", "latency": 0.5, "case": "second"}]
+    env["TL_PERF_REGRESSION_ONLY"] = "sec*"
+    out = subprocess.run([sys.executable, str(f)], capture_output=True, text=True, env=env, timeout=120)
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith(perf.RESULTS_JSON_PREFIX))
+    assert [r["case"] for r in json.loads(line[len(perf.RESULTS_JSON_PREFIX):])] == ["second"]
