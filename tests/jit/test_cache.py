@@ -120,7 +120,12 @@ def test_damaged_shared_object_is_rewritten(fresh_cache, damage):
     [so] = _so_files(fresh_cache)
     data = open(so, "rb").read()
     bad = {"truncated": data[: len(data) // 3], "empty": b"", "garbage": os.urandom(len(data))}[damage]
-    open(so, "wb").write(bad)
+    # damage it the way a crash or a full disk leaves it, for the next process; replaced,
+    # not written in place: this process has the file mapped (truncating a mapped file
+    # would make this process die of SIGBUS)
+    tmp = so + ".damaged"
+    open(tmp, "wb").write(bad)
+    os.replace(tmp, so)
     out = _run(RUN_ADD.format(n=n), fresh_cache)   # a new process: the loader maps the file
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["True", f"{2.0 * n}"]
