@@ -77,6 +77,7 @@ class JITKernel:
         self.launcher = self.backend.load(self.artifact)
         self._prepare_signature()
         self.host_assumes = _host_assumes(func)
+        self._prepare_aligned_variant()
         if verbose:
             print(f"[tilelang] {func.name}: {'cache hit' if self.cache_hit else 'compiled'} for "
                   f"{self.target} in {self.compile_time * 1e3:.1f} ms", file=sys.stderr)
@@ -199,6 +200,45 @@ class JITKernel:
             out.append(cv)
         return out
 
+    # dynamic dimensions: a variant for dimensions that divide (jit/divisibility.py) ----------
+    def _prepare_aligned_variant(self):
+        from tilelang.jit.divisibility import alignment
+        self._align = None
+        self._aligned_kernel = None
+        if self.target.kind != "cuda" or not self.dyn_vars or getattr(self.prim_func, "aligned_from", None):
+            return
+        a = alignment(self.pass_configs)
+        srcs = [self.dyn_source.get(id(v)) for v in self.dyn_vars]
+        if a is None or any(src is None for src in srcs):
+            return
+        # where each dimension is read, for calls with the inputs only and with every argument
+        self._align = (a, [(self.in_idx.index(i), i, d) for i, d in srcs])
+
+    def _aligned_for(self, args):
+        """The variant for dimensions that all divide, when `args` have such dimensions."""
+        a, srcs = self._align
+        every = len(args) == len(self.params)
+        for pos, i, d in srcs:
+            x = args[i if every else pos] if (every or len(args) == len(self.in_idx)) else None
+            shape = getattr(x, "shape", None)
+            if shape is None or len(shape) <= d or shape[d] % a:
+                return None
+        if self._aligned_kernel is None:
+            from tilelang.jit.divisibility import aligned_variant
+            import warnings
+            variant = aligned_variant(self.prim_func, a)
+            variant.aligned_from = a
+            try:
+                self._aligned_kernel = JITKernel(
+                    variant, out_idx=None if "tilelang_out_idx" in variant.attrs else self.out_idx,
+                    target=self.target, pass_configs=self.pass_configs, compile_flags=self.compile_flags)
+            except TileLangError as e:   # keep running the generic kernel
+                warnings.warn(f"{self.prim_func.name}: the variant for dimensions divisible by {a} did "
+                              f"not compile ({e.message}); the generic kernel runs", stacklevel=3)
+                self._align = None
+                return None
+        return self._aligned_kernel
+
     def __call__(self, *args, stream=None, **kwargs):
         # `_fast` is, after the first call, a function generated for this signature
         # (see `_build_fast`); anything it does not accept goes to `_slow`, which
@@ -206,6 +246,10 @@ class JITKernel:
         try:
             if kwargs:
                 args = self._positional(args, kwargs)
+            if self._align is not None:
+                k = self._aligned_for(args)
+                if k is not None:
+                    return k._fast(args)
             return self._fast(args)
         except TileLangError as e:
             if e.span is None:
@@ -248,6 +292,8 @@ class JITKernel:
 
     _called = False
     _written = None   # ids of the tensor parameters the kernel writes (jit/aliasing.py)
+    _align = None     # (alignment, dimension sources) when a divisible-shape variant applies
+    _aligned_kernel = None
 
     @property
     def launcher(self):

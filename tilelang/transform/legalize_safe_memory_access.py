@@ -92,10 +92,11 @@ class _Legalize(Mutator):
     def visit_For(self, n):
         lo = bound(n.min, self.ranges)
         ext = bound(n.extent, self.ranges)
-        if lo is not None and ext is not None:
-            step = E.const_int_value(n.step) if n.step is not None else 1
-            if step is not None and step > 0:
-                self.ranges[id(n.var)] = (lo[0], lo[1] + (ext[1] - 1) * step)
+        step = E.const_int_value(n.step) if n.step is not None else 1
+        if lo is not None and step is not None and step > 0:
+            # a symbolic extent (a dynamic dimension) still leaves the var >= its start
+            hi = lo[1] + (ext[1] - 1) * step if ext is not None else 2 ** 31 - 1
+            self.ranges[id(n.var)] = (lo[0], hi)
         step = E.const_int_value(n.step) if n.step is not None else 1
         if step == 1:   # symbolic bounds too: min <= var < min + extent inside the loop
             inside = E.binop("&&", E.binop(">=", n.var, n.min),

@@ -95,15 +95,16 @@ def _vector_access(strides, idx, v, V):
     """Whether `buf[idx]` touches V consecutive elements, starting at a multiple of V,
     as `v` runs over a vector: `v` steps one index whose stride is 1 (the last one for
     row-major buffers, any one for strided tensors), and every other stride is a
-    multiple of V."""
+    multiple of V (a constant, or a linear form whose coefficients all are)."""
     dims = [d for d, i in enumerate(idx) if _has(i, v)]
     if len(dims) != 1:
         return False
     d = dims[0]
     if E.const_int_value(strides[d]) != 1 or not consecutive(idx[d], v, V):
         return False
-    return all(E.const_int_value(s) is not None and E.const_int_value(s) % V == 0
-               for k, s in enumerate(strides) if k != d)
+    # a stride that is a symbolic multiple of V (`16 * k16` for a dynamic K specialized on
+    # divisibility) keeps every vector aligned as well as a constant one
+    return all(_mult_except(E.convert(s), None, V) for k, s in enumerate(strides) if k != d)
 
 
 def vector_width(cg, vars_, mins, exts, body):
