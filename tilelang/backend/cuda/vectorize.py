@@ -16,6 +16,21 @@ VEC_TYPES = {16: ("uint4", "make_uint4(0u, 0u, 0u, 0u)"), 8: ("uint2", "make_uin
              4: ("unsigned", "0u"), 2: ("unsigned short", "(unsigned short)0")}
 
 
+def global_root(buf):
+    """The tensor parameter a global buffer views (`T.Tensor(shape, dtype, A.data)`,
+    T.view/T.reshape of a global tensor start at its first element), or None."""
+    while getattr(buf, "alias_of", None) is not None:
+        buf = buf.alias_of
+    return buf if buf.scope == "global" and getattr(buf, "data_ptr", None) is None else None
+
+
+def _require_aligned(cg, buf, nbytes):
+    """The runtime checks that the parameter behind `buf` is aligned to `nbytes`."""
+    root = global_root(buf)
+    if root is not None:
+        cg.aligned[root.name] = max(cg.aligned.get(root.name, 1), nbytes)
+
+
 def _has(e, v):
     return any(x is v for x in collect_vars(e))
 
@@ -135,7 +150,7 @@ def vector_width(cg, vars_, mins, exts, body):
         ok = True
         for buf, idx in ((store.buffer, store.indices), (load.buffer, load.indices)):
             p = cg.placement(buf)
-            if p is not None and p.kind not in ("smem",):
+            if p is not None and p.kind not in ("smem",) and not (p.kind == "view" and global_root(buf) is not None):
                 ok = False
                 break
             if not _vector_access(cg.strides(buf), idx, v, V) or V * buf.dtype.itemsize not in VEC_TYPES:
@@ -173,7 +188,7 @@ def _emit_vector_atomic(cg, body, V, v):
     from tilelang.backend.cuda import vector_atomic
     guard, call = vector_atomic.match(body)
     dst = call.args[0]
-    cg.aligned[dst.buffer.name] = max(cg.aligned.get(dst.buffer.name, 1), V * dst.buffer.dtype.itemsize)
+    _require_aligned(cg, dst.buffer, V * dst.buffer.dtype.itemsize)
     first = cg.names.by_id[id(v)]
     values = []
     for t in range(V):
@@ -194,8 +209,7 @@ def emit_vector_copy(cg, body, V, v=None):
     nbytes = V * store.buffer.dtype.itemsize
     vt, zero = VEC_TYPES[nbytes]
     for buf in (store.buffer, load.buffer):  # the runtime checks these pointers' alignment
-        if buf.scope == "global":
-            cg.aligned[buf.name] = max(cg.aligned.get(buf.name, 1), nbytes)
+        _require_aligned(cg, buf, nbytes)
     if getattr(cg, "async_copy", False):
         src = f"&{cg.access(load)}"
         pred = "true"
@@ -220,8 +234,7 @@ def _emit_vector_cast(cg, body, V):
     st, dt = load.buffer.dtype, store.buffer.dtype
     (vs, _), (vd, _) = VEC_TYPES[V * st.itemsize], VEC_TYPES[V * dt.itemsize]
     for buf in (store.buffer, load.buffer):
-        if buf.scope == "global":
-            cg.aligned[buf.name] = max(cg.aligned.get(buf.name, 1), V * buf.dtype.itemsize)
+        _require_aligned(cg, buf, V * buf.dtype.itemsize)
     a, d = cg.names.new(object(), "tl_cs", True), cg.names.new(object(), "tl_cd", True)
     src = lambda k: f"reinterpret_cast<const {ctype(st)}*>(&{a})[{k}]"  # noqa: E731
     dst = lambda k: f"reinterpret_cast<{ctype(dt)}*>(&{d})[{k}]"  # noqa: E731
