@@ -10,7 +10,7 @@ from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, BufferRegion
 from tilelang.ir.visitor import walk
-from tilelang.jit import arrays
+from tilelang import arrays
 
 _READ_ONLY_FIELDS = {TO.Copy: ("src",), TO.Reduce: ("src",), TO.CumSum: ("src",), TO.Gemm: ("A", "B"),
                      TO.Atomic: ("value",)}

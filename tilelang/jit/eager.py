@@ -8,7 +8,7 @@ import inspect
 import textwrap
 
 from tilelang.frontend.annotated import annotated_names, trace_annotated
-from tilelang.jit import arrays
+from tilelang import arrays
 
 EAGER_CALLS = {"const", "empty", "Kernel", "dynamic", "make_tensor"}
 

@@ -14,7 +14,8 @@ from tilelang.ir.expr import Var, const_int_value, PrimExpr
 from tilelang.ir.errors import ArgumentError, TileLangError, located
 from tilelang.ir.structural_hash import structural_hash
 from tilelang.ir.span import Span
-from tilelang.jit import arrays, cache
+from tilelang.jit import cache
+from tilelang import arrays
 from tilelang.jit.binding import shape_text
 from tilelang.transform.pass_manager import PassContext
 

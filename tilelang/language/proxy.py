@@ -143,7 +143,7 @@ class TensorArg:
             self.strides = tuple(value.strides) if value.strides is not None else _row_major(self.shape)
             return
         self.shape = tuple(int(s) for s in value.shape)
-        from tilelang.jit.arrays import array_dtype, array_strides
+        from tilelang.arrays import array_dtype, array_strides
         self.dtype = array_dtype(value)
         self.strides = array_strides(value)
 

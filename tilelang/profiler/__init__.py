@@ -8,7 +8,7 @@ from tilelang.ir.expr import const_int_value
 from tilelang.ir.errors import TileLangError
 from tilelang.profiler.bench import do_bench
 from tilelang.profiler.supply import TensorSupplyType, make_tensor
-from tilelang.jit import arrays
+from tilelang import arrays
 
 
 class Profiler:
