@@ -8,7 +8,7 @@ import threading
 from contextlib import contextmanager
 
 from tilelang.ir import stmt as S
-from tilelang.ir.span import Span, set_span_provider
+from tilelang.ir.span import Span, frame_span, set_span_provider  # noqa: F401 (frame_span re-exported)
 from tilelang.ir.buffer import BufferRegion, set_store_handler
 from tilelang.ir.dtypes import set_variable_namer
 from tilelang.ir.expr import convert, cast, literal, PrimExpr
@@ -22,9 +22,6 @@ class Frame:
 
 # code objects compiled from user kernels (rewritten): their frames give spans
 USER_CODES: set = set()
-_positions_cache: dict = {}
-
-
 class Builder:
     def __init__(self):
         self.stack: list[list] = [[]]
@@ -111,21 +108,6 @@ def _user_span() -> Span | None:
             return frame_span(f)
         f = f.f_back
     return None
-
-
-def frame_span(f) -> Span:
-    code = f.f_code
-    pos = _positions_cache.get(code)
-    if pos is None:
-        pos = list(code.co_positions()) if hasattr(code, "co_positions") else []
-        _positions_cache[code] = pos
-    i = f.f_lasti // 2
-    if 0 <= i < len(pos) and pos[i][0] is not None:
-        line, _, col, end_col = pos[i]
-        if line == f.f_lineno or line is not None:
-            end = end_col if pos[i][1] == line else None
-            return Span(code.co_filename, line, col or 0, end)
-    return Span(code.co_filename, f.f_lineno, 0, None)
 
 
 def _store(buffer, value, indices):

@@ -21,13 +21,8 @@ from tilelang.transform.pass_manager import PassContext
 
 
 def _caller_span(depth=2):
-    f = sys._getframe(depth)
-    while f is not None and f.f_globals.get("__name__", "").startswith("tilelang."):
-        f = f.f_back
-    if f is None:
-        return None
-    from tilelang.frontend.builder import frame_span
-    return frame_span(f)
+    from tilelang.ir.span import caller_span
+    return caller_span(depth + 1)
 
 
 def _normalize_out_idx(out_idx, n):
