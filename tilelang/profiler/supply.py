@@ -109,3 +109,30 @@ def _torch_tensor(shape, dtype, plan, device):
     if plan[0] == "uniform":
         return torch.empty(shape, dtype=torch.float32, device=device).uniform_(-1.0, 1.0).to(tdt)
     return torch.randn(shape, dtype=torch.float32, device=device).to(tdt)
+
+
+def get_tensor_supply(supply_type=TensorSupplyType.Integer, device=None):
+    """A function that makes one tensor for a kernel parameter (anything with `shape` and
+    `dtype`, e.g. a kernel's buffer parameter) filled per `supply_type` — the published
+    `tilelang.utils.tensor.get_tensor_supply`. Shapes must be static here: pass tensors
+    yourself for dynamic dimensions."""
+    from tilelang.ir.expr import const_int_value
+
+    def supply(param):
+        shape = getattr(param, "shape", None)
+        if not shape and shape != ():
+            raise ValueError(f"get_tensor_supply: {param!r} has no shape")
+        dims = [const_int_value(d) if not isinstance(d, int) else d for d in shape]
+        if any(d is None for d in dims):
+            raise ValueError(f"get_tensor_supply: `{getattr(param, 'name', param)}` has the dynamic shape "
+                             f"{[str(d) for d in shape]}; a tensor needs a static shape (pass the tensor yourself)")
+        dev = device
+        if dev is None:
+            try:
+                import torch
+                dev = "cuda" if torch.cuda.is_available() else "cpu"
+            except ImportError:
+                dev = "cpu"
+        return make_tensor(dims, param.dtype, supply_type, dev)
+
+    return supply
