@@ -225,3 +225,23 @@ def test_positional_calls_take_the_fast_key_and_still_specialize():
     np.testing.assert_array_equal(scale_by(torch.from_numpy(a), 2, False).numpy(), a * 2)
     np.testing.assert_array_equal(scale_by(A=a, k=2, flag=False), a * 2)  # by name: the full key
     assert len(scale_by.cache) == 4   # numpy and torch arrays of one shape share a kernel
+
+
+@tilelang.jit(target="cpu")
+def scale_by_fn(x, fn):
+    """Parameters may take any name, including ones our tracer uses internally (`fn`);
+    a tfloat32 annotation takes float32 data (tf32 is stored as float32)."""
+    N = T.const("N")
+    x: T.Tensor((N,), T.float32)
+    fn: T.Tensor((N,), T.tfloat32)
+    y = T.empty((N,), T.float32)
+    with T.Kernel(1, threads=32):
+        for i in T.Parallel(N):
+            y[i] = x[i] * fn[i]
+    return y
+
+
+def test_parameter_named_fn_and_tfloat32_data():
+    x = torch.arange(8, dtype=torch.float32)
+    w = torch.full((8,), 0.5, dtype=torch.float32)
+    torch.testing.assert_close(scale_by_fn(x, w), x * 0.5)

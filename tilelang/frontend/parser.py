@@ -143,7 +143,7 @@ def as_user_error(e: BaseException) -> TileLangError:
     return err
 
 
-def run_traced(fn, *args, **kwargs):
+def run_traced(fn, /, *args, **kwargs):
     """Run a rewritten function; convert any error into a source-located one."""
     try:
         return fn(*args, **kwargs)

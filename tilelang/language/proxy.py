@@ -192,7 +192,8 @@ def bind_tensor(name, arg: TensorArg, ty: TensorType) -> Buffer:
     if ty.strides is not None:
         for i, (d, a) in enumerate(zip(ty.strides, arg.strides)):
             _unify(d, a, f"stride {i} of argument `{name}`")
-    if arg.dtype != ty.dtype:
+    if arg.dtype != ty.dtype and not (arg.dtype.name == "float32" and ty.dtype.name == "tfloat32"):
+        # (tfloat32 data is stored as float32: torch has no tf32 tensors)
         raise DTypeMismatchError(f"argument `{name}` has dtype {arg.dtype}, the annotation declares {ty.dtype}",
                                  hint=f"pass a {ty.dtype} tensor or change the annotation")
     buf = ty.make_buffer(name)
