@@ -30,6 +30,8 @@ CLUSTER_ARRIVE_RELAXED = "tl.cluster_arrive_relaxed"  # ()
 CLUSTER_WAIT = "tl.cluster_wait"                 # ()
 CLUSTER_SYNC = "tl.cluster_sync"                 # ()
 SYNC_GRID = "tl.sync_grid"                       # (): the kernel is launched cooperatively
+PDL_TRIGGER = "tl.pdl_trigger"                   # (): dependents may launch (language/pdl.py)
+PDL_SYNC = "tl.pdl_sync"                         # (): wait for the kernels this one depends on
 # issued by one thread of those reaching them (T.copy_cluster with a remote barrier)
 BULK_COPY_CLUSTER = "tl.bulk_copy_cluster"       # (dst[i], src[j], bytes, cta_id, bar): dst in block cta_id
 ARRIVE_CLUSTER_ONE = "tl.mbarrier_arrive_cluster_one"  # (bar, cta_id): one arrival for the block
@@ -39,7 +41,7 @@ CLUSTER_CALLS = CLUSTER_BARRIER_CALLS | {ARRIVE_CLUSTER, BULK_COPY_CLUSTER, ARRI
 MBARRIER_CALLS = frozenset({ARRIVE, ARRIVE_EXPECT_TX, EXPECT_TX, WAIT_PARITY, CP_ASYNC_ARRIVE, INIT, ARRIVE_CLUSTER})
 EVERY_THREAD_CALLS = MBARRIER_CALLS | {FENCE_INIT, SET_MAX_NREG, FENCE_PROXY_ASYNC, NAMED_ARRIVE,
                                        CP_ASYNC_COMMIT, CP_ASYNC_WAIT, BULK_COMMIT, BULK_WAIT} | CLUSTER_CALLS | \
-    {SYNC_GRID}
+    {SYNC_GRID, PDL_TRIGGER, PDL_SYNC}
 
 # hand-written wgmma / ldmatrix / mma.sync: collective over the warp(group)
 EVERY_THREAD_CALLS = EVERY_THREAD_CALLS | TENSOR_CORE_CALLS

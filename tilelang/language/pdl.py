@@ -8,15 +8,16 @@ Elsewhere (the CPU, sm_80) both do nothing, which is always correct: kernels the
 run one after another."""
 from __future__ import annotations
 
-from tilelang.ir.expr import call
-from tilelang.language.warp import _at_call_site
+from tilelang.frontend import builder as B
+from tilelang.ir import stmt as S
+from tilelang.ir import mbarrier as M
 
 
 def pdl_trigger():
-    # every thread issues it, as a statement of its own (not a block-level one that
-    # thread 0 runs alone): the same path as the warp collectives
-    _at_call_site(call("tl.pdl_trigger", [], "int32"), "T.pdl_trigger")
+    # a statement every thread issues (M.EVERY_THREAD_CALLS: not a block-level
+    # statement that thread 0 runs alone)
+    B.require("T.pdl_trigger").emit(S.Evaluate(M.call(M.PDL_TRIGGER)))
 
 
 def pdl_sync():
-    _at_call_site(call("tl.pdl_sync", [], "int32"), "T.pdl_sync")
+    B.require("T.pdl_sync").emit(S.Evaluate(M.call(M.PDL_SYNC)))

@@ -10,7 +10,8 @@ from tilelang.ir.buffer import Buffer, is_packed
 from tilelang.ir.extern import imported_sources
 from tilelang.backend.cuda.codegen_expr import ctype
 from tilelang.backend.cuda.codegen_kernel import KernelCodegen, Names
-from tilelang.backend.cuda.launch_config import COOPERATIVE_INCLUDE, launch_needs, with_cluster_dims
+from tilelang.ir import mbarrier as M
+from tilelang.backend.cuda.launch_config import COOPERATIVE_INCLUDE, called, launch_needs, with_cluster_dims
 
 HEADER = '#include "tl_cuda/tl.h"\n'
 # short type names that device code written for nvcc gets from the host's <sys/types.h>
@@ -78,8 +79,12 @@ def generate(func, target, config=None):
     ints = [p for p in func.params if isinstance(p, E.Var) and not p.dtype.is_float]
     floats = [p for p in func.params if isinstance(p, E.Var) and p.dtype.is_float]
     dyn = func.dynamic_vars()
+    # a kernel that waits with T.pdl_sync starts while the kernel before it still
+    # writes: its loads must not go through the non-coherent read-only path that
+    # __restrict__ lets the compiler choose
+    pdl_waits = any(M.PDL_SYNC in called(launch.body) for launch in launches)
     for b in bufs + workspaces:
-        restrict = "" if getattr(b, "may_alias", False) else " __restrict__"
+        restrict = "" if getattr(b, "may_alias", False) or pdl_waits else " __restrict__"
         t = "unsigned char" if is_packed(b) else ctype(b.dtype)   # 4-bit elements: packed bytes
         params.append(("buffer", b, f"{t}*{restrict} {names.new(b, b.name)}"))
     for v in ints + dyn:
@@ -137,7 +142,9 @@ def _scoped(names):
 def tensor_map_spec(t, bufs, env):
     """What the launcher needs to encode the tensor map of TmaCopy `t` (tma.py): the
     source's extents and byte strides, innermost first, and the box (64 columns, the
-    tile's rows along its row dimension, 1 elsewhere)."""
+    tile's rows along its row dimension, 1 elsewhere). Other maps describe themselves."""
+    if hasattr(t, "spec"):   # tma_reduce.TmaReduce
+        return t.spec(bufs, env)
     shape, es = t.src.shape, t.src.dtype.itemsize
     n = len(shape)
     strides, acc = [], es

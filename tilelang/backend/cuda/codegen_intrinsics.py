@@ -1,6 +1,6 @@
 """CUDA spellings of the explicit memory-access intrinsics (language/memory_ops.py:
 include/tl_cuda/ldst.h), the per-thread random generator (language/random.py:
-include/tl_cuda/random.h) and programmatic dependent launch (language/pdl.py)."""
+include/tl_cuda/random.h)."""
 from __future__ import annotations
 
 from tilelang.ir.expr import IntImm
@@ -15,7 +15,7 @@ MEMORY_OPS = {
 _FLOAT_DRAWS = {("float32", "uniform"): "tl::rng_uniform", ("float64", "uniform"): "tl::rng_uniform_double",
                 ("float32", "normal"): "tl::rng_normal", ("float64", "normal"): "tl::rng_normal_double"}
 
-RANDOM_OPS = {"tl.ldg_value", "tl.rng_init", "tl.rng_rand", "tl.rng_rand_float", "tl.rng_lane", "tl.pdl_trigger", "tl.pdl_sync"}
+RANDOM_OPS = {"tl.ldg_value", "tl.rng_init", "tl.rng_rand", "tl.rng_rand_float", "tl.rng_lane"}
 
 
 def device_call(name, args, dtype, p):
@@ -43,8 +43,4 @@ def device_call(name, args, dtype, p):
         return f"{_FLOAT_DRAWS[(dtype.name, args[1].value)]}({p(args[0])})"
     if name == "tl.rng_lane":
         return "((int)threadIdx.x)"
-    if name == "tl.pdl_trigger":
-        return "tl::pdl_trigger()"
-    if name == "tl.pdl_sync":
-        return "tl::pdl_sync()"
     raise KeyError(name)

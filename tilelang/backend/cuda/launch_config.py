@@ -62,7 +62,7 @@ def launch_needs(launch, target, entry) -> dict:
         raise LoweringError(f"kernel `{entry}` uses thread-block cluster operations, which need sm_90 or newer; "
                             f"the target is {target.arch}", span)
     # before sm_90 T.pdl_sync compiles to nothing: such a kernel must not start early
-    pdl = "tl.pdl_sync" in names and arch_number(target.arch) >= 90
+    pdl = M.PDL_SYNC in names and arch_number(target.arch) >= 90
     return {"cluster": cluster, "cooperative": M.SYNC_GRID in names, "pdl": pdl}
 
 

@@ -1,7 +1,7 @@
 """CUDA for the calls every thread that reaches them runs (ir/mbarrier.py): mbarrier
 arrivals and waits, cp.async completion, register reallocation, proxy fences, the
 cluster barrier and arrivals on other blocks' mbarriers (include/tl_cuda/cluster.h),
-the grid barrier."""
+the grid barrier, programmatic dependent launch."""
 from __future__ import annotations
 
 from tilelang.ir import expr as E
@@ -69,6 +69,10 @@ def sync_call(cg, v) -> str:
         return f"tl::{v.name[3:]}();"
     if v.name == M.SYNC_GRID:       # codegen.py includes <cooperative_groups.h> for it
         return "cooperative_groups::this_grid().sync();"
+    if v.name == M.PDL_TRIGGER:     # include/tl_cuda/pdl.h: griddepcontrol, sm_90+
+        return "cudaTriggerProgrammaticLaunchCompletion();"
+    if v.name == M.PDL_SYNC:
+        return "cudaGridDependencySynchronize();"
     raise NotImplementedError(v.name)
 
 
