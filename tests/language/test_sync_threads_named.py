@@ -1,5 +1,6 @@
 """`T.sync_threads(barrier_id, arrive_count)`: a named barrier of only the threads
-that reach it (`bar.sync id, count`), usable inside a branch some warps take."""
+that reach it (`bar.sync id, count`), usable inside a branch some warps take. Spelled `tl::__sync_thread_partial(id[, count])`
+(include/tl_cuda/common.h), the published name; a barrier id may be any int expression."""
 import numpy as np
 import pytest
 
@@ -35,7 +36,7 @@ def test_named_barrier_in_a_branch_is_bar_sync_with_count():
     src = tilelang.compile(_scan_kernel(), target="cuda -arch=sm_90a").get_kernel_source()
     body = src[src.index("if ((tx < 64))"):]
     branch = body[:body.index("__syncthreads();")]   # the plain barrier after the branch
-    assert branch.count('bar.sync %0, %1;" :: "r"((int)(1)), "r"((int)(64))') == 2
+    assert branch.count("tl::__sync_thread_partial((int)(1), (int)(64));") == 2   # bar.sync 1, 64
     assert "__syncthreads" not in branch   # no block-wide barrier where only 2 warps run
 
 
@@ -64,3 +65,20 @@ def test_bad_named_barriers(args, msg):
         def k(X: T.Tensor((64,), "int32")):
             with T.Kernel(1, threads=128) as bx:
                 T.sync_threads(*args)
+
+
+@pytest.mark.skipif(not nvrtc_available(), reason="NVRTC not installed")
+def test_barrier_id_from_a_variable_or_an_expression():
+    @T.prim_func
+    def k(A: T.Tensor((256,), "float32")):
+        with T.Kernel(1, threads=256) as (bx,):
+            tx = T.get_thread_binding()
+            bid = T.int32(1)
+            T.sync_threads(bid)
+            T.sync_threads(bid, 128)
+            T.sync_threads(tx % 4 + 1, 256)
+            A[tx] = 1.0
+    src = tilelang.compile(k, target="cuda -arch=sm_90a").get_kernel_source()
+    assert "tl::__sync_thread_partial((int)(1));" in src
+    assert "tl::__sync_thread_partial((int)(1), (int)(128));" in src
+    assert src.count("tl::__sync_thread_partial(") == 3

@@ -20,7 +20,7 @@ from tilelang.ir.dtypes import DataType
 from tilelang.arith.simplify import simplify
 from tilelang.ir.visitor import collect_vars
 from tilelang.backend.cuda.analysis import parallel_nest
-from tilelang.backend.cuda.codegen_expr import ExprPrinter, ctype, cast_str
+from tilelang.backend.cuda.codegen_expr import ExprPrinter, ctype, cast_str, atomic_helper
 from tilelang.backend.cuda.gemm_lowering import simt_gemm
 from tilelang.backend.cuda.pipeline_tma import (body_fits_tma_ring, emit_pipelined_tma, emit_pipelined_tma_body,
                                                emit_tma_copy, tma_copies)
@@ -28,6 +28,7 @@ from tilelang.backend.cuda.plan import plan_kernel
 from tilelang.backend.cuda.target import arch_number
 from tilelang.backend.cuda.fragment_layout import AccLayout
 from tilelang.backend.cuda.reduce_lowering import emit_warp_reduce, emit_register_reduce
+from tilelang.backend.cuda.local_reduce import per_thread, emit_local_reduce
 from tilelang.backend.cuda.sync_plan import SyncPlanner
 from tilelang.backend.cuda.sync_calls import sync_call
 from tilelang.backend.cuda.tile_layout import Scalar
@@ -77,6 +78,8 @@ class KernelCodegen:
         self.plan = plan_kernel(launch, target.arch, self.options)
         self.barriers = SyncPlanner(self.plan)
         self.barrier_before = self.barriers.run(launch.body)
+        from tilelang.backend.cuda.tma_reduce import has_tma_reduce
+        self.fence_on_sync = has_tma_reduce(launch.body)   # barriers publish shared tiles to bulk copies
         self.aligned = {}            # global buffer name -> bytes its pointer must be aligned to
         self.acc_index = {}           # id(register fragment) -> C slot index inside its loop
         self.load_override = {}       # id(buffer) -> C expression of its element load (tile_codegen)
@@ -207,8 +210,9 @@ class KernelCodegen:
         self.stmt(L.body, block=True)
         out.append("}")
         if self.tmaps:
-            sig = ", ".join([sig] * bool(sig) + [f"const __grid_constant__ tl::TmaDesc tl_tmap_{n}"
-                                                  for n in range(len(self.tmaps))])
+            sig = ", ".join([sig] * bool(sig) + [f"const __grid_constant__ tl::TmaDesc "
+                                                  f"{getattr(t, 'param_name', f'tl_tmap_{n}')}"
+                                                  for n, t in enumerate(self.tmaps)])
             out[0] = f'extern "C" __global__ void __launch_bounds__({nt}{self._min_blocks()}) {self.entry}({sig}) {{'
         self._check_smem(L)
         meta = {"entry": self.entry, "threads": [int(t) for t in L.threads] + [1] * (3 - len(L.threads)),
@@ -252,7 +256,7 @@ class KernelCodegen:
         """A block barrier; shared memory that wgmma reads next was written by ordinary
         stores or cp.async (generic proxy): fence it toward the async proxy first.
         Inside a warp-specialized branch: the named barrier of its thread range."""
-        if self.plan.uses_wgmma:
+        if self.plan.uses_wgmma or self.fence_on_sync:
             self.w("tl::fence_proxy_async();")
         if self.range == self.plan.regions.full:
             self.w("__syncthreads();")
@@ -356,7 +360,7 @@ class KernelCodegen:
         if upd is not None:   # a reducer in shared memory: every contribution is an atomic
             kind, other = upd
             t = ctype(st.buffer.dtype)
-            line = f"tl::atomic_{kind}(&{self.access(st)}, ({t})({self.expr(other)}));"
+            line = f"{atomic_helper(kind, False)}(&{self.access(st)}, ({t})({self.expr(other)}));"
             self.w(f"if (tl_tid == 0) {{ {line} }}" if self._guard(block, st) else line)
             return
         val = self.expr(st.value)
@@ -385,7 +389,7 @@ class KernelCodegen:
             return
         if isinstance(v, E.Call) and v.name.startswith("atomic_") and v.args and \
                 isinstance(v.args[0], E.BufferLoad):
-            line = self.expr(v) + ";"
+            line = self.printer.atomic(v, ret=False) + ";"   # the previous value unused
         else:
             line = f"(void)({self.expr(v)});"
         self.w(f"if (tl_tid == 0) {{ {line} }}" if self._guard(block, st) else line)
@@ -396,6 +400,9 @@ class KernelCodegen:
         if block and id(st) in self.plan.pipelines:
             return self.pipelined(st, self.plan.pipelines[id(st)])
         inner_block = block and not self.plan.depends(st.min) and not self.plan.depends(st.extent)
+        from tilelang.backend.cuda import vector_atomic
+        if st.kind == S.VECTORIZED and vector_atomic.emit_ret(self, st, inner_block):
+            return   # T.atomic_addx{n}(..., return_prev=True): one vector atomic
         # per-thread vectorized copies (block-level ones run on thread 0, element by element)
         if st.kind == S.VECTORIZED and (not inner_block or self.barriers.thread_dependent(st.body)) and \
                 self._vectorized_copy(st):
@@ -509,13 +516,10 @@ class KernelCodegen:
             self.sync()
             return
         # named barrier: bar.sync id[, count] (count: the threads that take part)
-        if self.plan.uses_wgmma:
+        if self.plan.uses_wgmma or self.fence_on_sync:
             self.w("tl::fence_proxy_async();")
-        if st.arrive_count is None:
-            self.w(f'asm volatile("bar.sync %0;" :: "r"((int)({self.expr(st.barrier_id)})) : "memory");')
-        else:
-            self.w(f'asm volatile("bar.sync %0, %1;" :: "r"((int)({self.expr(st.barrier_id)})), '
-                   f'"r"((int)({self.expr(st.arrive_count)})) : "memory");')
+        args = [st.barrier_id] + ([] if st.arrive_count is None else [st.arrive_count])
+        self.w(f"tl::__sync_thread_partial({', '.join(f'(int)({self.expr(a)})' for a in args)});")
 
     def s_Assume(self, st, block):
         # the promise the passes relied on, passed on to the CUDA compiler
@@ -630,6 +634,10 @@ class KernelCodegen:
         if not block:
             self._require_block_level(op, f"T.reduce_{op.kind}")
         p = self.placement(op.src.buffer)
+        if per_thread(self, op):
+            for line in emit_local_reduce(self, op):
+                self.w(line)
+            return
         if p is not None and p.kind == "acc":
             for line in emit_register_reduce(self, op, p.acc):
                 self.w(line)
@@ -659,6 +667,14 @@ class KernelCodegen:
                 and emit_tma_copy(self, op, lower_copy(op), bar):
             return
         self.stmt(lower_copy(op), block)
+
+    def s_Atomic(self, op, block):
+        # only `use_tma` atomics reach the codegen (backend/cuda/tma_reduce.py)
+        from tilelang.backend.cuda.tma_reduce import emit_tma_reduce
+        if emit_tma_reduce(self, op, block):
+            return
+        from tilelang.transform.lower_tile_ops import lower_atomic, simplify_stmt
+        self.stmt(simplify_stmt(lower_atomic(op)), block)
 
     def s_WarpMmaLoad(self, op, block):
         from tilelang.backend.cuda.warp_mma_lowering import emit_load

@@ -136,5 +136,11 @@ TL_DEVICE void named_barrier_sync(int id, int count) {
 TL_DEVICE void named_barrier_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
+// T.sync_threads(id[, count]) under the published name: every thread of the block,
+// or `count` of them, meet at named barrier `id`
+TL_DEVICE void __sync_thread_partial(int id) {
+  asm volatile("bar.sync %0;\n" ::"r"(id) : "memory");
+}
+TL_DEVICE void __sync_thread_partial(int id, int count) { named_barrier_sync(id, count); }
 
 }  // namespace tl
