@@ -218,6 +218,17 @@ def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None
         if live is always:
             live = _live_ranges(launch, smem, plan.depends)
             continue
+        unpad = [b for b in smem if id(b) in padded and not plan.placements[id(b)].swizzle]
+        if unpad:
+            # the padding only avoids bank conflicts: drop it before pipeline stages
+            for buf in unpad:
+                padded.discard(id(buf))
+                p = plan.placements[id(buf)]
+                p.strides, n = _row_major(_const_shape(buf))
+                p.stage_bytes = n * buf.dtype.itemsize
+            plan.notes.append(f"shared buffers {', '.join(b.name for b in unpad)} left unpadded "
+                              f"(bank conflicts possible) so that shared memory fits in {limit} bytes")
+            continue
         if deepest <= 1:
             break
         # Over the device's shared memory: fewer pipeline stages before giving up
