@@ -9,7 +9,8 @@
   backend (the reference semantics), after compiling it for sm_90a with NVRTC as well
   (TL_CONFORMANCE_CUDA_CHECK=0 skips that). It finds missing language, CUDA compile
   failures and wrong results without device time; tests that read generated CUDA source
-  fail in it by design. The H200 run is the
+  fail in it unless TL_CONFORMANCE_CUDA_SOURCE=1, which makes `get_kernel_source()` return the
+  sm_90a CUDA source (for the developer's loop on source checks). The H200 run is the
   measure, this mode is the developer's loop.
 """
 from __future__ import annotations
@@ -134,8 +135,14 @@ def _emulate_cuda_on_cpu():
         sm90 = registry.Target("cuda", "sm_90a", {})
         cpu_build = cpu_backend.build
 
+        cuda_source = os.environ.get("TL_CONFORMANCE_CUDA_SOURCE") == "1"
+
         def build(func, target, ctx):
             config = dict(getattr(ctx, "config", None) or {})
-            cuda.build(func, sm90, PassContext(config=config, target=sm90))
-            return cpu_build(func, target, ctx)
+            art = cuda.build(func, sm90, PassContext(config=config, target=sm90))
+            out = cpu_build(func, target, ctx)
+            if cuda_source:   # get_kernel_source() answers with the sm_90a CUDA source
+                import dataclasses
+                out = dataclasses.replace(out, source=art.source)
+            return out
         cpu_backend.build = build
