@@ -243,6 +243,7 @@ class Printer:
                       f"{self.expr(s.value)})", ind)
         elif isinstance(s, TO.Atomic):
             mo = f", memory_order={s.memory_order!r}" if s.memory_order else ""
+            mo += ", use_tma=True" if s.use_tma else ""
             self.emit(f"T.atomic_{s.kind}({self.expr(s.dst)}, {self.expr(s.value)}{mo})", ind)
         elif hasattr(s, "print_with"):  # ops that print themselves (ir/operand_op.py)
             self.emit(s.print_with(self), ind)

@@ -104,12 +104,15 @@ class Atomic(TileOp):
     """`T.atomic_add/max/min`: dst (region) op= value (region or scalar expression)."""
     op_name = "atomic"
 
-    def __init__(self, kind, dst, value, return_prev=False, memory_order=None):
+    def __init__(self, kind, dst, value, return_prev=False, memory_order=None, use_tma=False):
         self._init()
         self.kind, self.dst, self.value = kind, dst, value
         self.return_prev = return_prev
         # None / "relaxed", or "acquire", "release", "acq_rel", "seq_cst" (`consume` is acquire)
         self.memory_order = memory_order
+        # `use_tma=True`: a shared tile added into global memory by one bulk tensor
+        # reduction (sm_90+, backend/cuda/tma_reduce.py); the result is the same
+        self.use_tma = bool(use_tma)
 
 
 def atomic_call(kind, dst, value, memory_order=None):

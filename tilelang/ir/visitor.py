@@ -263,7 +263,8 @@ class Mutator:
             return _keep(TO.ReducerUpdate(n.buffer, idx, v), n)
         if isinstance(n, TO.Atomic):
             d, v = self._v(n.dst), self._v(n.value)
-            return n if d is n.dst and v is n.value else _keep(TO.Atomic(n.kind, d, v, n.return_prev, n.memory_order), n)
+            return n if d is n.dst and v is n.value else _keep(TO.Atomic(n.kind, d, v, n.return_prev, n.memory_order,
+                                                                                    n.use_tma), n)
         if hasattr(n, "map_children"):  # ops that rebuild themselves (ir/operand_op.py)
             out = n.map_children(self._v)
             return n if out is n else _keep(out, n)

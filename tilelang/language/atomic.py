@@ -25,7 +25,7 @@ def memory_order_arg(memory_order, allowed=MEMORY_ORDERS, what="atomic"):
     return "acquire" if memory_order == "consume" else memory_order
 
 
-def _atomic(kind, dst, value, return_prev=False, memory_order=None):
+def _atomic(kind, dst, value, return_prev=False, memory_order=None, use_tma=False):
     b = B.require(f"T.atomic_{kind}")
     memory_order = memory_order_arg(memory_order, what=f"atomic_{kind}")
     if return_prev:
@@ -43,7 +43,7 @@ def _atomic(kind, dst, value, return_prev=False, memory_order=None):
         else:
             from tilelang.language.copy import copy_regions
             vs, ds = copy_regions(value, dst)
-        b.emit(TO.Atomic(kind, ds, vs, return_prev, memory_order))
+        b.emit(TO.Atomic(kind, ds, vs, return_prev, memory_order, use_tma=_tma_operands(use_tma, vs, ds)))
         return None
     if isinstance(dst, BufferLoad):
         d = to_region(dst)
@@ -60,7 +60,15 @@ def _atomic(kind, dst, value, return_prev=False, memory_order=None):
 
 
 def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
-    return _atomic("add", dst, value, return_prev, memory_order)
+    """dst += value elementwise, atomically. `use_tma=True` (value a shared tile, dst
+    global): one bulk tensor reduction adds the whole tile (sm_90+)."""
+    return _atomic("add", dst, value, return_prev, memory_order, use_tma)
+
+
+def _tma_operands(use_tma, value, dst):
+    """use_tma where a bulk tensor reduction could do it (a shared tile into a global
+    tensor); otherwise the request is dropped and the threads add (as published)."""
+    return bool(use_tma) and value.buffer.scope.startswith("shared") and dst.buffer.scope == "global"
 
 
 def atomic_max(dst, value, memory_order=None, return_prev=False):

@@ -303,18 +303,23 @@ LOWERINGS = {TO.Copy: lower_copy, TO.Fill: lower_fill, TO.Reduce: lower_reduce, 
 
 # in `_keep_tile_ops`: keep the T.tma_copy copies (a backend that issues them itself)
 TMA_COPY = "tma_copy"
+# ... and the `use_tma=True` atomics (bulk tensor reductions)
+TMA_ATOMIC = "tma_atomic"
 
 
 class _Lower(Mutator):
     def __init__(self, keep=()):
         self.keep = tuple(k for k in keep if isinstance(k, type))
         self.keep_tma = TMA_COPY in keep
+        self.keep_tma_atomic = TMA_ATOMIC in keep
 
     def _lower(self, n):
         if isinstance(n, self.keep):
             return n
         if isinstance(n, TO.Copy) and n.annotations.get("tma_barrier") is not None and self.keep_tma:
             return n   # T.tma_copy: the CUDA codegen issues it as bulk copies where it can
+        if isinstance(n, TO.Atomic) and n.use_tma and self.keep_tma_atomic:
+            return n
         fn = LOWERINGS.get(type(n))
         out = fn(n) if fn else n
         return _spanned(simplify_stmt(out), n.span)

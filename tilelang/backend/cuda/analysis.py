@@ -159,6 +159,11 @@ class _Access(Visitor):
     def visit_Fill(self, n):
         self._region(n.dst, write=True)
 
+    def visit_Atomic(self, n):   # a kept tile atomic (tma_reduce.py): reads its value, updates dst
+        self._region(n.value)
+        self._region(n.dst)
+        self._region(n.dst, write=True)
+
     def visit_OperandOp(self, n):  # ops that list what they read and write (ir/operand_op.py)
         self.reads.extend(n.reads())
         self.writes.extend(n.writes())

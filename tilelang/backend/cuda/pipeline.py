@@ -6,7 +6,7 @@ from __future__ import annotations
 from tilelang.ir import tile_ops as TO
 from tilelang.transform.pass_manager import PassContext, run_passes
 from tilelang.transform.implicit_kernel import implicit_kernel
-from tilelang.transform.lower_tile_ops import lower_tile_ops, TMA_COPY
+from tilelang.transform.lower_tile_ops import lower_tile_ops, TMA_COPY, TMA_ATOMIC
 from tilelang.transform.simplify import simplify
 from tilelang.transform.legalize_safe_memory_access import legalize_safe_memory_access
 from tilelang.transform.widen_indices import widen_indices
@@ -16,9 +16,12 @@ from tilelang.transform.rasterize_blocks import rasterize_blocks
 from tilelang.transform.lower_gemm_sp import lower_gemm_sp
 from tilelang.transform.broadcast_block_effects import broadcast_block_effects
 
-KEEP_TILE_OPS = (TO.Gemm, TO.Reduce, TO.FinalizeReducer, TMA_COPY)
+from tilelang.backend.cuda.tma_reduce import plan_tma_atomics
 
-PASSES = [lower_gemm_sp, implicit_kernel, sink_address_tensors, lower_reducers, rasterize_blocks, lower_tile_ops, simplify, widen_indices,
+KEEP_TILE_OPS = (TO.Gemm, TO.Reduce, TO.FinalizeReducer, TMA_COPY, TMA_ATOMIC)
+
+PASSES = [lower_gemm_sp, implicit_kernel, sink_address_tensors, lower_reducers, rasterize_blocks, plan_tma_atomics,
+          lower_tile_ops, simplify, widen_indices,
           legalize_safe_memory_access, simplify, broadcast_block_effects]
 
 

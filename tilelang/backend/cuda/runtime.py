@@ -220,8 +220,10 @@ class TensorMap:
             return
         for d, x in enumerate(dims):
             self._dims[d] = x
-        dt = self._DTYPE[int(self.spec["elem_bytes"])]
-        # interleave NONE (0), swizzle 128B (3), L2 promotion 256B (3), OOB fill zeros (0)
+        # the element type (a reduction adds in it; copies only move bytes) and swizzle
+        dt = int(self.spec.get("data_type", self._DTYPE[int(self.spec["elem_bytes"])]))
+        sw = int(self.spec.get("swizzle", 3))
+        # interleave NONE (0), swizzle (128B: 3, none: 0), L2 promotion 256B (3), OOB fill zeros (0)
         enc = _libcuda_encode()
         if enc is not None:
             err = enc(ctypes.c_void_p(self.address), dt, self.rank, ctypes.c_void_p(ptr), self._dims, self._strides,

@@ -138,4 +138,27 @@ TL_DEVICE void tma_load_2d_multicast(void* dst, const TmaDesc* map, unsigned lon
       : "memory");
 }
 
+// global += the shared box at `src` (a row-major tile, no swizzle), coordinates
+// innermost first: one bulk tensor reduction in the type of `map`'s elements, in this
+// thread's bulk group (tma_store_arrive / tma_store_wait complete it). sm_90+.
+#define TL_TMA_STORE_ADD(DIM, COORDS, ...)                                                                  \
+  asm volatile("cp.reduce.async.bulk.tensor." #DIM "d.global.shared::cta.add.tile.bulk_group [%0, {" COORDS \
+               "}], [%1];\n" ::"l"(reinterpret_cast<unsigned long long>(map)),                               \
+               "r"(smem_addr(src)), __VA_ARGS__                                                              \
+               : "memory")
+TL_DEVICE void tma_store_add(const TmaDesc* map, const void* src, int c0) { TL_TMA_STORE_ADD(1, "%2", "r"(c0)); }
+TL_DEVICE void tma_store_add(const TmaDesc* map, const void* src, int c0, int c1) {
+  TL_TMA_STORE_ADD(2, "%2, %3", "r"(c0), "r"(c1));
+}
+TL_DEVICE void tma_store_add(const TmaDesc* map, const void* src, int c0, int c1, int c2) {
+  TL_TMA_STORE_ADD(3, "%2, %3, %4", "r"(c0), "r"(c1), "r"(c2));
+}
+TL_DEVICE void tma_store_add(const TmaDesc* map, const void* src, int c0, int c1, int c2, int c3) {
+  TL_TMA_STORE_ADD(4, "%2, %3, %4, %5", "r"(c0), "r"(c1), "r"(c2), "r"(c3));
+}
+TL_DEVICE void tma_store_add(const TmaDesc* map, const void* src, int c0, int c1, int c2, int c3, int c4) {
+  TL_TMA_STORE_ADD(5, "%2, %3, %4, %5, %6", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4));
+}
+#undef TL_TMA_STORE_ADD
+
 }  // namespace tl
