@@ -227,7 +227,7 @@ class TensorMap:
         enc = _libcuda_encode()
         if enc is not None:
             err = enc(ctypes.c_void_p(self.address), dt, self.rank, ctypes.c_void_p(ptr), self._dims, self._strides,
-                      self._box, self._es, 0, 3, 3, 0)
+                      self._box, self._es, 0, sw, 3, 0)
             if err:
                 raise CudaRuntimeError(f"cuTensorMapEncodeTiled failed (error {err}) for a tensor at {ptr:#x} "
                                        f"of shape {list(reversed(dims))}, box {list(self.spec['box'])}")
@@ -235,7 +235,7 @@ class TensorMap:
             from cuda.bindings import driver as drv
             tm = _check(drv.cuTensorMapEncodeTiled(
                 drv.CUtensorMapDataType(dt), self.rank, ptr, list(dims), [int(b) for b in self.spec["strides"]],
-                list(self.spec["box"]), [1] * self.rank, drv.CUtensorMapInterleave(0), drv.CUtensorMapSwizzle(3),
+                list(self.spec["box"]), [1] * self.rank, drv.CUtensorMapInterleave(0), drv.CUtensorMapSwizzle(sw),
                 drv.CUtensorMapL2promotion(3), drv.CUtensorMapFloatOOBfill(0)), "cuTensorMapEncodeTiled")
             ctypes.memmove(self.address, tm.getPtr(), 128)
         self.key = key
