@@ -158,10 +158,28 @@ def make_padded_layout(stride, continuous, bits):
     return layout
 
 
+def make_f64_operand_layout(stride, continuous, k_major=True):
+    """The 64-bit operand layout of the published package (its DMMA gemm's): 4 x 16
+    element blocks, each a 4 x 4 XOR of 2-bit indices between the row in the block and
+    the column's position inside (k-major) or group of four (k-outer) -- a swizzle of
+    8-byte units, which no TensorMap swizzle mode describes."""
+    if stride % 4 or continuous % 16:
+        raise ValueError(f"the 64-bit operand layout needs 4 x 16 blocks, got a {stride}x{continuous} tile")
+
+    def fwd(i, j):
+        s, c = i % 4, j % 16
+        sw = (c // 4) * 4 + ((c % 4) ^ s) if k_major else c % 4 + ((c // 4) ^ s) * 4
+        return [j // 16, i // 4, sw + s * 16]
+
+    out = Layout([stride, continuous], fwd)
+    out.swizzle_mode = None   # no TMA / wgmma swizzle mode
+    return out
+
+
 def _gemm_operand_layout(shape, bits, k_major, allow_pad):
     stride, continuous = const_shape(shape[-2:], "gemm operand")
     if bits == 64:
-        raise NotImplementedError("float64 gemm operand swizzles are not implemented")
+        return make_f64_operand_layout(stride, continuous, k_major)
     vec = 128 // bits
     if allow_pad and not k_major and bits == 8:
         return make_padded_layout(stride, continuous, bits)

@@ -170,3 +170,39 @@ def test_block_tiles_with_edges_on_gpu(dt):
     k(out)
     # small integers: exact in every dtype (float16/bfloat16 up to 256)
     np.testing.assert_array_equal(out.cpu().to(torch.float64).numpy(), _reference(dt))
+
+
+def _annotated_kernel(dt, make_layout):
+    @T.prim_func
+    def k(out: T.Tensor((16, 16), dt)):
+        with T.Kernel(1):
+            s = T.alloc_shared((16, 16), dtype=dt)
+            if make_layout is not None:
+                T.annotate_layout({s: make_layout(s)})
+            T.fill(s, 1)
+            T.atomic_add(out, s, use_tma=True)
+    return k
+
+
+def test_a_tma_encodable_annotated_swizzle_gives_the_same_kernel():
+    import tilelang.layout as L
+    plain = _lower(_annotated_kernel("float32", None)).kernel_source
+    assert _lower(_annotated_kernel("float32", L.make_swizzled_layout)).kernel_source == plain
+
+
+def test_an_annotated_layout_no_tensor_map_describes_is_rejected():
+    import tilelang.layout as L
+    with pytest.raises(TileLangError, match=r"TMA atomic add cannot encode the shared layout of `s`.*"
+                                            r"not representable by a TensorMap descriptor"):
+        _lower(_annotated_kernel("uint64", L.make_wgmma_swizzled_layout))
+
+
+@pytest.mark.parametrize("k_major", [True, False])
+def test_64_bit_operand_layout_is_a_permutation_no_tma_swizzle_describes(k_major):
+    from tilelang.layout.swizzle import make_f64_operand_layout, detect_swizzle_mode, SwizzleMode
+    from tilelang.ir.buffer import Buffer
+    lay = make_f64_operand_layout(16, 32, k_major)
+    off = np.asarray(lay.offsets())
+    assert sorted(off.ravel().tolist()) == list(range(16 * 32))
+    assert (off != np.arange(16 * 32).reshape(16, 32)).any()
+    assert detect_swizzle_mode(lay, Buffer("s", (16, 32), "uint64", "shared")) is SwizzleMode.NONE

@@ -77,6 +77,26 @@ def fits_tensor_map(op, params) -> bool:
     return max(ext) <= MAX_BOX and (ext[-1] * es) % 16 == 0
 
 
+def _check_layout(op):
+    """A layout the user gave the shared tile must be one a TensorMap can describe
+    (linear, or a 32/64/128-byte swizzle; the published package rejects the others)."""
+    buf = op.value.buffer
+    lay = getattr(buf, "layout", None)
+    if lay is None or not buf.scope.startswith("shared"):
+        return
+    from tilelang.layout.swizzle import is_tma_wgmma_compatible
+    try:
+        ok = is_tma_wgmma_compatible(lay, buf)
+    except (ValueError, NotImplementedError, TypeError):
+        ok = False
+    if not ok:
+        raise LoweringError(f"TMA atomic add cannot encode the shared layout of `{buf.name}`: it is neither "
+                            f"linear nor a 32/64/128-byte swizzle, so it is not representable by a TensorMap "
+                            f"descriptor", span=op.span,
+                            hint="drop the T.annotate_layout of this tile (the compiler picks one a tensor map "
+                                 "can describe), or drop use_tma=True")
+
+
 class _Plan(Mutator):
     def __init__(self, arch, params, enabled):
         self.arch, self.params, self.enabled = arch, params, enabled
@@ -85,6 +105,7 @@ class _Plan(Mutator):
         if not n.use_tma:
             return n
         _check(n, self.arch)
+        _check_layout(n)
         if self.enabled and fits_tensor_map(n, self.params):
             return n
         out = TO.Atomic(n.kind, n.dst, n.value, n.return_prev, n.memory_order, use_tma=False)
