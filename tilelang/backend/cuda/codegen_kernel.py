@@ -64,6 +64,13 @@ class Names:
         return name
 
 
+def _guarded_store(body):
+    """The store of a loop body `store` or `if c: store`, else the body."""
+    if isinstance(body, S.IfThenElse) and body.else_body is None:
+        body = body.then_body
+    return body
+
+
 class KernelCodegen:
     def __init__(self, launch, entry, target, params, names, config=None, param_bufs=()):
         self.launch, self.entry, self.target = launch, entry, target
@@ -403,9 +410,14 @@ class KernelCodegen:
         from tilelang.backend.cuda import vector_atomic
         if st.kind == S.VECTORIZED and vector_atomic.emit_ret(self, st, inner_block):
             return   # T.atomic_addx{n}(..., return_prev=True): one vector atomic
-        # per-thread vectorized copies (block-level ones run on thread 0, element by element)
+        # per-thread vectorized copies and element-wise statements; a block-level one
+        # runs on thread 0, as vectors too
         if st.kind == S.VECTORIZED and (not inner_block or self.barriers.thread_dependent(st.body)) and \
                 self._vectorized_copy(st):
+            return
+        if st.kind == S.VECTORIZED and inner_block and not self.async_copy and \
+                not self.barriers.thread_dependent(st.body) and \
+                self._guard(True, _guarded_store(st.body)) and self._vectorized_copy(st, "if (tl_tid == 0) "):
             return
         v = self.bind(st.var)
         ct = ctype(st.var.dtype)
@@ -425,7 +437,7 @@ class KernelCodegen:
         self.indent -= 1
         self.w("}")
 
-    def _vectorized_copy(self, st):
+    def _vectorized_copy(self, st, head=""):
         """`for i in T.vectorized(n): dst[.., i] = src[.., i]` as vector loads and stores
         (16 bytes at most) where alignment provably holds (vectorize.py); False to leave
         the loop to the scalar path."""
@@ -437,6 +449,9 @@ class KernelCodegen:
             return False
         k = self.names.new(object(), "tl_v", True)
         ct = ctype(st.var.dtype)
+        if head:
+            self.w(head + "{")
+            self.indent += 1
         self.w("#pragma unroll")
         self.w(f"for ({ct} {k} = 0; {k} < {E.const_int_value(st.extent) // V}; ++{k}) {{")
         self.indent += 1
@@ -444,6 +459,9 @@ class KernelCodegen:
         emit_vector_copy(self, st.body, V, st.var)
         self.indent -= 1
         self.w("}")
+        if head:
+            self.indent -= 1
+            self.w("}")
         return True
 
     def s_IfThenElse(self, st, block):

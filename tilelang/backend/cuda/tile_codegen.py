@@ -20,7 +20,7 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.backend.cuda.codegen_expr import ctype, cast_str
 from tilelang.backend.cuda.tile_layout import ThreadTile, TileRows, TileCols, Scalar
-from tilelang.backend.cuda.vectorize import VEC_TYPES, _has, _mult_except, _cond_ok, consecutive
+from tilelang.backend.cuda.vectorize import vec_type, _has, _mult_except, _cond_ok, consecutive
 
 
 def emit_tile_loop(cg, vars_, mins, exts, body, regs):
@@ -252,7 +252,7 @@ def _hoist_shared_loads(cg, body, cv, jv, j0, L, e):
         if not ok or nbytes < 2 or (nbytes > 16 and nbytes % 16):
             continue
         piece = min(nbytes, 16)
-        vt, _ = VEC_TYPES[piece]
+        vt, _ = vec_type(b.dtype, piece)
         v = cg.names.new(object(), "tl_h", True)
         cg.names.by_id[id(jv)] = j0
         addr = f"&{cg.access(ls[0])}"
@@ -327,7 +327,7 @@ def _emit_vector_copy(cg, m, jv, j0, c, L, V, e0):
     nbytes = V * mem.buffer.dtype.itemsize
     piece = min(nbytes, 16)
     np_ = nbytes // piece
-    vt, zero = VEC_TYPES[piece]
+    vt, zero = vec_type(mem.buffer.dtype, piece)
     mt = ctype(mem.buffer.dtype)
     if mem.buffer.scope == "global":
         cg.aligned[mem.buffer.name] = max(cg.aligned.get(mem.buffer.name, 1), piece)
@@ -362,14 +362,20 @@ def _emit_vector_copy(cg, m, jv, j0, c, L, V, e0):
 def emit_tile_reduce(cg, op, L):
     """A reduction over the last dimension of register tile L into its rows."""
     from tilelang.backend.cuda.reduce_lowering import combine, warp_op, reduce_parts, scratch_lines
+    from tilelang.backend.cuda.reduce_pairs import pair_parts, pair_lines
     P = reduce_parts(cg, op)
     dt, ct, src, dst, init, clear, cross, nan = P.dt, P.ct, P.src, P.dst, P.init, P.clear, P.cross, P.nan
     wop = warp_op(op.kind, nan)
     R, G, g = L.row_regs, L.G, L.group
     x = cast_str(op.src.buffer.dtype, dt, f"{src}[tl_s * {G} + tl_r]")
-    out = ["{", f"  {ct} tl_acc[{R}];", "  #pragma unroll", f"  for (int tl_s = 0; tl_s < {R}; ++tl_s) {{",
-           f"    {ct} tl_a = {init};", "    #pragma unroll",
-           f"    for (int tl_r = 0; tl_r < {G}; ++tl_r) tl_a = {combine(op.kind, 'tl_a', x, nan)};"]
+    out = ["{", f"  {ct} tl_acc[{R}];", "  #pragma unroll", f"  for (int tl_s = 0; tl_s < {R}; ++tl_s) {{"]
+    pp = pair_parts(op, P, G)
+    if pp is not None:   # 16-bit elements two at a time (reduce_pairs.py)
+        out += [f"    {ct} tl_a;"] + ["    " + ln for ln in pair_lines(
+            pp, "tl_a", "tl_p", G, lambda j: f"{src}[tl_s * {G} + 2 * tl_q + {j}]")]
+    else:
+        out += [f"    {ct} tl_a = {init};", "    #pragma unroll",
+                f"    for (int tl_r = 0; tl_r < {G}; ++tl_r) tl_a = {combine(op.kind, 'tl_a', x, nan)};"]
     m = min(g, 32) // 2
     while m >= 1:
         out.append(f"    tl_a = {wop}()(tl_a, tl::shfl_xor(tl_a, {m}));")

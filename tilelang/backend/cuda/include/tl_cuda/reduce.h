@@ -1,6 +1,7 @@
 // Warp-level reductions (butterfly shuffles): every lane gets the result.
 #pragma once
 #include "common.h"
+#include "reduce_pair.h"
 
 namespace tl {
 
