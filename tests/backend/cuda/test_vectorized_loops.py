@@ -21,14 +21,14 @@ def strided_copy(N, M, stride_a, stride_b):
     return k
 
 
-@pytest.mark.parametrize("sa,sb,vec", [(128, 128, "uint4"), (130, 132, "uint2"), (132, 136, "uint4"),
+@pytest.mark.parametrize("sa,sb,vec", [(128, 128, "float4"), (130, 132, "float2"), (132, 136, "float4"),
                                        (129, 128, None)])
 def test_vector_width_follows_the_strides(sa, sb, vec):
     src = build(strided_copy(128, 128, sa, sb)).source
     if vec:
         assert f"reinterpret_cast<{vec}*>" in src
     else:
-        assert "reinterpret_cast<uint" not in src
+        assert "reinterpret_cast<float" not in src and "reinterpret_cast<uint" not in src
 
 
 def test_strided_copy_on_the_cpu_reference():

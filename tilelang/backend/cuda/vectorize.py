@@ -14,6 +14,16 @@ from tilelang.arith.simplify import linear_form, simplify
 
 VEC_TYPES = {16: ("uint4", "make_uint4(0u, 0u, 0u, 0u)"), 8: ("uint2", "make_uint2(0u, 0u)"),
              4: ("unsigned", "0u"), 2: ("unsigned short", "(unsigned short)0")}
+# float32 data moves as CUDA's float vectors (the same LDG/STG/LDS.128 and .64 as the
+# words above; the published TileLang's spelling)
+FLOAT_VEC_TYPES = {16: ("float4", "make_float4(0.f, 0.f, 0.f, 0.f)"), 8: ("float2", "make_float2(0.f, 0.f)")}
+
+
+def vec_type(dtype, nbytes):
+    """(C type, zero value) of a vector of `nbytes` bytes of `dtype` elements."""
+    if dtype.name == "float32" and nbytes in FLOAT_VEC_TYPES:
+        return FLOAT_VEC_TYPES[nbytes]
+    return VEC_TYPES[nbytes]
 
 
 def global_root(buf):
@@ -132,8 +142,9 @@ def vector_width(cg, vars_, mins, exts, body):
         guard, store, load, sel = m
     else:
         m = match_cast_copy(body)
-        if m is None:
-            return None
+        if m is None:   # element-wise arithmetic (vector_compute.py)
+            from tilelang.backend.cuda import vector_compute
+            return vector_compute.width(cg, vars_, mins, exts, body)
         (guard, store, load), sel = m, None
     if not vars_:
         return None
@@ -204,10 +215,13 @@ def emit_vector_copy(cg, body, V, v=None):
     if vector_atomic.match(body) is not None:
         return _emit_vector_atomic(cg, body, V, v)
     if match_copy(body) is None:
+        if match_cast_copy(body) is None:
+            from tilelang.backend.cuda import vector_compute
+            return vector_compute.emit(cg, body, V, v)
         return _emit_vector_cast(cg, body, V)
     guard, store, load, sel = match_copy(body)
     nbytes = V * store.buffer.dtype.itemsize
-    vt, zero = VEC_TYPES[nbytes]
+    vt, zero = vec_type(store.buffer.dtype, nbytes)
     for buf in (store.buffer, load.buffer):  # the runtime checks these pointers' alignment
         _require_aligned(cg, buf, nbytes)
     if getattr(cg, "async_copy", False):
@@ -232,7 +246,7 @@ def _emit_vector_cast(cg, body, V):
     from tilelang.backend.cuda.vector_cast import pair_cast
     guard, store, load = match_cast_copy(body)
     st, dt = load.buffer.dtype, store.buffer.dtype
-    (vs, _), (vd, _) = VEC_TYPES[V * st.itemsize], VEC_TYPES[V * dt.itemsize]
+    (vs, _), (vd, _) = vec_type(st, V * st.itemsize), vec_type(dt, V * dt.itemsize)
     for buf in (store.buffer, load.buffer):
         _require_aligned(cg, buf, V * buf.dtype.itemsize)
     a, d = cg.names.new(object(), "tl_cs", True), cg.names.new(object(), "tl_cd", True)
