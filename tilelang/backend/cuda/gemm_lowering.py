@@ -36,8 +36,8 @@ class MmaConfig:
 
 @dataclass(frozen=True)
 class MmaK32Config(MmaConfig):
-    """fp8 operands: m16n8k32 steps (`tl::gemm_ss_k32`), A stored M x K, B stored N x K;
-    the accumulator layout is MmaConfig's."""
+    """8-bit operands (fp8, int8, uint8): m16n8k32 steps (`tl::gemm_ss_k32`), A stored M x K,
+    B stored N x K; the accumulator layout is MmaConfig's."""
     k32 = True
 
 
@@ -111,6 +111,9 @@ def mma_config(op, arch, nthreads, row_stride):
     # has no 8-bit transpose), so A stored M x K and B stored N x K
     k32 = da.name in _FP8 and db.name in _FP8 and dc.name == "float32" and arch_number(arch) >= 89 and \
         not op.trans_A and op.trans_B
+    # int8 / uint8 (both the same) into int32: m16n8k32 .s32.s8.s8.s32 / .u8, K-major too
+    k32 = k32 or (da is db and da.name in ("int8", "uint8") and dc.name == "int32" and not op.trans_A and
+                  op.trans_B)
     # fp16/bf16 inputs accumulate in fp32; fp16 inputs also in fp16 (mma .f16.f16.f16.f16)
     f16_acc = da is db and da.name == "float16" and dc.name == "float16"
     if not k32 and not f16_acc and (da is not db or da.name not in ("float16", "bfloat16") or dc.name != "float32"):

@@ -174,11 +174,20 @@ template <class TA, class TB> struct Fp8Mma {
   }
 };
 
-// The same for 8-bit operands (fp8: e4m3 / e5m2): m16n8k32, A stored M x K and B stored
-// N x K (ldmatrix moves 8-bit data only untransposed); one 16-byte row piece is 16
-// elements, so the second K half of each matrix sits 16 columns further.
-template <int M, int N, int K, int WM, int WN, class TA, class TB>
-TL_DEVICE void gemm_ss_k32(const TA* A, int lda, const TB* B, int ldb, float* acc, int tid = thread_linear()) {
+// one m16n8k32 step of 8-bit operands: fp8 through fp16 (Fp8Mma), int8/uint8 natively
+// (s32 accumulators)
+template <class TA, class TB, class TC> struct Mma8Bit {
+  TL_DEVICE static void run(TC* d, const unsigned* a, const unsigned* b) { Fp8Mma<TA, TB>::run(d, a, b); }
+};
+template <> struct Mma8Bit<signed char, signed char, int> : Mma16832<signed char, signed char, int> {};
+template <> struct Mma8Bit<unsigned char, unsigned char, int> : Mma16832<unsigned char, unsigned char, int> {};
+
+// The same for 8-bit operands (fp8 e4m3 / e5m2, int8, uint8): m16n8k32, A stored M x K
+// and B stored N x K (ldmatrix moves 8-bit data only untransposed); one 16-byte row piece
+// is 16 elements, so the second K half of each matrix sits 16 columns further. The
+// ldmatrix fragments are the mma.m16n8k32 integer operand layout as they are.
+template <int M, int N, int K, int WM, int WN, class TA, class TB, class TC>
+TL_DEVICE void gemm_ss_k32(const TA* A, int lda, const TB* B, int ldb, TC* acc, int tid = thread_linear()) {
   using L = MmaAccLayout<M, N, WM, WN>;
   static_assert(L::WTM % 16 == 0 && L::WTN % 16 == 0 && K % 32 == 0, "gemm_ss_k32 tile shape");
   const int lane = tid & 31;
@@ -200,7 +209,7 @@ TL_DEVICE void gemm_ss_k32(const TA* A, int lda, const TB* B, int ldb, float* ac
 #pragma unroll
     for (int mi = 0; mi < L::MI; ++mi)
 #pragma unroll
-      for (int ni = 0; ni < L::NI; ++ni) Fp8Mma<TA, TB>::run(acc + (mi * L::NI + ni) * 4, a[mi], b[ni]);
+      for (int ni = 0; ni < L::NI; ++ni) Mma8Bit<TA, TB, TC>::run(acc + (mi * L::NI + ni) * 4, a[mi], b[ni]);
   }
 }
 
