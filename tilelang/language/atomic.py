@@ -5,7 +5,7 @@ from tilelang.frontend import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, BufferRegion, to_region
-from tilelang.ir.expr import BufferLoad, IntImm, convert, cast, const_int_value, literal, PrimExpr
+from tilelang.ir.expr import BufferLoad, IntImm, Var, convert, cast, const_int_value, literal, PrimExpr
 from tilelang.ir.errors import TileLangError, ShapeMismatchError, located
 from tilelang.ir.tile_ops import atomic_call
 
@@ -122,10 +122,27 @@ def _atomic_add_vector(n, dst, value, return_prev, memory_order=None):
     elif not isinstance(dst, BufferLoad):
         raise TileLangError(f"T.atomic_addx{n} takes the first destination element or {n} of them, "
                             f"e.g. C[i, j] or C[i, j:j + {n}]")
-    if isinstance(value, BufferRegion):
-        _lane_elements(value, n, "value")
-    d = dst if isinstance(dst, BufferRegion) else _lanes(dst, n, "destination")
-    return _atomic("add", d, _lanes(value, n, "value"), memory_order=memory_order)
+    b = B.require(f"T.atomic_addx{n}")
+    memory_order = memory_order_arg(memory_order, what=f"atomic_addx{n}")
+    ds, vs = _lane_elements(dst, n, "destination"), _lane_elements(value, n, "value")
+    b.emit(_lane_loop(n, ds, vs, memory_order))
+    return None
+
+
+def _lane_loop(n, ds, vs, memory_order, prev=None):
+    """`for lane in T.vectorized(n): [prev[lane] =] atomic_add(D[..., j + lane], v)`: one
+    thread's n lanes, which the CUDA backend adds with one vector atomic
+    (backend/cuda/vector_atomic.py); `prev` receives the previous values."""
+    dt = ds[0].dtype
+    lane = Var("lane")
+
+    def at_lane(x):
+        return BufferLoad(x.buffer, list(x.indices[:-1]) + [x.indices[-1] + lane])
+    v = at_lane(vs[0]) if vs[0] is not vs[-1] else vs[0]   # n elements, or one value for all
+    v = literal(v, dt) if isinstance(v, (int, float)) else cast(convert(v), dt)
+    add = atomic_call("add", at_lane(ds[0]), v, memory_order)
+    body = S.Evaluate(add) if prev is None else S.BufferStore(prev, add, [lane])
+    return S.For(lane, IntImm(0), IntImm(n), S.VECTORIZED, body)
 
 
 def _lane_elements(x, n, what):
@@ -161,9 +178,7 @@ def _vector_return_prev(n, dst, value, memory_order):
     prev = Buffer(B.source_names("assign")[0] if B.source_names("assign") else f"atomic_addx{n}_prev",
                   (n,), dt, "local")
     b.emit(S.DeclBuffer(prev))
-    for t, (d, v) in enumerate(zip(ds, vs)):
-        v = literal(v, dt) if isinstance(v, (int, float)) else cast(convert(v), dt)
-        b.emit(S.BufferStore(prev, atomic_call("add", d, v, memory_order), [IntImm(t)]))
+    b.emit(_lane_loop(n, ds, vs, memory_order, prev))
     return BufferRegion(prev, [(IntImm(0), IntImm(n))])
 
 

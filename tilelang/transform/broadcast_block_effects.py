@@ -15,7 +15,7 @@ from __future__ import annotations
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.buffer import Buffer
-from tilelang.ir.visitor import walk, collect_vars
+from tilelang.ir.visitor import walk, collect_vars, substitute
 from tilelang.transform.pass_manager import function_pass
 
 _REGISTER_SCOPES = ("local", "local.var", "local.fragment")
@@ -59,6 +59,9 @@ class _Rewriter:
         if isinstance(st, S.For) and st.kind != S.PARALLEL:
             if self._dep(st.min, td) or self._dep(st.extent, td):
                 return st
+            if st.kind == S.VECTORIZED and self._broadcastable(st.body, td) and \
+                    E.const_int_value(st.min) == 0 and E.const_int_value(st.extent) is not None:
+                return self._broadcast_lanes(st)
             body = self.stmt(st.body, td)
             return st if body is st.body else self._copy_span(
                 st, S.For(st.var, st.min, st.extent, st.kind, body, st.annotations, st.step))
@@ -70,10 +73,13 @@ class _Rewriter:
             if then is st.then_body and other is st.else_body:
                 return st
             return self._copy_span(st, S.IfThenElse(st.cond, then, other))
-        if isinstance(st, S.BufferStore) and st.buffer.scope in _REGISTER_SCOPES and has_effect(st.value) \
-                and not self._dep(st.value, td) and not any(self._dep(i, td) for i in st.indices):
+        if self._broadcastable(st, td):
             return self._broadcast(st)
         return st
+
+    def _broadcastable(self, st, td):
+        return isinstance(st, S.BufferStore) and st.buffer.scope in _REGISTER_SCOPES and \
+            has_effect(st.value) and not self._dep(st.value, td) and not any(self._dep(i, td) for i in st.indices)
 
     def _seq(self, st, td):
         stmts = [self.stmt(s, td) for s in st.stmts]
@@ -96,4 +102,23 @@ class _Rewriter:
         share = S.BufferStore(st.buffer, E.BufferLoad(once, zero), st.indices)
         for n in (effect, share):
             n.span = getattr(st, "span", None)
+        return S.seq([S.DeclBuffer(once), effect, share])
+
+    def _broadcast_lanes(self, loop):
+        """`for t in T.vectorized(n): x[t] = <value>` (T.atomic_addx{n}(..., return_prev=True))
+        as one unit, so that the effects stay one vector operation:
+
+            for t in T.vectorized(n): x_once[t] = <value>     (shared: thread 0)
+            for t in range(n): x[t] = x_once[t]                (every thread)"""
+        st, n = loop.body, E.const_int_value(loop.extent)
+        self.count += 1
+        once = Buffer(f"{st.buffer.name}_once", (n,), st.value.dtype, "shared")
+        effect = S.For(loop.var, loop.min, loop.extent, S.VECTORIZED,
+                       S.BufferStore(once, st.value, [loop.var]), loop.annotations)
+        k = E.Var(loop.var.name, loop.var.dtype)
+        share = S.For(k, loop.min, loop.extent, S.SERIAL,
+                      S.BufferStore(st.buffer, E.BufferLoad(once, [k]),
+                                    [substitute(i, {loop.var: k}) for i in st.indices]))
+        for node in (effect, effect.body, share, share.body):
+            node.span = getattr(loop, "span", None)
         return S.seq([S.DeclBuffer(once), effect, share])

@@ -23,5 +23,5 @@ def test_return_prev_is_an_expression():
             if old < 0:
                 Out[0] = -1
     art = build(k)
-    assert "tl::atomic_add(&cnt[0], (int)(1))" in art.source
-    assert "tl::atomic_max(&M[0]" in art.source
+    assert "AtomicAddRet(&cnt[0], (int)(1))" in art.source
+    assert "AtomicMaxRet(&M[0]" in art.source

@@ -50,7 +50,7 @@ def outer_product(K=256):
 
 def test_shared_memory_reducers_update_atomically():
     src = tilelang.compile(outer_product(), target="cuda -arch=sm_90a").get_kernel_source()
-    assert "tl::atomic_add(&acc[" in src
+    assert "AtomicAdd(&acc[" in src
 
 
 def test_cpu_reference():

@@ -38,6 +38,17 @@ _MATH = {
 MEMORY_ORDER_IDS = {None: 0, "relaxed": 0, "consume": 2, "acquire": 2, "release": 3, "acq_rel": 4, "seq_cst": 5}
 
 
+def order_arg(order) -> str:
+    """The trailing memory-order argument of an atomic helper ('' for relaxed, the default)."""
+    oid = MEMORY_ORDER_IDS[order]
+    return f", {oid}" if oid else ""
+
+
+def atomic_helper(kind, ret) -> str:
+    """`add` -> AtomicAdd (the value unused) or AtomicAddRet (the previous value)."""
+    return "Atomic" + kind.capitalize() + ("Ret" if ret else "")
+
+
 def ctype(dt) -> str:
     name = dt.name if isinstance(dt, DataType) else str(dt)
     if name not in _CTYPES:
@@ -192,11 +203,11 @@ class ExprPrinter:
             # return_prev=True: the call's value is the previous content
             return self.atomic(e)
         if name in ("tl.atomic_load", "tl.atomic_store"):
-            order = MEMORY_ORDER_IDS[args[-1].value]
+            order = order_arg(args[-1].value)
             if name == "tl.atomic_load":
-                return f"tl::atomic_load<{order}>(&{self.buffer_access(args[0])})"
+                return f"AtomicLoad(&{self.buffer_access(args[0])}{order})"
             t = ctype(args[0].dtype)
-            return f"tl::atomic_store<{order}>(&{self.buffer_access(args[0])}, ({t})({self(args[1])}))"
+            return f"AtomicStore(&{self.buffer_access(args[0])}, ({t})({self(args[1])}){order})"
         if name == PTX_CP_ASYNC:
             return f"tl::cp_async_now<{args[2].value}>({self(args[0])}, {self(args[1])}, {self(args[3])})"
         if name in _WARP_CALLS:
@@ -227,14 +238,14 @@ class ExprPrinter:
         # T.call_extern and unknown intrinsics: call by name
         return f"{name}({', '.join(self(a) for a in args)})"
 
-    def atomic(self, call):
-        """`atomic_<kind>(dst, value[, order])` on one element: its previous value."""
+    def atomic(self, call, ret=True):
+        """`atomic_<kind>(dst, value[, order])` on one element: `AtomicAddRet(&dst, v[, order])`,
+        its previous value, or (`ret=False`, a statement) `AtomicAdd(...)` (include/tl_cuda/atomic.h)."""
         from tilelang.ir.tile_ops import atomic_order
         dst, val = call.args[0], call.args[1]
         t = ctype(dst.buffer.dtype)
-        order = atomic_order(call)
-        fn = f"tl::{call.name}" if order is None else f"tl::{call.name}_ordered<{MEMORY_ORDER_IDS[order]}>"
-        return f"{fn}(&{self.buffer_access(dst)}, ({t})({self(val)}))"
+        fn = atomic_helper(call.name[len("atomic_"):], ret)
+        return f"{fn}(&{self.buffer_access(dst)}, ({t})({self(val)}){order_arg(atomic_order(call))})"
 
     def _math(self, fn, args, dt):
         if dt.name == "float64":
