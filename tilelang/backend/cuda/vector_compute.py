@@ -15,7 +15,7 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.visitor import walk
 from tilelang.backend.cuda.vectorize import (VEC_TYPES, _cond_ok, _has, _mult_except, _require_aligned,
-                                             _vector_access, global_root, vec_type)
+                                             _vector_access, global_root, kernel_divisors, vec_type)
 
 LANES = "xyzw"
 
@@ -106,7 +106,8 @@ def width(cg, vars_, mins, exts, body):
             continue
         if any(V * b.dtype.itemsize not in VEC_TYPES for b in bufs):
             continue
-        if not all(_vector_access(cg.strides(ld.buffer), ld.indices, v, V) for ld in [store] + vec):
+        if not all(_vector_access(cg.strides(ld.buffer), ld.indices, v, V, kernel_divisors(cg))
+                   for ld in [store] + vec):
             continue
         others = [ld for ld in loads if not any(ld is x for x in vec)]
         if not all(_group_invariant(i, v, V) for ld in others for i in ld.indices):

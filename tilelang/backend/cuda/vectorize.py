@@ -11,6 +11,7 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.visitor import collect_vars
 from tilelang.arith.simplify import linear_form, simplify
+from tilelang.arith.divisibility import assumed_divisors, multiple_of
 
 VEC_TYPES = {16: ("uint4", "make_uint4(0u, 0u, 0u, 0u)"), 8: ("uint2", "make_uint2(0u, 0u)"),
              4: ("unsigned", "0u"), 2: ("unsigned short", "(unsigned short)0")}
@@ -45,8 +46,10 @@ def _has(e, v):
     return any(x is v for x in collect_vars(e))
 
 
-def _mult_except(e, v, V):
-    """e = v + (terms that are multiples of V); with v absent, e is a multiple of V."""
+def _mult_except(e, v, V, divisors=None):
+    """e = v + (terms that are multiples of V); with v absent, e is a multiple of V.
+    `divisors` ({id(var): d}, arith/divisibility.py): runtime values the kernel
+    promises (T.assume) to be multiples of d."""
     lin = linear_form(simplify(e)) if e.dtype.is_int else None
     if lin is None:
         return False
@@ -57,9 +60,20 @@ def _mult_except(e, v, V):
         if atom is v:
             if c != 1:
                 return False
-        elif c % V or _has(atom, v):
+        elif multiple_of(atom, c, divisors or {}) % V or _has(atom, v):
             return False
     return True
+
+
+def kernel_divisors(cg):
+    """The divisibility the kernel of codegen `cg` assumes of its parameters (cached)."""
+    d = getattr(cg, "_assumed_divisors", None)
+    if d is None:
+        launch, params = getattr(cg, "launch", None), getattr(cg, "params", ())
+        ids = {id(obj) for _, obj, _ in params}
+        d = {} if launch is None else assumed_divisors(launch.body, lambda var: id(var) in ids)
+        cg._assumed_divisors = d
+    return d
 
 
 
@@ -116,7 +130,7 @@ def match_cast_copy(body):
     return guard, body, load
 
 
-def _vector_access(strides, idx, v, V):
+def _vector_access(strides, idx, v, V, divisors=None):
     """Whether `buf[idx]` touches V consecutive elements, starting at a multiple of V,
     as `v` runs over a vector: `v` steps one index whose stride is 1 (the last one for
     row-major buffers, any one for strided tensors), and every other stride is a
@@ -125,16 +139,29 @@ def _vector_access(strides, idx, v, V):
     if len(dims) != 1:
         return False
     d = dims[0]
-    if E.const_int_value(strides[d]) != 1 or not consecutive(idx[d], v, V):
+    if E.const_int_value(strides[d]) != 1 or not _mult_except(idx[d], v, V, divisors):
         return False
     # a stride that is a symbolic multiple of V (`16 * k16` for a dynamic K specialized on
-    # divisibility) keeps every vector aligned as well as a constant one
-    return all(_mult_except(E.convert(s), None, V) for k, s in enumerate(strides) if k != d)
+    # divisibility, or `N` after `T.assume(N % V == 0)`) keeps every vector aligned as
+    # well as a constant one
+    return all(_mult_except(E.convert(s), None, V, divisors) for k, s in enumerate(strides) if k != d)
+
+
+def without_assumes(body):
+    """A loop body `T.assume(..); stmt` as `stmt`: the promises were used when bounds
+    checks were decided (legalize_safe_memory_access.py) and are only hints to the
+    CUDA compiler from then on, which a vector form may leave out."""
+    if isinstance(body, S.SeqStmt):
+        rest = [x for x in body.stmts if not isinstance(x, S.Assume)]
+        if len(rest) == 1:
+            return rest[0]
+    return body
 
 
 def vector_width(cg, vars_, mins, exts, body):
     """The number of elements per vector (>= 2) for this nest, or None."""
     from tilelang.backend.cuda import vector_atomic
+    body = without_assumes(body)
     if vector_atomic.match(body) is not None:
         return _atomic_width(cg, vars_, mins, exts, body)
     m = match_copy(body)
@@ -164,7 +191,7 @@ def vector_width(cg, vars_, mins, exts, body):
             if p is not None and p.kind not in ("smem",) and not (p.kind == "view" and global_root(buf) is not None):
                 ok = False
                 break
-            if not _vector_access(cg.strides(buf), idx, v, V) or V * buf.dtype.itemsize not in VEC_TYPES:
+            if not _vector_access(cg.strides(buf), idx, v, V, kernel_divisors(cg)) or V * buf.dtype.itemsize not in VEC_TYPES:
                 ok = False
                 break
         if ok and all(c is None or _cond_ok(c, v, V) for c in (guard, sel)):
@@ -212,6 +239,7 @@ def _emit_vector_atomic(cg, body, V, v):
 
 def emit_vector_copy(cg, body, V, v=None):
     from tilelang.backend.cuda import vector_atomic
+    body = without_assumes(body)
     if vector_atomic.match(body) is not None:
         return _emit_vector_atomic(cg, body, V, v)
     if match_copy(body) is None:
