@@ -31,6 +31,7 @@ from tilelang.backend.cuda.fragment_layout import AccLayout, infer as infer_frag
 from tilelang.backend.cuda.options import CudaOptions
 from tilelang.backend.cuda.tile_layout import TILE_LAYOUTS, ThreadTile
 from tilelang.backend.cuda.thread_ranges import find_regions
+from tilelang.backend.cuda.reduce_lowering import round_rows
 
 SMEM_ALIGN = 128
 
@@ -388,7 +389,8 @@ def _reduce_scratch_bytes(launch, plan):
         if isinstance(n, TO.Reduce):
             p = plan.placements.get(id(n.src.buffer))
             if p is not None and p.kind == "tile" and isinstance(p.acc, ThreadTile) and p.acc.group > 32:
-                b = plan.nthreads // 32 * p.acc.row_regs * max(4, n.dst.buffer.dtype.itemsize)
+                item = max(4, n.dst.buffer.dtype.itemsize)
+                b = plan.nthreads // 32 * round_rows(plan.nthreads // 32, p.acc.row_regs, item) * item
                 need = max(need, (b + 15) // 16 * 16)
             elif p is not None and p.kind == "acc" and getattr(p.acc, "WN", 1) > 1:
                 # one partial per row and warp column (reduce_lowering.emit_register_reduce)

@@ -51,6 +51,16 @@ def reduce_parts(cg, op):
         load=lambda c: cast_str(dt, adt, c), store=lambda c: cast_str(adt, dt, c))
 
 
+ROUND_BYTES = 32768   # shared scratch per phase of one cross-warp round of a tile reduction
+
+
+def round_rows(nwarps, rows, itemsize):
+    """Rows a cross-warp round of a register-tile reduction combines: all of them unless
+    their partials (one per warp) exceed ROUND_BYTES (tiles too large for shared memory,
+    kept in registers spilling to local memory)."""
+    return min(rows, max(1, ROUND_BYTES // (nwarps * max(4, itemsize))))
+
+
 def scratch_lines(cg, ct):
     """The shared scratch of cross-warp reductions, alternating between two phases so
     that one barrier per reduction suffices (plan.py sizes it)."""

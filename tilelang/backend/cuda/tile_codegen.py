@@ -361,7 +361,7 @@ def _emit_vector_copy(cg, m, jv, j0, c, L, V, e0):
 
 def emit_tile_reduce(cg, op, L):
     """A reduction over the last dimension of register tile L into its rows."""
-    from tilelang.backend.cuda.reduce_lowering import combine, warp_op, reduce_parts, scratch_lines
+    from tilelang.backend.cuda.reduce_lowering import combine, warp_op, reduce_parts, scratch_lines, round_rows
     from tilelang.backend.cuda.reduce_pairs import pair_parts, pair_lines
     P = reduce_parts(cg, op)
     dt, ct, src, dst, init, clear, cross, nan = P.dt, P.ct, P.src, P.dst, P.init, P.clear, P.cross, P.nan
@@ -383,16 +383,24 @@ def emit_tile_reduce(cg, op, L):
     out += ["    tl_acc[tl_s] = tl_a;", "  }"]
     if g > 32:
         nw = cg.plan.nthreads // 32
-        out += scratch_lines(cg, ct) + [
+        C = round_rows(nw, R, op.dst.buffer.dtype.itemsize)
+        # warp leaders publish C rows' partials per round (all rows in one round unless
+        # the scratch would exceed ROUND_BYTES), one barrier, every thread combines
+        row, live = ("tl_s", "") if C == R else ("tl_c0 + tl_s", f"if (tl_c0 + tl_s < {R}) ")
+        body = scratch_lines(cg, ct) + [
                 "  if ((tl_tid & 31) == 0) {", "    #pragma unroll",
-                f"    for (int tl_s = 0; tl_s < {R}; ++tl_s) tl_red[tl_s * {nw} + (tl_tid >> 5)] = tl_acc[tl_s];",
+                f"    for (int tl_s = 0; tl_s < {C}; ++tl_s) {live}tl_red[tl_s * {nw} + (tl_tid >> 5)] = tl_acc[{row}];",
                 "  }", "  __syncthreads();",
-                f"  const int tl_w0 = (tl_tid / {g}) * {g // 32};",
-                "  #pragma unroll", f"  for (int tl_s = 0; tl_s < {R}; ++tl_s) {{",
+                "  #pragma unroll", f"  for (int tl_s = 0; tl_s < {C}; ++tl_s) {live}{{",
                 f"    {ct} tl_a = tl_red[tl_s * {nw} + tl_w0];", "    #pragma unroll",
                 f"    for (int tl_w = 1; tl_w < {g // 32}; ++tl_w) "
                 f"tl_a = {wop}()(tl_a, tl_red[tl_s * {nw} + tl_w0 + tl_w]);",
-                "    tl_acc[tl_s] = tl_a;", "  }"]
+                f"    tl_acc[{row}] = tl_a;", "  }"]
+        out.append(f"  const int tl_w0 = (tl_tid / {g}) * {g // 32};")
+        if C == R:
+            out += body
+        else:
+            out += [f"  for (int tl_c0 = 0; tl_c0 < {R}; tl_c0 += {C}) {{"] + ["  " + ln for ln in body] + ["  }"]
     d = "0" if isinstance(cg.placement(op.dst.buffer).acc, Scalar) else "tl_s"
     val = P.store("tl_acc[tl_s]" if clear else combine(cross, P.load(f"{dst}[{d}]"), "tl_acc[tl_s]", nan))
     out += ["  #pragma unroll", f"  for (int tl_s = 0; tl_s < {R}; ++tl_s) {dst}[{d}] = {val};", "}"]

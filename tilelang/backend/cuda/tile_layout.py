@@ -32,7 +32,10 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.visitor import walk
 
-MAX_TILE_REGS = 128   # elements per thread and fragment; larger tiles stay in shared memory
+MAX_TILE_REGS = 128   # elements per thread and fragment; larger tiles stay in shared memory,
+# unless no GPU's shared memory holds them (227 KB on sm_90): then registers, spilling to
+# local memory, are the only place the kernel can run with
+MAX_SMEM_ANY = 227 * 1024
 
 
 @dataclass(frozen=True)
@@ -346,7 +349,8 @@ def _solve(frags, live, cls, reduces, scalar_ok, T, loops):
         users = [f for f, r in role.items() if r[1] == mn]
         if not ThreadTile.fits(*mn, T, V):
             return users, f"a {mn[0]} x {mn[1]} tile that {T} threads cannot split evenly"
-        if L.regs > MAX_TILE_REGS:
+        tile_bytes = mn[0] * mn[1] * max(frags[f].dtype.itemsize for f in users)
+        if L.regs > MAX_TILE_REGS and tile_bytes <= MAX_SMEM_ANY:
             return users, f"{L.regs} registers per thread for a {mn[0]} x {mn[1]} tile"
         tiles[mn] = L
     out = {}
