@@ -37,8 +37,8 @@ def test_variant_reads_every_dimension_as_a_multiple():
 
 def test_variant_pipelines_the_copies_the_generic_kernel_cannot():
     from tests.backend.cuda.helpers import build
-    assert "tl::cp_async<16>" not in build(dyn_gemm()).source
-    assert "tl::cp_async<16>" in build(aligned_variant(dyn_gemm(), 16)).source
+    assert "tl::cp_async_gs" not in build(dyn_gemm()).source
+    assert "tl::cp_async_gs<16>" in build(aligned_variant(dyn_gemm(), 16)).source
 
 
 def test_alignment_setting():

@@ -44,9 +44,11 @@ def test_without_predicate():
 @pytest.mark.skipif(not nvrtc_available(), reason="NVRTC not installed")
 def test_cuda_issues_cp_async_and_waits():
     src = tilelang.compile(_kernel(True), target="cuda -arch=sm_90a").get_kernel_source()
-    assert "tl::cp_async_now<16>((&s[" in src and "(P[i] > 0)" in src
+    # the published spelling; waited for at once
+    assert "tl::cp_async_gs_conditional<16>((&s[" in src and "(P[i] > 0)" in src
+    assert "tl::cp_async_commit(), tl::cp_async_wait<0>())" in src
     # the copied tile is read by other threads: a barrier separates the two
-    assert src.index("cp_async_now") < src.index("__syncthreads()")
+    assert src.index("cp_async_gs") < src.index("__syncthreads()")
 
 
 def test_bad_width_is_a_typed_error():

@@ -22,7 +22,7 @@ def flat_copy(M=64, N=128):
 
 def test_view_copies_are_vector_copies_and_the_parameter_is_checked():
     art = build(flat_copy())
-    assert "reinterpret_cast<uint4*>(&S" in art.source or "tl::cp_async<16>" in art.source
+    assert "reinterpret_cast<uint4*>(&S" in art.source or "tl::cp_async_gs<16>" in art.source
     assert art.meta["kernels"][0]["aligned"].get("A", 1) >= 16
 
 

@@ -209,7 +209,8 @@ class ExprPrinter:
             t = ctype(args[0].dtype)
             return f"AtomicStore(&{self.buffer_access(args[0])}, ({t})({self(args[1])}){order})"
         if name == PTX_CP_ASYNC:
-            return f"tl::cp_async_now<{args[2].value}>({self(args[0])}, {self(args[1])}, {self(args[3])})"
+            from tilelang.backend.cuda.cp_async_spelling import cp_async_now
+            return cp_async_now(args[2].value, self(args[0]), self(args[1]), self(args[3]))
         if name in _WARP_CALLS:
             return _WARP_CALLS[name](*[self(a) for a in args])
         if name in MEMORY_OPS or name in RANDOM_OPS:

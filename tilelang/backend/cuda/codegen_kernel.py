@@ -392,7 +392,8 @@ class KernelCodegen:
         if is_cp_async(v) and self.plan.user_cp_async:
             # the kernel waits for its copies itself (cp.async groups or mbarriers)
             a = v.args
-            self.w(f"tl::cp_async<{a[2].value}>({self.expr(a[0])}, {self.expr(a[1])}, {self.expr(a[3])});")
+            from tilelang.backend.cuda.cp_async_spelling import cp_async_line
+            self.w(cp_async_line(a[2].value, self.expr(a[0]), self.expr(a[1]), self.expr(a[3])) + ";")
             return
         if isinstance(v, E.Call) and v.name.startswith("atomic_") and v.args and \
                 isinstance(v.args[0], E.BufferLoad):

@@ -258,7 +258,8 @@ def emit_vector_copy(cg, body, V, v=None):
         if sel is not None:
             pred = cg.expr(sel)
             src = f"({pred} ? (const void*){src} : (const void*){cg.buf_name(load.buffer)})"
-        line = f"tl::cp_async<{nbytes}>(&{cg.access(store)}, {src}, {pred});"
+        from tilelang.backend.cuda.cp_async_spelling import cp_async_line
+        line = cp_async_line(nbytes, f"&{cg.access(store)}", src, pred) + ";"
         cg.w(f"if ({cg.expr(guard)}) {{ {line} }}" if guard is not None else line)
         return
     src = f"*reinterpret_cast<const {vt}*>(&{cg.access(load)})"

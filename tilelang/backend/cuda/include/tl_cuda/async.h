@@ -21,6 +21,12 @@ template <int N> TL_DEVICE void cp_async(void* smem, const void* gmem, bool pred
   }
 }
 
+// the published TileLang's names (backend/cuda/cp_async_spelling.py)
+template <int N> TL_DEVICE void cp_async_gs(void* smem, const void* gmem) { cp_async<N>(smem, gmem, true); }
+template <int N> TL_DEVICE void cp_async_gs_conditional(void* smem, const void* gmem, bool pred) {
+  cp_async<N>(smem, gmem, pred);
+}
+
 TL_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 
 template <int N> TL_DEVICE void cp_async_wait() {
