@@ -69,40 +69,63 @@ def scratch_lines(cg, ct):
             "  tl_rphase ^= 1;"]
 
 
+def warp_batch(op):
+    """Rows one warp reduces together (T.reduce_*(..., batch=B)): B when a power of two
+    up to 32, else 1."""
+    b = getattr(op, "batch", 1) or 1
+    return b if 1 < b <= 32 and b & (b - 1) == 0 else 1
+
+
 def emit_warp_reduce(cg, op):
-    """Lines of C++ for a Reduce whose operands live in shared/global memory."""
-    from tilelang.backend.cuda.codegen_expr import ctype, cast_str
+    """Lines of C++ for a Reduce whose operands live in shared/global memory: each warp
+    reduces one row at a time, or B rows together with `batch=B`
+    (tl::warp_reduce_rows: B - 1 + log2(32 / B) shuffles instead of 5 B)."""
+    from tilelang.backend.cuda.codegen_expr import cast_str
     nd = len(op.src.extents)
     ovars = [E.Var(f"ro{k}") for k in range(nd - 1)]
     r = E.Var("rr")
     sidx, didx, oexts = reduce_indices(op, ovars, r)
     P = reduce_parts(cg, op)
-    dt = P.dt
     outer = E.IntImm(1)
     for e in oexts:
         outer = simplify(E.binop("*", outer, e))
     nw = cg.plan.nthreads // 32
-    lines = ["{", "  const int tl_lane = tl_tid & 31;",
-             f"  for (int tl_o = tl_tid >> 5; tl_o < {cg.expr(outer)}; tl_o += {nw}) {{"]
-    rem = "tl_o"
-    for k in reversed(range(len(ovars))):
-        name = cg.bind(ovars[k])
-        ext = cg.expr(oexts[k])
-        lines.append(f"    const int {name} = ({rem}) % ({ext});" if k else f"    const int {name} = {rem};")
-        if k:
-            rem = f"(({rem}) / ({ext}))"
+    B = warp_batch(op)
+    names = [cg.bind(v) for v in ovars]
+
+    def unflatten(pad):   # the outer indices of row tl_o
+        out, rem = [], "tl_o"
+        for k in reversed(range(len(ovars))):
+            ext = cg.expr(oexts[k])
+            out.append(pad + (f"const int {names[k]} = ({rem}) % ({ext});" if k else f"const int {names[k]} = {rem};"))
+            if k:
+                rem = f"(({rem}) / ({ext}))"
+        return out
     rname = cg.bind(r)
-    ct, nan, init = P.ct, P.nan, P.init
-    x = cast_str(op.src.buffer.dtype, dt, cg.expr(E.BufferLoad(op.src.buffer, sidx)))
-    lines += [f"    {ct} tl_acc = {init};",
-              f"    for (int {rname} = tl_lane; {rname} < {cg.expr(op.src.extents[op.dim])}; {rname} += 32) {{",
-              f"      const {ct} tl_x = {x};",
-              f"      tl_acc = {combine(op.kind, 'tl_acc', 'tl_x', nan)};",
-              "    }",
-              f"    tl_acc = tl::warp_reduce(tl_acc, {warp_op(op.kind, nan)}());"]
+    ct, nan, n_out = P.ct, P.nan, cg.expr(outer)
+    x = cast_str(op.src.buffer.dtype, P.dt, cg.expr(E.BufferLoad(op.src.buffer, sidx)))
+    accumulate = [f"for (int {rname} = tl_lane; {rname} < {cg.expr(op.src.extents[op.dim])}; {rname} += 32) {{",
+                  f"  const {ct} tl_x = {x};",
+                  f"  tl_acc = {combine(op.kind, 'tl_acc', 'tl_x', nan)};",
+                  "}"]
     dst = cg.expr(E.BufferLoad(op.dst.buffer, didx))
-    val = "tl_acc" if P.clear else combine(P.cross, P.load(dst), "tl_acc", nan)
-    lines += [f"    if (tl_lane == 0) {dst} = {P.store(val)};", "  }", "}"]
+    val = P.store("tl_acc" if P.clear else combine(P.cross, P.load(dst), "tl_acc", nan))
+    lines = ["{", "  const int tl_lane = tl_tid & 31;"]
+    if B == 1:
+        lines += [f"  for (int tl_o = tl_tid >> 5; tl_o < {n_out}; tl_o += {nw}) {{"] + unflatten("    ") + [
+            f"    {ct} tl_acc = {P.init};"] + ["    " + ln for ln in accumulate] + [
+            f"    tl_acc = tl::warp_reduce(tl_acc, {warp_op(op.kind, nan)}());",
+            f"    if (tl_lane == 0) {dst} = {val};", "  }", "}"]
+        return lines
+    lines += [f"  for (int tl_o0 = (tl_tid >> 5) * {B}; tl_o0 < {n_out}; tl_o0 += {nw * B}) {{",
+              f"    {ct} tl_rows[{B}];", "    #pragma unroll", f"    for (int tl_b = 0; tl_b < {B}; ++tl_b) {{",
+              "      const int tl_o = tl_o0 + tl_b;", f"      {ct} tl_acc = {P.init};",
+              f"      if (tl_o < {n_out}) {{"] + unflatten("        ") + ["        " + ln for ln in accumulate] + [
+              "      }", "      tl_rows[tl_b] = tl_acc;", "    }", "    int tl_row;",
+              f"    {ct} tl_acc = tl::warp_reduce_rows<{B}>(tl_rows, {warp_op(op.kind, nan)}(), tl_lane, tl_row);",
+              "    const int tl_o = tl_o0 + tl_row;",
+              f"    if ((tl_lane & {32 // B - 1}) == 0 && tl_o < {n_out}) {{"] + unflatten("      ") + [
+              f"      {dst} = {val};", "    }", "  }", "}"]
     return lines
 
 

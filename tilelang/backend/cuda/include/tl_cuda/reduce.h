@@ -22,6 +22,37 @@ template <class Op, class T> TL_DEVICE T warp_reduce(T v, Op op) {
   return v;
 }
 
+// B rows at once (T.reduce_*(..., batch=B), B a power of two <= 32): lane l holds a partial
+// v[i] of each row i. Each of the first log2(B) butterfly levels halves the rows a lane
+// keeps (it sends the half its partner keeps), so B - 1 shuffles do the work of B
+// butterflies of log2(B) levels; the remaining levels combine one value. Returns the
+// complete result of row `row` (set here) in every lane; lanes l with
+// l % (32 / B) == 0 hold the B rows once each.
+template <int B, class Op, class T> TL_DEVICE T warp_reduce_rows(T (&v)[B], Op op, int lane, int& row) {
+  row = 0;
+  int n = B;
+#pragma unroll
+  for (int m = 16; m > 0; m >>= 1) {
+    if (n > 1) {
+      const int half = n / 2;
+      const bool upper = (lane & m) != 0;
+      if (upper) row += half;
+#pragma unroll
+      for (int i = 0; i < B / 2; ++i) {
+        if (i < half) {
+          const T keep = upper ? v[i + half] : v[i];
+          const T send = upper ? v[i] : v[i + half];
+          v[i] = op(keep, shfl_xor(send, m));
+        }
+      }
+      n = half;
+    } else {
+      v[0] = op(v[0], shfl_xor(v[0], m));
+    }
+  }
+  return v[0];
+}
+
 // T.match_all_sync: the mask when every lane agrees, else 0 (the predicate is dropped)
 template <class T> TL_DEVICE unsigned match_all(unsigned mask, T v) {
   int pred;
