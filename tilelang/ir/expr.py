@@ -390,3 +390,37 @@ def addressed_load(e):
 def access_mask(e) -> int:
     """The read/write mask of an access pointer (1 read, 2 write, 3 both)."""
     return e.args[1].value if len(e.args) > 1 and isinstance(e.args[1], IntImm) else 3
+
+
+# vector values (lanes) -----------------------------------------------------------------
+
+SHUFFLE = "tl.shuffle"
+
+
+class Shuffle(Call):
+    """Lanes picked from the concatenation of `vectors` (scalars count as one lane):
+    `T.extract_lane(v, i)` is Shuffle([v], [i]); `T.float16x2(a, b)` is Shuffle([a, b],
+    [0, 1]). Stored as a call, args = vectors + indices (`n_vectors` of them vectors), so
+    passes that rebuild calls keep it; `shuffle_parts` reads any such call back."""
+    __slots__ = ()
+
+    def __init__(self, vectors, indices, dtype=None):
+        vectors = [convert(v) for v in vectors]
+        indices = [i if isinstance(i, IntImm) else IntImm(int(i)) for i in indices]
+        if dtype is None:
+            dtype = vectors[0].dtype.element.with_lanes(len(indices))
+        super().__init__(SHUFFLE, vectors + indices + [IntImm(len(vectors))], dtype)
+
+    @property
+    def vectors(self):
+        return shuffle_parts(self)[0]
+
+    @property
+    def indices(self):
+        return shuffle_parts(self)[1]
+
+
+def shuffle_parts(call):
+    """(vectors, indices) of a SHUFFLE call."""
+    n = call.args[-1].value
+    return call.args[:n], call.args[n:-1]

@@ -95,6 +95,9 @@ class Printer:
         if e.name == E.ACCESS_PTR:
             mask = {1: "r", 2: "w", 3: "rw"}.get(E.access_mask(e), "rw")
             return f'T.access_ptr({self.expr(e.args[0])}, "{mask}")'
+        if e.name == E.SHUFFLE:   # lanes of vectors: the dtype follows from the operands
+            vs, ix = E.shuffle_parts(e)
+            return f"T.Shuffle([{', '.join(self.expr(v) for v in vs)}], [{', '.join(str(i.value) for i in ix)}])"
         import tilelang.language as T
         if "." in e.name or not hasattr(T, e.name):  # an extern function
             return f'T.call_extern("{e.dtype}", {e.name!r}{", " + args if args else ""})'

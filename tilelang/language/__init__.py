@@ -110,3 +110,4 @@ def __getattr__(name):
             globals()[name] = dt
             return dt
     raise AttributeError(f"module 'tilelang.language' has no attribute '{name}'")
+from tilelang.language.lanes import extract_lane, Shuffle  # noqa: E402

@@ -44,6 +44,9 @@ BIN_C = {"+": "+", "-": "-", "*": "*", "/": "/", "<": "<", "<=": "<=", ">": ">",
 
 
 def ctype(dt):
+    if dt.is_vector and dt.element.name in CTYPES:
+        from tilelang.backend.lanes import vector_ctype
+        return vector_ctype(dt, CTYPES[dt.element.name])
     try:
         return CTYPES[dt.name]
     except KeyError:
@@ -86,7 +89,9 @@ class CodegenCPU:
 
     # expressions ----------------------------------------------------------------
     def expr(self, e):
-        m = getattr(self, "e_" + type(e).__name__)
+        m = getattr(self, "e_" + type(e).__name__, None) or (self.e_Call if isinstance(e, E.Call) else None)
+        if m is None:
+            raise LoweringError(f"CPU codegen: unsupported expression {type(e).__name__}")
         return m(e)
 
     def e_Var(self, v):
@@ -161,6 +166,9 @@ class CodegenCPU:
 
     def e_Call(self, e):
         n = e.name
+        if n == E.SHUFFLE:
+            from tilelang.backend.lanes import shuffle_source
+            return shuffle_source(e, self.expr, ctype)
         if n in ("tl.atomic_load", "tl.atomic_store"):   # (element, [value,] order)
             t = ctype(e.args[0].dtype)
             if n == "tl.atomic_load":

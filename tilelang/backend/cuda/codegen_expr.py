@@ -51,6 +51,9 @@ def atomic_helper(kind, ret) -> str:
 
 def ctype(dt) -> str:
     name = dt.name if isinstance(dt, DataType) else str(dt)
+    if isinstance(dt, DataType) and dt.is_vector and dt.element.name in _CTYPES:
+        from tilelang.backend.lanes import vector_ctype
+        return vector_ctype(dt, _CTYPES[dt.element.name])
     if name not in _CTYPES:
         raise NotImplementedError(f"the CUDA backend has no C type for {name}")
     return _CTYPES[name]
@@ -113,6 +116,8 @@ class ExprPrinter:
         if isinstance(e, float):
             return float_literal(e, DataType("float32"))
         fn = getattr(self, "p_" + type(e).__name__, None)
+        if fn is None and isinstance(e, E.Call):   # subclasses of calls (E.Shuffle)
+            fn = self.p_Call
         if fn is None:
             raise NotImplementedError(f"CUDA codegen: unsupported expression {type(e).__name__}")
         return fn(e)
@@ -184,6 +189,9 @@ class ExprPrinter:
 
     def p_Call(self, e):
         name, args, dt = e.name, e.args, e.dtype
+        if name == E.SHUFFLE:
+            from tilelang.backend.lanes import shuffle_source
+            return shuffle_source(e, self, ctype, lambda t: _LANE_CTOR.get(t.name) or ctype(t))
         if name == "abs":
             a = args[0]
             if a.dtype.is_float:
@@ -257,6 +265,9 @@ class ExprPrinter:
 
 
 # language/warp.py's intrinsics: the CUDA built-ins (reduce.h has the butterfly reduction)
+# one lane of a 16-bit float vector, spelled as the published package's kernels do
+_LANE_CTOR = {"float16": "half_t", "bfloat16": "bfloat16_t"}
+
 _WARP_CALLS = {
     "tl.shfl_xor_sync": lambda m, v, d, w: f"__shfl_xor_sync({m}, {v}, {d}, {w})",
     "tl.shfl_down_sync": lambda m, v, d, w: f"__shfl_down_sync({m}, {v}, {d}, {w})",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tilelang.ir.dtypes import as_dtype
 from tilelang.ir import expr as _E
-from tilelang.ir.expr import (PrimExpr, Var, BufferLoad, Call, convert, literal, call,
+from tilelang.ir.expr import (PrimExpr, Var, BufferLoad, Call, Shuffle, convert, literal, call,
                               cast as _cast, select, minimum, maximum)
 
 

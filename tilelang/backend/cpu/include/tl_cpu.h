@@ -12,6 +12,16 @@
 
 namespace tl {
 
+// a vector value (T.alloc_var(T.float16x2), T.float16x2(a, b)): N lanes of T
+template <class T, int N> struct vec {
+  T v[N];
+  vec() = default;
+  template <class U> explicit vec(U x) {   // every lane x (a zero-initialized var)
+    for (int i = 0; i < N; ++i) v[i] = T(x);
+  }
+  template <class... U> vec(T a, T b, U... rest) : v{a, b, T(rest)...} {}
+};
+
 // ---------------------------------------------------------------- bit helpers
 inline uint32_t f2u(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
 inline float u2f(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }

@@ -8,9 +8,23 @@
 
 #define TL_DEVICE __device__ __forceinline__
 
+// the 16-bit float types by the names kernels use for one lane of a vector (lanes.py)
+typedef half half_t;
+typedef __nv_bfloat16 bfloat16_t;
+
 namespace tl {
 
 typedef __nv_bfloat16 bfloat16_t;
+// a vector value (T.alloc_var(T.float16x2), T.float16x2(a, b)): N lanes of T
+template <class T, int N> struct vec {
+  T v[N];
+  vec() = default;
+  template <class U> __device__ explicit vec(U x) {   // every lane x (a zero-initialized var)
+#pragma unroll
+    for (int i = 0; i < N; ++i) v[i] = T(x);
+  }
+  template <class... U> __device__ vec(T a, T b, U... rest) : v{a, b, T(rest)...} {}
+};
 
 // Python semantics: // and % round toward negative infinity.
 template <class T> TL_DEVICE T floordiv(T a, T b) {
