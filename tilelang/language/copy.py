@@ -73,7 +73,12 @@ def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None
 
 
 def async_copy(src, dst, **kwargs):
-    copy(src, dst, **kwargs)
+    """A global -> shared copy meant for cp.async. Here it completes like T.copy (the
+    compiler orders it with the reads after it); other scopes are an error when the
+    kernel compiles, as in the published package."""
+    ann = dict(kwargs.pop("annotations", None) or {})
+    ann["async_copy"] = True   # scopes checked when lowered (transform/lower_tile_ops.py)
+    copy(src, dst, annotations=ann, **kwargs)
 
 
 def tma_copy(src, dst, *, barrier=None, leader_scope_threads=None, eviction_policy=None, annotations=None):

@@ -88,6 +88,12 @@ def _new_vars(n, prefix="i"):
 
 def lower_copy(op: TO.Copy):
     src, dst = op.src, op.dst
+    if op.annotations.get("async_copy") and (src.buffer.scope != "global" or
+                                             not dst.buffer.scope.startswith("shared")):
+        from tilelang.ir.errors import LoweringError
+        raise LoweringError(f"T.async_copy only supports global->shared/shared.dyn copies; this one copies "
+                            f"`{src.buffer.name}` ({src.buffer.scope}) to `{dst.buffer.name}` ({dst.buffer.scope})",
+                            span=getattr(op, "span", None), hint="use T.copy for other scopes")
     sd, dd = _nonunit(src), _nonunit(dst)
     exts = [dst.extents[d] for d in dd]
     vars_ = _new_vars(len(dd))
