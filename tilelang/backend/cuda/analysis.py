@@ -62,7 +62,8 @@ def thread_dependent_vars(body, thread_vars):
                 td.add(id(n.var))
                 changed = True
             elif isinstance(n, S.BufferStore) and n.buffer.scope in ("local", "local.var") \
-                    and id(n.buffer) not in tdbuf and (depends(n.value) or any(depends(i) for i in n.indices)):
+                    and id(n.buffer) not in tdbuf and (depends(n.value) or any(depends(i) for i in n.indices)
+                                                       or _atomic_result(n.value)):
                 tdbuf.add(id(n.buffer))
                 changed = True
             elif isinstance(n, S.ThreadAllReduce) and id(n.dst.buffer) not in tdbuf:
@@ -76,6 +77,15 @@ def thread_dependent_vars(body, thread_vars):
                 changed = True
         walk(body, g)
     return td, tdbuf, depends
+
+
+def _atomic_result(e) -> bool:
+    """Whether `e` holds an atomic's previous value: each thread that runs the atomic gets
+    its own (a block-level one reaches registers through shared memory instead,
+    transform/broadcast_block_effects.py), so the register it lands in is per thread."""
+    found = []
+    walk(e, lambda n: found.append(n) if isinstance(n, E.Call) and n.name.startswith("atomic_") else None)
+    return bool(found)
 
 
 # intrinsics whose register results are known: an explicit load's words are the same
