@@ -86,7 +86,10 @@ class KernelCodegen:
         self.barriers = SyncPlanner(self.plan)
         self.barrier_before = self.barriers.run(launch.body)
         from tilelang.backend.cuda.tma_reduce import has_tma_reduce
-        self.fence_on_sync = has_tma_reduce(launch.body)   # barriers publish shared tiles to bulk copies
+        from tilelang.backend.cuda.tma_store import has_tma_store, emit_tma_store
+        self._emit_tma_store = emit_tma_store
+        # barriers publish shared tiles to the bulk copies that read them
+        self.fence_on_sync = has_tma_reduce(launch.body) or has_tma_store(self)
         self.aligned = {}            # global buffer name -> bytes its pointer must be aligned to
         self.acc_index = {}           # id(register fragment) -> C slot index inside its loop
         self.load_override = {}       # id(buffer) -> C expression of its element load (tile_codegen)
@@ -404,6 +407,8 @@ class KernelCodegen:
 
     def s_For(self, st, block):
         if st.kind == S.PARALLEL and block and not self._registers_only(st):
+            if self._emit_tma_store(self, st):   # a shared tile into a global tensor (tma_store.py)
+                return
             return self.cooperative(st)
         if block and id(st) in self.plan.pipelines:
             return self.pipelined(st, self.plan.pipelines[id(st)])

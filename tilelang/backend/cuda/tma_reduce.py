@@ -184,5 +184,6 @@ def emit_tma_reduce(cg, op, block) -> bool:
     cg.w(f"  tl::tma_store_add(&{name}, {cg.buf_name(op.value.buffer)}, {coords});")
     cg.w("  tl::tma_store_arrive();")
     cg.w("  tl::tma_store_wait<0, false>();   // the tile is added (and read) before what follows")
+    cg.w("  tl::fence_proxy_async_global();   // visible to the block's loads after the next barrier")
     cg.w("}")
     return True

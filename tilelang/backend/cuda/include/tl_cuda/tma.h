@@ -161,4 +161,37 @@ TL_DEVICE void tma_store_add(const TmaDesc* map, const void* src, int c0, int c1
 }
 #undef TL_TMA_STORE_ADD
 
+// the shared box at `src` (row-major, no swizzle) -> global, coordinates innermost
+// first; elements outside the tensor are not written. In this thread's bulk group.
+#define TL_TMA_STORE(DIM, COORDS, ...)                                                                      \
+  asm volatile("cp.async.bulk.tensor." #DIM "d.global.shared::cta.tile.bulk_group [%0, {" COORDS "}], [%1];\n" \
+               ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(src)), __VA_ARGS__           \
+               : "memory")
+TL_DEVICE void tma_store(const TmaDesc* map, const void* src, int c0) { TL_TMA_STORE(1, "%2", "r"(c0)); }
+TL_DEVICE void tma_store(const TmaDesc* map, const void* src, int c0, int c1) {
+  TL_TMA_STORE(2, "%2, %3", "r"(c0), "r"(c1));
+}
+TL_DEVICE void tma_store(const TmaDesc* map, const void* src, int c0, int c1, int c2) {
+  TL_TMA_STORE(3, "%2, %3, %4", "r"(c0), "r"(c1), "r"(c2));
+}
+TL_DEVICE void tma_store(const TmaDesc* map, const void* src, int c0, int c1, int c2, int c3) {
+  TL_TMA_STORE(4, "%2, %3, %4, %5", "r"(c0), "r"(c1), "r"(c2), "r"(c3));
+}
+TL_DEVICE void tma_store(const TmaDesc* map, const void* src, int c0, int c1, int c2, int c3, int c4) {
+  TL_TMA_STORE(5, "%2, %3, %4, %5, %6", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4));
+}
+#undef TL_TMA_STORE
+
+// after a bulk group's writes completed (tma_store_wait<N, false>): make them visible
+// to generic-proxy accesses (the block's loads after the next barrier)
+TL_DEVICE void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
+
+// `bytes` (a multiple of 16) of shared memory at `src` -> global at `dst` (both 16-byte
+// aligned), one bulk copy without a tensor map, in this thread's bulk group
+TL_DEVICE void tma_store_bulk(void* dst, const void* src, unsigned bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
+               ::"l"(reinterpret_cast<unsigned long long>(dst)), "r"(smem_addr(src)), "r"(bytes)
+               : "memory");
+}
+
 }  // namespace tl
