@@ -88,6 +88,10 @@ class LoweringError(TileLangError):
     pass
 
 
+class TargetFeatureError(LoweringError, RuntimeError):
+    """The kernel asks for an instruction the target (or this backend) does not have."""
+
+
 class CompileError(TileLangError):
     """A backend compiler failed on generated code (a bug on our side, not the user's)."""
 

@@ -148,8 +148,26 @@ def if_then_else(cond, t, f):
 Select = if_then_else
 
 
-def cast(value, dtype):
-    return _cast(_e(value) if not isinstance(value, (int, float, bool)) else value, as_dtype(dtype))
+def cast(value, dtype, round: str = "", sat: bool = True, rbits=None):  # noqa: A002 - published names
+    """`value` converted to `dtype`. `round` is a PTX rounding modifier ("" / "rn": to
+    nearest even, the default; "rz", "rp", "rm"; "rs": stochastic, with random bits
+    `rbits`), `sat=False` asks for no saturation; backends reject what they cannot lower
+    (ir/rounded_cast.py)."""
+    from tilelang.ir.rounded_cast import ROUNDING_MODES, rounded_cast
+    if round not in ROUNDING_MODES:
+        raise ValueError(f"Invalid round {round!r} for T.cast: must be one of {sorted(ROUNDING_MODES)}")
+    if not isinstance(sat, bool):
+        raise ValueError(f"Invalid sat {sat!r} for T.cast: must be a bool (True: saturate to finite values)")
+    if round == "rs" and rbits is None:
+        raise ValueError("T.cast: rbits is required when round='rs' (stochastic rounding takes random bits)")
+    if round != "rs" and rbits is not None:
+        raise ValueError("T.cast: rbits is only valid with round='rs' (stochastic rounding)")
+    value = _e(value) if not isinstance(value, (int, float, bool)) else value
+    dtype = as_dtype(dtype)
+    saturating = dtype.is_float and dtype.bits <= 8   # our fp8/fp4 conversions saturate, wider ones do not
+    if round in ("", "rn") and (sat or not saturating):
+        return _cast(value, dtype)
+    return rounded_cast(convert(value), dtype, round, sat, _e(rbits) if rbits is not None else None)
 
 
 def Cast(dtype, value):  # noqa: N802 - published name

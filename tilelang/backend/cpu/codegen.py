@@ -166,6 +166,9 @@ class CodegenCPU:
 
     def e_Call(self, e):
         n = e.name
+        if n == "tl.cast_rounded":
+            from tilelang.ir.rounded_cast import reject
+            raise reject(e, "the CPU")
         if n == E.SHUFFLE:
             from tilelang.backend.lanes import shuffle_source
             return shuffle_source(e, self.expr, ctype)

@@ -189,6 +189,9 @@ class ExprPrinter:
 
     def p_Call(self, e):
         name, args, dt = e.name, e.args, e.dtype
+        if name == "tl.cast_rounded":   # no target we lower for has these modifiers
+            from tilelang.ir.rounded_cast import reject
+            raise reject(e, "CUDA")
         if name == E.SHUFFLE:
             from tilelang.backend.lanes import shuffle_source
             return shuffle_source(e, self, ctype, lambda t: _LANE_CTOR.get(t.name) or ctype(t))
