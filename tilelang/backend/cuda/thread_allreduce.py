@@ -135,14 +135,14 @@ def _through_shared(kc, ct, acc, other, combine, plan):
     kc.sync()
 
 
-def _scratch(kc, ct, nt):
-    """8 bytes per thread of shared memory after the kernel's other shared data (one
-    area per kernel, reused by every allreduce: they are separated by barriers), viewed
-    as `ct`."""
+def _scratch(kc, ct, nt, per_thread=8):
+    """`per_thread` bytes (8 at least) per thread of shared memory after the kernel's
+    other shared data (one area per kernel, as large as its largest user needs, reused
+    by every allreduce and finalize: they are separated by barriers), viewed as `ct`."""
     off = getattr(kc, "_allreduce_off", None)
     if off is None:
         off = kc._allreduce_off = (kc.plan.smem_bytes + 15) // 16 * 16
-        kc.plan.smem_bytes = off + nt * 8
+    kc.plan.smem_bytes = max(kc.plan.smem_bytes, off + nt * max(8, per_thread))
     view = kc.names.new(object(), "tl_red_smem", True)
     kc.w(f"{ct}* {view} = reinterpret_cast<{ct}*>(tl_smem + {off});")
     return view
@@ -192,16 +192,45 @@ def emit_finalize_reducer(kc, op):
     while m >= 1:
         kc.w(f"{v} = {comb.format(a=v, b=f'tl::shfl_xor({v}, {m})')};")
         m //= 2
-    if g > 32:  # one copy per warp now: exchange them through shared memory
-        buf_s = _scratch(kc, ct, nt)   # its previous user ended with a barrier
-        kc.w(f"{buf_s}[tl_tid] = {v};")
-        kc.sync()
-        w0 = kc.names.new(object(), "tl_w0", True)
-        kc.w(f"const int {w0} = (tl_tid / {g}) * {g};")
-        kc.w(f"{v} = {buf_s}[{w0}];")
-        w = kc.names.new(object(), "tl_w", True)
-        kc.w(f"for (int {w} = 1; {w} < {g // 32}; ++{w}) {v} = {comb.format(a=v, b=f'{buf_s}[{w0} + {w} * 32]')};")
-        kc.sync()   # before the next slot overwrites the scratch
     kc.w(f"{name}[{s}] = {v};")
     kc.indent -= 1
     kc.w("}")
+    if g > 32:
+        _combine_warps(kc, name, ct, comb, regs, g, nt, buf.dtype.itemsize)
+
+
+def finalize_round_slots(regs, nt, itemsize):
+    """Slots whose per-warp copies one barrier round exchanges: all of them, unless
+    their scratch (one value per thread and slot) would exceed FINALIZE_ROUND_BYTES."""
+    return max(1, min(regs, FINALIZE_ROUND_BYTES // (nt * max(4, itemsize))))
+
+
+FINALIZE_ROUND_BYTES = 32768
+
+
+def _combine_warps(kc, name, ct, comb, regs, g, nt, itemsize):
+    """One copy per warp is left of each slot: every thread publishes its slots in shared
+    scratch, one barrier, each thread combines the g/32 warps of its group; the slots go
+    in rounds (finalize_round_slots), two barriers per round, not per slot."""
+    K = finalize_round_slots(regs, nt, itemsize)
+    buf_s = _scratch(kc, ct, nt, K * max(4, itemsize))   # its previous user ended with a barrier
+    w0 = kc.names.new(object(), "tl_w0", True)
+    kc.w(f"const int {w0} = (tl_tid / {g}) * {g};")
+    for r0 in range(0, regs, K):
+        k = min(K, regs - r0)
+        s = kc.names.new(object(), "tl_s", True)
+        kc.w("#pragma unroll")
+        kc.w(f"for (int {s} = 0; {s} < {k}; ++{s}) {buf_s}[{s} * {nt} + tl_tid] = {name}[{r0} + {s}];")
+        kc.sync()
+        kc.w("#pragma unroll")
+        kc.w(f"for (int {s} = 0; {s} < {k}; ++{s}) {{")
+        kc.indent += 1
+        v = kc.names.new(object(), "tl_v", True)
+        w = kc.names.new(object(), "tl_w", True)
+        kc.w(f"{ct} {v} = {buf_s}[{s} * {nt} + {w0}];")
+        kc.w(f"for (int {w} = 1; {w} < {g // 32}; ++{w}) "
+             f"{v} = {comb.format(a=v, b=f'{buf_s}[{s} * {nt} + {w0} + {w} * 32]')};")
+        kc.w(f"{name}[{r0} + {s}] = {v};")
+        kc.indent -= 1
+        kc.w("}")
+        kc.sync()   # before the next round or the scratch's next user overwrites it
