@@ -12,6 +12,9 @@ from tilelang.ir.expr import Call, IntImm, PrimExpr, addressed_load
 
 PTX_CP_ASYNC = "tl.ptx_cp_async"
 CP_ASYNC_BYTES = (4, 8, 16)
+# (dst ptr, src ptr, bits, pred): one lane of a narrower copy in a T.vectorized loop,
+# folded into one PTX_CP_ASYNC by transform/fold_vectorized_cp_async.py
+PTX_CP_ASYNC_LANE = "tl.ptx_cp_async_lane"
 
 
 def cp_async_call(dst_ptr: Call, src_ptr: Call, nbytes: int, pred: PrimExpr) -> Call:

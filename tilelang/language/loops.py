@@ -50,6 +50,8 @@ class LoopFrame(B.Frame):
         b.loop_kinds.append("ir")
         parallel = self.kind == S.PARALLEL
         b.parallel_depth += parallel
+        vectorized = self.kind == S.VECTORIZED
+        b.vectorized_depth += vectorized
         completed = False
         try:
             yield vars_[0] if len(vars_) == 1 else tuple(vars_)
@@ -57,6 +59,7 @@ class LoopFrame(B.Frame):
         finally:
             b.loop_kinds.pop()
             b.parallel_depth -= parallel
+            b.vectorized_depth -= vectorized
             body = b.pop()
             if completed:
                 for i in reversed(range(len(vars_))):

@@ -10,6 +10,7 @@ from tilelang.transform.lower_tile_ops import lower_tile_ops, TMA_COPY, TMA_ATOM
 from tilelang.transform.simplify import simplify
 from tilelang.transform.legalize_safe_memory_access import legalize_safe_memory_access
 from tilelang.transform.widen_indices import widen_indices
+from tilelang.transform.fold_vectorized_cp_async import fold_vectorized_cp_async
 from tilelang.transform.lower_reducers import lower_reducers
 from tilelang.transform.sink_address_tensors import sink_address_tensors
 from tilelang.transform.rasterize_blocks import rasterize_blocks
@@ -21,7 +22,7 @@ from tilelang.backend.cuda.tma_reduce import plan_tma_atomics
 KEEP_TILE_OPS = (TO.Gemm, TO.Reduce, TO.FinalizeReducer, TMA_COPY, TMA_ATOMIC)
 
 PASSES = [lower_gemm_sp, implicit_kernel, sink_address_tensors, lower_reducers, rasterize_blocks, plan_tma_atomics,
-          lower_tile_ops, simplify, widen_indices,
+          fold_vectorized_cp_async, lower_tile_ops, simplify, widen_indices,
           legalize_safe_memory_access, simplify, broadcast_block_effects]
 
 
