@@ -14,11 +14,16 @@
 
 namespace tl {
 
+// PTX memory model: fence.acq_rel then a relaxed atomic is a release pattern, a relaxed
+// atomic then fence.acq_rel an acquire pattern; seq_cst takes fence.sc (__threadfence)
+TL_DEVICE void fence_acq_rel() { asm volatile("fence.acq_rel.gpu;" : : : "memory"); }
 TL_DEVICE void order_before(int order) {
-  if (order == 3 || order == 4 || order == 5) __threadfence();
+  if (order == 5) __threadfence();
+  else if (order == 3 || order == 4) fence_acq_rel();
 }
 TL_DEVICE void order_after(int order) {
-  if (order == 2 || order == 4 || order == 5) __threadfence();
+  if (order == 5) __threadfence();
+  else if (order == 2 || order == 4) fence_acq_rel();
 }
 
 // compare-and-swap loop on the bits of a 16-, 32- or 64-bit value: *p = f(*p)
