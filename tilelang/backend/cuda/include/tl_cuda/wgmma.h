@@ -60,7 +60,8 @@ TL_DEVICE void wgmma_gemm_ss(const T* A, const T* B, float* acc, int tid = threa
   fence_regs<N / 2>(acc);
 }
 
-template <class T> TL_DEVICE unsigned pack2(T lo, T hi) {
+// the 16-bit patterns of two values as one register (reduce_pair.h's pack2 builds vector values)
+template <class T> TL_DEVICE unsigned pack_bits2(T lo, T hi) {
   unsigned short l = *reinterpret_cast<unsigned short*>(&lo), h = *reinterpret_cast<unsigned short*>(&hi);
   return (unsigned)l | ((unsigned)h << 16);
 }
@@ -78,7 +79,7 @@ TL_DEVICE void wgmma_rs_issue(T* a, const T* B, float* acc, int /*tid: registers
   for (int s = 0; s < K / 16; ++s) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      ar[s][j] = pack2(a[s * 8 + 2 * j], a[s * 8 + 2 * j + 1]);
+      ar[s][j] = pack_bits2(a[s * 8 + 2 * j], a[s * 8 + 2 * j + 1]);
       asm volatile("" : "+r"(ar[s][j])::"memory");
     }
   }
