@@ -81,3 +81,32 @@ def test_compaction_counts_each_element_once(target):
     k(x, out, counter)
     assert counter.item() == n
     assert torch.equal(out.sort().values.long().cpu(), torch.arange(n))
+
+
+def _block_level_lanes():
+    @T.prim_func
+    def f(Dst: T.Tensor((4,), "float32"), Prev: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=64):
+            Prev[0:4] = T.atomic_addx4(Dst[0:4], 1.0, return_prev=True)
+    return f
+
+
+def test_block_level_vector_effect_stays_one_lane_loop():
+    # T.atomic_addx4(..., return_prev=True): the lanes' effects stay one vectorized loop
+    # (one vector atomic on the GPU) into a shared tile, then every thread reads the lanes
+    after = broadcast_block_effects(_block_level_lanes()).script()
+    assert 'atomic_addx4_prev_once = T.alloc_shared((4,), "float32")' in after
+    assert "for lane in T.vectorized(4):" in after
+    assert "atomic_addx4_prev_once[lane] = T.atomic_add(Dst[" in after
+    for t in range(4):
+        assert f"atomic_addx4_prev[{t}] = atomic_addx4_prev_once[{t}]" in after
+    assert len(_atomics(broadcast_block_effects(_block_level_lanes()).body)) == 1
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_block_level_vector_effect_runs_once(target):
+    dst = torch.arange(4, dtype=torch.float32, device=target)
+    prev = torch.zeros(4, device=target)
+    tilelang.compile(_block_level_lanes(), target=target)(dst, prev)
+    torch.testing.assert_close(prev.cpu(), torch.arange(4, dtype=torch.float32))
+    torch.testing.assert_close(dst.cpu(), torch.arange(4, dtype=torch.float32) + 1)

@@ -16,6 +16,7 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.visitor import walk, collect_vars, substitute
+from tilelang.arith.simplify import simplify
 from tilelang.transform.pass_manager import function_pass
 
 _REGISTER_SCOPES = ("local", "local.var", "local.fragment")
@@ -109,16 +110,15 @@ class _Rewriter:
         as one unit, so that the effects stay one vector operation:
 
             for t in T.vectorized(n): x_once[t] = <value>     (shared: thread 0)
-            for t in range(n): x[t] = x_once[t]                (every thread)"""
+            x[0] = x_once[0]; ...; x[n - 1] = x_once[n - 1]   (every thread, after one barrier)"""
         st, n = loop.body, E.const_int_value(loop.extent)
         self.count += 1
         once = Buffer(f"{st.buffer.name}_once", (n,), st.value.dtype, "shared")
         effect = S.For(loop.var, loop.min, loop.extent, S.VECTORIZED,
                        S.BufferStore(once, st.value, [loop.var]), loop.annotations)
-        k = E.Var(loop.var.name, loop.var.dtype)
-        share = S.For(k, loop.min, loop.extent, S.SERIAL,
-                      S.BufferStore(st.buffer, E.BufferLoad(once, [k]),
-                                    [substitute(i, {loop.var: k}) for i in st.indices]))
-        for node in (effect, effect.body, share, share.body):
+        share = [S.BufferStore(st.buffer, E.BufferLoad(once, [E.IntImm(t)]),
+                               [simplify(substitute(i, {loop.var: E.IntImm(t)})) for i in st.indices])
+                 for t in range(n)]
+        for node in (effect, effect.body, *share):
             node.span = getattr(loop, "span", None)
-        return S.seq([S.DeclBuffer(once), effect, share])
+        return S.seq([S.DeclBuffer(once), effect, *share])
