@@ -58,3 +58,47 @@ def test_paired_conversions_match_torch(kernel, lanes, s, d):
     k = tilelang.compile(kernel(M, s, d), out_idx=[1], target="cuda")
     a = (torch.randn(M, device="cuda") * 4).to(getattr(torch, s))
     torch.testing.assert_close(k(a), a.to(getattr(torch, d)), rtol=0, atol=0)
+
+
+E8M0_PAIRS = [("float32", "float8_e8m0fnu", "__tl_cvt_float2_to_e8m0x2"),
+              ("float64", "float8_e8m0fnu", "__tl_cvt_double2_to_e8m0x2"),
+              ("bfloat16", "float8_e8m0fnu", "__tl_cvt_bfloat162_to_e8m0x2"),
+              ("float8_e8m0fnu", "bfloat16", "__tl_cvt_e8m0x2_to_bfloat162")]
+
+
+@pytest.mark.parametrize("kernel", [_copy, _through_registers])
+@pytest.mark.parametrize("s,d,helper", E8M0_PAIRS)
+def test_e8m0_conversions_are_paired(kernel, s, d, helper):
+    from tilelang.backend.cuda.compiler import nvrtc_available
+    if not nvrtc_available():
+        pytest.skip("NVRTC not installed")
+    assert helper in build(kernel(256, s, d)).source
+
+
+def _e8m0_inputs(M, s):
+    """Powers of two, values just above and below them, tiny, huge, zero and NaN."""
+    base = torch.tensor([2.0 ** k for k in range(-130, 130, 7)], dtype=torch.float64)
+    vals = torch.cat([base, base * 1.0001, base * 0.9999, torch.tensor([0.0, 1e-40, 3e38, float("nan")],
+                                                                       dtype=torch.float64)])
+    return vals.repeat(M // len(vals) + 1)[:M].to(getattr(torch, s))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", [_copy, _through_registers])
+@pytest.mark.parametrize("s,d,helper", E8M0_PAIRS[:3])
+def test_e8m0_conversions_match_the_cpu_reference(kernel, s, d, helper):
+    """Rounding toward +inf, saturating: the CPU backend (the spec) gives the same bytes."""
+    import numpy as np
+    M = 512
+    a = _e8m0_inputs(M, s)
+    gpu = tilelang.compile(kernel(M, s, d), out_idx=[1], target="cuda")(a.cuda())
+    cpu = tilelang.compile(kernel(M, s, d), out_idx=[1], target="cpu")(a)
+    np.testing.assert_array_equal(gpu.cpu().view(torch.uint8).numpy(), cpu.view(torch.uint8).numpy())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", [_copy, _through_registers])
+def test_e8m0_to_bfloat16_is_exact(kernel):
+    a = torch.arange(256, dtype=torch.uint8).view(torch.float8_e8m0fnu)
+    out = tilelang.compile(kernel(256, "float8_e8m0fnu", "bfloat16"), out_idx=[1], target="cuda")(a.cuda())
+    torch.testing.assert_close(out.cpu(), a.to(torch.bfloat16), rtol=0, atol=0, equal_nan=True)

@@ -1,7 +1,7 @@
 """Conversions two lanes at a time: `dst[i] = T.cast(src[i], D)` over consecutive elements
 becomes one paired conversion per two elements (`__float22half2_rn`, `__half22float2`,
 `__float22bfloat162_rn`, `__bfloat1622float2`, `__nv_cvt_float2_to_fp8x2`, and the fp8 <-> half
-helpers of include/tl_cuda/cast.h): half the conversion instructions of the scalar form, with
+and e8m0 helpers of include/tl_cuda/cast.h): half the conversion instructions of the scalar form, with
 the same rounding (to nearest even) and the same saturation of fp8 results."""
 from __future__ import annotations
 
@@ -43,6 +43,14 @@ def pair_cast(src_dt, dst_dt, a0, a1, d0, d1, p):
     if s in _FP8_KIND and d == "float32":
         return (f"const float2 {p} = __tl_cvt_fp8x2_to_float2({_pack_fp8(a0, a1)}, {_FP8_KIND[s]}); "
                 f"{d0} = {p}.x; {d1} = {p}.y;")
+    if d == "float8_e8m0fnu" and s in ("float32", "float64", "bfloat16"):
+        pair = {"float32": f2, "float64": f"make_double2({a0}, {a1})",
+                "bfloat16": f"__halves2bfloat162({a0}, {a1})"}[s]
+        name = {"float32": "float2", "float64": "double2", "bfloat16": "bfloat162"}[s]
+        return f"const __nv_fp8x2_storage_t {p} = __tl_cvt_{name}_to_e8m0x2({pair}); " + _unpack_fp8(p, d0, d1)
+    if (s, d) == ("float8_e8m0fnu", "bfloat16"):
+        return (f"const __nv_bfloat162 {p} = __tl_cvt_e8m0x2_to_bfloat162({_pack_fp8(a0, a1)}); "
+                f"{d0} = __low2bfloat16({p}); {d1} = __high2bfloat16({p});")
     if s in _FP8_KIND and d == "float16":
         return (f"const half2 {p} = __tl_cvt_fp8x2_to_half2({_pack_fp8(a0, a1)}, {_FP8_KIND[s]}); "
                 f"{d0} = __low2half({p}); {d1} = __high2half({p});")
