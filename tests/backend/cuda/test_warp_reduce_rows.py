@@ -94,3 +94,54 @@ def test_batched_rows_nan(nan_propagate):
     b = k(a, torch.zeros(M, device="cuda", dtype=torch.float16))
     assert torch.isnan(b[2]).item() == nan_propagate
     assert not torch.isnan(torch.cat([b[:2], b[3:]])).any()
+
+
+# register tiles: a group of g <= 32 threads shares each row; with batch=B it exchanges B
+# rows together and gathers them back (tl::group_allreduce_rows)
+def _tile_kernel(kind, M, N, batch, dt="float32", threads=256, nan_propagate=False):
+    kw = {"nan_propagate": True} if nan_propagate else {}
+
+    @T.prim_func
+    def k(A: T.Tensor((M, N), dt), B: T.Tensor((M,), dt)):
+        with T.Kernel(1, threads=threads):
+            src = T.alloc_fragment((M, N), dt)
+            dst = T.alloc_fragment((M,), dt)
+            T.copy(A, src)
+            OPS[kind](src, dst, dim=1, batch=batch, **kw)
+            T.copy(dst, B)
+    return k
+
+
+@needs_sass
+def test_tile_rows_fewer_shuffles():
+    shfl = {b: sass_ops(build(_tile_kernel("max", 128, 128, b)))["SHFL"] for b in (1, 8)}
+    assert shfl[8] * 2 <= shfl[1], shfl   # 16 rows of 32 threads: 80 -> 32 (static counts)
+    ops = sass_ops(build(_tile_kernel("max", 128, 128, 8)))
+    assert ops["LDL"] == 0 and ops["STL"] == 0
+
+
+def test_tile_rows_source():
+    assert "tl::group_allreduce_rows<4, 16>(" in build(_tile_kernel("sum", 64, 128, 4, "float16")).source
+    assert "group_allreduce_rows" not in build(_tile_kernel("sum", 64, 128, 8, "float16")).source  # 4 rows/thread
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize("M,N,dt,threads,batch", [(64, 128, "float16", 256, 4), (128, 128, "float32", 256, 4),
+                                                   (128, 128, "float16", 256, 8), (128, 128, "float32", 256, 16),
+                                                   (64, 64, "float32", 128, 2), (32, 64, "float32", 32, 4)])
+def test_tile_rows_match_torch(kind, M, N, dt, threads, batch):
+    torch.manual_seed(2)
+    a = torch.randn(M, N, device="cuda").to(getattr(torch, dt))
+    b = tilelang.compile(_tile_kernel(kind, M, N, batch, dt, threads), out_idx=-1, target="cuda")(a)
+    tol = 5e-2 if dt == "float16" else 1e-4
+    torch.testing.assert_close(b.float(), _ref(kind, a).to(getattr(torch, dt)).float(), atol=tol, rtol=tol)
+
+
+@pytest.mark.gpu
+def test_tile_rows_nan():
+    M, N = 64, 128
+    a = torch.arange(N, device="cuda", dtype=torch.float32).repeat(M, 1).to(torch.bfloat16)
+    a[2, 7] = float("nan")
+    b = tilelang.compile(_tile_kernel("max", M, N, 4, "bfloat16", nan_propagate=True), out_idx=-1, target="cuda")(a)
+    assert torch.isnan(b[2]) and not torch.isnan(torch.cat([b[:2], b[3:]])).any()

@@ -359,6 +359,13 @@ def _emit_vector_copy(cg, m, jv, j0, c, L, V, e0):
     del cg.acc_index[id(reg.buffer)]
 
 
+def tile_batch(op, R, g):
+    """Rows a group of g <= 32 threads exchanges together for T.reduce_*(..., batch=B):
+    B when a power of two with B <= g and B dividing the R rows a thread holds, else 1."""
+    b = getattr(op, "batch", 1) or 1
+    return b if g <= 32 and 1 < b <= g and b & (b - 1) == 0 and R % b == 0 else 1
+
+
 def emit_tile_reduce(cg, op, L):
     """A reduction over the last dimension of register tile L into its rows."""
     from tilelang.backend.cuda.reduce_lowering import combine, warp_op, reduce_parts, scratch_lines, round_rows
@@ -368,19 +375,29 @@ def emit_tile_reduce(cg, op, L):
     wop = warp_op(op.kind, nan)
     R, G, g = L.row_regs, L.G, L.group
     x = cast_str(op.src.buffer.dtype, dt, f"{src}[tl_s * {G} + tl_r]")
-    out = ["{", f"  {ct} tl_acc[{R}];", "  #pragma unroll", f"  for (int tl_s = 0; tl_s < {R}; ++tl_s) {{"]
     pp = pair_parts(op, P, G)
     if pp is not None:   # 16-bit elements two at a time (reduce_pairs.py)
-        out += [f"    {ct} tl_a;"] + ["    " + ln for ln in pair_lines(
-            pp, "tl_a", "tl_p", G, lambda j: f"{src}[tl_s * {G} + 2 * tl_q + {j}]")]
+        own = [f"{ct} tl_a;"] + pair_lines(pp, "tl_a", "tl_p", G, lambda j: f"{src}[tl_s * {G} + 2 * tl_q + {j}]")
     else:
-        out += [f"    {ct} tl_a = {init};", "    #pragma unroll",
-                f"    for (int tl_r = 0; tl_r < {G}; ++tl_r) tl_a = {combine(op.kind, 'tl_a', x, nan)};"]
-    m = min(g, 32) // 2
-    while m >= 1:
-        out.append(f"    tl_a = {wop}()(tl_a, tl::shfl_xor(tl_a, {m}));")
-        m //= 2
-    out += ["    tl_acc[tl_s] = tl_a;", "  }"]
+        own = [f"{ct} tl_a = {init};", "#pragma unroll",
+               f"for (int tl_r = 0; tl_r < {G}; ++tl_r) tl_a = {combine(op.kind, 'tl_a', x, nan)};"]
+    out = ["{", f"  {ct} tl_acc[{R}];", "  #pragma unroll"]
+    B = tile_batch(op, R, g)
+    if B > 1:   # batch=B: B rows per group exchange (tl::group_allreduce_rows)
+        out += [f"  for (int tl_s0 = 0; tl_s0 < {R}; tl_s0 += {B}) {{", f"    {ct} tl_rows[{B}];",
+                "    #pragma unroll", f"    for (int tl_b = 0; tl_b < {B}; ++tl_b) {{",
+                "      const int tl_s = tl_s0 + tl_b;"] + ["      " + ln for ln in own] + [
+                "      tl_rows[tl_b] = tl_a;", "    }",
+                f"    tl::group_allreduce_rows<{B}, {g}>(tl_rows, {wop}(), tl_tid & 31);",
+                "    #pragma unroll", f"    for (int tl_b = 0; tl_b < {B}; ++tl_b) tl_acc[tl_s0 + tl_b] = tl_rows[tl_b];",
+                "  }"]
+    else:
+        out += [f"  for (int tl_s = 0; tl_s < {R}; ++tl_s) {{"] + ["    " + ln for ln in own]
+        m = min(g, 32) // 2
+        while m >= 1:
+            out.append(f"    tl_a = {wop}()(tl_a, tl::shfl_xor(tl_a, {m}));")
+            m //= 2
+        out += ["    tl_acc[tl_s] = tl_a;", "  }"]
     if g > 32:
         nw = cg.plan.nthreads // 32
         C = round_rows(nw, R, op.dst.buffer.dtype.itemsize)

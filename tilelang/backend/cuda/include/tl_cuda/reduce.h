@@ -53,6 +53,47 @@ template <int B, class Op, class T> TL_DEVICE T warp_reduce_rows(T (&v)[B], Op o
   return v[0];
 }
 
+// B rows over aligned groups of G consecutive lanes (B <= G <= 32, powers of two), every
+// lane ending with all B results: the halving butterfly above over the group (B - 1 +
+// log2(G / B) shuffles; lane l then holds one row), then its levels undone in reverse
+// to gather the rows back (B - 1 shuffles): 2 (B - 1) + log2(G / B) shuffles instead
+// of B log2(G). v[i] is row i's partial on entry and its result on return.
+template <int B, int G, class Op, class T> TL_DEVICE void group_allreduce_rows(T (&v)[B], Op op, int lane) {
+  int n = B;
+#pragma unroll
+  for (int m = G / 2; m > 0; m >>= 1) {
+    if (n > 1) {
+      const int half = n / 2;
+      const bool upper = (lane & m) != 0;
+#pragma unroll
+      for (int i = 0; i < B / 2; ++i) {
+        if (i < half) {
+          const T keep = upper ? v[i + half] : v[i];
+          const T send = upper ? v[i] : v[i + half];
+          v[i] = op(keep, shfl_xor(send, m));
+        }
+      }
+      n = half;
+    } else {
+      v[0] = op(v[0], shfl_xor(v[0], m));
+    }
+  }
+  int held = 1;   // the lane holds rows [base, base + held) in v[0, held)
+#pragma unroll
+  for (int m = G / B; m < G; m <<= 1) {
+    const bool upper = (lane & m) != 0;
+#pragma unroll
+    for (int i = B / 2 - 1; i >= 0; --i) {
+      if (i < held) {
+        const T other = shfl_xor(v[i], m);
+        v[i + held] = upper ? v[i] : other;
+        v[i] = upper ? other : v[i];
+      }
+    }
+    held <<= 1;
+  }
+}
+
 // T.match_all_sync: the mask when every lane agrees, else 0 (the predicate is dropped)
 template <class T> TL_DEVICE unsigned match_all(unsigned mask, T v) {
   int pred;
