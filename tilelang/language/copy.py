@@ -69,6 +69,8 @@ def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None
         ann["disable_tma"] = True
     if coalesced_width:
         ann["coalesced_width"] = coalesced_width
+    if kwargs.get("prefer_instruction") is not None:   # "tma": a bulk copy where it applies
+        ann["prefer_instruction"] = kwargs["prefer_instruction"]
     b.emit(TO.Copy(s, d, ann))
 
 

@@ -110,7 +110,10 @@ def lower_copy(op: TO.Copy):
         c = in_bounds(dst.buffer, didx, dst)
         if c is not None:
             store = S.IfThenElse(c, store)
-    return _loops(vars_, exts, store)
+    out = _loops(vars_, exts, store)
+    if op.annotations.get("prefer_instruction") == "tma" and isinstance(out, S.For):
+        out.annotations[PREFER_TMA] = True   # a backend may copy the tile with TMA
+    return out
 
 
 def lower_fill(op: TO.Fill):
@@ -311,6 +314,8 @@ LOWERINGS = {TO.Copy: lower_copy, TO.Fill: lower_fill, TO.Reduce: lower_reduce, 
 TMA_COPY = "tma_copy"
 # ... and the `use_tma=True` atomics (bulk tensor reductions)
 TMA_ATOMIC = "tma_atomic"
+# on the copy nest of `T.copy(..., prefer_instruction="tma")`
+PREFER_TMA = "prefer_tma"
 
 
 class _Lower(Mutator):

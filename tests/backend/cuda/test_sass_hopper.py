@@ -42,7 +42,7 @@ def test_gemm_sm90a_is_hgmma_with_tma(dtype, trans_A, trans_B):
     art = build(K.gemm(4096, 4096, 4096, bm=128, bn=256, bk=64, threads=256, stages=4, dtype=dtype,
                        trans_A=trans_A, trans_B=trans_B, relu=trans_B))
     src = art.source
-    assert "tl::wgmma_ss_issue<" in src and "tl::tma_load_2d(" in src and "__grid_constant__ tl::TmaDesc" in src
+    assert "tl::wgmma_ss_issue<" in src and "tl::tma_load_2d(" in src and "__grid_constant__ tl::CUtensorMap" in src
     k = art.meta["kernels"][0]
     assert len(k["tmaps"]) == 2 and all(t["box"][0] == 64 for t in k["tmaps"]), k["tmaps"]
     assert k["aligned"]["A"] >= 16 and k["aligned"]["B"] >= 16

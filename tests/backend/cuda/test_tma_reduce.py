@@ -50,7 +50,7 @@ def test_one_bulk_reduction_per_tile(dt, code):
     art = _lower(_blocks_kernel(dt))
     src = art.kernel_source
     assert src.count("tl::tma_store_add(&out_desc, s, (bx * 32), (by * 16), bz);") == 2   # one map for both
-    assert "const __grid_constant__ tl::TmaDesc out_desc" in src
+    assert "const __grid_constant__ tl::CUtensorMap out_desc" in src
     assert "tl::atomic_add" not in src and "AtomicAdd" not in src
     # the writers' proxy fence before the barrier that orders them before the reduction
     assert re.search(r"tl::fence_proxy_async\(\);\n\s*__syncthreads\(\);\n\s*if \(tl_tid == 0\) \{\n\s*"
@@ -118,7 +118,7 @@ def _fallback_kernels():
 @pytest.mark.parametrize("k", _fallback_kernels(), ids=lambda k: k.name)
 def test_what_a_tensor_map_cannot_describe_stays_thread_atomics(k):
     src = _lower(k).kernel_source
-    assert "tma_store_add" not in src and "TmaDesc" not in src
+    assert "tma_store_add" not in src and "CUtensorMap" not in src
     assert "tl::atomic_add" in src or "AtomicAdd" in src
 
 

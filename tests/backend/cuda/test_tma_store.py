@@ -81,7 +81,7 @@ def test_explicit_tma_copy_store_is_the_same_bulk_store():
 def test_a_whole_contiguous_tensor_is_one_plain_bulk_copy():
     art = tilelang.lower(_whole(), target={"kind": "cuda", "arch": "sm_90a"})
     assert "tl::tma_store_bulk(C + 0, S, 8192);" in art.kernel_source
-    assert not art.meta["kernels"][0]["tmaps"] and "TmaDesc" not in art.kernel_source
+    assert not art.meta["kernels"][0]["tmaps"] and "CUtensorMap" not in art.kernel_source
 
 
 def test_a_tensor_the_kernel_reads_again_is_waited_for():

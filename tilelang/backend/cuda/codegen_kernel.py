@@ -87,9 +87,11 @@ class KernelCodegen:
         self.barrier_before = self.barriers.run(launch.body)
         from tilelang.backend.cuda.tma_reduce import has_tma_reduce
         from tilelang.backend.cuda.tma_store import has_tma_store, emit_tma_store
-        self._emit_tma_store = emit_tma_store
-        # barriers publish shared tiles to the bulk copies that read them
-        self.fence_on_sync = has_tma_reduce(launch.body) or has_tma_store(self)
+        from tilelang.backend.cuda.tma_load_sync import has_tma_load_sync, emit_tma_load_sync
+        self._emit_tma_store, self._emit_tma_load_sync = emit_tma_store, emit_tma_load_sync
+        self.prologue = []            # lines the body's code needs at the kernel's start (tma_load_sync.py)
+        # barriers order shared tiles with the bulk copies that read or write them
+        self.fence_on_sync = has_tma_reduce(launch.body) or has_tma_store(self) or has_tma_load_sync(self)
         self.aligned = {}            # global buffer name -> bytes its pointer must be aligned to
         self.acc_index = {}           # id(register fragment) -> C slot index inside its loop
         self.load_override = {}       # id(buffer) -> C expression of its element load (tile_codegen)
@@ -217,10 +219,12 @@ class KernelCodegen:
             p = self.placement(b)
             self.w(f"{ctype(b.dtype)}* {self.names.new(b, b.name)} = "
                    f"reinterpret_cast<{ctype(b.dtype)}*>(tl_smem + {p.offset});")
+        body_start = len(out)
         self.stmt(L.body, block=True)
+        out[body_start:body_start] = ["  " + line for line in self.prologue]   # state the body asked for
         out.append("}")
         if self.tmaps:
-            sig = ", ".join([sig] * bool(sig) + [f"const __grid_constant__ tl::TmaDesc "
+            sig = ", ".join([sig] * bool(sig) + [f"const __grid_constant__ tl::CUtensorMap "
                                                   f"{getattr(t, 'param_name', f'tl_tmap_{n}')}"
                                                   for n, t in enumerate(self.tmaps)])
             out[0] = f'extern "C" __global__ void __launch_bounds__({nt}{self._min_blocks()}) {self.entry}({sig}) {{'
@@ -407,7 +411,7 @@ class KernelCodegen:
 
     def s_For(self, st, block):
         if st.kind == S.PARALLEL and block and not self._registers_only(st):
-            if self._emit_tma_store(self, st):   # a shared tile into a global tensor (tma_store.py)
+            if self._emit_tma_store(self, st) or self._emit_tma_load_sync(self, st):   # bulk copies of tiles
                 return
             return self.cooperative(st)
         if block and id(st) in self.plan.pipelines:

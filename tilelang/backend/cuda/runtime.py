@@ -190,7 +190,7 @@ def _libcuda_encode():
 
 
 class TensorMap:
-    """A `const __grid_constant__ tl::TmaDesc` kernel parameter: the CUtensorMap
+    """A `const __grid_constant__ tl::CUtensorMap` kernel parameter: the CUtensorMap
     (128 bytes, 64-byte aligned) of a 2- to 5-D tensor for the kernel's bulk tensor
     copies (tma.py; extents, strides and box innermost first), 128-byte swizzle,
     zero fill out of bounds. Encoded again only when the tensor's address or shape

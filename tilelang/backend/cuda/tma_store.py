@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from tilelang.arith.simplify import simplify, linear_form
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
-from tilelang.ir.visitor import collect_vars, walk
+from tilelang.ir.visitor import collect_vars, walk, substitute
 from tilelang.backend.cuda.analysis import parallel_nest
 from tilelang.backend.cuda.tma import _is_bound
 
@@ -67,16 +67,34 @@ def _row_major(plan, buf):
     return list(p.strides) == want[::-1]
 
 
-def match_tma_store(st, plan, param_ids):
+def match_tma_store(st, plan, param_ids, launch=None):
     """A TmaStore for the T.Parallel copy nest `st`, or None (the threads store)."""
+    return match_tile_copy(st, plan, param_ids, to_global=True, launch=launch)
+
+
+def match_tile_copy(st, plan, param_ids, to_global, launch=None):
+    """The copy nest `st` between a whole row-major shared tile and a box of a global
+    tensor as a TmaStore (either direction: `to_global` says which), or None. Bounds of
+    the global side (a guard of the store, a select of the load with 0 outside) are what
+    the bulk copy does anyway. `launch`: block indices of a grid dimension of extent 1
+    count as 0 (a tile at the origin of a tensor it spans may be one contiguous run)."""
     from tilelang.backend.cuda.vectorize import match_copy
+    zero = {v: E.IntImm(0) for v, n in zip(launch.block_vars, launch.grid)
+            if E.const_int_value(n) == 1} if launch is not None else {}
     vars_, mins, exts, inner = parallel_nest(st)
     m = match_copy(inner)
     if m is None:
         return None
     guard, store, load, sel = m
-    g, s = store.buffer, load.buffer
-    if sel is not None or g.scope != "global" or not s.scope.startswith("shared"):
+    if to_global:
+        g, s, gidx, sidx, bounds = store.buffer, load.buffer, store.indices, load.indices, guard
+        if sel is not None:
+            return None
+    else:
+        g, s, gidx, sidx, bounds = load.buffer, store.buffer, load.indices, store.indices, sel
+        if guard is not None:
+            return None
+    if g.scope != "global" or not s.scope.startswith("shared"):
         return None
     if id(g) not in param_ids or getattr(g, "strides", None) is not None or not 1 <= g.ndim <= 5:
         return None
@@ -86,7 +104,7 @@ def match_tma_store(st, plan, param_ids):
     shape = [E.const_int_value(d) for d in s.shape]
     if None in ext or ext != shape or any(E.const_int_value(x) != 0 for x in mins):
         return None
-    if len(load.indices) != len(vars_) or not all(i is v for i, v in zip(load.indices, vars_)):
+    if len(sidx) != len(vars_) or not all(i is v for i, v in zip(sidx, vars_)):
         return None
     inner_dims = [E.const_int_value(d) for d in g.shape[1:]]
     if None in inner_dims:
@@ -99,8 +117,8 @@ def match_tma_store(st, plan, param_ids):
             return None
     # each tile variable indexes one dimension of G with coefficient 1, in order
     dim_of, origin = [], []
-    for d, idx in enumerate(store.indices):
-        idx = simplify(idx)
+    for d, idx in enumerate(gidx):
+        idx = simplify(substitute(idx, zero))
         used = [k for k, v in enumerate(vars_) if any(x is v for x in collect_vars(idx))]
         if len(used) > 1:
             return None
@@ -122,19 +140,45 @@ def match_tma_store(st, plan, param_ids):
     if dim_of != sorted(dim_of) or len(dim_of) != len(vars_):
         return None
     box = [1] * g.ndim
-    for d, k in zip([d for d, idx in enumerate(store.indices)
+    for d, k in zip([d for d, idx in enumerate(gidx)
                      if any(x is v for x in collect_vars(idx) for v in vars_)], dim_of):
         box[d] = ext[k]
-    if guard is not None:
-        for atom in E.conjuncts(guard):
-            if not any(_is_bound(atom, store.indices[d], g.shape[d]) for d in range(g.ndim)):
+    if bounds is not None:
+        live = []
+        ranges = dict(zip(vars_, ext))
+        if launch is not None:   # block indices of constant grid extents
+            ranges.update({v: E.const_int_value(n) for v, n in zip(launch.block_vars, launch.grid)
+                           if E.const_int_value(n) is not None})
+        for atom in E.conjuncts(bounds):
+            if _always(atom, ranges):
+                continue   # always true: the tile lies inside the tensor in every block
+            if not any(_is_bound(atom, gidx[d], g.shape[d]) for d in range(g.ndim)):
                 return None
-    contiguous = guard is None and _one_run(g, box, origin)
+            live.append(atom)
+        bounds = bounds if live else None
+    contiguous = bounds is None and _one_run(g, box, origin)
     if not contiguous and (max(box) > MAX_BOX or (box[-1] * es) % 16):
         return None
     if contiguous and _bytes(s) % 16:
         return None
     return TmaStore(g, s, origin, box, contiguous)
+
+
+def _always(atom, ranges):
+    """Whether a bound `atom` (`a < b` or `a >= b`, a - b linear in variables of known
+    ranges [0, n)) holds at every corner of the ranges, hence everywhere."""
+    import itertools
+    if not isinstance(atom, E.BinOp) or atom.op not in ("<", ">=") or \
+            linear_form(simplify(E.binop("-", atom.a, atom.b))) is None:
+        return False
+    used = [v for v in ranges if any(x is v for x in collect_vars(atom))]
+    if len(used) > 12 or any(id(x) not in {id(v) for v in used} for x in collect_vars(atom)):
+        return False
+    for ends in itertools.product(*[(0, ranges[v] - 1) for v in used]):
+        v = simplify(substitute(atom, {x: E.IntImm(e) for x, e in zip(used, ends)}))
+        if E.const_int_value(v) != 1:
+            return False
+    return True
 
 
 def _bytes(buf):
@@ -159,7 +203,7 @@ def _one_run(g, box, origin):
 
 def is_tma_store(st, cg) -> bool:
     return cg.use_tma and isinstance(st, S.For) and st.kind == S.PARALLEL and \
-        match_tma_store(st, cg.plan, cg.param_bufs) is not None
+        match_tma_store(st, cg.plan, cg.param_bufs, cg.launch) is not None
 
 
 def has_tma_store(cg) -> bool:
@@ -190,7 +234,7 @@ def emit_tma_store(cg, st) -> bool:
     """The copy nest `st` as one bulk store from thread 0; False to leave it to the threads."""
     if not cg.use_tma or cg.async_copy or cg.range != cg.plan.regions.full:
         return False
-    t = match_tma_store(st, cg.plan, cg.param_bufs)
+    t = match_tma_store(st, cg.plan, cg.param_bufs, cg.launch)
     if t is None:
         return False
     g, src = t.dst, cg.buf_name(t.src)

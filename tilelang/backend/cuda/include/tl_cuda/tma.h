@@ -1,6 +1,6 @@
 // Bulk tensor copies (TMA, sm_90) completing on mbarriers. A tensor map is
 // encoded on the host (runtime.py, CU_TENSOR_MAP_SWIZZLE_128B) and passed by value
-// as a `const __grid_constant__ tl::TmaDesc` kernel parameter; one thread issues
+// as a `const __grid_constant__ tl::CUtensorMap` kernel parameter; one thread issues
 // the copies, every consumer waits on the stage's "full" barrier and releases the
 // stage on its "empty" barrier.
 #pragma once
@@ -8,9 +8,11 @@
 
 namespace tl {
 
-struct alignas(64) TmaDesc {
+// the driver's CUtensorMap (128 opaque bytes, 64-byte aligned; NVRTC has no cuda.h)
+struct alignas(64) CUtensorMap {
   unsigned long long opaque[16];
 };
+using TmaDesc = CUtensorMap;
 
 TL_DEVICE unsigned smem_addr(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
 
@@ -98,6 +100,21 @@ TL_DEVICE void tma_load_2d(void* dst, const TmaDesc* map, unsigned long long* ba
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n"
       ::"r"(smem_addr(dst)), "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1)
       : "memory");
+}
+
+// a 1-D tensor map's box at c0
+TL_DEVICE void tma_load_1d(void* dst, const TmaDesc* map, unsigned long long* bar, int c0) {
+  asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];\n"
+               ::"r"(smem_addr(dst)), "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(bar)), "r"(c0)
+               : "memory");
+}
+
+// `bytes` (a multiple of 16) of global memory at `src` -> shared at `dst` (both 16-byte
+// aligned), one bulk copy without a tensor map, completing on `bar`
+TL_DEVICE void tma_load_bulk(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+               ::"r"(smem_addr(dst)), "l"(reinterpret_cast<unsigned long long>(src)), "r"(bytes), "r"(smem_addr(bar))
+               : "memory");
 }
 
 // the same for 3- to 5-D tensor maps (coordinates innermost first; the boxes of the
