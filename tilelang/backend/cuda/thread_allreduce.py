@@ -184,15 +184,29 @@ def emit_finalize_reducer(kc, op):
     comb = _COMBINE[op.op]
     s = kc.names.new(object(), "tl_s", True)
     v = kc.names.new(object(), "tl_v", True)
+    gw = min(g, 32)
+    B = getattr(op, "batch", 1) or 1
     kc.w("#pragma unroll")
-    kc.w(f"for (int {s} = 0; {s} < {regs}; ++{s}) {{")
-    kc.indent += 1
-    kc.w(f"{ct} {v} = {name}[{s}];")
-    m = min(g, 32) // 2
-    while m >= 1:
-        kc.w(f"{v} = {comb.format(a=v, b=f'tl::shfl_xor({v}, {m})')};")
-        m //= 2
-    kc.w(f"{name}[{s}] = {v};")
+    if 1 < B <= gw and B & (B - 1) == 0 and regs % B == 0:
+        # batch=B: B slots exchanged together within the warp (tl::group_allreduce_rows)
+        from tilelang.backend.cuda.reduce_lowering import warp_op
+        kc.w(f"for (int {s} = 0; {s} < {regs}; {s} += {B}) {{")
+        kc.indent += 1
+        kc.w(f"{ct} {v}[{B}];")
+        kc.w("#pragma unroll")
+        kc.w(f"for (int tl_b = 0; tl_b < {B}; ++tl_b) {v}[tl_b] = {name}[{s} + tl_b];")
+        kc.w(f"tl::group_allreduce_rows<{B}, {gw}>({v}, {warp_op(op.op)}(), tl_tid & 31);")
+        kc.w("#pragma unroll")
+        kc.w(f"for (int tl_b = 0; tl_b < {B}; ++tl_b) {name}[{s} + tl_b] = {v}[tl_b];")
+    else:
+        kc.w(f"for (int {s} = 0; {s} < {regs}; ++{s}) {{")
+        kc.indent += 1
+        kc.w(f"{ct} {v} = {name}[{s}];")
+        m = gw // 2
+        while m >= 1:
+            kc.w(f"{v} = {comb.format(a=v, b=f'tl::shfl_xor({v}, {m})')};")
+            m //= 2
+        kc.w(f"{name}[{s}] = {v};")
     kc.indent -= 1
     kc.w("}")
     if g > 32:
