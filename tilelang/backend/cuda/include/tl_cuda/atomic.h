@@ -53,6 +53,16 @@ template <class T> TL_DEVICE T fetch_min(T* p, T v) { return atomicMin(p, v); }
 template <class T> TL_DEVICE T fetch_or(T* p, T v) { return atomicOr(p, v); }    // 32/64-bit integers
 template <class T> TL_DEVICE T fetch_and(T* p, T v) { return atomicAnd(p, v); }
 template <class T> TL_DEVICE T fetch_xor(T* p, T v) { return atomicXor(p, v); }
+// signed 64-bit add and bitwise ops: the unsigned instruction (two's complement)
+#define TL_FETCH_S64(OP, CUDA_OP)                                                                 \
+  TL_DEVICE long long fetch_##OP(long long* p, long long v) {                                    \
+    return static_cast<long long>(CUDA_OP(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v))); \
+  }
+TL_FETCH_S64(add, atomicAdd)
+TL_FETCH_S64(or, atomicOr)
+TL_FETCH_S64(and, atomicAnd)
+TL_FETCH_S64(xor, atomicXor)
+#undef TL_FETCH_S64
 // float max/min: no instruction, a compare-and-swap loop
 #define TL_FETCH_MINMAX(T)                                                                         \
   TL_DEVICE T fetch_max(T* p, T v) { return atomic_update(p, [v](T o) { return tl::max(o, v); }); } \
