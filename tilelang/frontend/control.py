@@ -220,6 +220,10 @@ class Helpers:
                 b.emit(S.DeclBuffer(tmp))
                 b.emit(S.BufferStore(tmp, value, [IntImm(0)]))
                 return tmp.load()
+            if isinstance(value, E.BufferLoad) and b.parallel_depth:
+                # an alias of one element: its name is kept for the code generator
+                # (a vector of such elements is declared under it: vectorize.py)
+                value.name_hint = (B.source_names("assign") or ["value"])[0]
         return value
 
     @staticmethod

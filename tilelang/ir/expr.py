@@ -181,7 +181,9 @@ class Call(PrimExpr):
 
 
 class BufferLoad(PrimExpr):
-    __slots__ = ("buffer", "indices")
+    # name_hint (optional): the user's name for this element (`value = S[i, j]` in
+    # T.Parallel), which a vector of such elements is declared under
+    __slots__ = ("buffer", "indices", "name_hint")
 
     def __init__(self, buffer, indices):
         self._init(buffer.dtype)

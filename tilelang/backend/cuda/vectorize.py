@@ -228,13 +228,39 @@ def _emit_vector_atomic(cg, body, V, v):
     dst = call.args[0]
     _require_aligned(cg, dst.buffer, V * dst.buffer.dtype.itemsize)
     first = cg.names.by_id[id(v)]
-    values = []
-    for t in range(V):
-        cg.names.by_id[id(v)] = first if t == 0 else f"({first} + {t})"
-        values.append(vector_atomic.element_value(cg, call))
-    cg.names.by_id[id(v)] = first
-    line = vector_atomic.call_line(cg, call, V, cg.access(dst), values)
-    cg.w(f"if ({cg.expr(guard)}) {{ {line} }}" if guard is not None else line)
+    lines, values = [], None
+    val = call.args[1]
+    if isinstance(val, E.BufferLoad) and val.buffer.dtype is dst.buffer.dtype:
+        # the added values are consecutive elements of one buffer: one wide load
+        # (LDS.128 for a float4) whose lanes feed the vector atomic
+        nbytes = V * val.buffer.dtype.itemsize
+        p = cg.placement(val.buffer)
+        if nbytes in VEC_TYPES and (p is None or p.kind == "smem" or
+                                    (p.kind == "view" and global_root(val.buffer) is not None)) and \
+                _vector_access(cg.strides(val.buffer), val.indices, v, V, kernel_divisors(cg)):
+            from tilelang.backend.cuda.vector_compute import _lane
+            from tilelang.backend.cuda.codegen_expr import ctype
+            _require_aligned(cg, val.buffer, nbytes)
+            vt, _ = vec_type(val.buffer.dtype, nbytes)
+            hint = getattr(val, "name_hint", None)   # the user's name (frontend/control.py)
+            name = cg.names.new(object(), hint) if hint else cg.names.new(object(), "tl_vl", True)
+            lines.append(f"const {vt} {name} = *reinterpret_cast<const {vt}*>(&{cg.access(val)});")
+            values = [_lane(vt, f"const {ctype(val.buffer.dtype)}", name, t) for t in range(V)]
+    if values is None:
+        values = []
+        for t in range(V):
+            cg.names.by_id[id(v)] = first if t == 0 else f"({first} + {t})"
+            values.append(vector_atomic.element_value(cg, call))
+        cg.names.by_id[id(v)] = first
+    lines.append(vector_atomic.call_line(cg, call, V, cg.access(dst), values))
+    if guard is not None:
+        cg.w(f"if ({cg.expr(guard)}) {{")
+        cg.indent += 1
+    for ln in lines:
+        cg.w(ln)
+    if guard is not None:
+        cg.indent -= 1
+        cg.w("}")
 
 
 def emit_vector_copy(cg, body, V, v=None):
