@@ -100,6 +100,8 @@ def lower_copy(op: TO.Copy):
     sidx = _indices(src, vars_, sd)
     didx = _indices(dst, vars_, dd)
     val = E.BufferLoad(src.buffer, sidx)
+    if getattr(src, "name_hint", None):   # `v = A[0, 0:4]` (frontend/control.py)
+        val.name_hint = src.name_hint
     if src.buffer.scope == "global":
         c = in_bounds(src.buffer, sidx, src)
         if c is not None:
@@ -111,8 +113,10 @@ def lower_copy(op: TO.Copy):
         if c is not None:
             store = S.IfThenElse(c, store)
     out = _loops(vars_, exts, store)
-    if op.annotations.get("prefer_instruction") == "tma" and isinstance(out, S.For):
-        out.annotations[PREFER_TMA] = True   # a backend may copy the tile with TMA
+    prefer = op.annotations.get("prefer_instruction")
+    if isinstance(out, S.For) and (prefer is not None or op.annotations.get("disable_tma")):
+        # True: a backend may copy the tile with TMA; False: it must not (e.g. "sync")
+        out.annotations[PREFER_TMA] = prefer == "tma" and not op.annotations.get("disable_tma")
     return out
 
 

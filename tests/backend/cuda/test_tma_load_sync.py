@@ -79,3 +79,40 @@ def test_synchronous_tma_loads_on_gpu(M, N):
     c = torch.zeros(M, N, device="cuda")
     k(a, b, c)
     torch.testing.assert_close(c, a + b)
+
+
+def test_plain_sm90_is_enough():
+    assert "tl::tma_load_2d(" in _src(_add(200, 192), "sm_90")
+
+
+def _pointer_kernel(shape, tile):
+    @T.prim_func
+    def k(ptrs: T.Tensor((1,), T.ptr), out: T.Tensor(tile, "float16")):
+        with T.Kernel(1, threads=128):
+            src = T.make_tensor(ptrs[0], shape, "float16")
+            S = T.alloc_shared(tile, "float16")
+            T.copy(src[(0,) * len(shape)], S, prefer_instruction="tma")
+            T.copy(S, out, prefer_instruction="sync")
+    return k
+
+
+def test_a_tensor_bound_in_the_kernel_is_loaded_by_a_plain_bulk_copy():
+    src = _src(_pointer_kernel((256,), (256,)))
+    assert "tl::tma_load_bulk(S, " in src and "CUtensorMap" not in src
+    assert "tma_store" not in src   # prefer_instruction="sync": the threads store
+
+
+def test_a_tensor_bound_in_the_kernel_cannot_have_a_tensor_map():
+    from tilelang.ir.errors import TileLangError
+    with pytest.raises(TileLangError, match="bound inside the device function body"):
+        _src(_pointer_kernel((16, 32), (16, 16)))
+
+
+def test_disable_tma_on_a_copy_keeps_thread_stores():
+    @T.prim_func
+    def k(A: T.Tensor((64, 64), "float32"), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((64, 64), "float32")
+            T.copy(A, S)
+            T.copy(S, C, disable_tma=True)
+    assert "tma_store" not in _src(k)

@@ -15,10 +15,17 @@ def _flag(env, name, default):
     return v.strip().lower() in ("1", "true", "yes", "on")
 
 
+def _arch_at_least(arch, n):
+    import re
+    m = re.match(r"sm_(\d+)", str(arch))
+    return m is not None and int(m.group(1)) >= n
+
+
 @dataclass(frozen=True)
 class CudaOptions:
     tma: bool = True               # bulk tensor copies in sm_90a GEMM loops (TILELANG_CUDA_TMA, tl.disable_tma_lower)
     tma_copy: bool = False         # T.tma_copy as bulk copies (TILELANG_CUDA_TMA_COPY)
+    bulk_tiles: bool = True        # whole-tile copies and tile reductions as bulk copies on sm_90+ (as `tma`)
     tma_refill_wait: bool = False  # thread 0 waits for every warp before refilling a ring slot (..._TMA_REFILL=wait)
     tma_ring: bool = True          # register-only pipelined bodies load through the TMA ring (..._TMA_RING)
     pingpong: bool = False         # attention warpgroups take turns at the first gemm (..._PINGPONG)
@@ -34,6 +41,7 @@ class CudaOptions:
         tma = _flag(env, "TILELANG_CUDA_TMA", True) and not bool(config.get("tl.disable_tma_lower", False))
         return cls(
             tma=tma and arch is not None and str(arch).startswith("sm_90a"),
+            bulk_tiles=tma and arch is not None and _arch_at_least(arch, 90),
             tma_copy=_flag(env, "TILELANG_CUDA_TMA_COPY", False),
             tma_refill_wait=env.get("TILELANG_CUDA_TMA_REFILL", "") == "wait",
             tma_ring=_flag(env, "TILELANG_CUDA_TMA_RING", True),

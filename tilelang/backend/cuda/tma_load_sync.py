@@ -20,9 +20,9 @@ from tilelang.backend.cuda.tma_store import match_tile_copy, _bytes
 
 
 def _match(cg, st):
-    if not cg.use_tma or not (isinstance(st, S.For) and st.kind == S.PARALLEL and st.annotations.get(PREFER_TMA)):
+    if not cg.options.bulk_tiles or not (isinstance(st, S.For) and st.kind == S.PARALLEL and st.annotations.get(PREFER_TMA)):
         return None
-    return match_tile_copy(st, cg.plan, cg.param_bufs, to_global=False, launch=cg.launch)
+    return match_tile_copy(st, cg.plan, cg.param_bufs, to_global=False, launch=cg.launch, pointers=True)
 
 
 def has_tma_load_sync(cg) -> bool:

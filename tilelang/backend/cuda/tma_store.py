@@ -72,12 +72,15 @@ def match_tma_store(st, plan, param_ids, launch=None):
     return match_tile_copy(st, plan, param_ids, to_global=True, launch=launch)
 
 
-def match_tile_copy(st, plan, param_ids, to_global, launch=None):
+def match_tile_copy(st, plan, param_ids, to_global, launch=None, pointers=False):
     """The copy nest `st` between a whole row-major shared tile and a box of a global
     tensor as a TmaStore (either direction: `to_global` says which), or None. Bounds of
     the global side (a guard of the store, a select of the load with 0 outside) are what
     the bulk copy does anyway. `launch`: block indices of a grid dimension of extent 1
-    count as 0 (a tile at the origin of a tensor it spans may be one contiguous run)."""
+    count as 0 (a tile at the origin of a tensor it spans may be one contiguous run).
+    `pointers`: a tensor bound in the kernel (T.make_tensor) may be the global side of a
+    contiguous run (no tensor map); one that needs a map is an error (the host cannot
+    encode it)."""
     from tilelang.backend.cuda.vectorize import match_copy
     zero = {v: E.IntImm(0) for v, n in zip(launch.block_vars, launch.grid)
             if E.const_int_value(n) == 1} if launch is not None else {}
@@ -96,7 +99,8 @@ def match_tile_copy(st, plan, param_ids, to_global, launch=None):
             return None
     if g.scope != "global" or not s.scope.startswith("shared"):
         return None
-    if id(g) not in param_ids or getattr(g, "strides", None) is not None or not 1 <= g.ndim <= 5:
+    bound_in_kernel = pointers and getattr(plan.placements.get(id(g)), "kind", None) == "pointer"
+    if (id(g) not in param_ids and not bound_in_kernel) or not _dense(g) or not 1 <= g.ndim <= 5:
         return None
     if not _row_major(plan, s) or getattr(s, "alias_of", None) is not None:
         return None
@@ -157,11 +161,30 @@ def match_tile_copy(st, plan, param_ids, to_global, launch=None):
             live.append(atom)
         bounds = bounds if live else None
     contiguous = bounds is None and _one_run(g, box, origin)
+    if bound_in_kernel and not contiguous:
+        from tilelang.ir.errors import LoweringError
+        raise LoweringError(f"a TMA copy of `{g.name}` needs a tensor map, which the host encodes from the "
+                            f"tensor's address, but `{g.name}` is bound inside the device function body "
+                            f"(T.make_tensor)", span=getattr(st, "span", None),
+                            hint="copy one contiguous run of it (a plain bulk copy needs no tensor map), or drop "
+                                 "prefer_instruction=\"tma\" (the threads copy)")
     if not contiguous and (max(box) > MAX_BOX or (box[-1] * es) % 16):
         return None
     if contiguous and _bytes(s) % 16:
         return None
     return TmaStore(g, s, origin, box, contiguous)
+
+
+def _dense(g):
+    """No strides, or strides that are those of the dense row-major layout."""
+    strides = getattr(g, "strides", None)
+    if not strides:
+        return True
+    acc, want = 1, []
+    for d in reversed(g.shape[1:]):
+        acc *= E.const_int_value(d) or 0
+        want.append(acc)
+    return [E.const_int_value(s) for s in strides] == want[::-1] + [1]
 
 
 def _always(atom, ranges):
@@ -202,7 +225,9 @@ def _one_run(g, box, origin):
 
 
 def is_tma_store(st, cg) -> bool:
-    return cg.use_tma and isinstance(st, S.For) and st.kind == S.PARALLEL and \
+    from tilelang.transform.lower_tile_ops import PREFER_TMA
+    return cg.options.bulk_tiles and isinstance(st, S.For) and st.kind == S.PARALLEL and \
+        st.annotations.get(PREFER_TMA, True) and \
         match_tma_store(st, cg.plan, cg.param_bufs, cg.launch) is not None
 
 
@@ -232,7 +257,7 @@ def _touches_elsewhere(cg, st, g):
 
 def emit_tma_store(cg, st) -> bool:
     """The copy nest `st` as one bulk store from thread 0; False to leave it to the threads."""
-    if not cg.use_tma or cg.async_copy or cg.range != cg.plan.regions.full:
+    if not is_tma_store(st, cg) or cg.async_copy or cg.range != cg.plan.regions.full:
         return False
     t = match_tma_store(st, cg.plan, cg.param_bufs, cg.launch)
     if t is None:
