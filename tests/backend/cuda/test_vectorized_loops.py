@@ -51,3 +51,28 @@ def test_strided_copy_on_the_gpu(sa, sb):
     b = torch.as_strided(base_b, (128, 128), (1, sb))
     tilelang.compile(strided_copy(128, 128, sa, sb), target="cuda")(a, b)
     torch.testing.assert_close(a, b, atol=0, rtol=0)
+
+
+def _region_alias():
+    @T.prim_func
+    def k(A: T.Tensor((16, 16), "float32")):
+        for _bx in T.thread_binding(1, thread="blockIdx.x"):
+            for _tx in T.thread_binding(128, thread="threadIdx.x"):
+                b = A[0, 0:4]
+                A[0, 4:8] = b
+    return k
+
+
+def test_a_named_region_is_one_vector_variable():
+    """`b = A[0, 0:4]; A[0, 4:8] = b`: one 16-byte load into the float4 `b`, one store."""
+    src = build(_region_alias()).source
+    assert "float4 b = *reinterpret_cast<const float4*>(&A[" in src
+    assert "*reinterpret_cast<float4*>(&A[(i0 + 4)]) = b;" in src
+
+
+def test_a_named_region_on_the_cpu_reference():
+    a = np.arange(256, dtype=np.float32).reshape(16, 16)
+    ref = a.copy()
+    ref[0, 4:8] = ref[0, 0:4]
+    tilelang.compile(_region_alias(), target="cpu")(a)
+    np.testing.assert_array_equal(a, ref)

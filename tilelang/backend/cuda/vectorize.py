@@ -291,6 +291,15 @@ def emit_vector_copy(cg, body, V, v=None):
     src = f"*reinterpret_cast<const {vt}*>(&{cg.access(load)})"
     if sel is not None:
         src = f"({cg.expr(sel)} ? {src} : {zero})"
+    hint = getattr(load, "name_hint", None)
+    if hint:   # `b = A[0, 0:4]; A[0, 4:8] = b`: the vector is a variable named b
+        name = cg.names.new(object(), hint)
+        lines = [f"{vt} {name} = {src};", f"*reinterpret_cast<{vt}*>(&{cg.access(store)}) = {name};"]
+        if guard is not None:
+            lines = [f"if ({cg.expr(guard)}) {{"] + ["  " + ln for ln in lines] + ["}"]
+        for ln in lines:
+            cg.w(ln)
+        return
     line = f"*reinterpret_cast<{vt}*>(&{cg.access(store)}) = {src};"
     cg.w(f"if ({cg.expr(guard)}) {{ {line} }}" if guard is not None else line)
 
