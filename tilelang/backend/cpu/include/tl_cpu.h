@@ -166,6 +166,7 @@ inline float e8m0_to_float(uint8_t v) { return v == 0xFF ? NAN : std::ldexp(1.0f
 inline uint8_t float_to_e8m0(float f) {
   if (std::isnan(f)) return 0xFF;
   if (!(f > 0.0f)) return 0;
+  if (std::isinf(f)) return 254;       // saturating (frexp leaves the exponent of inf unspecified)
   int e;
   const float m = std::frexp(f, &e);   // f = m * 2^e, m in [0.5, 1)
   int p = (m == 0.5f) ? e - 1 : e;     // the smallest power of two >= f
