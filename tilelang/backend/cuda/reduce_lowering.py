@@ -61,6 +61,16 @@ def round_rows(nwarps, rows, itemsize):
     return min(rows, max(1, ROUND_BYTES // (nwarps * max(4, itemsize))))
 
 
+def barrier(cg):
+    """The barrier of the threads running the code emitted now (KernelCodegen.sync:
+    __syncthreads(), or the named barrier of a warp-specialized thread range), as text."""
+    n = len(cg.lines)
+    cg.sync()
+    out = " ".join(ln.strip() for ln in cg.lines[n:])
+    del cg.lines[n:]
+    return out
+
+
 def scratch_lines(cg, ct):
     """The shared scratch of cross-warp reductions, alternating between two phases so
     that one barrier per reduction suffices (plan.py sizes it)."""
@@ -167,7 +177,7 @@ def emit_register_reduce(cg, op, L):
     return lines[:1] + scratch_lines(cg, ct) + [
         f"  const int tl_wc = (tl_tid >> 5) % {WN};"] + lines[1:] + [
         f"    if ((tl_tid & 3) == 0) tl_red[{rl}::row(tl_tid, tl_s) * {WN} + tl_wc] = tl_acc;",
-        "  }", "  __syncthreads();", "  #pragma unroll",
+        "  }", "  " + barrier(cg), "  #pragma unroll",
         f"  for (int tl_s = 0; tl_s < {R.regs}; ++tl_s) {{",
         f"    const int tl_row = {rl}::row(tl_tid, tl_s) * {WN};",
         f"    {ct} tl_acc = tl_red[tl_row];",

@@ -368,7 +368,7 @@ def tile_batch(op, R, g):
 
 def emit_tile_reduce(cg, op, L):
     """A reduction over the last dimension of register tile L into its rows."""
-    from tilelang.backend.cuda.reduce_lowering import combine, warp_op, reduce_parts, scratch_lines, round_rows
+    from tilelang.backend.cuda.reduce_lowering import combine, warp_op, reduce_parts, scratch_lines, round_rows, barrier
     from tilelang.backend.cuda.reduce_pairs import pair_parts, pair_lines
     P = reduce_parts(cg, op)
     dt, ct, src, dst, init, clear, cross, nan = P.dt, P.ct, P.src, P.dst, P.init, P.clear, P.cross, P.nan
@@ -407,7 +407,7 @@ def emit_tile_reduce(cg, op, L):
         body = scratch_lines(cg, ct) + [
                 "  if ((tl_tid & 31) == 0) {", "    #pragma unroll",
                 f"    for (int tl_s = 0; tl_s < {C}; ++tl_s) {live}tl_red[tl_s * {nw} + (tl_tid >> 5)] = tl_acc[{row}];",
-                "  }", "  __syncthreads();",
+                "  }", "  " + barrier(cg),
                 "  #pragma unroll", f"  for (int tl_s = 0; tl_s < {C}; ++tl_s) {live}{{",
                 f"    {ct} tl_a = tl_red[tl_s * {nw} + tl_w0];", "    #pragma unroll",
                 f"    for (int tl_w = 1; tl_w < {g // 32}; ++tl_w) "
