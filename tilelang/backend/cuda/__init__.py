@@ -50,6 +50,12 @@ class CudaBackend(Backend):
         config = ctx.config if ctx is not None and hasattr(ctx, "config") else (ctx or {})
         source, meta = generate(lowered, target, config)
         source = postproc.apply("cuda", source, target)
+        trace = config.get("tl.lower_trace") or os.environ.get("TL_LOWER_TRACE")
+        if trace:   # the last page of the lower trace: what the backend prints
+            os.makedirs(trace, exist_ok=True)
+            n = len([f for f in os.listdir(trace) if f[:2].isdigit()])
+            with open(os.path.join(trace, f"{n:02d}_cuda_source.cu"), "w") as f:
+                f.write(source)
         dump = os.environ.get("TL_CUDA_DUMP")
         if dump:
             os.makedirs(dump, exist_ok=True)

@@ -105,6 +105,7 @@ def generate(func, target, config=None):
         entry = f"{func.name}_kernel" if len(launches) == 1 else f"{func.name}_kernel_{k}"
         kc = KernelCodegen(launch, entry, target, params, _scoped(names), config, {id(b) for b in bufs})
         src, m = kc.emit()
+        _trace_plan(config, entry, launch, kc.plan)
         m.update(launch_needs(launch, target, entry))   # cluster / cooperative / pdl (launch_config.py)
         auto = m.pop("auto_cluster")
         m["cluster"] = m["cluster"] or auto      # pairs the codegen chose for TMA multicast
@@ -155,3 +156,16 @@ def tensor_map_spec(t, bufs, env):
     box[n - 1] = 64
     return {"buffer": bufs.index(t.src), "dims": [py_expr(E.convert(shape[d]), env) for d in range(n - 1, -1, -1)],
             "strides": strides, "box": box[::-1], "elem_bytes": es}
+
+
+def _trace_plan(config, entry, launch, plan):
+    """Under the lower trace, the kernel's backend decisions (plan_report.py) as a page."""
+    import os
+    d = (config or {}).get("tl.lower_trace") or os.environ.get("TL_LOWER_TRACE")
+    if not d:
+        return
+    from tilelang.backend.cuda.plan_report import format_plan
+    os.makedirs(d, exist_ok=True)
+    n = len([f for f in os.listdir(d) if f[:2].isdigit()])
+    with open(os.path.join(d, f"{n:02d}_cuda_plan_{entry}.txt"), "w") as f:
+        f.write(format_plan(entry, launch, plan))

@@ -1,0 +1,58 @@
+"""The CUDA backend's decisions for one kernel as text: where every buffer lives (shared
+memory offset, stages, swizzle; register tile layout; per-thread), how every T.gemm runs
+(wgmma, mma.sync warp grid, or the SIMT loop), which loops are pipelined and how deep, and
+the notes the planner left. The lower trace (TL_LOWER_TRACE) writes it after the passes,
+next to the generated source, so the decisions that follow the IR passes are visible."""
+from __future__ import annotations
+
+from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.visitor import walk
+
+
+def _placement(p):
+    if p.kind == "smem":
+        extra = (f", {p.stages} stages of {p.stage_bytes} B" if p.stages > 1 else f", {p.stage_bytes} B") + \
+            (", sw128" if p.swizzle else "")
+        return f"shared @ {p.offset}{extra}"
+    if p.kind in ("tile", "acc", "row"):
+        lay = p.acc.layout() if hasattr(p.acc, "layout") else type(p.acc).__name__
+        return f"registers ({p.kind}): {lay}"
+    return p.kind
+
+
+def _gemm(cfg):
+    if cfg is None:
+        return "SIMT loop (no tensor-core form fits)"
+    kind = getattr(cfg, "kind", "mma")
+    if kind == "wgmma":
+        return f"wgmma m64n{cfg.N}k16, A from {'registers' if cfg.a_regs else 'shared'}"
+    form = "m16n8k32" if getattr(cfg, "k32", False) else "m16n8k16"
+    return f"mma.sync {form}, warps {cfg.WM} x {cfg.WN}, accumulate in {cfg.acc}"
+
+
+def format_plan(entry, launch, plan) -> str:
+    lines = [f"kernel {entry}: {plan.nthreads} threads, {plan.smem_bytes} B of dynamic shared memory"]
+    decls = []
+    walk(launch.body, lambda n: decls.append(n.buffer) if isinstance(n, S.DeclBuffer) else None)
+    lines.append("buffers:")
+    for b in decls:
+        p = plan.placements.get(id(b))
+        if p is not None:
+            lines.append(f"  {b.name:24s} {b.scope:15s} {_placement(p)}")
+    if plan.red_phase_bytes:
+        lines.append(f"  (reduction scratch)      shared @ {plan.red_offset}, 2 x {plan.red_phase_bytes} B")
+    gemms = []
+    walk(launch.body, lambda n: gemms.append(n) if isinstance(n, TO.Gemm) else None)
+    if gemms:
+        lines.append("gemms:")
+        for g in gemms:
+            lines.append(f"  T.gemm({g.A.buffer.name}, {g.B.buffer.name}, {g.C.buffer.name}): "
+                         f"{_gemm(plan.gemms.get(id(g)))}")
+    if plan.pipelines:
+        lines.append("pipelines:")
+        for info in plan.pipelines.values():
+            lines.append(f"  {info.stages} stages over {', '.join(b.name for b in info.bufs) or '-'}")
+    for n in plan.notes:
+        lines.append(f"note: {n}")
+    return "\n".join(lines) + "\n"
