@@ -76,9 +76,9 @@ def test_e8m0_conversions_are_paired(kernel, s, d, helper):
 
 
 def _e8m0_inputs(M, s):
-    """Powers of two, values just above and below them, tiny, huge, zero and NaN."""
+    """Powers of two, values just above them, negatives just below them, tiny, huge, zero, NaN."""
     base = torch.tensor([2.0 ** k for k in range(-130, 130, 7)], dtype=torch.float64)
-    vals = torch.cat([base, base * 1.0001, base * 0.9999, torch.tensor([0.0, 1e-40, 3e38, float("nan")],
+    vals = torch.cat([base, base * 1.0001, -base * 0.9999, torch.tensor([0.0, 1e-40, 3e38, float("nan")],
                                                                        dtype=torch.float64)])
     return vals.repeat(M // len(vals) + 1)[:M].to(getattr(torch, s))
 
@@ -102,3 +102,12 @@ def test_e8m0_to_bfloat16_is_exact(kernel):
     a = torch.arange(256, dtype=torch.uint8).view(torch.float8_e8m0fnu)
     out = tilelang.compile(kernel(256, "float8_e8m0fnu", "bfloat16"), out_idx=[1], target="cuda")(a.cuda())
     torch.testing.assert_close(out.cpu(), a.to(torch.bfloat16), rtol=0, atol=0, equal_nan=True)
+
+
+def test_e8m0_of_negative_values_drops_the_sign_on_the_cpu():
+    """A scale has no sign: CUDA's conversion and torch's use |x| (the CPU reference too).
+    (Magnitudes whose rounding agrees: torch rounds to nearest, CUDA's scalar and paired
+    conversions toward +inf, as the CPU reference does.)"""
+    a = torch.tensor([-4.0, -3.0, -0.0, 3.0, -1e30, -0.75] * 43, dtype=torch.float32)[:256]
+    out = tilelang.compile(_copy(256, "float32", "float8_e8m0fnu"), out_idx=[1], target="cpu")(a)
+    assert out.view(torch.uint8).tolist() == a.to(torch.float8_e8m0fnu).view(torch.uint8).tolist()

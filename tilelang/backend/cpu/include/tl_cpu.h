@@ -161,10 +161,12 @@ inline uint8_t float_to_e4m3(float f) { return minifloat_codec<4, 3, true>::enco
 inline float e5m2_to_float(uint8_t v) { return minifloat_codec<5, 2, false>::decode(v); }
 inline uint8_t float_to_e5m2(float f) { return minifloat_codec<5, 2, false>::encode(f); }
 // e8m0 (an unsigned power of two, 0xFF is NaN): 2^(v - 127); from float rounding toward
-// +inf and saturating, as CUDA's __nv_fp8_e8m0(float) does
+// +inf and saturating, as CUDA's __nv_fp8_e8m0(float) does; the sign is dropped (a scale
+// has none: CUDA and torch convert |f|)
 inline float e8m0_to_float(uint8_t v) { return v == 0xFF ? NAN : std::ldexp(1.0f, (int)v - 127); }
 inline uint8_t float_to_e8m0(float f) {
   if (std::isnan(f)) return 0xFF;
+  f = std::fabs(f);
   if (!(f > 0.0f)) return 0;
   if (std::isinf(f)) return 254;       // saturating (frexp leaves the exponent of inf unspecified)
   int e;
