@@ -133,3 +133,32 @@ def test_padding_is_dropped_before_shared_memory_overflows():
     with pytest.warns(UserWarning, match="left unpadded"):
         art = build(padded_gemm(), arch="sm_80")
     assert art.meta["kernels"][0]["smem"] <= 163 * 1024
+
+
+def pipelined_gemm():
+    # two stages of A 128x256 + B 256x64 fp16 (192 KB) overflow sm_80 padded or not;
+    # one stage fits with the padding, which is then kept
+    @T.prim_func
+    def k(A: T.Tensor((128, 1024), "float16"), B: T.Tensor((1024, 64), "float16"),
+          C: T.Tensor((128, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((128, 256), "float16")
+            B_s = T.alloc_shared((256, 64), "float16")
+            C_f = T.alloc_fragment((128, 64), "float32")
+            T.clear(C_f)
+            for ko in T.Pipelined(4, num_stages=2):
+                T.copy(A[0, ko * 256], A_s)
+                T.copy(B[ko * 256, 0], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C)
+    return k
+
+
+@needs_nvrtc
+def test_padding_is_kept_when_a_stage_has_to_go_anyway():
+    import warnings
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        build(pipelined_gemm(), arch="sm_80")
+    notes = " ".join(str(x.message) for x in w)
+    assert "stages capped at 1" in notes and "left unpadded" not in notes, notes

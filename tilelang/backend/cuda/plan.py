@@ -221,15 +221,24 @@ def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None
             continue
         unpad = [b for b in smem if id(b) in padded and not plan.placements[id(b)].swizzle]
         if unpad:
-            # the padding only avoids bank conflicts: drop it before pipeline stages
+            # the padding only avoids bank conflicts: drop it when that alone makes the
+            # buffers fit, or when no pipeline stage is left to give up (one stage fewer
+            # with conflict-free loads is the better trade)
+            saved = {id(b): (plan.placements[id(b)].strides, plan.placements[id(b)].stage_bytes) for b in unpad}
             for buf in unpad:
-                padded.discard(id(buf))
                 p = plan.placements[id(buf)]
                 p.strides, n = _row_major(_const_shape(buf))
                 p.stage_bytes = n * buf.dtype.itemsize
-            plan.notes.append(f"shared buffers {', '.join(b.name for b in unpad)} left unpadded "
-                              f"(bank conflicts possible) so that shared memory fits in {limit} bytes")
-            continue
+            trial = _assign_offsets(smem, plan, live)
+            if red:
+                trial = (trial + SMEM_ALIGN - 1) // SMEM_ALIGN * SMEM_ALIGN + 2 * red
+            if trial <= limit or deepest <= 1:
+                padded.difference_update(id(b) for b in unpad)
+                plan.notes.append(f"shared buffers {', '.join(b.name for b in unpad)} left unpadded "
+                                  f"(bank conflicts possible) so that shared memory fits in {limit} bytes")
+                continue
+            for buf in unpad:
+                plan.placements[id(buf)].strides, plan.placements[id(buf)].stage_bytes = saved[id(buf)]
         if deepest <= 1:
             break
         # Over the device's shared memory: fewer pipeline stages before giving up
