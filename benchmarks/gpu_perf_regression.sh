@@ -3,8 +3,9 @@
 # published TileLang (issue 17). Needs, carried and git-excluded: .pub/examples (the published
 # repository's examples/) and .pubpkg.tar.xz (tilelang==0.1.15 and its wheels for Python 3.12,
 # unzipped into one folder and packed with xz; see the developers' brief). ONLY=<folders>.
+# TL_COMMIT (or a .commit file) names the commit measured when the copy has no .git.
 cd "$(dirname "$0")/.."
-export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/out}
+export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/out} TL_COMMIT=${TL_COMMIT:-$(cat .commit 2>/dev/null)}
 mkdir -p $OUT /tmp/pubpkg
 tar -xJf .pubpkg.tar.xz -C /tmp/pubpkg
 export CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
