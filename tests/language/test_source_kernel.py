@@ -50,10 +50,18 @@ def test_the_cpu_backend_says_it_cannot_run_cuda_source():
         tilelang.compile(_kernel(), target="cpu")
 
 
+def test_no_divisible_variant_for_user_source():
+    # the variant for dimensions divisible by 16 passes N / 16 where N was: the user's
+    # kernel takes N itself (it copied 8 of 128 elements on the H200)
+    from tilelang.jit.divisibility import aligned_variant
+    assert aligned_variant(_kernel(), 16) is None
+
+
 @pytest.mark.gpu
-def test_the_source_kernel_runs():
+@pytest.mark.parametrize("n", [300, 128, 4096])
+def test_the_source_kernel_runs(n):
     k = tilelang.compile(_kernel(), target="cuda")
-    a = torch.randn(300, device="cuda")
+    a = torch.randn(n, device="cuda")
     b = torch.empty_like(a)
     k(a, b)
     torch.testing.assert_close(b, 2 * a)

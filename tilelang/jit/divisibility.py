@@ -36,7 +36,7 @@ def alignment(pass_configs) -> int | None:
 def aligned_variant(func, a: int):
     """A copy of `func` in which every dynamic dimension `d` reads `a * d_a`, or None when
     `func` has none. Its dynamic variables are the `d_a` (same order as func's)."""
-    if not func.dynamic_vars():
+    if not func.dynamic_vars() or _has_source_kernel(func):
         return None
     f = copy.deepcopy(func)
     mapping = {v: binop("*", IntImm(a, v.dtype), Var(f"{v.name}_div{a}", v.dtype)) for v in f.dynamic_vars()}
@@ -53,6 +53,15 @@ def aligned_variant(func, a: int):
     f.body = substitute(f.body, mapping)
     f.name = func.name
     return f
+
+
+def _has_source_kernel(func):
+    """T.CUDASourceCodeKernel: user code that takes the dimensions themselves as arguments
+    (a variant would hand it d_a instead of d)."""
+    found = []
+    walk(func.body, lambda n: found.append(n) if isinstance(n, S.KernelLaunch) and
+         "cuda_source" in (n.annotations or {}) else None)
+    return bool(found)
 
 
 def _sub(d, mapping):
