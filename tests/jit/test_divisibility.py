@@ -1,5 +1,7 @@
 """jit/divisibility.py: kernels with dynamic dimensions get a variant for dimensions that
 divide by 16, chosen per call."""
+import re
+
 import pytest
 
 import tilelang
@@ -38,7 +40,8 @@ def test_variant_reads_every_dimension_as_a_multiple():
 def test_variant_pipelines_the_copies_the_generic_kernel_cannot():
     from tests.backend.cuda.helpers import build
     assert "tl::cp_async_gs" not in build(dyn_gemm()).source
-    assert "tl::cp_async_gs<16>" in build(aligned_variant(dyn_gemm(), 16)).source
+    # 16-byte cp.async (predicated where the tile's bounds are not proven)
+    assert re.search(r"tl::cp_async_gs(_conditional)?<16>", build(aligned_variant(dyn_gemm(), 16)).source)
 
 
 def test_alignment_setting():
