@@ -162,3 +162,22 @@ def test_padding_is_kept_when_a_stage_has_to_go_anyway():
         build(pipelined_gemm(), arch="sm_80")
     notes = " ".join(str(x.message) for x in w)
     assert "stages capped at 1" in notes and "left unpadded" not in notes, notes
+
+
+@needs_nvrtc
+def test_mbarriers_follow_the_buffers_in_dynamic_shared_memory():
+    # as static __shared__ arrays they moved the 1024-aligned dynamic area up by 1 KB,
+    # and a kernel planned to the byte failed at launch (published deepseek_v32)
+    @T.prim_func
+    def k(A: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            s = T.alloc_shared((128,), "float32")
+            bar = T.alloc_barrier(arrive_count=[128, 128])
+            T.copy(A, s)
+            T.barrier_arrive(bar[0])
+            T.barrier_wait(bar[0], 0)
+            T.copy(s, A)
+    art = build(k)
+    assert "__shared__ __align__(8)" not in art.source
+    assert "reinterpret_cast<unsigned long long*>(tl_smem + 512)" in art.source
+    assert art.meta["kernels"][0]["smem"] == 512 + 16

@@ -342,11 +342,13 @@ class KernelCodegen:
                                       f"function level")
 
     def _declare_mbarriers(self, b):
-        """T.alloc_barrier: static shared mbarriers, initialised by the range's first
-        thread and made visible (to the copy engine too) before anyone arrives."""
+        """T.alloc_barrier: mbarriers in shared memory (after the buffers, plan.py),
+        initialised by the range's first thread and made visible (to the copy engine
+        too) before anyone arrives."""
         name = self.names.new(b, b.name)
         counts = getattr(b, "arrive_counts", None) or [1] * E.const_int_value(b.shape[0])
-        self.w(f"__shared__ __align__(8) unsigned long long {name}[{len(counts)}];")
+        off = self.placement(b).offset   # plan.py: after the other shared buffers
+        self.w(f"unsigned long long* {name} = reinterpret_cast<unsigned long long*>(tl_smem + {off});")
         inits = " ".join(f"tl::mbar_init(&{name}[{i}], {c});" for i, c in enumerate(counts))
         self.w(f"if (tl_tid == 0) {{ {inits} tl::mbar_init_fence(); }}")
         self.sync()

@@ -198,7 +198,8 @@ def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None
     # changes hands), and then pipeline stages are dropped.
     always = {id(b): (0, 1 << 30) for b in smem}
     live = always
-    limit = max_dynamic_smem(arch)
+    mbar_bytes = sum(8 * _mbarrier_count(b) + 8 for b in decls if b.scope == "shared.barrier")
+    limit = max_dynamic_smem(arch) - mbar_bytes   # the mbarriers follow the buffers
     cap = None
     while True:
         plan.pipelines = find_pipelines(launch, plan, arch, _vector_width_for(plan), max_stages=cap)
@@ -245,8 +246,21 @@ def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None
         # (num_stages is a performance hint; the caller is told).
         cap = deepest - 1
         plan.notes.append(f"pipeline stages capped at {cap} so that shared memory fits in {limit} bytes")
+    # T.alloc_barrier mbarriers go last (8-byte aligned): as static __shared__ arrays they
+    # pushed the 1024-aligned dynamic area up by a whole kilobyte
+    for buf in decls:
+        p = plan.placements.get(id(buf))
+        if p is not None and p.kind == "mbar":
+            offset = (offset + 7) // 8 * 8
+            p.offset = offset
+            offset += 8 * _mbarrier_count(buf)
     plan.smem_bytes = offset
     return plan
+
+
+def _mbarrier_count(buf):
+    counts = getattr(buf, "arrive_counts", None)
+    return len(counts) if counts else (E.const_int_value(buf.shape[0]) or 1)
 
 
 def max_dynamic_smem(arch) -> int:
