@@ -36,7 +36,7 @@ def alignment(pass_configs) -> int | None:
 def aligned_variant(func, a: int):
     """A copy of `func` in which every dynamic dimension `d` reads `a * d_a`, or None when
     `func` has none. Its dynamic variables are the `d_a` (same order as func's)."""
-    if not func.dynamic_vars() or _has_source_kernel(func):
+    if not func.dynamic_vars() or has_source_kernel(func):
         return None
     f = copy.deepcopy(func)
     mapping = {v: binop("*", IntImm(a, v.dtype), Var(f"{v.name}_div{a}", v.dtype)) for v in f.dynamic_vars()}
@@ -55,7 +55,7 @@ def aligned_variant(func, a: int):
     return f
 
 
-def _has_source_kernel(func):
+def has_source_kernel(func):
     """T.CUDASourceCodeKernel: user code that takes the dimensions themselves as arguments
     (a variant would hand it d_a instead of d)."""
     found = []

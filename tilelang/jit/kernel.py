@@ -207,6 +207,9 @@ class JITKernel:
         srcs = [self.dyn_source.get(id(v)) for v in self.dyn_vars]
         if a is None or any(src is None for src in srcs):
             return
+        from tilelang.jit.divisibility import has_source_kernel
+        if has_source_kernel(self.prim_func):   # no variant of user source (divisibility.py)
+            return
         # where each dimension is read, for calls with the inputs only and with every argument
         self._align = (a, [(self.in_idx.index(i), i, d) for i, d in srcs])
 
