@@ -10,7 +10,8 @@
   (TL_CONFORMANCE_CUDA_CHECK=0 skips that). It finds missing language, CUDA compile
   failures and wrong results without device time; tests that read generated CUDA source
   fail in it unless TL_CONFORMANCE_CUDA_SOURCE=1, which makes `get_kernel_source()` return the
-  sm_90a CUDA source (for the developer's loop on source checks). The H200 run is the
+  sm_90a CUDA source and `tilelang.lower(..., target=cuda)` lower with the CUDA backend (for the
+  developer's loop on source checks). The H200 run is the
   measure, this mode is the developer's loop.
 """
 from __future__ import annotations
@@ -146,3 +147,25 @@ def _emulate_cuda_on_cpu():
                 out = dataclasses.replace(out, source=art.source)
             return out
         cpu_backend.build = build
+        if cuda_source:
+            _lower_with_the_cuda_backend(registry, cuda, cpu_backend)
+
+
+def _lower_with_the_cuda_backend(registry, cuda, cpu_backend):
+    """`tilelang.lower(..., target=cuda ...)` answers with the CUDA backend's source for the
+    requested arch (it lowers without running anything, so no GPU is needed)."""
+    import tilelang
+    import tilelang.engine.lower as L
+    real_lower = L.lower
+
+    def lower(func_or_mod, target="auto", *a, **k):
+        spec = getattr(target, "spec", target)
+        kind = str(spec.get("kind") if isinstance(spec, dict) else spec)
+        if not (kind.startswith("cuda") or kind == "auto"):
+            return real_lower(func_or_mod, target, *a, **k)
+        registry._BACKENDS["cuda"] = cuda
+        try:
+            return real_lower(func_or_mod, target, *a, **k)
+        finally:
+            registry._BACKENDS["cuda"] = cpu_backend
+    L.lower = tilelang.lower = lower
