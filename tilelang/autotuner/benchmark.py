@@ -71,9 +71,14 @@ def _to_device(tensors, kind, device_key):
 
 
 class Bencher:
-    def __init__(self, profile_args, warmup, rep, timeout, captured=None):
+    def __init__(self, profile_args, warmup, rep, timeout, captured=None, early_stop_factor=None, devices=None,
+                 multi_gpu=None):
         self.p = profile_args
         self.warmup, self.rep, self.timeout = warmup, rep, timeout
+        # early stop: a candidate whose estimate exceeds factor x the best so far is not
+        # timed in full (profiler.do_bench(early_stop_baseline=...))
+        self.early_stop_factor, self.best = early_stop_factor, None
+        self.devices, self.multi_gpu = devices, multi_gpu
         self.inputs = InputSource(profile_args, captured)
         self.ref_latency = None
         self._ref_lock = threading.Lock()
@@ -95,7 +100,13 @@ class Bencher:
                                          max_mismatched_ratio=p.max_mismatched_ratio)
             except AssertionError as e:
                 return "wrong", None, f"{e}"
-        latency = prof.do_bench(n_warmup=self.warmup, n_repeat=self.rep, input_tensors=ins, backend=p.backend)
+        with self._ref_lock:
+            baseline = self.best * self.early_stop_factor if self.early_stop_factor and self.best else None
+        latency = prof.do_bench(n_warmup=self.warmup, n_repeat=self.rep, input_tensors=ins, backend=p.backend,
+                                early_stop_baseline=baseline)
+        with self._ref_lock:
+            if baseline is None or latency <= baseline:
+                self.best = latency if self.best is None else min(self.best, latency)
         with self._ref_lock:
             need_ref = self.ref_latency is None and p.ref_prog is not None
             if need_ref:
@@ -122,8 +133,15 @@ class Bencher:
     # all candidates --------------------------------------------------------------
     def run(self, candidates, target_kind, progress=None):
         devices = _gpu_devices() if target_kind == "cuda" else []
+        if devices and self.devices is not None:
+            bad = [d for d in self.devices if d not in devices]
+            if bad:
+                raise ValueError(f"benchmark_devices {bad} are not visible CUDA devices (visible: {devices})")
+            devices = list(self.devices)
+        if devices and self.multi_gpu is False:
+            devices = [_current_gpu()]
         if len(devices) <= 1:
-            dev = _current_gpu() if devices else "cpu"
+            dev = devices[0] if devices else "cpu"
             for c in candidates:
                 self.run_one(c, dev)
                 _tick(progress, c.record)

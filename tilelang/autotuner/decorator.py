@@ -23,7 +23,8 @@ from tilelang.profiler.supply import TensorSupplyType
 class AutoTuneImpl:
     def __init__(self, jit_impl, configs, warmup=25, rep=100, timeout=100, supply_type=TensorSupplyType.Auto,
                  ref_prog=None, supply_prog=None, rtol=1e-2, atol=1e-2, max_mismatched_ratio=0.01,
-                 skip_check=False, manual_check_prog=None, cache_input_tensors=False, backend="event"):
+                 skip_check=False, manual_check_prog=None, cache_input_tensors=False, backend="event",
+                 do_not_specialize=None, early_stop=False, early_stop_factor=2.0):
         from tilelang.jit import JITImpl
         from tilelang.jit.eager import EagerKernel
         if not isinstance(jit_impl, (JITImpl, EagerKernel)):
@@ -41,6 +42,10 @@ class AutoTuneImpl:
                             atol=atol, max_mismatched_ratio=max_mismatched_ratio, skip_check=skip_check,
                             manual_check_prog=manual_check_prog, cache_input_tensors=cache_input_tensors,
                             backend=backend)
+        if early_stop and early_stop_factor < 1.0:
+            raise ValueError(f"early_stop_factor must be >= 1.0, got {early_stop_factor}")
+        self.early_stop, self.early_stop_factor = bool(early_stop), early_stop_factor
+        self.do_not_specialize = _check_do_not_specialize(do_not_specialize, jit_impl.func)
         self._results = {}
         self._lock = threading.Lock()
         self.last_result = None
@@ -79,14 +84,23 @@ class AutoTuneImpl:
             from tilelang.ir.errors import TileLangError
             raise TileLangError(f"autotuning the eager kernel `{self.func.__name__}` is not supported yet",
                                 hint="pass one config's values explicitly, e.g. fn.compile(M=..., block_M=128)")
-        key = space.normalize((list(args), kwargs))
+        key = self._problem_key(args, kwargs)
         with self._lock:
             res = self._results.get(key)
             if res is None:
-                res = self.get_tuner(*args, **kwargs).run()
+                res = self.get_tuner(*args, **kwargs).run(early_stop=self.early_stop,
+                                                          early_stop_factor=self.early_stop_factor)
                 self._results[key] = res
             self.last_result = res
             return res
+
+    def _problem_key(self, args, kwargs):
+        """What a tuning result is kept under: the problem arguments, less the ones named in
+        `do_not_specialize` (changing those reuses the result instead of tuning again)."""
+        if not self.do_not_specialize:
+            return space.normalize((list(args), kwargs))
+        bound = inspect.signature(self.jit_impl.func).bind_partial(*args, **kwargs).arguments
+        return space.normalize({k: v for k, v in bound.items() if k not in self.do_not_specialize})
 
     def __call__(self, *args, **kwargs):
         if self._tunables_given(args, kwargs):
@@ -99,9 +113,22 @@ class AutoTuneImpl:
         return self(*args, **kwargs)
 
 
+def _check_do_not_specialize(names, func):
+    if not names:
+        return ()
+    names = (names,) if isinstance(names, str) else tuple(names)
+    params = inspect.signature(func).parameters
+    unknown = [n for n in names if n not in params]
+    if unknown:
+        raise ValueError(f"do_not_specialize names {unknown}, which are not parameters of "
+                         f"`{func.__name__}` ({', '.join(params)})")
+    return names
+
+
 def autotune(func=None, *, configs, warmup=25, rep=100, timeout=100, supply_type=TensorSupplyType.Auto,
              ref_prog=None, supply_prog=None, rtol=1e-2, atol=1e-2, max_mismatched_ratio=0.01, skip_check=False,
-             manual_check_prog=None, cache_input_tensors=False, backend="event"):
+             manual_check_prog=None, cache_input_tensors=False, backend="event", do_not_specialize=None,
+             early_stop=False, early_stop_factor=2.0):
     """Decorate a `@tilelang.jit` kernel factory with a configuration space.
 
     configs: a list of dicts, a dict of lists (all combinations), or a callable
@@ -113,13 +140,18 @@ def autotune(func=None, *, configs, warmup=25, rep=100, timeout=100, supply_type
         before it may win, unless skip_check.
     supply_prog: `supply_prog(params) -> inputs`; otherwise `supply_type`, or the
         tensors given with `set_autotune_inputs`.
+    do_not_specialize: problem arguments whose value does not start a new tuning (the
+        result found for the first value is reused).
+    early_stop, early_stop_factor: skip the full timing of a config whose first estimate
+        is already early_stop_factor times slower than the best so far.
     """
     def wrap(f):
         return AutoTuneImpl(f, configs, warmup=warmup, rep=rep, timeout=timeout, supply_type=supply_type,
                             ref_prog=ref_prog, supply_prog=supply_prog, rtol=rtol, atol=atol,
                             max_mismatched_ratio=max_mismatched_ratio, skip_check=skip_check,
                             manual_check_prog=manual_check_prog, cache_input_tensors=cache_input_tensors,
-                            backend=backend)
+                            backend=backend, do_not_specialize=do_not_specialize, early_stop=early_stop,
+                            early_stop_factor=early_stop_factor)
     if func is not None:
         return wrap(func)
     return wrap

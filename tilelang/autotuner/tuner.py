@@ -106,9 +106,38 @@ class AutoTuner:
             key = cache.make_key(key, space.normalize(list(captured)))
         return key
 
-    def run(self, warmup=None, rep=None, timeout=None):
-        """Tune (or reuse a cached result) and return an `AutotuneResult`."""
+    @property
+    def cache_dir(self):
+        """Where tuning results are stored on disk (the kernel cache's `autotuner` tier)."""
+        from pathlib import Path
+        from tilelang.env import cache_dir
+        return Path(cache_dir()) / NAMESPACE
+
+    def generate_cache_key(self, parameters=None, extra_parameters=None):
+        """The key under which this tuning problem's result is cached (None when caching
+        is off). `parameters`/`extra_parameters` (the published signature) are folded
+        into it when given."""
+        if not tuning_cache_enabled():
+            return None
+        configs = space.expand_configs(self.configs, self._args, self._kwargs)
+        key = self._key(configs, get_autotune_inputs())
+        if parameters or extra_parameters:
+            key = cache.make_key(key, space.normalize([parameters or {}, extra_parameters or {}]))
+        return key
+
+    def run(self, warmup=None, rep=None, timeout=None, *, early_stop=False, early_stop_factor=2.0,
+            benchmark_devices=None, benchmark_multi_gpu=None):
+        """Tune (or reuse a cached result) and return an `AutotuneResult`.
+
+        early_stop: a config whose first timing estimate exceeds early_stop_factor times
+        the best latency so far is not timed in full (it cannot win).
+        benchmark_devices: the CUDA device ordinals to time on; benchmark_multi_gpu=False
+        times on the current device only (default: every visible GPU)."""
         from tilelang.backend.registry import parse_target
+        if early_stop and early_stop_factor < 1.0:
+            raise ValueError(f"early_stop_factor must be >= 1.0, got {early_stop_factor}")
+        self._bench_options = dict(early_stop_factor=early_stop_factor if early_stop else None,
+                                   devices=benchmark_devices, multi_gpu=benchmark_multi_gpu)
         p = self.profile_args
         warmup = p.warmup if warmup is None else warmup
         rep = p.rep if rep is None else rep
@@ -187,7 +216,8 @@ class AutoTuner:
                 r.status, r.error = "compile_error", f"{type(e).__name__}: {e}"
                 continue
             candidates.append(Candidate(r, kernel, funcs[index], kwargs[index]))
-        bencher = Bencher(self.profile_args, warmup, rep, timeout, captured)
+        bencher = Bencher(self.profile_args, warmup, rep, timeout, captured,
+                          **getattr(self, "_bench_options", {}))
         t_bench = time.perf_counter()
         with Progress(len(candidates), "benchmarking") as bar:
             bencher.run(candidates, target.kind, progress=bar)
