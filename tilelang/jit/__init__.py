@@ -1,6 +1,8 @@
 """`tilelang.jit` and `tilelang.compile`."""
 from __future__ import annotations
 
+import os
+
 import functools
 
 from tilelang.ir.function import PrimFunc
@@ -21,8 +23,29 @@ def compile(func, out_idx=None, execution_backend="auto", target="auto", target_
         raise e.with_traceback(None) from None
 
 
-def par_compile(funcs, out_idx=None, target="auto", num_workers=None, **kwargs):
-    return [compile(f, out_idx=out_idx, target=target, **kwargs) for f in funcs]
+def par_compile(funcs, out_idx=None, target="auto", num_workers=None, ignore_error=False, **kwargs):
+    """Compile several PrimFuncs on a thread pool (the backend compilers run outside the
+    GIL); results in the order given. ignore_error=True: a function that fails to compile
+    gives None (with a warning) instead of raising."""
+    import concurrent.futures as cf
+    import warnings
+    funcs = list(funcs)
+    if not funcs:
+        return []
+    workers = num_workers or min(len(funcs), os.cpu_count() or 1)
+    with cf.ThreadPoolExecutor(max(1, workers), thread_name_prefix="tl-par-compile") as ex:
+        futures = [ex.submit(compile, f, out_idx=out_idx, target=target, **kwargs) for f in funcs]
+        out = []
+        for i, fut in enumerate(futures):
+            try:
+                out.append(fut.result())
+            except Exception as e:  # noqa: BLE001
+                if not ignore_error:
+                    raise
+                warnings.warn(f"par_compile: function {i} ({getattr(funcs[i], 'name', '?')}) did not compile: "
+                              f"{e}", stacklevel=2)
+                out.append(None)
+    return out
 
 
 
@@ -74,8 +97,17 @@ class JITImpl:
             self._kernels[key] = k
         return k
 
-    def par_compile(self, configs, **kwargs):
-        return [self.compile(**c) if isinstance(c, dict) else self.compile(*c) for c in configs]
+    def par_compile(self, configs, num_workers=None, ignore_error=False):
+        """Compile the kernels of several factory argument sets (dicts of keyword arguments
+        or tuples of positional ones) in parallel; see `tilelang.jit.par_compile`."""
+        funcs = []
+        for c in configs:
+            if not isinstance(c, (dict, tuple)):
+                raise ValueError(f"par_compile: a config is a dict or a tuple, got {type(c).__name__}")
+            funcs.append(self.get_tir(**c) if isinstance(c, dict) else self.get_tir(*c))
+        jk = {k: v for k, v in self.jit_kwargs.items() if k in ("out_idx", "target", "execution_backend",
+                                                                 "pass_configs", "compile_flags", "verbose")}
+        return par_compile(funcs, num_workers=num_workers, ignore_error=ignore_error, **jk)
 
     def get_kernel_source(self, *args, **kwargs):
         """The generated source of the kernel these factory arguments build."""
