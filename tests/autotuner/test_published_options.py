@@ -85,3 +85,29 @@ def test_run_refuses_a_bad_early_stop_factor():
     tuner = AutoTuner.from_kernel(lambda bm=64: gemm_factory(M, N, K, bm=bm), configs=[{"bm": 64}])
     with pytest.raises(ValueError, match="early_stop_factor"):
         tuner.set_compile_args(out_idx=[-1], target="cpu").run(early_stop=True, early_stop_factor=0.9)
+
+
+def _tuner(configs):
+    t = AutoTuner.from_kernel(lambda bm=64, bn=64: gemm_factory(M, N, K, bm=bm, bn=bn), configs=configs)
+    return t.set_compile_args(out_idx=[-1], target="cpu").set_profile_args(ref_prog=gemm_ref, warmup=1, rep=2)
+
+
+def test_use_pipeline_times_each_config_as_it_compiles(monkeypatch):
+    from tilelang.autotuner.benchmark import Bencher
+    monkeypatch.setenv("TILELANG_AUTO_TUNING_CPU_COUNTS", "2")   # through the worker pool
+    monkeypatch.setattr(Bencher, "run", lambda *a, **k: pytest.fail("the batch timing ran"))
+    timed = []
+    real = Bencher.run_one
+    monkeypatch.setattr(Bencher, "run_one", lambda self, c, dev, kernel=None: (timed.append(dev),
+                                                                               real(self, c, dev, kernel))[1])
+    res = _tuner([{"bm": 64}, {"bm": 32}, {"bn": 32}]).run(use_pipeline=True)
+    assert timed == ["cpu"] * 3 and all(r.status == "ok" for r in res.records), res.table_str()
+
+
+def test_grouped_compile_compiles_every_config(monkeypatch):
+    monkeypatch.setenv("TILELANG_AUTO_TUNING_CPU_COUNTS", "2")
+    res = _tuner([{"bm": 64}, {"bm": 32}, {"bn": 32, "bm": 32}]).run(enable_grouped_compile=True,
+                                                                      group_compile_size=2)
+    assert [r.status for r in res.records] == ["ok"] * 3, res.table_str()
+    with pytest.raises(ValueError, match="group_compile_size"):
+        _tuner([{"bm": 64}]).run(enable_grouped_compile=True, group_compile_size=0)

@@ -130,8 +130,13 @@ class Bencher:
             status, latency, err = "bench_error", None, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
         rec.status, rec.latency, rec.error = status, latency, err
 
+    def first_device(self, target_kind):
+        """The device one-at-a-time timing uses (use_pipeline): "cpu" or a CUDA ordinal."""
+        devices = self._devices(target_kind)
+        return devices[0] if devices else "cpu"
+
     # all candidates --------------------------------------------------------------
-    def run(self, candidates, target_kind, progress=None):
+    def _devices(self, target_kind):
         devices = _gpu_devices() if target_kind == "cuda" else []
         if devices and self.devices is not None:
             bad = [d for d in self.devices if d not in devices]
@@ -140,6 +145,10 @@ class Bencher:
             devices = list(self.devices)
         if devices and self.multi_gpu is False:
             devices = [_current_gpu()]
+        return devices
+
+    def run(self, candidates, target_kind, progress=None):
+        devices = self._devices(target_kind)
         if len(devices) <= 1:
             dev = devices[0] if devices else "cpu"
             for c in candidates:

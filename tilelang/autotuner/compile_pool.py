@@ -83,6 +83,12 @@ def _task(index, payload, kwargs, timeout):
         return index, "compile_error", None, None, None, _describe(e)
 
 
+def _task_group(group, timeout):
+    """Worker entry for a group of configs compiled one after another in one task
+    (`enable_grouped_compile`): the results of `_task` for each."""
+    return [_task(index, payload, kw, timeout) for index, payload, kw in group]
+
+
 def _describe(e):
     text = f"{type(e).__name__}: {e}"
     return text if len(text) < 4000 else text[:4000] + " ..."
@@ -97,9 +103,11 @@ def _context():
     return mp.get_context("spawn")
 
 
-def compile_candidates(items, timeout, progress=None, workers=None):
+def compile_candidates(items, timeout, progress=None, workers=None, on_result=None, group_size=1):
     """Compile `items` = [(index, prim_func, compile kwargs)]. Returns
-    {index: (status, key, artifact, seconds, error)}."""
+    {index: (status, key, artifact, seconds, error)}. `on_result(index, result)` is called
+    as each one arrives (while the pool goes on compiling the others: the tuner's
+    use_pipeline); `group_size` > 1 sends that many configs to a worker per task."""
     results = {}
     pending = []
     for index, pf, kw in items:
@@ -113,11 +121,13 @@ def compile_candidates(items, timeout, progress=None, workers=None):
     if n_workers <= 1:
         local, remote = local + remote, []
     if remote:
-        local += _compile_in_pool(remote, timeout, n_workers, results, progress)
+        local += _compile_in_pool(remote, timeout, n_workers, results, progress, on_result, max(1, group_size))
     for index, _, pf, kw in local:
         results[index] = _compile_here(pf, kw, timeout)
         if progress is not None:
             progress.update(results[index][0] == "ok")
+        if on_result is not None:
+            on_result(index, results[index])
     return results
 
 
@@ -131,29 +141,32 @@ def _compile_here(pf, kwargs, timeout):
         return "compile_error", None, None, None, _describe(e)
 
 
-def _compile_in_pool(pending, timeout, n_workers, results, progress):
+def _compile_in_pool(pending, timeout, n_workers, results, progress, on_result=None, group_size=1):
     """Fills `results`; returns the items the pool could not handle (compile them here)."""
     pool = cf.ProcessPoolExecutor(max_workers=n_workers, mp_context=_context(), initializer=_worker_init,
                                   initargs=(_env_snapshot(), list(sys.path)))
-    futures = {pool.submit(_task, index, payload, kw, timeout): (index, payload, pf, kw)
-               for index, payload, pf, kw in pending}
+    groups = [pending[i:i + group_size] for i in range(0, len(pending), group_size)]
+    futures = {pool.submit(_task_group, [(index, payload, kw) for index, payload, _, kw in g], timeout): g
+               for g in groups}
     # a backstop in case a worker hangs in C code its own timer cannot interrupt
-    deadline = None if not timeout else (timeout + 5) * math.ceil(len(pending) / n_workers) + 30
+    deadline = None if not timeout else (timeout + 5) * group_size * math.ceil(len(groups) / n_workers) + 30
     leftover, killed = [], False
     try:
         for fut in cf.as_completed(futures, timeout=deadline):
-            index = futures[fut][0]
             try:
-                _, status, key, art, secs, err = fut.result()
+                answers = fut.result()
             except cf.process.BrokenProcessPool:
-                leftover.append(futures[fut])
+                leftover.extend(futures[fut])
                 continue
-            results[index] = (status, key, art, secs, err)
-            if progress is not None:
-                progress.update(status == "ok")
+            for index, status, key, art, secs, err in answers:
+                results[index] = (status, key, art, secs, err)
+                if progress is not None:
+                    progress.update(status == "ok")
+                if on_result is not None:
+                    on_result(index, results[index])
     except cf.TimeoutError:
         killed = True
-        for index, *_ in futures.values():
+        for index, *_ in (item for g in futures.values() for item in g):
             if index not in results and all(index != li[0] for li in leftover):
                 results[index] = ("compile_timeout", None, None, None, "the compile worker did not answer in time")
                 if progress is not None:

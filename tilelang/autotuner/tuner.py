@@ -126,13 +126,21 @@ class AutoTuner:
         return key
 
     def run(self, warmup=None, rep=None, timeout=None, *, early_stop=False, early_stop_factor=2.0,
-            benchmark_devices=None, benchmark_multi_gpu=None):
+            benchmark_devices=None, benchmark_multi_gpu=None, use_pipeline=False, enable_grouped_compile=False,
+            group_compile_size=2):
         """Tune (or reuse a cached result) and return an `AutotuneResult`.
 
         early_stop: a config whose first timing estimate exceeds early_stop_factor times
         the best latency so far is not timed in full (it cannot win).
         benchmark_devices: the CUDA device ordinals to time on; benchmark_multi_gpu=False
-        times on the current device only (default: every visible GPU)."""
+        times on the current device only (default: every visible GPU).
+        use_pipeline: time each config as soon as it has compiled, while the worker
+        processes compile the rest (on one device); enable_grouped_compile: send
+        group_compile_size configs to a compile worker per task."""
+        if enable_grouped_compile and (not isinstance(group_compile_size, int) or group_compile_size < 1):
+            raise ValueError(f"group_compile_size must be an int >= 1, got {group_compile_size!r}")
+        self._pipeline = bool(use_pipeline)
+        self._group_size = group_compile_size if enable_grouped_compile else 1
         from tilelang.backend.registry import parse_target
         if early_stop and early_stop_factor < 1.0:
             raise ValueError(f"early_stop_factor must be >= 1.0, got {early_stop_factor}")
@@ -199,28 +207,45 @@ class AutoTuner:
                 continue
             kwargs[r.index] = self._compile_kwargs(target, pc)
             items.append((r.index, funcs[r.index], kwargs[r.index]))
-        t_compile = time.perf_counter()
-        with Progress(len(items), "compiling") as bar:
-            compiled = compile_candidates(items, timeout, progress=bar)
-        t_compile = time.perf_counter() - t_compile
+        bencher = Bencher(self.profile_args, warmup, rep, timeout, captured,
+                          **getattr(self, "_bench_options", {}))
         candidates = []
-        for index, (status, ckey, art, secs, err) in sorted(compiled.items()):
+
+        def adopt(index, result):
+            status, ckey, art, secs, err = result
             r = records[index]
             r.status, r.compile_time, r.error = status, secs, err
             if status != "ok":
-                continue
+                return None
             try:
                 with cache.preloaded({ckey: art}):
                     kernel = tilelang.compile(funcs[index], **kwargs[index])
             except Exception as e:  # noqa: BLE001
                 r.status, r.error = "compile_error", f"{type(e).__name__}: {e}"
-                continue
-            candidates.append(Candidate(r, kernel, funcs[index], kwargs[index]))
-        bencher = Bencher(self.profile_args, warmup, rep, timeout, captured,
-                          **getattr(self, "_bench_options", {}))
+                return None
+            c = Candidate(r, kernel, funcs[index], kwargs[index])
+            candidates.append(c)
+            return c
+
+        pipeline = getattr(self, "_pipeline", False)
+        device = bencher.first_device(target.kind) if pipeline else None
+
+        def compiled_one(index, result):   # use_pipeline: time it while the others compile
+            c = adopt(index, result)
+            if c is not None:
+                bencher.run_one(c, device)
+        t_compile = time.perf_counter()
+        with Progress(len(items), "compiling and benchmarking" if pipeline else "compiling") as bar:
+            compiled = compile_candidates(items, timeout, progress=bar, on_result=compiled_one if pipeline else None,
+                                          group_size=getattr(self, "_group_size", 1))
+        t_compile = time.perf_counter() - t_compile
+        for index, result in sorted(compiled.items()):   # timeouts are only reported here
+            if records[index].status == "pending" or not pipeline:
+                adopt(index, result)
         t_bench = time.perf_counter()
-        with Progress(len(candidates), "benchmarking") as bar:
-            bencher.run(candidates, target.kind, progress=bar)
+        if not pipeline:
+            with Progress(len(candidates), "benchmarking") as bar:
+                bencher.run(candidates, target.kind, progress=bar)
         t_bench = time.perf_counter() - t_bench
         good = [c for c in candidates if c.record.status == "ok"]
         if not good:
