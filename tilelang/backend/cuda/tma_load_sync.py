@@ -11,12 +11,10 @@ barrier the barrier planner puts before it (fenced for the async proxy, as in ev
 kernel with bulk copies: codegen_kernel.sync)."""
 from __future__ import annotations
 
-from tilelang.arith.simplify import simplify
-from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.visitor import walk
 from tilelang.transform.lower_tile_ops import PREFER_TMA
-from tilelang.backend.cuda.tma_store import match_tile_copy, _bytes
+from tilelang.backend.cuda.tma_store import match_tile_copy, _bytes, flat_origin, tensor_map_param, box_coords
 
 
 def _match(cg, st):
@@ -54,7 +52,6 @@ def emit_tma_load_sync(cg, st) -> bool:
     t = _match(cg, st)
     if t is None:
         return False
-    from tilelang.backend.cuda.tma_store import TmaStore
     bar, phase = _barrier(cg)
     g, dst = t.dst, cg.buf_name(t.src)
     nbytes = _bytes(t.src)
@@ -62,20 +59,9 @@ def emit_tma_load_sync(cg, st) -> bool:
     cg.w("if (tl_tid == 0) {")
     cg.w(f"  tl::mbar_arrive_expect_tx({bar}, {nbytes});")
     if t.contiguous:
-        offset, acc = E.IntImm(0), 1
-        for d in range(g.ndim - 1, -1, -1):
-            offset = E.binop("+", offset, E.binop("*", t.origin[d], E.IntImm(acc)))
-            acc *= E.const_int_value(g.shape[d]) if d else 1
-        cg.w(f"  tl::tma_load_bulk({dst}, {cg.buf_name(g)} + {cg.expr(simplify(offset))}, {nbytes}, {bar});")
+        cg.w(f"  tl::tma_load_bulk({dst}, {cg.buf_name(g)} + {flat_origin(cg, t)}, {nbytes}, {bar});")
     else:
-        same = [u for u in cg.tmaps if isinstance(u, TmaStore) and u.dst is g and u.box == t.box]
-        if same:
-            t.param_name = same[0].param_name
-        else:
-            t.param_name = cg.names.new(object(), f"{g.name}_desc", True)
-            cg.tmaps.append(t)
-        coords = ", ".join(cg.expr(o) for o in reversed(t.origin))
-        cg.w(f"  tl::tma_load_{g.ndim}d({dst}, &{t.param_name}, {bar}, {coords});")
+        cg.w(f"  tl::tma_load_{g.ndim}d({dst}, &{tensor_map_param(cg, t)}, {bar}, {box_coords(cg, t)});")
     cg.w("}")
     cg.w(f"tl::mbar_wait({bar}, {phase});")
     cg.w(f"{phase} ^= 1u;")

@@ -255,6 +255,33 @@ def _touches_elsewhere(cg, st, g):
     return bool(found)
 
 
+def flat_origin(cg, t):
+    """C++ for the element offset of the tile's origin in its (row-major) tensor."""
+    g = t.dst
+    offset, acc = E.IntImm(0), 1
+    for d in range(g.ndim - 1, -1, -1):
+        offset = E.binop("+", offset, E.binop("*", t.origin[d], E.IntImm(acc)))
+        acc *= E.const_int_value(g.shape[d]) if d else 1
+    return cg.expr(simplify(offset))
+
+
+def tensor_map_param(cg, t):
+    """The kernel parameter holding the tensor map of `t`'s box (shared by copies of the
+    same tensor and box)."""
+    same = [u for u in cg.tmaps if isinstance(u, TmaStore) and u.dst is t.dst and u.box == t.box]
+    if same:
+        t.param_name = same[0].param_name
+    else:
+        t.param_name = cg.names.new(object(), f"{t.dst.name}_desc", True)
+        cg.tmaps.append(t)
+    return t.param_name
+
+
+def box_coords(cg, t):
+    """The box origin as tensor-map coordinates (innermost dimension first)."""
+    return ", ".join(cg.expr(o) for o in reversed(t.origin))
+
+
 def emit_tma_store(cg, st) -> bool:
     """The copy nest `st` as one bulk store from thread 0; False to leave it to the threads."""
     if not is_tma_store(st, cg) or cg.async_copy or cg.range != cg.plan.regions.full:
@@ -266,20 +293,9 @@ def emit_tma_store(cg, st) -> bool:
     cg.aligned[g.name] = max(cg.aligned.get(g.name, 1), 16)
     cg.w("if (tl_tid == 0) {")
     if t.contiguous:
-        offset, acc = E.IntImm(0), 1
-        for d in range(g.ndim - 1, -1, -1):
-            offset = E.binop("+", offset, E.binop("*", t.origin[d], E.IntImm(acc)))
-            acc *= E.const_int_value(g.shape[d]) if d else 1
-        cg.w(f"  tl::tma_store_bulk({cg.buf_name(g)} + {cg.expr(simplify(offset))}, {src}, {_bytes(t.src)});")
+        cg.w(f"  tl::tma_store_bulk({cg.buf_name(g)} + {flat_origin(cg, t)}, {src}, {_bytes(t.src)});")
     else:
-        same = [u for u in cg.tmaps if isinstance(u, TmaStore) and u.dst is g and u.box == t.box]
-        if same:
-            t.param_name = same[0].param_name
-        else:
-            t.param_name = cg.names.new(object(), f"{g.name}_desc", True)
-            cg.tmaps.append(t)
-        coords = ", ".join(cg.expr(o) for o in reversed(t.origin))
-        cg.w(f"  tl::tma_store(&{t.param_name}, {src}, {coords});")
+        cg.w(f"  tl::tma_store(&{tensor_map_param(cg, t)}, {src}, {box_coords(cg, t)});")
     cg.w("  tl::tma_store_arrive();")
     if _touches_elsewhere(cg, st, g):
         cg.w("  tl::tma_store_wait<0, false>();   // written: the kernel reads or writes it again")
