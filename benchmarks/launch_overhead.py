@@ -124,10 +124,10 @@ def _c_fake_driver():
 
 def cpu_fake_driver(n):
     """The CUDA launcher's Python side (packing, stream lookup, driver call replaced)."""
-    from tilelang.backend.cuda.compiler import nvrtc_available
+    from tilelang.backend.cuda.host.nvrtc import nvrtc_available
     if not nvrtc_available():
         return {"skipped": "NVRTC not installed"}
-    from tilelang.backend.cuda import runtime as rt
+    from tilelang.backend.cuda.host import runtime as rt
     from tilelang.backend.registry import get_backend, parse_target
     be = get_backend("cuda")
     art = be.build(tiny_func(), parse_target("cuda -arch=sm_90a"))
@@ -196,7 +196,7 @@ def driver_floor(k, a, n):
     (the GPU's pace can show), and batches of 256 calls timed before synchronizing
     (the host's side only; the queue never fills)."""
     import ctypes
-    from tilelang.backend.cuda import runtime as rt
+    from tilelang.backend.cuda.host import runtime as rt
     fn = rt._libcuda_launch()
     f = ctypes.c_void_p(int(k.launcher._funcs[0]))
     ptr = ctypes.c_void_p(a.data_ptr())

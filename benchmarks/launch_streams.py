@@ -8,7 +8,7 @@ sys.path.insert(0, "."); sys.path.insert(0, "benchmarks")
 import torch, tilelang
 import launch_overhead as L
 from launch_overhead import host_only_us
-from tilelang.backend.cuda import runtime as rt
+from tilelang.backend.cuda.host import runtime as rt
 k = tilelang.compile(L.tiny_func(), target="cuda")
 a = torch.zeros(32, device="cuda"); k(a); torch.cuda.synchronize()
 fn = rt._libcuda_launch()

@@ -36,7 +36,7 @@ def test_make_mma_swizzle_layout():
 def test_mma_index_maps():
     from tilelang.cuda.intrinsics import mma_store_index_map, get_ldmatrix_offset, get_mma_micro_size
     from tilelang.layout.mma_tiling import WarpMmaTiling
-    from tilelang.backend.cuda.warp_mma_lowering import ldmatrix_address
+    from tilelang.backend.cuda.ops.warp_mma import ldmatrix_address
     t = WarpMmaTiling.make("float16", "float16", "float32", False, True, 1, 1, 16, 16, 16)
     for lane in range(32):
         for s in range(8):

@@ -82,7 +82,7 @@ def test_hook_must_return_source():
 
 
 def test_cuda_hook_applies_before_nvrtc():
-    from tilelang.backend.cuda.compiler import nvrtc_available
+    from tilelang.backend.cuda.host.nvrtc import nvrtc_available
     if not nvrtc_available():
         pytest.skip("NVRTC not installed")
 

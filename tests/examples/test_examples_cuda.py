@@ -21,7 +21,7 @@ def _example(folder, file=None):
 
 def _nvrtc_and_sass():
     try:
-        from tilelang.backend.cuda.compiler import nvrtc_available, cuobjdump_path
+        from tilelang.backend.cuda.host.nvrtc import nvrtc_available, cuobjdump_path
         return nvrtc_available() and cuobjdump_path() is not None
     except Exception:  # noqa: BLE001
         return False

@@ -10,7 +10,7 @@ import torch
 
 import tilelang
 import tilelang.language as T
-from tilelang.backend.cuda.compiler import nvrtc_available
+from tilelang.backend.cuda.host.nvrtc import nvrtc_available
 from tilelang.ir.errors import ArgumentError
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC (cuda-bindings, nvidia-cuda-nvrtc) not installed")
@@ -152,7 +152,7 @@ def _recording_launch(types, calls):
 
 @needs_nvrtc
 def test_cuda_launcher_packs_arguments():
-    from tilelang.backend.cuda import runtime as rt
+    from tilelang.backend.cuda.host import runtime as rt
     k = tilelang.compile(scale_func(), target="cuda -arch=sm_90a")
     L = k.launcher
     L._constants()
@@ -184,7 +184,7 @@ def test_cuda_launcher_packs_arguments():
 
 @needs_nvrtc
 def test_cuda_launcher_unexpected_arguments_take_the_general_path():
-    from tilelang.backend.cuda import runtime as rt
+    from tilelang.backend.cuda.host import runtime as rt
     from tests.backend.cuda import kernels as K
     k = tilelang.compile(K.gemm(128, 128, 64), target="cuda -arch=sm_90a")
     L = k.launcher
@@ -227,7 +227,7 @@ def test_cuda_launcher_calls_a_c_driver_through_ctypes(tmp_path):
     """The same ctypes call as with libcuda (no argtypes): the C side sees the values."""
     import shutil
     import subprocess
-    from tilelang.backend.cuda import runtime as rt
+    from tilelang.backend.cuda.host import runtime as rt
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         pytest.skip("no C compiler")

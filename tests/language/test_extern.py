@@ -159,7 +159,7 @@ def test_dp4a_uses_the_instruction_on_cuda():
     pytest.importorskip("cuda.bindings")
     k = tilelang.compile(_dp4a_kernel(4), target="cuda -arch=sm_90a")
     assert "tl::dp4a((&A[(i * 4)]), (&B[(i * 4)]), (&C[i]))" in k.get_kernel_source()
-    from tilelang.backend.cuda.compiler import cuobjdump_path
+    from tilelang.backend.cuda.host.nvrtc import cuobjdump_path
     if cuobjdump_path() is not None:
         assert "IDP.4A.S8.S8" in k.get_sass()
 

@@ -228,7 +228,7 @@ def test_bulk_store_groups_commit_and_wait():
     assert "tl::tma_store_wait<0, true>();" in art.source and "tl::tma_store_wait<1, false>();" in art.source
     ops = sass_ops(art)
     # the store itself is one bulk copy that completes before the next statement (thread 0
-    # commits and waits: backend/cuda/tma_store.py); the explicit calls add their group and waits
+    # commits and waits: backend/cuda/ops/tma_store.py); the explicit calls add their group and waits
     assert ops["UBLKCP"] == 1 and ops["UTMACMDFLUSH"] == 2 and ops["DEPBAR"] == 3, ops
 
 

@@ -139,7 +139,7 @@ def test_errors():
 
 
 def _sass(func, arch):
-    from tilelang.backend.cuda.compiler import sass
+    from tilelang.backend.cuda.host.nvrtc import sass
     return sass(build(func, arch).binary)
 
 

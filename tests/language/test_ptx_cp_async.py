@@ -5,7 +5,7 @@ import pytest
 
 import tilelang
 import tilelang.language as T
-from tilelang.backend.cuda.compiler import nvrtc_available
+from tilelang.backend.cuda.host.nvrtc import nvrtc_available
 
 
 def _kernel(use_pred=True, n=8):

@@ -215,7 +215,7 @@ def test_cuda_compiles(arch):
 @needs_sass
 def test_cuda_pdl_sass():
     """griddepcontrol.wait is ACQBULK and launch_dependents PREEXIT on sm_90a; sm_80 has neither."""
-    from tilelang.backend.cuda.compiler import sass
+    from tilelang.backend.cuda.host.nvrtc import sass
     text = sass(build(_pdl(), "sm_90a").binary)
     assert "ACQBULK" in text and "PREEXIT" in text
     text = sass(build(_pdl(), "sm_80").binary)

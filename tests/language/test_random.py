@@ -189,7 +189,7 @@ def test_cuda_source(arch):
 
 @needs_sass
 def test_cuda_state_stays_in_registers():
-    from tilelang.backend.cuda.compiler import sass
+    from tilelang.backend.cuda.host.nvrtc import sass
     import re
     for f in (_per_block(512, 42, 0), _per_block(512, 42, 0, dist="normal", bit=64), _shared_out()):
         text = sass(build(f, "sm_90a").binary)

@@ -6,7 +6,7 @@ import pytest
 
 import tilelang
 import tilelang.language as T
-from tilelang.backend.cuda.compiler import nvrtc_available
+from tilelang.backend.cuda.host.nvrtc import nvrtc_available
 from tilelang.ir.errors import TileLangError
 
 

@@ -222,12 +222,12 @@ class Helpers:
                 return tmp.load()
             if isinstance(value, E.BufferLoad) and b.parallel_depth:
                 # an alias of one element: its name is kept for the code generator
-                # (a vector of such elements is declared under it: vectorize.py)
+                # (a vector of such elements is declared under it: ops/vector_copy.py)
                 value.name_hint = (B.source_names("assign") or ["value"])[0]
         from tilelang.ir.buffer import BufferRegion
         if isinstance(value, BufferRegion) and b is not None and b.kernel_depth:
             # `v = A[0, 0:4]`: an alias of the region; a vector copy from it declares
-            # its vector under this name (vectorize.py)
+            # its vector under this name (ops/vector_copy.py)
             value.name_hint = (B.source_names("assign") or ["value"])[0]
         return value
 

@@ -111,7 +111,7 @@ class Atomic(TileOp):
         # None / "relaxed", or "acquire", "release", "acq_rel", "seq_cst" (`consume` is acquire)
         self.memory_order = memory_order
         # `use_tma=True`: a shared tile added into global memory by one bulk tensor
-        # reduction (sm_90+, backend/cuda/tma_reduce.py); the result is the same
+        # reduction (sm_90+, backend/cuda/ops/tma_reduce.py); the result is the same
         self.use_tma = bool(use_tma)
 
 

@@ -2,7 +2,7 @@
 `TensorCoreIntrinEmitter`). Each op acts on every warp of the block at once, on
 per-thread register arrays (`local` buffers) laid out as `layout/mma_tiling.py`
 describes; the CPU reference is `transform/lower_warp_mma.py`, the CUDA lowering
-`backend/cuda/warp_mma_lowering.py`.
+`backend/cuda/ops/warp_mma.py`.
 
 They are `OperandOp`s: generic passes walk, rebuild, print and analyse them through
 the operand fields and read/write lists each op declares."""

@@ -132,7 +132,7 @@ def _atomic_add_vector(n, dst, value, return_prev, memory_order=None):
 def _lane_loop(n, ds, vs, memory_order, prev=None):
     """`for lane in T.vectorized(n): [prev[lane] =] atomic_add(D[..., j + lane], v)`: one
     thread's n lanes, which the CUDA backend adds with one vector atomic
-    (backend/cuda/vector_atomic.py); `prev` receives the previous values."""
+    (backend/cuda/ops/vector_atomic.py); `prev` receives the previous values."""
     dt = ds[0].dtype
     lane = Var("lane")
 

@@ -2,7 +2,7 @@
 calls `T.pdl_trigger()` once what the next kernel reads is written, and the next one
 calls `T.pdl_sync()` before it reads it. The CUDA runtime launches every kernel that
 calls `T.pdl_sync()` with programmatic stream serialization (backend/cuda/
-launch_config.py), so its prologue may run while the kernel before it in the stream
+analysis/launch_config.py), so its prologue may run while the kernel before it in the stream
 finishes; `T.pdl_sync()` then waits for that kernel's completion and results.
 Elsewhere (the CPU, sm_80) both do nothing, which is always correct: kernels then
 run one after another."""

@@ -1,4 +1,4 @@
-"""Operands of the per-thread tensor-core intrinsics (tensor_core_ptx.py, warpgroup.py,
+"""Operands of the per-thread tensor-core intrinsics (ops/tensor_core_ptx.py, warpgroup.py,
 descriptor.py) as the published API writes them: `buf.data` plus an element offset,
 `T.access_ptr(buf[i], ...)`, an element `buf[i]`, a region or a whole buffer. Each
 becomes one element of a buffer (the first the instruction touches)."""

@@ -4,7 +4,7 @@ named-barrier arrivals, register reallocation (`T.set_max_nreg`) and the proxy f
 
 They are what producer/consumer kernels written by hand use: branches on the thread
 index (`if tx < 128: ...`) give each range of warps its role (the CUDA backend
-plans the tile ops of such a branch for that range, backend/cuda/thread_ranges.py)
+plans the tile ops of such a branch for that range, backend/cuda/analysis/thread_ranges.py)
 and the ranges hand tiles to each other through mbarriers. The barriers the data
 flow needs inside one range, and between whole-block statements, the compiler
 still inserts itself.

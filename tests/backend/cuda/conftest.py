@@ -1,6 +1,6 @@
 import pytest
 
-from tilelang.backend.cuda.compiler import nvrtc_available, cuobjdump_path
+from tilelang.backend.cuda.host.nvrtc import nvrtc_available, cuobjdump_path
 
 
 def sass_tools():

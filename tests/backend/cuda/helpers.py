@@ -3,7 +3,7 @@ import collections
 import re
 
 from tilelang.backend.registry import get_backend, parse_target
-from tilelang.backend.cuda.compiler import sass
+from tilelang.backend.cuda.host.nvrtc import sass
 
 
 def build(func, arch="sm_90a", config=None):

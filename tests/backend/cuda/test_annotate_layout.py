@@ -40,7 +40,7 @@ def test_full_bank_swizzle_is_sw128():
 
 
 def _strides_of_s(func, arch):
-    from tilelang.backend.cuda.plan import plan_kernel
+    from tilelang.backend.cuda.plan.kernel import plan_kernel
     from tilelang.ir import stmt as S
     from tilelang.ir.visitor import walk
     launches, decls = [], []

@@ -7,7 +7,7 @@ import pytest
 import tilelang
 import tilelang.language as T
 from tilelang.arith.divisibility import assumed_divisors
-from tilelang.backend.cuda.compiler import nvrtc_available
+from tilelang.backend.cuda.host.nvrtc import nvrtc_available
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tests.backend.cuda.helpers import build

@@ -1,6 +1,6 @@
 """Thread-block clusters, the grid barrier and programmatic dependent launch on the
 CUDA backend without a GPU: the generated source and SASS for sm_90a, the launch
-metadata (launch_config.py), the errors, and the runtime's launch calls against a
+metadata (analysis/launch_config.py), the errors, and the runtime's launch calls against a
 fake driver (cuLaunchKernelEx's config and attributes as the C side sees them)."""
 import ctypes
 import inspect
@@ -24,7 +24,7 @@ def _compile(func, target=SM90, **kw):
 
 
 def _sass(kernel):
-    from tilelang.backend.cuda.compiler import sass
+    from tilelang.backend.cuda.host.nvrtc import sass
     return sass(kernel.artifact.binary)
 
 
@@ -59,7 +59,7 @@ def test_a_cluster_of_one_block_is_an_ordinary_kernel():
 
 def test_kernels_without_the_new_features_need_nothing_from_the_launch():
     from tests.backend.cuda import kernels as K
-    from tilelang.backend.cuda.runtime import launch_attributes
+    from tilelang.backend.cuda.host.runtime import launch_attributes
     k = _compile(K.gemm(128, 128, 64))
     (m,) = _kernels(k)
     assert (m["cluster"], m["cooperative"], m["pdl"]) == (None, False, False)
@@ -121,7 +121,7 @@ def test_sync_grid_uses_cooperative_groups_and_a_cooperative_launch():
 
 
 def test_pdl_sync_asks_for_programmatic_stream_serialization():
-    from tilelang.backend.cuda.runtime import (CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+    from tilelang.backend.cuda.host.runtime import (CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
                                                launch_attributes)
     k = _compile(CK.pdl_pair())
     first, second = _kernels(k)
@@ -195,7 +195,7 @@ class FakeCudaTensor:
 
 
 def _fake(k, launch=None, launch_ex=None, caps=None):
-    from tilelang.backend.cuda import runtime as rt
+    from tilelang.backend.cuda.host import runtime as rt
     L = k.launcher
     general = []
     L._constants()
@@ -231,7 +231,7 @@ def test_pdl_and_cooperative_kernels_take_cuLaunchKernelEx():
 
 
 def test_a_cooperative_grid_larger_than_the_gpu_holds_goes_to_the_general_path():
-    from tilelang.backend.cuda import runtime as rt
+    from tilelang.backend.cuda.host import runtime as rt
     ex = []
     k = _compile(CK.grid_sync_dynamic())
     L, general = _fake(k, launch_ex=lambda *a: ex.append(a) or 0, caps=[(264, 2, 132)])
@@ -249,7 +249,7 @@ def test_a_cooperative_grid_larger_than_the_gpu_holds_goes_to_the_general_path()
 
 
 def test_a_dynamic_grid_of_partial_clusters_goes_to_the_general_path():
-    from tilelang.backend.cuda import runtime as rt
+    from tilelang.backend.cuda.host import runtime as rt
     plain = []
     k = _compile(CK.cluster_rank_dynamic())
     L, general = _fake(k, lambda *a: plain.append(a) or 0)
@@ -303,7 +303,7 @@ def test_cuLaunchKernelEx_config_as_the_c_driver_sees_it(tmp_path):
 
 def test_launch_attribute_ids_match_the_driver_bindings():
     from cuda.bindings import driver as drv
-    from tilelang.backend.cuda import runtime as rt
+    from tilelang.backend.cuda.host import runtime as rt
     ids = drv.CUlaunchAttributeID
     assert rt.CU_LAUNCH_ATTRIBUTE_COOPERATIVE == int(ids.CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
     assert rt.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION == \

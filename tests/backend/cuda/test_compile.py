@@ -58,7 +58,7 @@ def test_large_shared_memory_recorded():
 
 @needs_nvrtc
 def test_compile_error_shows_source_line():
-    from tilelang.backend.cuda.compiler import compile_cuda, CudaCompileError
+    from tilelang.backend.cuda.host.nvrtc import compile_cuda, CudaCompileError
     src = '#include "tl_cuda/tl.h"\nextern "C" __global__ void k() {\n  int x = undefined_name;\n}\n'
     with pytest.raises(CudaCompileError) as e:
         compile_cuda(src, "sm_80", name="bad.cu")
@@ -70,7 +70,7 @@ def test_compile_error_shows_source_line():
 def test_gemm_tile_copies_are_16_byte_vectors():
     art = build(K.gemm(), "sm_90a")
     assert "tl::cp_async_gs<16>" in art.source or "tl::cp_async_gs_conditional<16>" in art.source
-    from tilelang.backend.cuda.compiler import sass
+    from tilelang.backend.cuda.host.nvrtc import sass
     assert "LDGSTS.E.BYPASS.128" in sass(art.binary)
     # C: the epilogue stores column pairs as 32-bit words (codegen_kernel._pair_store)
     assert art.meta["kernels"][0]["aligned"] == {"A": 16, "B": 16, "C": 4}
@@ -87,7 +87,7 @@ def test_nvrtc_leaves_python_objects_alone():
     """A kernel that compiles without a warning has a one-byte (empty) log. NVRTC writes
     into the buffer it is handed; `b" " * 1` was CPython's shared one-byte object, and
     its NUL then changed every b" " and f-string " " compiled later in the process."""
-    from tilelang.backend.cuda.compiler import compile_cuda
+    from tilelang.backend.cuda.host.nvrtc import compile_cuda
     c = compile_cuda('extern "C" __global__ void quiet(float* x) { x[threadIdx.x] = 1.0f; }', "sm_90a")
     assert c.log == ""
     assert eval(compile('b" "', "<after>", "eval"))[0] == 32   # (== b" " would compare the object with itself)

@@ -6,7 +6,7 @@ import torch
 
 import tilelang
 import tilelang.language as T
-from tilelang.backend.cuda import thread_allreduce
+from tilelang.backend.cuda.ops import thread_allreduce as thread_allreduce
 from tests.backend.cuda.conftest import needs_nvrtc
 from tests.backend.cuda.helpers import build
 

@@ -1,4 +1,4 @@
-"""CPU-only: fragment layout inference (backend/cuda/fragment_layout.py) and what it
+"""CPU-only: fragment layout inference (backend/cuda/layout/fragment.py) and what it
 does to the generated code: FlashAttention keeps its score tile, the cast P tile and
 the row statistics in registers (no local memory, quad-shuffle reductions, wgmma
 with A from registers); uses a layout cannot follow fall back to shared memory."""
@@ -10,7 +10,7 @@ import pytest
 from tests.backend.cuda import kernels as K
 from tests.backend.cuda.conftest import needs_nvrtc, needs_sass
 from tests.backend.cuda.helpers import build, sass_ops
-from tilelang.backend.cuda.fragment_layout import AccLayout, RowLayout
+from tilelang.backend.cuda.layout.fragment import AccLayout, RowLayout
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 FA_NAMES = ("acc_s", "acc_s_cast", "acc_o", "m_i", "m_prev", "alpha", "row_sum", "l_i")
@@ -53,7 +53,7 @@ def test_row_layout_replicates_rows_over_quads():
 @pytest.mark.parametrize("dim,causal,bm,bn,threads", [(128, False, 128, 64, 256), (128, True, 64, 64, 128),
                                                       (64, False, 128, 128, 256)])
 def test_flash_attention_sm90a_fragments_in_registers(dim, causal, bm, bn, threads):
-    from tilelang.backend.cuda.compiler import sass
+    from tilelang.backend.cuda.host.nvrtc import sass
     art = build(_fa(dim, causal, bm, bn, threads))
     src = art.source
     assert "tl::wgmma_gemm_rs<" in src and "tl::quad_reduce(" in src, src
@@ -92,7 +92,7 @@ def test_flash_attention_sm90a_shared_p_fallback(monkeypatch):
 
 @needs_sass
 def test_flash_attention_sm80_mma_sync_register_softmax():
-    from tilelang.backend.cuda.compiler import sass
+    from tilelang.backend.cuda.host.nvrtc import sass
     art = build(_fa(64, True, 64, 64, 128), "sm_80")
     src = art.source
     assert "* acc_s = reinterpret_cast" not in src and "* m_i = reinterpret_cast" not in src

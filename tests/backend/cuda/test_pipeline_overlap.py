@@ -1,4 +1,4 @@
-"""pipeline_overlap.py (opt-in): in an attention loop on sm_90a the P V wgmma of iteration k - 1
+"""plan/overlap.py (opt-in): in an attention loop on sm_90a the P V wgmma of iteration k - 1
 is issued after iteration k's Q K^T and runs during its softmax. Compile-only checks
 of the schedule, then the published-style FlashAttention example against torch on the
 GPU, with the overlap on and off, causal or not, ragged lengths, both head sizes."""
@@ -12,7 +12,7 @@ from tests.backend.cuda.helpers import check_flash_attention, load_example
 
 @pytest.fixture(autouse=True)
 def _overlap_on(monkeypatch):
-    monkeypatch.setenv("TILELANG_CUDA_OVERLAP_GEMM", "1")   # opt-in (pipeline_overlap.py says why)
+    monkeypatch.setenv("TILELANG_CUDA_OVERLAP_GEMM", "1")   # opt-in (plan/overlap.py says why)
 
 FA = load_example("flash_attention", "overlap")
 CFG = dict(block_M=128, block_N=128, num_stages=2, threads=256)

@@ -1,5 +1,5 @@
-"""Reductions of per-thread arrays (backend/cuda/local_reduce.py) and 16-bit elements
-combined two at a time (reduce_pairs.py, include/tl_cuda/reduce_pair.h)."""
+"""Reductions of per-thread arrays (backend/cuda/ops/local_reduce.py) and 16-bit elements
+combined two at a time (ops/reduce_pairs.py, include/tl_cuda/reduce_pair.h)."""
 import numpy as np
 import pytest
 import torch

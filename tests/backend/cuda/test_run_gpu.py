@@ -89,7 +89,7 @@ def test_jit_compile_target_cuda():
 
 
 def test_misaligned_view_is_rejected():
-    from tilelang.backend.cuda.runtime import CudaRuntimeError
+    from tilelang.backend.cuda.host.runtime import CudaRuntimeError
     M, N, K_ = 128, 128, 64
     a = torch.randn(M * K_ + 1, device="cuda", dtype=torch.float16)[1:].view(M, K_)
     b = torch.randn(K_, N, device="cuda", dtype=torch.float16)

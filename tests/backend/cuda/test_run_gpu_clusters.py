@@ -46,7 +46,7 @@ def test_cluster_of_16_blocks():
 
 def test_dynamic_grid_of_clusters_and_a_partial_one():
     import torch
-    from tilelang.backend.cuda.runtime import CudaRuntimeError
+    from tilelang.backend.cuda.host.runtime import CudaRuntimeError
     _sm90()
     k = tilelang.compile(CK.cluster_rank_dynamic(), target="cuda")
     out = torch.full((10,), -1, dtype=torch.int32, device="cuda")
@@ -107,7 +107,7 @@ def test_sync_grid_as_published():
 
 def test_sync_grid_with_a_dynamic_grid_and_one_too_large():
     import torch
-    from tilelang.backend.cuda.runtime import CudaRuntimeError
+    from tilelang.backend.cuda.host.runtime import CudaRuntimeError
     k = tilelang.compile(CK.grid_sync_dynamic(), target="cuda")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     n = 2 * sms

@@ -1,4 +1,4 @@
-"""Barrier planning (sync_plan.py): what gets a __syncthreads and what does not."""
+"""Barrier planning (plan/sync.py): what gets a __syncthreads and what does not."""
 import numpy as np
 
 import tilelang

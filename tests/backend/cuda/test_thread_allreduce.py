@@ -10,7 +10,7 @@ import pytest
 
 import tilelang
 import tilelang.language as T
-from tilelang.backend.cuda.thread_allreduce import plan_allreduce
+from tilelang.backend.cuda.ops.thread_allreduce import plan_allreduce
 from tests.backend.cuda.conftest import needs_nvrtc, sass_tools
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "language"))

@@ -1,5 +1,5 @@
-"""Thread-tile register layouts for fragments that no gemm reaches (tile_layout.py,
-tile_codegen.py): the layout arithmetic, the inference and its fallbacks, the SASS of
+"""Thread-tile register layouts for fragments that no gemm reaches (layout/tile.py,
+emit/tile_loops.py): the layout arithmetic, the inference and its fallbacks, the SASS of
 the row-wise examples (CPU, NVRTC), and on a GPU their results against torch."""
 import importlib.util
 import os
@@ -9,7 +9,7 @@ import pytest
 import tilelang.language as T
 from tests.backend.cuda.conftest import needs_nvrtc, needs_sass
 from tests.backend.cuda.helpers import build, sass_ops
-from tilelang.backend.cuda.tile_layout import ThreadTile, TileRows, TileCols
+from tilelang.backend.cuda.layout.tile import ThreadTile, TileRows, TileCols
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -100,7 +100,7 @@ CONFIGS = [dict(block_M=1, block_N=4096, threads=256), dict(block_M=4, block_N=1
 @pytest.mark.parametrize("name", ROWWISE)
 def test_rowwise_sm90a_registers_vectors_shuffles(name, cfg):
     art = build(_rowwise(name, 16384, 4096, cfg))
-    from tilelang.backend.cuda.compiler import sass
+    from tilelang.backend.cuda.host.nvrtc import sass
     text = sass(art.binary)
     ops = sass_ops(art)
     assert ops["LDL"] == 0 and ops["STL"] == 0, ops
@@ -171,7 +171,7 @@ def test_elementwise_add_reads_shared_tiles_as_vectors():
     ew = _example("elementwise")
     art = build(ew.elementwise_add.get_tir(65536, 4096, in_dtype=T.float16, out_dtype=T.float16,
                                            block_M=32, block_N=256, threads=256))
-    from tilelang.backend.cuda.compiler import sass
+    from tilelang.backend.cuda.host.nvrtc import sass
     text = sass(art.binary)
     ops = sass_ops(art)
     assert ops["LDL"] == 0 and ops["STL"] == 0 and ops["BAR"] == 1, ops

@@ -6,7 +6,7 @@ import torch
 
 import tilelang
 import tilelang.language as T
-from tilelang.backend.cuda import reduce_lowering
+from tilelang.backend.cuda.ops import reduce as reduce_lowering
 from tests.backend.cuda.conftest import needs_nvrtc
 from tests.backend.cuda.helpers import build
 

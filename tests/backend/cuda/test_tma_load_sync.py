@@ -1,4 +1,4 @@
-"""`T.copy(G[...], S, prefer_instruction="tma")` on sm_90a (backend/cuda/tma_load_sync.py):
+"""`T.copy(G[...], S, prefer_instruction="tma")` on sm_90a (backend/cuda/ops/tma_load_sync.py):
 one bulk load of the whole shared tile (a tensor-map box zero-filling what lies outside
 the tensor, or a plain bulk copy of a contiguous run) that every thread waits for on the
 kernel's copy mbarrier (phase bit per completion). Results as the threads' copies."""
@@ -56,7 +56,7 @@ def test_without_the_preference_or_before_sm90_threads_copy():
 
 @needs_sass
 def test_sass():
-    from tilelang.backend.cuda.compiler import sass
+    from tilelang.backend.cuda.host.nvrtc import sass
     text = sass(build(_add(200, 192)).binary)
     assert "UTMALDG.2D" in text and "SYNCS.PHASECHK" in text
     assert "UBLKCP.S.G" in sass(build(_add(256, 64)).binary)

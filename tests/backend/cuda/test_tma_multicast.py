@@ -44,7 +44,7 @@ def test_pairs_share_the_larger_operand(trans_A, trans_B, how):
 def test_sass_has_multicast_bulk_copies():
     ops = sass_ops(build(KS.gemm(1024, 1024, 512, bm=128, bn=256, bk=64, threads=256, stages=4)))
     assert ops["UTMALDG"] > 0 and ops["HGMMA"] >= 4 and ops["LDL"] == 0 and ops["STL"] == 0, ops
-    from tilelang.backend.cuda.compiler import sass
+    from tilelang.backend.cuda.host.nvrtc import sass
     text = sass(build(KS.gemm(1024, 1024, 512, bm=128, bn=256, bk=64, threads=256, stages=4)).binary)
     assert "UTMALDG.2D.MULTICAST" in text
 

@@ -1,4 +1,4 @@
-"""`T.atomic_add(dst, shared_tile, use_tma=True)` (backend/cuda/tma_reduce.py): one bulk
+"""`T.atomic_add(dst, shared_tile, use_tma=True)` (backend/cuda/ops/tma_reduce.py): one bulk
 tensor reduction (UTMAREDG) per tile on sm_90+, the tensor map's element type the
 tensor's; the target and dtype are checked; what a tensor map cannot describe stays the
 threads' atomics. Results as the threads' atomics (the CPU backend's)."""
@@ -68,7 +68,7 @@ def test_sm90_without_a_suffix_is_enough():
 @needs_sass
 @pytest.mark.parametrize("dt", ["float16", "float32", "uint64"])
 def test_sass_has_the_tensor_reduction(dt):
-    from tilelang.backend.cuda.compiler import sass
+    from tilelang.backend.cuda.host.nvrtc import sass
     text = sass(build(_blocks_kernel(dt)).binary)
     assert "UTMAREDG.3D.ADD" in text and "RED" not in text.replace("UTMAREDG", "")
 

@@ -1,5 +1,5 @@
 """Copies of a whole shared tile into a global tensor as bulk stores (backend/cuda/
-tma_store.py, sm_90a): a box of a tensor map (UTMASTG), or one plain bulk copy (UBLKCP)
+ops/tma_store.py, sm_90a): a box of a tensor map (UTMASTG), or one plain bulk copy (UBLKCP)
 when the tile is one contiguous run of the tensor; thread 0 issues, commits and waits
 (for the tile to be read, or for the writes when the kernel touches the tensor again).
 Results as the threads' copies."""
@@ -125,7 +125,7 @@ def test_sm80_and_disabled_tma_keep_thread_stores():
 
 @needs_sass
 def test_sass():
-    from tilelang.backend.cuda.compiler import sass
+    from tilelang.backend.cuda.host.nvrtc import sass
     assert "UTMASTG.2D" in sass(build(_tiles(200, 192)).binary)
     assert "UBLKCP.G.S" in sass(build(_whole()).binary)
 

@@ -1,4 +1,4 @@
-"""Vector atomic adds (backend/cuda/vector_atomic.py): a tile or T.Parallel atomic add
+"""Vector atomic adds (backend/cuda/ops/vector_atomic.py): a tile or T.Parallel atomic add
 into consecutive global elements is one instruction per 4 floats (sm_90) or per pair of
 16-bit values, with memory orders kept as fences; results as the scalar form's."""
 import re
@@ -25,7 +25,7 @@ def _kernel(dt, order=None):
 
 
 def _sass_atomics(arch, dt, order=None):
-    from tilelang.backend.cuda.compiler import sass
+    from tilelang.backend.cuda.host.nvrtc import sass
     text = sass(build(_kernel(dt, order), arch).binary)
     return re.findall(r"\b(?:RED|ATOM)G?\.E\.ADD\.([A-Z0-9x]+)", text), text.count("MEMBAR")
 
@@ -85,7 +85,7 @@ def test_an_index_without_the_loop_variable_is_not_vectorized():
 
 
 def _sass_atomics_of(f):
-    from tilelang.backend.cuda.compiler import sass
+    from tilelang.backend.cuda.host.nvrtc import sass
     text = sass(build(f).binary)
     return re.findall(r"\b(?:RED|ATOM)G?\.E\.ADD\.([A-Z0-9x]+)", text), text
 

@@ -1,4 +1,4 @@
-"""The explicit vector atomics (backend/cuda/vector_atomic.py emit_lanes):
+"""The explicit vector atomics (backend/cuda/ops/vector_atomic.py emit_lanes):
 `T.atomic_addx{n}(C[i, j], V[k, l])` is one `AtomicAddx{n}` (16-bit quads: two pair
 atomics), and with `return_prev=True` one `AtomicAddx{n}Ret` whose previous lanes land in
 the result tile; memory orders are the trailing argument; bf16 compiles for sm_75."""
@@ -44,7 +44,7 @@ def _quad16(dt):
 
 
 def _sass_atomics(f, arch="sm_90a"):
-    from tilelang.backend.cuda.compiler import sass
+    from tilelang.backend.cuda.host.nvrtc import sass
     return re.findall(r"\b(?:RED|ATOM)G?\.E\.ADD\.([A-Z0-9x]+)", sass(build(f, arch).binary))
 
 

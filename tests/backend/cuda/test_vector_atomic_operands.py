@@ -1,6 +1,6 @@
 """A vector atomic add whose values are consecutive elements of one buffer
 (`value = S[i, j]; T.atomic_add(B[.., j], value)` in a vectorized T.Parallel) reads them
-with one wide load declared under the user's name (backend/cuda/vectorize.py):
+with one wide load declared under the user's name (backend/cuda/ops/vector_copy.py):
 LDS.128 instead of four LDS.32."""
 import re
 
@@ -26,7 +26,7 @@ def _kernel(K=8, M=128, N=128, bm=32, bn=32):
 
 @needs_sass
 def test_one_wide_shared_load_per_vector_atomic():
-    from tilelang.backend.cuda.compiler import sass
+    from tilelang.backend.cuda.host.nvrtc import sass
     art = build(_kernel())
     assert "const float4 value = *reinterpret_cast<const float4*>(&S[" in art.source
     assert "AtomicAddx4(" in art.source and "value.x, value.y, value.z, value.w" in art.source

@@ -1,4 +1,4 @@
-"""Conversions two lanes at a time (backend/cuda/vector_cast.py): a cast copy between
+"""Conversions two lanes at a time (backend/cuda/ops/vector_cast.py): a cast copy between
 memory moves whole vectors and converts pairs; a cast between register tiles converts
 pairs. Checked in SASS (fewer memory and conversion instructions) and, on the GPU,
 against torch's conversions."""
@@ -69,7 +69,7 @@ E8M0_PAIRS = [("float32", "float8_e8m0fnu", "__tl_cvt_float2_to_e8m0x2"),
 @pytest.mark.parametrize("kernel", [_copy, _through_registers])
 @pytest.mark.parametrize("s,d,helper", E8M0_PAIRS)
 def test_e8m0_conversions_are_paired(kernel, s, d, helper):
-    from tilelang.backend.cuda.compiler import nvrtc_available
+    from tilelang.backend.cuda.host.nvrtc import nvrtc_available
     if not nvrtc_available():
         pytest.skip("NVRTC not installed")
     assert helper in build(kernel(256, s, d)).source

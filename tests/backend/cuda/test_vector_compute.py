@@ -1,5 +1,5 @@
 """Element-wise statements in T.vectorized / T.Parallel loops run V lanes at a time
-(backend/cuda/vector_compute.py): one vector load per operand that steps with the
+(backend/cuda/ops/vector_compute.py): one vector load per operand that steps with the
 loop, one load per vector for an operand whose index is the same over the vector
 (`C[row, col // K]`), lane-wise arithmetic, one vector store."""
 import re
@@ -9,7 +9,7 @@ import pytest
 
 import tilelang
 import tilelang.language as T
-from tilelang.backend.cuda.compiler import nvrtc_available, sass
+from tilelang.backend.cuda.host.nvrtc import nvrtc_available, sass
 from tests.backend.cuda.helpers import build
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC not installed")

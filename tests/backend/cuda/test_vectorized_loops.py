@@ -1,5 +1,5 @@
 """`T.vectorized` copy loops become vector loads/stores where alignment provably holds
-(vectorize.py), on the stride-1 dimension of strided tensors too; elsewhere they stay
+(ops/vector_copy.py), on the stride-1 dimension of strided tensors too; elsewhere they stay
 element by element."""
 import numpy as np
 import pytest

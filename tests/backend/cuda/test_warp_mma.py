@@ -8,7 +8,7 @@ import pytest
 
 from tilelang.layout.mma import simulate_ldmatrix_x4
 from tilelang.layout.mma_tiling import WarpMmaTiling
-from tilelang.backend.cuda.warp_mma_lowering import ldmatrix_address
+from tilelang.backend.cuda.ops.warp_mma import ldmatrix_address
 from tests.backend.cuda.conftest import needs_nvrtc, needs_sass
 from tests.backend.cuda.helpers import build, sass_ops
 from tests.language.warp_mma_kernels import warp_mma_gemm

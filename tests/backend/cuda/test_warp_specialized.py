@@ -96,7 +96,7 @@ def test_fragment_shared_by_two_ranges_lives_in_shared_memory():
             if tx < 128:
                 T.gemm(a, b, c)
             T.copy(c, C)
-    from tilelang.backend.cuda.plan import plan_kernel
+    from tilelang.backend.cuda.plan.kernel import plan_kernel
     from tilelang.ir import stmt as S
     from tilelang.ir.visitor import walk
     launches = []
@@ -193,7 +193,7 @@ def test_tma_copy_by_default_copies_with_the_range(monkeypatch):
 def test_ranges_from_warp_group_conditions(cond, lo, hi):
     """`T.get_warp_group_idx() == 1`, `tx // 32 < 4`: ranges like `tx` comparisons;
     a single thread is not a range (not whole warps)."""
-    from tilelang.backend.cuda.thread_ranges import find_regions
+    from tilelang.backend.cuda.analysis.thread_ranges import find_regions
     from tilelang.ir import stmt as S
     from tilelang.ir.visitor import walk
 

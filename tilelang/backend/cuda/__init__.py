@@ -1,5 +1,5 @@
 """The CUDA backend: CUDA C++ from the tile IR, NVRTC to cubin, driver-API launch.
-Skeleton: target.py, pipeline.py, codegen.py, compiler.py, runtime.py."""
+Map of the folder: ARCHITECTURE.md."""
 from __future__ import annotations
 
 import os
@@ -9,8 +9,6 @@ from tilelang.backend.base import Artifact, Backend
 from tilelang.backend.registry import register
 from tilelang.backend.cuda import target as _target
 from tilelang.backend.cuda import pipeline as _pipeline
-
-
 class CudaBackend(Backend):
     name = "cuda"
 
@@ -22,7 +20,7 @@ class CudaBackend(Backend):
 
     def sass(self, artifact) -> str:
         """`kernel.get_sass()`: the cubin's SASS (needs cuobjdump, no GPU)."""
-        from tilelang.backend.cuda.compiler import sass
+        from tilelang.backend.cuda.host.nvrtc import sass
         return sass(artifact.binary)
 
     def identity(self) -> str:
@@ -42,7 +40,7 @@ class CudaBackend(Backend):
         return _pipeline.lower(func, target, ctx)
 
     def generate(self, func, target, ctx=None):
-        from tilelang.backend.cuda.codegen import generate
+        from tilelang.backend.cuda.emit.module import generate
         if isinstance(target, str) or isinstance(target, dict):
             from tilelang.backend.registry import parse_target
             target = parse_target(target)
@@ -64,7 +62,7 @@ class CudaBackend(Backend):
         return lowered, source, meta
 
     def build(self, func, target, ctx=None) -> Artifact:
-        from tilelang.backend.cuda.compiler import compile_cuda
+        from tilelang.backend.cuda.host.nvrtc import compile_cuda
         if isinstance(target, str) or isinstance(target, dict):
             from tilelang.backend.registry import parse_target
             target = parse_target(target)
@@ -75,7 +73,7 @@ class CudaBackend(Backend):
         return Artifact(target, source, compiled.cubin, meta["kernels"][0]["entry"], meta)
 
     def load(self, artifact: Artifact):
-        from tilelang.backend.cuda.runtime import load
+        from tilelang.backend.cuda.host.runtime import load
         return load(artifact)
 
 

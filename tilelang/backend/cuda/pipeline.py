@@ -17,7 +17,7 @@ from tilelang.transform.rasterize_blocks import rasterize_blocks
 from tilelang.transform.lower_gemm_sp import lower_gemm_sp
 from tilelang.transform.broadcast_block_effects import broadcast_block_effects
 
-from tilelang.backend.cuda.tma_reduce import plan_tma_atomics
+from tilelang.backend.cuda.ops.tma_reduce import plan_tma_atomics
 
 KEEP_TILE_OPS = (TO.Gemm, TO.Reduce, TO.FinalizeReducer, TMA_COPY, TMA_ATOMIC)
 

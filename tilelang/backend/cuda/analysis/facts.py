@@ -1,0 +1,208 @@
+"""Facts about a kernel body that the CUDA planning and codegen share: which
+variables depend on the thread index, the flattened form of a T.Parallel nest,
+and which buffers a statement reads and writes."""
+from __future__ import annotations
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.buffer import BufferRegion
+from tilelang.ir.visitor import Visitor, walk
+
+# memory that every thread of the block sees (needs barriers); registers don't
+SHARED_SCOPES = ("shared", "global")
+
+
+def parallel_nest(loop: S.For):
+    """A perfect nest of T.Parallel loops as ([vars], [mins], [extents], body)."""
+    vars_, mins, exts = [], [], []
+    cur = loop
+    while isinstance(cur, S.For) and cur.kind == S.PARALLEL and cur.step is None:
+        vars_.append(cur.var)
+        mins.append(cur.min)
+        exts.append(cur.extent)
+        cur = cur.body
+    return vars_, mins, exts, cur
+
+
+# warp/block collective intrinsics (language/warp.py): all threads must execute them
+WARP_COLLECTIVES = frozenset({
+    "tl.shfl_xor_sync", "tl.shfl_down_sync", "tl.shfl_up_sync", "tl.shfl_sync",
+    "tl.warp_reduce_sum", "tl.warp_reduce_max", "tl.warp_reduce_min", "tl.warp_reduce_bitand",
+    "tl.warp_reduce_bitor", "tl.any_sync", "tl.all_sync", "tl.ballot_sync", "tl.activemask",
+    "tl.syncthreads_count", "tl.syncthreads_and", "tl.syncthreads_or", "tl.match_any_sync", "tl.match_all_sync"})
+
+
+def thread_dependent_vars(body, thread_vars):
+    """ids of Vars and local buffers whose values differ between threads: the thread
+    indices, and (transitively) what is computed from them."""
+    td = {id(v) for v in thread_vars}
+    tdbuf = set()
+
+    def depends(node):
+        found = []
+
+        def f(n):
+            if isinstance(n, E.Var) and id(n) in td:
+                found.append(n)
+            elif isinstance(n, E.BufferLoad) and id(n.buffer) in tdbuf:
+                found.append(n)
+            elif isinstance(n, E.Call) and n.name in WARP_COLLECTIVES:
+                found.append(n)   # every thread must take part: never one thread's job
+        walk(node, f)
+        return bool(found)
+
+    changed = True
+    while changed:  # small fixpoint: lets and local stores chain dependence
+        changed = False
+
+        def g(n):
+            nonlocal changed
+            if isinstance(n, S.LetStmt) and id(n.var) not in td and depends(n.value):
+                td.add(id(n.var))
+                changed = True
+            elif isinstance(n, S.BufferStore) and n.buffer.scope in ("local", "local.var") \
+                    and id(n.buffer) not in tdbuf and (depends(n.value) or any(depends(i) for i in n.indices)
+                                                       or _atomic_result(n.value)):
+                tdbuf.add(id(n.buffer))
+                changed = True
+            elif isinstance(n, S.ThreadAllReduce) and id(n.dst.buffer) not in tdbuf:
+                tdbuf.add(id(n.dst.buffer))   # one result per group of threads
+                changed = True
+            elif isinstance(n, S.Evaluate) and _written_registers(n, tdbuf, depends):
+                changed = True
+            elif isinstance(n, S.For) and n.kind != S.PARALLEL and id(n.var) not in td and \
+                    (depends(n.min) or depends(n.extent)):
+                td.add(id(n.var))
+                changed = True
+        walk(body, g)
+    return td, tdbuf, depends
+
+
+def _atomic_result(e) -> bool:
+    """Whether `e` holds an atomic's previous value: each thread that runs the atomic gets
+    its own (a block-level one reaches registers through shared memory instead,
+    transform/broadcast_block_effects.py), so the register it lands in is per thread."""
+    found = []
+    walk(e, lambda n: found.append(n) if isinstance(n, E.Call) and n.name.startswith("atomic_") else None)
+    return bool(found)
+
+
+# intrinsics whose register results are known: an explicit load's words are the same
+# in every thread when its address is; a random generator's state is private to each
+# thread by design, and the T.Parallel loops drawing from it are shared out as usual
+LOADS_INTO_REGISTERS = frozenset({"tl.ldg", "tl.lds"})
+RANDOM_STATE = frozenset({"tl.rng_init"})
+
+
+def _written_registers(st, tdbuf, depends):
+    """Mark the local buffers that extern code writes through T.access_ptr in `st` as
+    thread-dependent (the callee's results are opaque); whether any was new."""
+    new = []
+    v = st.value
+    if isinstance(v, E.Call) and (v.name in RANDOM_STATE or
+                                  (v.name in LOADS_INTO_REGISTERS and not any(depends(a) for a in v.args[1:]))):
+        return False
+
+    def f(n):
+        ld = E.addressed_load(n)
+        if ld is not None and E.access_mask(n) & 2 and ld.buffer.scope in ("local", "local.var") \
+                and id(ld.buffer) not in tdbuf:
+            tdbuf.add(id(ld.buffer))
+            new.append(ld.buffer)
+    walk(st, f)
+    return bool(new)
+
+
+class _Access(Visitor):
+    def __init__(self):
+        self.reads, self.writes = [], []
+
+    def visit_BufferLoad(self, n):
+        self.reads.append(n.buffer)
+        for i in n.indices:
+            self.visit(i)
+
+    def visit_BufferStore(self, n):
+        self.writes.append(n.buffer)
+        self.visit(n.value)
+        for i in n.indices:
+            self.visit(i)
+
+    def visit_Call(self, n):
+        if n.name.startswith("atomic_") and n.args and isinstance(n.args[0], E.BufferLoad):
+            self.writes.append(n.args[0].buffer)
+        ld = E.addressed_load(n)
+        if ld is not None and E.access_mask(n) & 2:  # extern code writes through it
+            self.writes.append(ld.buffer)
+        self.generic_visit(n)
+
+    def visit_ThreadAllReduce(self, n):
+        self.writes.append(n.dst.buffer)
+        for e in (n.value, n.cond, n.identity, *n.dst.indices):
+            self.visit(e)
+
+    def _region(self, r, write=False):
+        if isinstance(r, BufferRegion):
+            (self.writes if write else self.reads).append(r.buffer)
+            for s, e in r.ranges:
+                self.visit(s)
+                self.visit(e)
+        elif r is not None and not isinstance(r, (int, float)):
+            self.visit(r)
+
+    def visit_Gemm(self, n):
+        self._region(n.A)
+        self._region(n.B)
+        self._region(n.C)
+        self._region(n.C, write=True)
+
+    def visit_Reduce(self, n):
+        self._region(n.src)
+        self._region(n.dst)
+        self._region(n.dst, write=True)
+
+    def visit_Copy(self, n):
+        self._region(n.src)
+        self._region(n.dst, write=True)
+
+    def visit_Fill(self, n):
+        self._region(n.dst, write=True)
+
+    def visit_Atomic(self, n):   # a kept tile atomic (ops/tma_reduce.py): reads its value, updates dst
+        self._region(n.value)
+        self._region(n.dst)
+        self._region(n.dst, write=True)
+
+    def visit_OperandOp(self, n):  # ops that list what they read and write (ir/operand_op.py)
+        self.reads.extend(n.reads())
+        self.writes.extend(n.writes())
+        self.generic_visit(n)
+
+    def visit_Print(self, n):
+        from tilelang.ir.buffer import Buffer
+        if isinstance(n.obj, Buffer):
+            self.reads.append(n.obj)
+        else:
+            self.generic_visit(n)
+
+
+def accesses(stmt):
+    """(read buffers, written buffers) of a statement, duplicates removed by identity."""
+    a = _Access()
+    a.visit(stmt)
+    uniq = lambda bs: list({id(b): b for b in bs}.values())  # noqa: E731
+    return uniq(a.reads), uniq(a.writes)
+
+
+def all_loads_stores(stmt, buf):
+    """Every index list used to access `buf` inside stmt (loads and stores)."""
+    out = []
+
+    def f(n):
+        if isinstance(n, E.BufferLoad) and n.buffer is buf:
+            out.append(n.indices)
+        elif isinstance(n, S.BufferStore) and n.buffer is buf:
+            out.append(n.indices)
+    walk(stmt, f)
+    return out

@@ -1,0 +1,1084 @@
+"""Lowered IR -> CUDA C++ (SIMT). One CUDA block per T.Kernel block.
+
+- T.Parallel nests at block level are flattened and their iterations spread over
+  the block's threads; a nest over register fragments (layout/fragment.py) runs,
+  on every thread, over the slots that thread holds, with no barrier;
+- other block-level code runs on every thread, identically; its stores to shared
+  or global memory (and atomics, prints) run on thread 0 only;
+- `__syncthreads()` goes where `plan/sync.py` says;
+- gemm / reduce tile ops come from `ops/mma.py` / `ops/reduce.py`
+  (a reduction of a register accumulator: per-thread slots, then quad shuffles)."""
+from __future__ import annotations
+
+import re
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.buffer import Buffer, is_packed
+from tilelang.ir.dtypes import DataType
+from tilelang.arith.simplify import simplify
+from tilelang.ir.visitor import collect_vars
+from tilelang.backend.cuda.analysis.facts import parallel_nest
+from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic_helper
+from tilelang.backend.cuda.ops.mma import simt_gemm
+from tilelang.backend.cuda.ops.tma_pipeline import (body_fits_tma_ring, emit_pipelined_tma, emit_pipelined_tma_body,
+                                               emit_tma_copy, tma_copies)
+from tilelang.backend.cuda.plan.kernel import plan_kernel
+from tilelang.backend.cuda.target import arch_number
+from tilelang.backend.cuda.layout.fragment import AccLayout
+from tilelang.backend.cuda.ops.reduce import emit_warp_reduce, emit_register_reduce
+from tilelang.backend.cuda.ops.local_reduce import per_thread, emit_local_reduce
+from tilelang.backend.cuda.plan.sync import SyncPlanner
+from tilelang.backend.cuda.ops.sync_calls import sync_call
+from tilelang.backend.cuda.layout.tile import Scalar
+from tilelang.backend.cuda.emit.tile_loops import emit_tile_loop, emit_tile_reduce
+from tilelang.backend.cuda.ops.thread_allreduce import emit_thread_allreduce, emit_finalize_reducer
+from tilelang.ir.extern import is_import_source
+
+_RESERVED = {"int", "float", "double", "half", "char", "short", "long", "for", "if", "else", "while", "do",
+             "return", "break", "continue", "const", "auto", "struct", "class", "union", "void", "bool",
+             "true", "false", "default", "switch", "case", "new", "delete", "this", "template", "typename",
+             "namespace", "static", "signed", "unsigned", "volatile", "register", "goto", "sizeof", "tl",
+             "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "min", "max", "abs", "exp"}
+
+
+class Names:
+    """Unique C identifiers by object identity."""
+
+    def __init__(self):
+        self.by_id, self.used = {}, set()
+
+    def get(self, obj_id):
+        return self.by_id.get(obj_id)
+
+    def new(self, obj, base, internal=False):
+        base = re.sub(r"\W", "_", base) or "v"
+        if not internal and (base[0].isdigit() or base in _RESERVED or base.startswith("tl_")):
+            base = "v_" + base
+        name, k = base, 1
+        while name in self.used:
+            name, k = f"{base}_{k}", k + 1
+        self.used.add(name)
+        self.by_id[id(obj)] = name
+        return name
+
+
+def _guarded_store(body):
+    """The store of a loop body `store` or `if c: store`, else the body."""
+    if isinstance(body, S.IfThenElse) and body.else_body is None:
+        body = body.then_body
+    return body
+
+
+class KernelCodegen:
+    def __init__(self, launch, entry, target, params, names, config=None, param_bufs=()):
+        self.launch, self.entry, self.target = launch, entry, target
+        from tilelang.backend.cuda.options import CudaOptions
+        self.options = CudaOptions.from_config(config, target.arch)
+        self.use_tma = self.options.tma
+        self.param_bufs = set(param_bufs)   # ids of the function's tensor parameters
+        self.tmaps = []                       # TmaCopy per tensor-map parameter (trailing)
+        self.cluster = None                   # [x, y, z] when the codegen pairs blocks (TMA multicast)
+        self.params = params          # [(kind, obj, c decl)] in kernel-parameter order
+        self.names = names            # shared with the function level (params)
+        self.plan = plan_kernel(launch, target.arch, self.options)
+        self.barriers = SyncPlanner(self.plan)
+        self.barrier_before = self.barriers.run(launch.body)
+        from tilelang.backend.cuda.ops.tma_reduce import has_tma_reduce
+        from tilelang.backend.cuda.ops.tma_store import has_tma_store, emit_tma_store
+        from tilelang.backend.cuda.ops.tma_load_sync import has_tma_load_sync, emit_tma_load_sync
+        self._emit_tma_store, self._emit_tma_load_sync = emit_tma_store, emit_tma_load_sync
+        self.prologue = []            # lines the body's code needs at the kernel's start (ops/tma_load_sync.py)
+        # barriers order shared tiles with the bulk copies that read or write them
+        self.fence_on_sync = has_tma_reduce(launch.body) or has_tma_store(self) or has_tma_load_sync(self)
+        self.aligned = {}            # global buffer name -> bytes its pointer must be aligned to
+        self.acc_index = {}           # id(register fragment) -> C slot index inside its loop
+        self.load_override = {}       # id(buffer) -> C expression of its element load (tile_codegen)
+        self.async_copy = False       # vector copies emitted now are cp.async (pipelined)
+        self.lines = []
+        self.indent = 1
+        self._addressed = None        # ids of buffers whose element addresses are taken
+        self.range = self.plan.regions.full   # threads running the code emitted now (analysis/thread_ranges.py)
+        self.printer = ExprPrinter(_NameView(names), self.access)
+
+    # helpers ------------------------------------------------------------------
+    def bind(self, var, base=None):
+        return self.names.new(var, base or var.name)
+
+    def expr(self, e):
+        return self.printer(e)
+
+    def w(self, line):
+        self.lines.append("  " * self.indent + line)
+
+    def buf_name(self, buf):
+        n = self.names.get(id(buf))
+        if n is None:
+            raise NotImplementedError(f"buffer `{buf.name}` is used outside the kernel that declares it")
+        return n
+
+    def placement(self, buf):
+        return self.plan.placements.get(id(buf))
+
+    def strides(self, buf):
+        p = self.placement(buf)
+        if p is not None and p.strides is not None:
+            return p.strides
+        return buf.get_strides()
+
+    def flat(self, buf, indices):
+        p = self.placement(buf)
+        if p is not None and p.swizzle:
+            rows = E.const_int_value(buf.shape[0])
+            return f"tl::sw128<{rows}>({self.expr(simplify(indices[0]))}, {self.expr(simplify(indices[1]))})"
+        terms = []
+        for i, s in zip(indices, self.strides(buf)):
+            sv = E.const_int_value(s)
+            if sv == 0:
+                continue
+            terms.append(i if sv == 1 else E.binop("*", i, s))
+        if not terms:
+            return "0"
+        total = terms[0]
+        for t in terms[1:]:
+            total = E.binop("+", total, t)
+        return self.expr(simplify(total))
+
+    def access(self, load):
+        """C lvalue of buf[indices] (a BufferLoad or a store target)."""
+        buf, idx = load.buffer, load.indices
+        if isinstance(load, E.BufferLoad) and id(buf) in self.load_override:
+            return self.load_override[id(buf)]
+        p = self.placement(buf)
+        name = self.buf_name(buf)
+        if p is not None and p.kind in ("acc", "row", "tile"):
+            if id(buf) not in self.acc_index and isinstance(p.acc, Scalar):
+                return f"{name}[0]"
+            if id(buf) not in self.acc_index:
+                raise NotImplementedError(f"register fragment `{buf.name}` accessed outside its layout")
+            return f"{name}[{self.acc_index[id(buf)]}]"
+        if p is not None and p.kind == "var":   # a T.alloc_var: one scalar variable
+            return name
+        if p is not None and p.kind == "view" and self._laid_out(buf.alias_of):
+            return self._view_through_base(buf, idx)
+        if is_packed(buf):   # a 4-bit element of a tensor: read out of its byte (stores: s_BufferStore)
+            return f"tl::load4<{ctype(buf.dtype)}>({name}, (long long)({self.flat(buf, idx)}))"
+        return f"{name}[{self.flat(buf, idx)}]"
+
+    def _laid_out(self, base):
+        """Whether a shared buffer's elements are not simply row-major (swizzled or padded rows)."""
+        bp = self.placement(base)
+        if bp is None or bp.kind != "smem":
+            return False
+        rm = base.get_strides()
+        return bp.swizzle or any(E.const_int_value(a) != E.const_int_value(b) for a, b in zip(self.strides(base), rm))
+
+    def _view_through_base(self, view, idx):
+        """An element of a view (T.reshape / T.view) of a swizzled or padded shared buffer:
+        the view's flat byte offset names the base's logical element, which the base's own
+        layout places; the value is read at that address as the view's dtype."""
+        base = view.alias_of
+        vsize, bsize = view.dtype.itemsize, base.dtype.itemsize
+        bshape = [E.const_int_value(d) for d in base.shape]
+        if None in bshape or (bshape[-1] * bsize) % vsize:
+            raise NotImplementedError(f"a view of `{base.name}`: its elements would straddle the rows of the "
+                                      f"base's shared-memory layout")
+        flat = E.IntImm(0)
+        for i, st in zip(idx, view.get_strides()):
+            flat = E.binop("+", flat, E.binop("*", i, st))
+        byte = simplify(E.binop("*", flat, vsize))
+        elem = simplify(E.binop("//", byte, bsize))
+        rem = simplify(E.binop("%", byte, bsize)) if vsize % bsize else E.IntImm(0)
+        bidx, rest = [], elem
+        for k in reversed(range(len(bshape))):
+            bidx.append(simplify(E.binop("%", rest, bshape[k])) if k else rest)
+            rest = simplify(E.binop("//", rest, bshape[k]))
+        addr = f"&{self.buf_name(base)}[{self.flat(base, list(reversed(bidx)))}]"
+        if E.const_int_value(rem) != 0:
+            addr = f"reinterpret_cast<char*>({addr}) + ({self.expr(rem)})"
+        return f"(*reinterpret_cast<{ctype(view.dtype)}*>({addr}))"
+
+    # kernel ----------------------------------------------------------------------
+    def emit(self):
+        L = self.launch
+        nt = self.plan.nthreads
+        sig = ", ".join(d for _, _, d in self.params)
+        out = [f'extern "C" __global__ void __launch_bounds__({nt}{self._min_blocks()}) {self.entry}({sig}) {{']
+        self.lines = out
+        self.w("extern __shared__ __align__(1024) unsigned char tl_smem[];")
+        self.w("const int tl_tid = tl::thread_linear();" if len(L.threads) > 1 else
+               "const int tl_tid = threadIdx.x;")
+        if self.plan.red_phase_bytes:
+            self.w("int tl_rphase = 0;   // shared scratch phase of register-tile reductions")
+        for v, ax in zip(L.block_vars, "xyz"):
+            self.w(f"const int {self.bind(v)} = blockIdx.{ax};")
+        for v, ax in zip(L.thread_vars, "xyz"):
+            self.w(f"const int {self.bind(v)} = threadIdx.{ax};")
+        for b in self._smem_buffers():
+            p = self.placement(b)
+            self.w(f"{ctype(b.dtype)}* {self.names.new(b, b.name)} = "
+                   f"reinterpret_cast<{ctype(b.dtype)}*>(tl_smem + {p.offset});")
+        body_start = len(out)
+        self.stmt(L.body, block=True)
+        out[body_start:body_start] = ["  " + line for line in self.prologue]   # state the body asked for
+        out.append("}")
+        if self.tmaps:
+            sig = ", ".join([sig] * bool(sig) + [f"const __grid_constant__ tl::CUtensorMap "
+                                                  f"{getattr(t, 'param_name', f'tl_tmap_{n}')}"
+                                                  for n, t in enumerate(self.tmaps)])
+            out[0] = f'extern "C" __global__ void __launch_bounds__({nt}{self._min_blocks()}) {self.entry}({sig}) {{'
+        self._check_smem(L)
+        meta = {"entry": self.entry, "threads": [int(t) for t in L.threads] + [1] * (3 - len(L.threads)),
+                "grid": L.grid, "smem": self.plan.smem_bytes, "aligned": self.aligned,
+                "auto_cluster": self.cluster}
+        from tilelang.backend.cuda.ops.wgmma import instruction_wrappers
+        prelude = instruction_wrappers([c for c in self.plan.gemms.values() if getattr(c, "kind", "") == "wgmma"])
+        return prelude + "\n".join(out), meta
+
+    def _min_blocks(self):
+        n = self.launch.annotations.get("min_blocks_per_sm")
+        if not n and self.plan.sets_max_nreg:
+            n = 1   # setmaxnreg needs a register count ptxas can determine at entry
+        return f", {n}" if n else ""
+
+    def _check_smem(self, L):
+        from tilelang.backend.cuda.plan.kernel import max_dynamic_smem
+        from tilelang.ir.errors import LoweringError
+        import warnings
+        for note in self.plan.notes:
+            warnings.warn(f"{self.entry}: {note}", stacklevel=2)
+        limit = max_dynamic_smem(self.target.arch)
+        if self.plan.smem_bytes > limit:
+            sizes = sorted(((self.placement(b).stage_bytes * self.placement(b).stages, b.name)
+                            for b in self._smem_buffers()), reverse=True)
+            top = ", ".join(f"{n} {sz // 1024} KB" for sz, n in sizes[:4])
+            raise LoweringError(
+                f"kernel `{self.entry}` needs {self.plan.smem_bytes} bytes of shared memory, more than the "
+                f"{limit} one block may use on {self.target.arch} (largest: {top})",
+                getattr(L, "span", None),
+                hint="use smaller tiles, fewer pipeline stages, or fragments instead of shared buffers")
+
+    def _smem_buffers(self):
+        seen = []
+        from tilelang.ir.visitor import walk
+        walk(self.launch.body, lambda n: seen.append(n.buffer) if isinstance(n, S.DeclBuffer) and
+             self.placement(n.buffer).kind == "smem" else None)
+        return seen
+
+    def sync(self):
+        """A block barrier; shared memory that wgmma reads next was written by ordinary
+        stores or cp.async (generic proxy): fence it toward the async proxy first.
+        Inside a warp-specialized branch: the named barrier of its thread range."""
+        if self.plan.uses_wgmma or self.fence_on_sync:
+            self.w("tl::fence_proxy_async();")
+        if self.range == self.plan.regions.full:
+            self.w("__syncthreads();")
+            return
+        bid = self.plan.regions.barrier_ids.get(self.range)
+        if bid is None:
+            from tilelang.ir.errors import LoweringError
+            raise LoweringError(f"kernel `{self.entry}`: more thread ranges need barriers than the 15 "
+                                f"named barriers a block has")
+        self.w(f'asm volatile("bar.sync {bid}, {self.range.size};" ::: "memory");')
+
+    # statements ------------------------------------------------------------------
+    def stmt(self, st, block):
+        """Emit `st`; `block` is True at uniform block level (every thread runs the
+        same code), False inside one thread's iteration or divergent control flow."""
+        if st is None:
+            return
+        if block and id(st) in self.barrier_before:
+            self.sync()
+        fn = getattr(self, "s_" + type(st).__name__, None)
+        if fn is None:
+            raise NotImplementedError(f"CUDA codegen: unsupported statement {type(st).__name__}")
+        fn(st, block)
+
+    def s_SeqStmt(self, st, block):
+        for s in st.stmts:
+            self.stmt(s, block)
+
+    def s_DeclBuffer(self, st, block):
+        b = st.buffer
+        p = self.placement(b)
+        if p is None and b.scope in ("local", "local.var"):  # made by a lowering here (simt gemm)
+            from tilelang.backend.cuda.plan.kernel import local_placement
+            p = self.plan.placements[id(b)] = local_placement(b)
+        if p.kind == "smem":
+            return
+        if p.kind == "mbar":
+            return self._declare_mbarriers(b)
+        name = self.names.new(b, b.name) if self.names.get(id(b)) is None else self.buf_name(b)
+        ct = ctype(b.dtype)
+        if p.kind == "view":
+            base = b.alias_of
+            bp = self.placement(base)
+            if bp is not None and bp.kind in ("acc", "row", "tile"):
+                raise NotImplementedError(f"a view of the register accumulator `{base.name}`")
+            addr = f"&{self.buf_name(base)}" if bp is not None and bp.kind == "var" else self.buf_name(base)
+            self.w(f"{ct}* {name} = ({ct}*)({addr});")
+            return
+        if p.kind == "pointer":   # T.make_tensor(address, ...): the tensor at that address
+            t = "unsigned char" if is_packed(b) else ct
+            self.w(f"{t}* {name} = ({t}*)({self.expr(b.data_ptr)});")
+            return
+        if p.kind in ("acc", "row", "tile"):
+            self.w(f"{ct} {name}[{p.acc.regs}];")
+        elif p.kind == "var":
+            if b.init is not None:
+                self.w(f"{ct} {name} = {cast_str(b.init.dtype, b.dtype, self.expr(b.init))};")
+            else:
+                self.w(f"{ct} {name}{{}};")   # value-initialised: zero for every element type
+        elif p.kind == "local":
+            n = 1
+            for d in b.shape:
+                n *= E.const_int_value(d)
+            # extern code may read it through wider types (T.access_ptr)
+            align = "__align__(16) " if id(b) in self.addressed() else ""
+            self.w(f"{align}{ct} {name}[{n}];")
+        else:
+            raise NotImplementedError(f"T.alloc_global inside a kernel (`{b.name}`): allocate it at "
+                                      f"function level")
+
+    def _declare_mbarriers(self, b):
+        """T.alloc_barrier: mbarriers in shared memory (after the buffers, plan.py),
+        initialised by the range's first thread and made visible (to the copy engine
+        too) before anyone arrives."""
+        name = self.names.new(b, b.name)
+        counts = getattr(b, "arrive_counts", None) or [1] * E.const_int_value(b.shape[0])
+        off = self.placement(b).offset   # plan.py: after the other shared buffers
+        self.w(f"unsigned long long* {name} = reinterpret_cast<unsigned long long*>(tl_smem + {off});")
+        inits = " ".join(f"tl::mbar_init(&{name}[{i}], {c});" for i, c in enumerate(counts))
+        self.w(f"if (tl_tid == 0) {{ {inits} tl::mbar_init_fence(); }}")
+        self.sync()
+
+    def addressed(self):
+        """ids of the buffers whose element addresses the kernel takes (T.access_ptr)."""
+        if self._addressed is None:
+            from tilelang.ir.visitor import walk
+            out = set()
+
+            def f(n):
+                ld = E.addressed_load(n)
+                if ld is not None:
+                    out.add(id(ld.buffer))
+            walk(self.launch.body, f)
+            self._addressed = out
+        return self._addressed
+
+    def _guard(self, block, st):
+        """Block-level stores to shared/global memory happen once, on thread 0."""
+        return block and self.barriers.single_thread(st)
+
+    def s_BufferStore(self, st, block):
+        upd = shared_reducer_update(st, self.placement(st.buffer))
+        if upd is not None:   # a reducer in shared memory: every contribution is an atomic
+            kind, other = upd
+            t = ctype(st.buffer.dtype)
+            line = f"{atomic_helper(kind, False)}(&{self.access(st)}, ({t})({self.expr(other)}));"
+            self.w(f"if (tl_tid == 0) {{ {line} }}" if self._guard(block, st) else line)
+            return
+        val = self.expr(st.value)
+        if st.value.dtype is not st.buffer.dtype:
+            val = cast_str(st.value.dtype, st.buffer.dtype, val)
+        if is_packed(st.buffer):
+            line = (f"tl::store4<{ctype(st.buffer.dtype)}>({self.buf_name(st.buffer)}, "
+                    f"(long long)({self.flat(st.buffer, st.indices)}), {val});")
+        else:
+            line = f"{self.access(st)} = {val};"
+        self.w(f"if (tl_tid == 0) {{ {line} }}" if self._guard(block, st) else line)
+
+    def s_Evaluate(self, st, block):
+        v = st.value
+        if is_import_source(st):  # its text goes before the kernels (codegen.py)
+            return
+        from tilelang.ir.mbarrier import every_thread_call
+        from tilelang.ir.async_copy import is_cp_async
+        if every_thread_call(v):
+            self.w(sync_call(self, v))
+            return
+        if is_cp_async(v) and self.plan.user_cp_async:
+            # the kernel waits for its copies itself (cp.async groups or mbarriers)
+            a = v.args
+            from tilelang.backend.cuda.ops.cp_async import cp_async_line
+            self.w(cp_async_line(a[2].value, self.expr(a[0]), self.expr(a[1]), self.expr(a[3])) + ";")
+            return
+        if isinstance(v, E.Call) and v.name.startswith("atomic_") and v.args and \
+                isinstance(v.args[0], E.BufferLoad):
+            line = self.printer.atomic(v, ret=False) + ";"   # the previous value unused
+        else:
+            line = f"(void)({self.expr(v)});"
+        self.w(f"if (tl_tid == 0) {{ {line} }}" if self._guard(block, st) else line)
+
+    def s_For(self, st, block):
+        if st.kind == S.PARALLEL and block and not self._registers_only(st):
+            if self._emit_tma_store(self, st) or self._emit_tma_load_sync(self, st):   # bulk copies of tiles
+                return
+            return self.cooperative(st)
+        if block and id(st) in self.plan.pipelines:
+            return self.pipelined(st, self.plan.pipelines[id(st)])
+        inner_block = block and not self.plan.depends(st.min) and not self.plan.depends(st.extent)
+        from tilelang.backend.cuda.ops import vector_atomic as vector_atomic
+        if st.kind == S.VECTORIZED and vector_atomic.emit_lanes(self, st, inner_block):
+            return   # T.atomic_addx{n}: one vector atomic
+        # per-thread vectorized copies and element-wise statements; a block-level one
+        # runs on thread 0, as vectors too
+        if st.kind == S.VECTORIZED and (not inner_block or self.barriers.thread_dependent(st.body)) and \
+                self._vectorized_copy(st):
+            return
+        if st.kind == S.VECTORIZED and inner_block and not self.async_copy and \
+                not self.barriers.thread_dependent(st.body) and \
+                self._guard(True, _guarded_store(st.body)) and self._vectorized_copy(st, "if (tl_tid == 0) "):
+            return
+        v = self.bind(st.var)
+        ct = ctype(st.var.dtype)
+        if st.kind in (S.UNROLL, S.VECTORIZED):
+            factor = st.annotations.get("pragma_unroll_factor") if st.annotations else None
+            self.w(f"#pragma unroll {factor}" if factor else "#pragma unroll")
+        if st.step is None:
+            self.w(f"for ({ct} {v} = {self.expr(st.min)}; {v} < {self.expr(simplify(st.min + st.extent))}; ++{v}) {{")
+        else:
+            k = self.names.new(object(), "tl_k", True)
+            self.w(f"for ({ct} {k} = 0; {k} < {self.expr(st.extent)}; ++{k}) {{")
+            self.indent += 1
+            self.w(f"const {ct} {v} = {self.expr(st.min)} + {k} * {self.expr(st.step)};")
+            self.indent -= 1
+        self.indent += 1
+        self.stmt(st.body, inner_block)
+        self.indent -= 1
+        self.w("}")
+
+    def _vectorized_copy(self, st, head=""):
+        """`for i in T.vectorized(n): dst[.., i] = src[.., i]` as vector loads and stores
+        (16 bytes at most) where alignment provably holds (ops/vector_copy.py); False to leave
+        the loop to the scalar path."""
+        from tilelang.backend.cuda.ops.vector_copy import vector_width, emit_vector_copy
+        if st.step is not None or E.const_int_value(st.min) != 0:
+            return False
+        V = vector_width(self, [st.var], [st.min], [st.extent], st.body)
+        if not V:
+            return False
+        k = self.names.new(object(), "tl_v", True)
+        ct = ctype(st.var.dtype)
+        if head:
+            self.w(head + "{")
+            self.indent += 1
+        self.w("#pragma unroll")
+        self.w(f"for ({ct} {k} = 0; {k} < {E.const_int_value(st.extent) // V}; ++{k}) {{")
+        self.indent += 1
+        self.w(f"const {ct} {self.bind(st.var)} = {k} * {V};")
+        emit_vector_copy(self, st.body, V, st.var)
+        self.indent -= 1
+        self.w("}")
+        if head:
+            self.indent -= 1
+            self.w("}")
+        return True
+
+    def s_IfThenElse(self, st, block):
+        if id(st) in self.plan.regions.branches:
+            return self._ranged_if(st, block)
+        inner = block and not self.plan.depends(st.cond)
+        self.w(f"if ({self.expr(st.cond)}) {{")
+        self.indent += 1
+        self.stmt(st.then_body, inner)
+        self.indent -= 1
+        if st.else_body is not None:
+            self.w("} else {")
+            self.indent += 1
+            self.stmt(st.else_body, inner)
+            self.indent -= 1
+        self.w("}")
+
+    def _ranged_if(self, st, block):
+        """`if tx < 128:`-style branches: each side runs on its range of threads as if
+        the block had only those (`tl_tid` counts from the range's first thread)."""
+        then, other = self.plan.regions.branches[id(st)]
+        sides = [("if ({}) {{".format(self.expr(st.cond)), st.then_body, then)]
+        if st.else_body is not None:
+            sides.append(("} else {", st.else_body, other if other is not None else self.range))
+        saved = self.range, self.plan.nthreads
+        for head, body, rng in sides:
+            self.w(head)
+            self.indent += 1
+            self.range, self.plan.nthreads = rng, rng.size
+            if rng != saved[0] and rng.lo != saved[0].lo:
+                self.w(f"const int tl_tid = (int)threadIdx.x - {rng.lo};   // threads {rng.lo}..{rng.hi - 1}")
+            self.stmt(body, block)
+            self.range, self.plan.nthreads = saved
+            self.indent -= 1
+        self.w("}")
+
+    def s_While(self, st, block):
+        inner = block and not self.plan.depends(st.cond)
+        self.w(f"while ({self.expr(st.cond)}) {{")
+        self.indent += 1
+        self.stmt(st.body, inner)
+        self.indent -= 1
+        self.w("}")
+
+    def s_Break(self, st, block):
+        self.w("break;")
+
+    def s_Continue(self, st, block):
+        self.w("continue;")
+
+    def s_LetStmt(self, st, block):
+        self.w("{")
+        self.indent += 1
+        self.w(f"const {ctype(st.var.dtype)} {self.bind(st.var)} = {self.expr(st.value)};")
+        self.stmt(st.body, block)
+        self.indent -= 1
+        self.w("}")
+
+    def s_ThreadAllReduce(self, st, block):
+        emit_thread_allreduce(self, st, block)
+
+    def s_FinalizeReducer(self, op, block):
+        emit_finalize_reducer(self, op)
+
+    def s_Barrier(self, st, block):
+        if st.kind == "warp":
+            self.w(f"__syncwarp({self.expr(st.mask)});")
+            return
+        if st.barrier_id is None:
+            self.sync()
+            return
+        # named barrier: bar.sync id[, count] (count: the threads that take part)
+        if self.plan.uses_wgmma or self.fence_on_sync:
+            self.w("tl::fence_proxy_async();")
+        args = [st.barrier_id] + ([] if st.arrive_count is None else [st.arrive_count])
+        self.w(f"tl::__sync_thread_partial({', '.join(f'(int)({self.expr(a)})' for a in args)});")
+
+    def s_Assume(self, st, block):
+        # the promise the passes relied on, passed on to the CUDA compiler
+        self.w(f"__builtin_assume({self.expr(st.cond)});")
+
+    def s_Assert(self, st, block):
+        msg = str(st.message).replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+        self.w(f"if (!({self.expr(st.cond)})) {{ printf(\"device assert failed: {msg} "
+               f"(block %d,%d,%d thread %d)\\n\", (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, "
+               f"tl_tid); __trap(); }}")
+
+    def s_Print(self, st, block):
+        msg = str(st.msg or "").replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+        obj = st.obj
+        guard = "if (tl_tid == 0) " if self._guard(block, st) else ""
+        if isinstance(obj, Buffer):
+            p = self.placement(obj)
+            if p is not None and p.kind in ("acc", "row", "tile"):
+                self.w(f"// T.print of the register fragment `{obj.name}` is not supported yet")
+                return
+            n = 1
+            for d in obj.shape:
+                n *= E.const_int_value(d) or 1
+            name = self.buf_name(obj)
+            idx = name if p is not None and p.kind == "var" else f"{name}[tl_p]"
+            self.w(f"{guard}for (int tl_p = 0; tl_p < {n}; ++tl_p) printf(\"{msg} {obj.name}[%d] = %f\\n\", "
+                   f"tl_p, (double)(float)({idx}));")
+            return
+        fmt, val = ("%lld", f"(long long)({self.expr(obj)})") if not obj.dtype.is_float else \
+            ("%f", f"(double)(float)({self.expr(obj)})")
+        self.w(f"{guard}printf(\"{msg} {fmt} (block %d,%d,%d thread %d)\\n\", {val}, (int)blockIdx.x, "
+               f"(int)blockIdx.y, (int)blockIdx.z, tl_tid);")
+
+    def s_KernelLaunch(self, st, block):
+        raise NotImplementedError("nested T.Kernel")
+
+    # tile ops ----------------------------------------------------------------------
+    def _require_block_level(self, op, what):
+        """Tile ops that split their work among all of the block's threads cannot run in
+        a branch that only some threads take: they would silently compute part of it."""
+        from tilelang.ir.errors import LoweringError
+        raise LoweringError(
+            f"{what} inside a branch on the thread index (or another per-thread context): "
+            f"the whole block computes a tile op together, so only part of it would be done",
+            getattr(op, "span", None),
+            hint="move it out of the `if tx < ...` branch; for producer/consumer roles use "
+                 "T.Pipelined (or T.ws scopes), whose schedule the compiler derives")
+
+    def s_Gemm(self, op, block):
+        if not block:
+            self._require_block_level(op, "T.gemm")
+        cfg = self.plan.gemms.get(id(op))
+        if cfg is None:
+            return self.cooperative(simt_gemm(op))
+        ta, tb = "true" if op.trans_A else "false", "true" if op.trans_B else "false"
+        if getattr(cfg, "kind", "mma") == "wgmma":
+            call = self.wgmma_call(op, cfg, acc="{acc}")
+            return self._gemm_call(op, cfg, call)
+
+        def ptr(r):
+            return f"{self.buf_name(r.buffer)} + {self.flat(r.buffer, r.starts)}", \
+                self.expr(E.convert(self.strides(r.buffer)[-2]))
+        (pa, lda), (pb, ldb) = ptr(op.A), ptr(op.B)
+        call = (f"tl::gemm_ss<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}, {ta}, {tb}>"
+                f"({pa}, {lda}, {pb}, {ldb}, {{acc}}, tl_tid);")
+        if getattr(cfg, "k32", False):   # fp8: A M x K, B N x K (gemm_lowering.mma_config)
+            call = (f"tl::gemm_ss_k32<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}>"
+                    f"({pa}, {lda}, {pb}, {ldb}, {{acc}}, tl_tid);")
+        return self._gemm_call(op, cfg, call)
+
+    def wgmma_call(self, op, cfg, issue_only=False, acc=None):
+        """The C++ statement running wgmma gemm `op` on the buffers its operands are named
+        by now (ring slots included): `tl::wgmma_gemm_{ss,rs}` issues and waits,
+        `tl::wgmma_{ss,rs}_issue` only issues and commits the group."""
+        t = ctype(op.A.buffer.dtype)
+        ta, tb = ("true" if x else "false" for x in (op.trans_A, op.trans_B))
+        a, b = self.buf_name(op.A.buffer), self.buf_name(op.B.buffer)
+        acc = acc or self.buf_name(op.C.buffer)
+        if cfg.a_regs:
+            fn = "wgmma_rs_issue" if issue_only else "wgmma_gemm_rs"
+            return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {tb}, {t}>({a}, {b}, {acc}, tl_tid);"
+        fn = "wgmma_ss_issue" if issue_only else "wgmma_gemm_ss"
+        return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {ta}, {tb}, {t}>({a}, {b}, {acc}, tl_tid);"
+
+    def _gemm_call(self, op, cfg, call):
+        cp = self.placement(op.C.buffer)
+        if cp.kind == "acc":
+            self.w(call.format(acc=self.buf_name(op.C.buffer)))
+            return
+        # accumulator in shared memory: through registers for the mma
+        L = cfg.layout()
+        c = op.C
+        row, col = E.Var("tl_row"), E.Var("tl_col")
+        self.names.by_id[id(row)], self.names.by_id[id(col)] = f"{L}::row(tl_tid, tl_r)", f"{L}::col(tl_tid, tl_r)"
+        idx = list(c.starts)
+        idx[-2] = simplify(idx[-2] + row)
+        idx[-1] = simplify(idx[-1] + col)
+        cel = self.access(E.BufferLoad(c.buffer, idx))
+        acc_dt = DataType(getattr(cfg, "acc", "float32"))
+        cast_in = cast_str(c.buffer.dtype, acc_dt, cel)
+        self.w("{")
+        self.w(f"  {ctype(acc_dt)} tl_acc[{cfg.regs}];")
+        self.w("  #pragma unroll")
+        self.w(f"  for (int tl_r = 0; tl_r < {cfg.regs}; ++tl_r) tl_acc[tl_r] = {cast_in};")
+        self.w("  " + call.format(acc="tl_acc"))
+        self.w("  #pragma unroll")
+        self.w(f"  for (int tl_r = 0; tl_r < {cfg.regs}; ++tl_r) {cel} = "
+               f"{cast_str(acc_dt, c.buffer.dtype, 'tl_acc[tl_r]')};")
+        self.w("}")
+
+    def s_Reduce(self, op, block):
+        if not block:
+            self._require_block_level(op, f"T.reduce_{op.kind}")
+        p = self.placement(op.src.buffer)
+        if per_thread(self, op):
+            for line in emit_local_reduce(self, op):
+                self.w(line)
+            return
+        if p is not None and p.kind == "acc":
+            for line in emit_register_reduce(self, op, p.acc):
+                self.w(line)
+            return
+        if p is not None and p.kind == "tile":
+            for line in emit_tile_reduce(self, op, p.acc):
+                self.w(line)
+            return
+        if self.plan.nthreads % 32 == 0:
+            for line in emit_warp_reduce(self, op):
+                self.w(line)
+            return
+        from tilelang.transform.lower_tile_ops import lower_reduce
+        self.stmt(lower_reduce(op), block)
+
+    def s_Fill(self, op, block):
+        from tilelang.transform.lower_tile_ops import lower_fill
+        self.stmt(lower_fill(op), block)
+
+    def s_Copy(self, op, block):
+        from tilelang.transform.lower_tile_ops import lower_copy
+        bar = op.annotations.get("tma_barrier")
+        # bulk copies for T.tma_copy: correct on the H200 with the warp-specialized GEMM
+        # (7x faster than range threads copying); opt-in (TILELANG_CUDA_TMA_COPY=1) until
+        # the published kernels that use T.tma_copy have run with them
+        if bar is not None and block and self.use_tma and self.options.tma_copy \
+                and emit_tma_copy(self, op, lower_copy(op), bar):
+            return
+        self.stmt(lower_copy(op), block)
+
+    def s_Atomic(self, op, block):
+        # only `use_tma` atomics reach the codegen (backend/cuda/ops/tma_reduce.py)
+        from tilelang.backend.cuda.ops.tma_reduce import emit_tma_reduce
+        if emit_tma_reduce(self, op, block):
+            return
+        from tilelang.transform.lower_tile_ops import lower_atomic, simplify_stmt
+        self.stmt(simplify_stmt(lower_atomic(op)), block)
+
+    def s_WarpMmaLoad(self, op, block):
+        from tilelang.backend.cuda.ops.warp_mma import emit_load
+        emit_load(self, op)
+
+    def s_WarpMma(self, op, block):
+        from tilelang.backend.cuda.ops.warp_mma import emit_mma
+        emit_mma(self, op)
+
+    def s_WarpMmaStore(self, op, block):
+        from tilelang.backend.cuda.ops.warp_mma import emit_store
+        emit_store(self, op)
+
+    def _registers_only(self, st):
+        """A T.Parallel nest that works on per-thread arrays: it stores only into them
+        (`T.clear` of a `T.alloc_local` array), or it moves data of one whose contents
+        differ between threads (a `T.copy` of a thread's registers to memory) and no
+        register fragment. Every thread runs all of it on its own registers; splitting
+        it over the threads would give each a few elements. (A local array that holds
+        the same value in every thread, e.g. a block index read into a scalar, is just
+        an operand of an ordinary, shared-out loop.)"""
+        from tilelang.ir.visitor import walk
+        kinds, private, fragments = [], [], []
+
+        def f(n):
+            if isinstance(n, (S.BufferStore, E.BufferLoad)):
+                kind = getattr(self.placement(n.buffer), "kind", None)
+                if kind == "local" and id(n.buffer) in self.plan.td_bufs:
+                    private.append(n)
+                elif kind in ("acc", "row", "tile"):
+                    fragments.append(n)
+            if isinstance(n, S.BufferStore):
+                kinds.append(getattr(self.placement(n.buffer), "kind", None))
+            elif isinstance(n, E.Call) and n.name.startswith("atomic_"):
+                kinds.append("atomic")
+        walk(st, f)
+        if kinds and all(k in ("local", "var") for k in kinds):
+            return True
+        return bool(private) and not fragments
+
+    # parallel loops --------------------------------------------------------------------
+    def cooperative(self, st):
+        vars_, mins, exts, body = parallel_nest(st)
+        regs = self._accs_in(body)
+        if regs and self.placement(regs[0]).kind == "tile":
+            if emit_tile_loop(self, vars_, mins, exts, body, regs):
+                return
+        elif regs:
+            return self.fragment_loop(vars_, body, regs)
+        nt = self.plan.nthreads
+        from tilelang.backend.cuda.ops.vector_copy import vector_width, emit_vector_copy
+        V = vector_width(self, vars_, mins, exts, body)
+        if V:
+            exts = exts[:-1] + [E.IntImm(E.const_int_value(exts[-1]) // V)]
+        total = E.IntImm(1)
+        for e in exts:
+            total = simplify(E.binop("*", total, e))
+        tc = E.const_int_value(total)
+        it = self.names.new(object(), "tl_i", True)
+        if tc is not None and tc % nt == 0 and tc // nt <= 8:
+            # exact split: no bound check, fully unrolled
+            j = self.names.new(object(), "tl_j", True)
+            self.w("#pragma unroll")
+            self.w(f"for (int {j} = 0; {j} < {tc // nt}; ++{j}) {{")
+            self.indent += 1
+            self.w(f"const int {it} = {j} * {nt} + tl_tid;")
+        else:
+            if tc is not None and tc <= 4 * nt:
+                self.w("#pragma unroll")
+            self.w(f"for (int {it} = tl_tid; {it} < {self.expr(total)}; {it} += {nt}) {{")
+            self.indent += 1
+        rem = it
+        for k in reversed(range(len(vars_))):
+            ext, mn = self.expr(exts[k]), self.expr(mins[k])
+            off = "" if E.const_int_value(mins[k]) == 0 else f" + {mn}"
+            ct = ctype(vars_[k].dtype)
+            scale = f" * {V}" if V and k == len(vars_) - 1 else ""
+            if k:
+                self.w(f"const {ct} {self.bind(vars_[k])} = (({rem}) % {ext}){scale}{off};")
+                rem = f"(({rem}) / {ext})"
+            else:
+                self.w(f"const {ct} {self.bind(vars_[k])} = ({rem}){scale}{off};")
+        if V:
+            emit_vector_copy(self, body, V, vars_[-1])
+        else:
+            self.stmt(body, False)
+        self.indent -= 1
+        self.w("}")
+
+    def fragment_loop(self, vars_, body, regs):
+        """A T.Parallel nest over register fragments (layout/fragment.py checked that
+        it indexes them by its loop variables): each thread runs the slots it holds;
+        a 2-D nest follows the accumulator layout, a 1-D nest the row layout."""
+        lays = [self.placement(b).acc for b in regs]
+        acc = [L for L in lays if isinstance(L, AccLayout)]
+        L = acc[0] if acc else lays[0]
+        lt = L.layout()
+        shift = None
+        if acc:   # a shifted window acc[i + c0, j + c1] (layout/fragment.py checked it)
+            from tilelang.backend.cuda.layout.fragment import index_shift
+            from tilelang.ir.visitor import walk
+            found = []
+            walk(body, lambda n: found.append(index_shift(n.indices, vars_))
+                 if isinstance(n, (E.BufferLoad, S.BufferStore)) and any(n.buffer is b for b in regs) else None)
+            if found and found[0] is not None and any(E.const_int_value(c) != 0 for c in found[0]):
+                shift = found[0]
+        slot = self.names.new(object(), "tl_r", True)
+        # sm_80: ptxas then trades a small spill for occupancy in some GEMMs; keep scalar stores
+        if acc and shift is None and len(vars_) == 2 and arch_number(self.target.arch) >= 90 and \
+                self._pair_store(vars_, body, regs, L, lt, slot):
+            return
+        self.w("#pragma unroll")
+        self.w(f"for (int {slot} = 0; {slot} < {L.regs}; ++{slot}) {{")
+        self.indent += 1
+        sub = (lambda d: f" - ({self.expr(shift[d])})") if shift else (lambda d: "")
+        self.w(f"const int {self.bind(vars_[0])} = {lt}::row(tl_tid, {slot}){sub(0)};")
+        if acc:
+            self.w(f"const int {self.bind(vars_[1])} = {lt}::col(tl_tid, {slot}){sub(1)};")
+        if shift:
+            i, j = self.names.by_id[id(vars_[0])], self.names.by_id[id(vars_[1])]
+            self.w(f"if ({i} < 0 || {i} >= {L.M} || {j} < 0 || {j} >= {L.N}) continue;")
+        for b in regs:
+            is_row = self.placement(b).kind == "row"
+            self.acc_index[id(b)] = f"{lt}::row_slot({slot})" if acc and is_row else slot
+        self.stmt(body, False)
+        for b in regs:
+            del self.acc_index[id(b)]
+        self.indent -= 1
+        self.w("}")
+
+    def _pair_store(self, vars_, body, regs, L, lt, slot):
+        """An accumulator tile stored to a 16-bit global tensor, `G[.., j + c] = f(acc[i, j])`
+        (optionally under a bound check): registers r and r + 1 hold columns j and j + 1
+        of one row, so each pair goes out as one 32-bit store (half the store
+        instructions of the epilogue). Needs the pair's address to be 4-byte aligned
+        (even row stride and column offset; the pointer is checked at launch) and the
+        bound check to hold or fail for both columns alike (`j + c < n`, n and c even)."""
+        from tilelang.arith.simplify import linear_form
+        guard, st = None, body
+        if isinstance(st, S.IfThenElse) and st.else_body is None:
+            guard, st = st.cond, st.then_body
+        if not isinstance(st, S.BufferStore) or id(st.buffer) not in self.param_bufs:
+            return False
+        G, iv, jv = st.buffer, vars_[0], vars_[1]
+        if G.dtype.bits != 16 or getattr(G, "strides", None) is not None or L.regs % 2:
+            return False
+
+        def has(e, v):
+            return any(x is v for x in collect_vars(e))
+
+        def even_offset(e):
+            """e = j + (something even): the pair starts on an even column."""
+            lin = linear_form(simplify(E.binop("-", e, jv)))
+            if lin is None or has(simplify(E.binop("-", e, jv)), jv):
+                return False
+            terms, const = lin
+            return const % 2 == 0 and all(c % 2 == 0 for _, c in terms.values())
+        if any(has(i, jv) for i in st.indices[:-1]) or not even_offset(st.indices[-1]):
+            return False
+        row = E.const_int_value(G.shape[-1])
+        if row is None or row % 2:
+            return False
+        if guard is not None:
+            for c in E.conjuncts(guard):
+                if not has(c, jv):
+                    continue
+                # `j + c < n` (n even) or `j + c >= 0`: true or false for both columns alike
+                n = E.const_int_value(c.b) if isinstance(c, E.BinOp) and c.op in ("<", ">=") else None
+                if n is None or n % 2 or (c.op == ">=" and n != 0) or has(c.b, jv) or not even_offset(c.a):
+                    return False
+        self.aligned[G.name] = max(self.aligned.get(G.name, 1), 4)
+        self.w("#pragma unroll")
+        pair = self.names.new(object(), "tl_pair", True)
+        self.w(f"for (int {pair} = 0; {pair} < {L.regs // 2}; ++{pair}) {{")
+        self.indent += 1
+        self.w(f"const int {slot} = 2 * {pair};")
+        i, j = self.bind(iv), self.bind(jv)
+        self.w(f"const int {i} = {lt}::row(tl_tid, {slot});")
+        self.w(f"const int {j} = {lt}::col(tl_tid, {slot});")
+        vals = []
+        for e in (0, 1):
+            self.names.by_id[id(jv)] = j if e == 0 else f"({j} + 1)"
+            for b in regs:
+                is_row = self.placement(b).kind == "row"
+                r = slot if e == 0 else f"({slot} + 1)"
+                self.acc_index[id(b)] = f"{lt}::row_slot({r})" if is_row else r
+            val = st.value
+            if isinstance(val, E.Cast) and val.dtype is G.dtype and val.value.dtype.name == "float32":
+                val = val.value
+            v = self.expr(val)
+            # float values: store_pair converts both at once (one F2FP)
+            vals.append(v if val.dtype is G.dtype or val.dtype.name == "float32" else cast_str(val.dtype, G.dtype, v))
+        self.names.by_id[id(jv)] = j
+        for b in regs:
+            is_row = self.placement(b).kind == "row"
+            self.acc_index[id(b)] = f"{lt}::row_slot({slot})" if is_row else slot
+        line = f"tl::store_pair(&{self.access(st)}, {vals[0]}, {vals[1]});"
+        self.w(f"if ({self.expr(guard)}) {{ {line} }}" if guard is not None else line)
+        for b in regs:
+            del self.acc_index[id(b)]
+        self.indent -= 1
+        self.w("}")
+        return True
+
+    # software pipelining ------------------------------------------------------------------
+    def pipelined(self, st, info):
+        """A T.Pipelined loop whose tile copies run as cp.async into per-stage slots
+        (plan/pipeline.py has the schedule and the conditions)."""
+        ns = info.stages
+        if self._overlapped_wgmma(info):
+            tmas = tma_copies(self, info)
+            if tmas is not None:
+                return emit_pipelined_tma(self, st, info, tmas)
+            return self.pipelined_wgmma(st, info)
+        from tilelang.backend.cuda.plan.overlap import plan_overlap, emit_overlapped
+        ov = plan_overlap(self, info) if arch_number(self.target.arch) >= 90 else None
+        if ov is not None:   # attention-style: the second gemm overlaps the next iteration
+            return emit_overlapped(self, st, info, ov)
+        tmas = tma_copies(self, info)
+        if tmas is not None and body_fits_tma_ring(self, info):
+            return emit_pipelined_tma_body(self, st, info, tmas)
+        lo, hi = self._cp_async_prologue(st, info, ns - 1)
+        k = self.bind(st.var)
+        self.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
+        self.indent += 1
+        self.w(f"tl::cp_async_wait<{ns - 2}>();")
+        self.sync()
+        self._issue_ahead(st, info, k, ns - 1, lo, hi)
+        saved = self._slot_pointers(info, f"({k} - {lo}) % {ns}")
+        for s in info.rest:
+            self.stmt(s, True)
+        self._restore(saved)
+        self.indent -= 1
+        self.w("}")
+        self.w("tl::cp_async_wait<0>();")
+
+    def _issue_ahead(self, st, info, k, d, lo, hi):
+        """Inside the main loop at iteration `k`: the copies of iteration k + d into its
+        slot (when it exists), then close the cp.async group."""
+        ns = info.stages
+        kn = self.names.new(object(), k + "_next", True)
+        self.w(f"if ({k} + {d} < {hi}) {{")
+        self.indent += 1
+        self.w(f"const int {kn} = {k} + {d};")
+        self.names.by_id[id(st.var)] = kn
+        self._issue(info, f"({kn} - {lo}) % {ns}")
+        self.names.by_id[id(st.var)] = k
+        self.indent -= 1
+        self.w("}")
+        self.w("tl::cp_async_commit();")
+
+    def _cp_async_prologue(self, st, info, count):
+        """Issue the copies of the first `count` iterations (one cp.async group each, empty
+        past the end) before the main loop; returns the loop bounds (lo, hi) as C++."""
+        lo = self.expr(st.min)
+        hi = self.expr(simplify(st.min + st.extent))
+        self.sync()
+        p = self.names.new(object(), "tl_p", True)
+        self.w(f"for (int {p} = 0; {p} < {count}; ++{p}) {{")
+        self.indent += 1
+        self.w(f"if ({lo} + {p} < {hi}) {{")
+        self.indent += 1
+        k0 = self.bind(st.var)
+        self.w(f"const int {k0} = {lo} + {p};")
+        self._issue(info, p)
+        self.indent -= 1
+        self.w("}")
+        self.w("tl::cp_async_commit();")
+        self.indent -= 1
+        self.w("}")
+        return lo, hi
+
+    def _overlapped_wgmma(self, info):
+        """The body is one wgmma gemm on ring buffers into a register accumulator."""
+        if info.stages < 3 or len(info.rest) != 1 or not isinstance(info.rest[0], TO.Gemm):
+            return False
+        g = info.rest[0]
+        cfg = self.plan.gemms.get(id(g))
+        return getattr(cfg, "kind", "") == "wgmma" and not cfg.a_regs and \
+            self.placement(g.C.buffer).kind == "acc" and id(g) not in self.barrier_before
+
+    def pipelined_wgmma(self, st, info):
+        """GEMM main loop keeping one wgmma group in flight: iteration k issues its
+        wgmma, then the copies of iteration k + s - 2 into the slot iteration k - 2
+        read (every warpgroup finished it: each waited for all but its newest group
+        before the barrier), then waits for wgmma k - 1."""
+        ns, d = info.stages, info.stages - 2
+        g = info.rest[0]
+        cfg = self.plan.gemms[id(g)]
+        lo, hi = self._cp_async_prologue(st, info, d)
+        acc = self.buf_name(g.C.buffer)
+        k = self.bind(st.var)
+        self.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
+        self.indent += 1
+        self.w(f"tl::cp_async_wait<{d - 1}>();")
+        self.sync()
+        saved = self._slot_pointers(info, f"({k} - {lo}) % {ns}")
+        self.w(self.wgmma_call(g, cfg, issue_only=True))
+        self._restore(saved)
+        self._issue_ahead(st, info, k, d, lo, hi)
+        self.w("tl::wgmma_wait<1>();")
+        self.indent -= 1
+        self.w("}")
+        self.w("tl::wgmma_wait<0>();")
+        self.w(f"tl::fence_regs<{cfg.regs}>({acc});")
+        self.w("tl::cp_async_wait<0>();")
+
+    def _slot_pointers(self, info, slot):
+        saved = {}
+        for b in info.bufs:
+            base = self.buf_name(b)
+            saved[id(b)] = base
+            pl = self.placement(b)
+            name = self.names.new(object(), base + "_slot", True)
+            ct = ctype(b.dtype)
+            self.w(f"{ct}* {name} = {base} + ({slot}) * {pl.stage_bytes // b.dtype.itemsize};")
+            self.names.by_id[id(b)] = name
+        return saved
+
+    def _restore(self, saved):
+        self.names.by_id.update(saved)
+
+    def _issue(self, info, slot, copies=None):
+        """The copies of the loop (or `copies` of them) into ring slot `slot`, as cp.async."""
+        saved = self._slot_pointers(info, slot)
+        self.async_copy = True
+        for c in info.copies if copies is None else copies:
+            self.cooperative(c)
+        self.async_copy = False
+        self._restore(saved)
+
+    def _accs_in(self, body):
+        from tilelang.ir.visitor import walk
+        out = {}
+
+        def f(n):
+            if isinstance(n, (E.BufferLoad, S.BufferStore)):
+                p = self.placement(n.buffer)
+                if p is not None and p.kind in ("acc", "row", "tile"):
+                    out[id(n.buffer)] = n.buffer
+        walk(body, f)
+        return list(out.values())
+
+
+class _NameView(dict):
+    """Var id -> C name, read through the shared `Names`."""
+
+    def __init__(self, names):
+        super().__init__()
+        self._n = names
+
+    def get(self, k, default=None):
+        return self._n.by_id.get(k, default)
+
+
+_REDUCER_ATOMICS = {"+": "add", "max": "max", "min": "min", "&": "and", "|": "or", "^": "xor"}
+
+
+def shared_reducer_update(st, placement):
+    """(atomic kind, contribution) when `st` is `acc[i] = acc[i] op v` on a T.alloc_reducer
+    buffer that lives in shared memory (no register layout suits its updates): the
+    threads' contributions then meet in one copy, each added atomically."""
+    from tilelang.ir.printer import Printer
+    buf = st.buffer
+    if getattr(buf, "reducer_op", None) is None or placement is None or placement.kind != "smem":
+        return None
+    v = st.value
+    while isinstance(v, E.Cast) and v.dtype is buf.dtype:
+        v = v.value
+    if not isinstance(v, E.BinOp) or v.op not in _REDUCER_ATOMICS:
+        return None
+    key = Printer().expr
+    want = key(E.BufferLoad(buf, st.indices))
+    for mine, other in ((v.a, v.b), (v.b, v.a)):
+        if isinstance(mine, E.BufferLoad) and mine.buffer is buf and key(mine) == want:
+            return _REDUCER_ATOMICS[v.op], other
+    return None

@@ -1,0 +1,171 @@
+"""A lowered PrimFunc -> one CUDA C++ translation unit (one `__global__` function per
+T.Kernel) plus the launch metadata the runtime needs. Per-kernel code generation is
+in `emit/kernel.py`."""
+from __future__ import annotations
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.ir.errors import located
+from tilelang.ir.buffer import Buffer, is_packed
+from tilelang.ir.extern import imported_sources
+from tilelang.backend.cuda.emit.expr import ctype
+from tilelang.backend.cuda.emit.kernel import KernelCodegen, Names
+from tilelang.ir import mbarrier as M
+from tilelang.backend.cuda.analysis.launch_config import COOPERATIVE_INCLUDE, called, launch_needs, with_cluster_dims
+
+HEADER = '#include "tl_cuda/tl.h"\n'
+# short type names that device code written for nvcc gets from the host's <sys/types.h>
+# (NVRTC has no host headers); repeating a typedef of the same type is legal C++
+IMPORT_PRELUDE = "typedef unsigned int uint;\ntypedef unsigned short ushort;\ntypedef unsigned char uchar;\n\n"
+
+
+def _top_level(body):
+    stmts = body.stmts if isinstance(body, S.SeqStmt) else [body]
+    workspaces, launches = [], []
+    for s in stmts:
+        if isinstance(s, S.DeclBuffer) and s.buffer.scope == "global":
+            workspaces.append(s.buffer)
+        elif isinstance(s, S.KernelLaunch):
+            launches.append(s)
+        elif isinstance(s, S.DeclBuffer):
+            raise located(NotImplementedError, f"`{s.buffer.name}` ({s.buffer.scope}) is allocated outside "
+                          "T.Kernel", span=s.span, hint="allocate it inside `with T.Kernel(...)`")
+        else:
+            raise located(NotImplementedError, "on CUDA, statements run inside `with T.Kernel(...)`; this one "
+                          "is at function level", span=s.span,
+                          hint="move it into the T.Kernel block (the CPU target runs function-level code "
+                               "on the host, CUDA does not)")
+    if not launches:
+        raise NotImplementedError("the function has no T.Kernel (and no T.Parallel(..., 'SSR') loop)")
+    return workspaces, launches
+
+
+def scalar_class(dt):
+    return "float" if dt.is_float else "int"
+
+
+def py_expr(e, env):
+    """An int expression as Python source over `ints` (for grid sizes and workspace
+    shapes that depend on dynamic dimensions). `env`: id(Var) -> Python name."""
+    if isinstance(e, int):
+        return str(e)
+    if isinstance(e, E.IntImm):
+        return str(int(e.value))
+    if isinstance(e, E.Var):
+        if id(e) not in env:
+            raise NotImplementedError(f"launch size depends on `{e.name}`, which is not a parameter")
+        return env[id(e)]
+    if isinstance(e, E.Cast):
+        return py_expr(e.value, env)
+    if isinstance(e, E.BinOp):
+        a, b = py_expr(e.a, env), py_expr(e.b, env)
+        if e.op in ("min", "max"):
+            return f"{e.op}({a}, {b})"
+        if e.op == "/":
+            return f"int(({a}) / ({b}))"
+        op = {"&&": "and", "||": "or"}.get(e.op, e.op)
+        return f"(({a}) {op} ({b}))"
+    if isinstance(e, E.Select):
+        return f"(({py_expr(e.t, env)}) if ({py_expr(e.cond, env)}) else ({py_expr(e.f, env)}))"
+    raise NotImplementedError(f"cannot evaluate `{e}` on the host")
+
+
+def generate(func, target, config=None):
+    """(source, meta) for a lowered function."""
+    workspaces, launches = _top_level(func.body)
+    names = Names()
+    params = []          # (class, obj, C declaration)
+    bufs = [p for p in func.params if isinstance(p, Buffer)]
+    ints = [p for p in func.params if isinstance(p, E.Var) and not p.dtype.is_float]
+    floats = [p for p in func.params if isinstance(p, E.Var) and p.dtype.is_float]
+    dyn = func.dynamic_vars()
+    # a kernel that waits with T.pdl_sync starts while the kernel before it still
+    # writes: its loads must not go through the non-coherent read-only path that
+    # __restrict__ lets the compiler choose
+    pdl_waits = any(M.PDL_SYNC in called(launch.body) for launch in launches)
+    for b in bufs + workspaces:
+        restrict = "" if getattr(b, "may_alias", False) or pdl_waits else " __restrict__"
+        t = "unsigned char" if is_packed(b) else ctype(b.dtype)   # 4-bit elements: packed bytes
+        params.append(("buffer", b, f"{t}*{restrict} {names.new(b, b.name)}"))
+    for v in ints + dyn:
+        params.append(("int", v, f"{ctype(v.dtype)} {names.new(v, v.name)}"))
+    for v in floats:
+        params.append(("float", v, f"{ctype(v.dtype)} {names.new(v, v.name)}"))
+    env = {id(v): f"ints[{k}]" for k, v in enumerate(ints + dyn)}
+    kernels, sources = [], []
+    for k, launch in enumerate(launches):
+        if "cuda_source" in launch.annotations:   # T.CUDASourceCodeKernel: the user's own source
+            m = {"entry": launch.annotations["cuda_source_entry"], "grid": launch.grid,
+                 "threads": [E.const_int_value(E.convert(t)) for t in launch.threads] + [1] * (3 - len(launch.threads)),
+                 "smem": 0, "aligned": {}, "cluster": None, "cooperative": False, "pdl": False, "tmaps": []}
+            m["grid"] = [py_expr(g, env) for g in m["grid"]] + ["1"] * (3 - len(m["grid"]))
+            kernels.append(m)
+            sources.append(launch.annotations["cuda_source"].strip() + "\n")
+            continue
+        entry = f"{func.name}_kernel" if len(launches) == 1 else f"{func.name}_kernel_{k}"
+        kc = KernelCodegen(launch, entry, target, params, _scoped(names), config, {id(b) for b in bufs})
+        src, m = kc.emit()
+        _trace_plan(config, entry, launch, kc.plan)
+        m.update(launch_needs(launch, target, entry))   # cluster / cooperative / pdl (analysis/launch_config.py)
+        auto = m.pop("auto_cluster")
+        m["cluster"] = m["cluster"] or auto      # pairs the codegen chose for TMA multicast
+        src = with_cluster_dims(src, entry, m["cluster"])
+        m["grid"] = [py_expr(g, env) for g in m["grid"]] + ["1"] * (3 - len(m["grid"]))
+        # tensor maps of the kernel's bulk tensor copies: extra trailing parameters
+        m["tmaps"] = [tensor_map_spec(t, bufs, env) for t in kc.tmaps]
+        kernels.append(m)
+        sources.append(src)
+    meta = {
+        "kernels": kernels,
+        "workspaces": [{"shape": [py_expr(E.convert(d), env) for d in w.shape], "dtype": w.dtype.name}
+                       for w in workspaces],
+        "param_types": [(cls, obj.dtype.name) for cls, obj, _ in params],
+        "param_names": [obj.name for _, obj, _ in params],
+        "n_buffers": len(bufs),
+        "n_ints": len(ints) + len(dyn),
+        "n_floats": len(floats),
+    }
+    # T.import_source texts: after our header, before the kernels that call into them
+    imported = "".join(t.rstrip() + "\n\n" for t in imported_sources(func.body))
+    if imported:
+        imported = IMPORT_PRELUDE + imported
+    header = HEADER + (COOPERATIVE_INCLUDE if any(k["cooperative"] for k in kernels) else "")
+    return header + "\n" + imported + "\n\n".join(sources) + "\n", meta
+
+
+def _scoped(names):
+    """Kernel-local names start from the function-level ones (parameters)."""
+    n = Names()
+    n.by_id, n.used = dict(names.by_id), set(names.used)
+    return n
+
+
+def tensor_map_spec(t, bufs, env):
+    """What the launcher needs to encode the tensor map of TmaCopy `t` (tma.py): the
+    source's extents and byte strides, innermost first, and the box (64 columns, the
+    tile's rows along its row dimension, 1 elsewhere). Other maps describe themselves."""
+    if hasattr(t, "spec"):   # tma_reduce.TmaReduce
+        return t.spec(bufs, env)
+    shape, es = t.src.shape, t.src.dtype.itemsize
+    n = len(shape)
+    strides, acc = [], es
+    for d in range(n - 1, 0, -1):
+        acc *= E.const_int_value(shape[d])
+        strides.append(acc)
+    box = [t.rows if d == t.row_dim else 1 for d in range(n)]
+    box[n - 1] = 64
+    return {"buffer": bufs.index(t.src), "dims": [py_expr(E.convert(shape[d]), env) for d in range(n - 1, -1, -1)],
+            "strides": strides, "box": box[::-1], "elem_bytes": es}
+
+
+def _trace_plan(config, entry, launch, plan):
+    """Under the lower trace, the kernel's backend decisions (plan/report.py) as a page."""
+    import os
+    d = (config or {}).get("tl.lower_trace") or os.environ.get("TL_LOWER_TRACE")
+    if not d:
+        return
+    from tilelang.backend.cuda.plan.report import format_plan
+    os.makedirs(d, exist_ok=True)
+    n = len([f for f in os.listdir(d) if f[:2].isdigit()])
+    with open(os.path.join(d, f"{n:02d}_cuda_plan_{entry}.txt"), "w") as f:
+        f.write(format_plan(entry, launch, plan))

@@ -1,0 +1,424 @@
+"""CUDA C++ for T.Parallel loops and reductions over the thread-tile register layouts of
+layout/tile.py. Every loop is fully unrolled over the slots a thread holds, so register
+arrays are only ever indexed by constants:
+
+- tile mode (a loop over the tile, or a 1-D loop over a one-row tile): chunk c of V
+  elements starts at flat = (c * T + tid) * V; a copy between a register fragment and
+  global/shared memory moves each chunk as one vector of up to 16 bytes (several for
+  wider elements), with the bound check evaluated once per chunk;
+- rows / cols mode (a 1-D loop over the row or column fragments): each thread runs the
+  rows / columns it holds (replicated over the threads that share them);
+- a loop over one-element fragments only: every thread runs it on its own copy.
+
+A reduction over the last dimension combines the thread's slots of each row, then the
+lanes of the row with butterfly shuffles (every lane ends with the result); rows wider
+than a warp exchange warp partials through shared memory (two alternating phases, one
+barrier per reduction)."""
+from __future__ import annotations
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.backend.cuda.emit.expr import ctype, cast_str
+from tilelang.backend.cuda.layout.tile import ThreadTile, TileRows, TileCols, Scalar
+from tilelang.backend.cuda.ops.vector_copy import vec_type, _has, _mult_except, _cond_ok, consecutive
+
+
+def emit_tile_loop(cg, vars_, mins, exts, body, regs):
+    """A T.Parallel nest whose register fragments have tile_layout layouts."""
+    exts = [E.const_int_value(e) for e in exts]
+    unit = [v for v, e in zip(vars_, exts) if e == 1]
+    cv = [v for v, e in zip(vars_, exts) if e != 1]
+    lays = {id(b): cg.placement(b).acc for b in regs}
+    dist = [L for L in lays.values() if not isinstance(L, Scalar)]
+    scal = [b for b in regs if isinstance(lays[id(b)], Scalar)]
+    if not dist and cv:     # reads replicated scalars only: an ordinary cooperative loop
+        return False
+    cg.w("{")
+    cg.indent += 1
+    for v in unit:
+        cg.names.by_id[id(v)] = "0"
+    for b in scal:
+        cg.acc_index[id(b)] = "0"
+    if not dist:
+        cg.stmt(body, False)
+    else:
+        D = dist[0]
+        L = D if isinstance(D, ThreadTile) else D.tile
+        mode = "tile" if len(cv) == 2 or isinstance(D, ThreadTile) else "rows" if isinstance(D, TileRows) else "cols"
+        if mode == "rows":
+            _rows_loop(cg, L, cv[0], body, regs, lays)
+        else:
+            _chunk_loop(cg, L, mode, cv, body, regs, lays)
+    for b in scal:
+        del cg.acc_index[id(b)]
+    cg.indent -= 1
+    cg.w("}")
+    return True
+
+
+def _slot(L, lay, s):
+    if isinstance(lay, ThreadTile):
+        return s
+    if isinstance(lay, TileRows):
+        return f"({s}) / {L.G}"
+    return f"({s}) % {L.G}"
+
+
+def _rows_loop(cg, L, iv, body, regs, lays):
+    s = cg.names.new(object(), "tl_s", True)
+    cg.w("#pragma unroll")
+    cg.w(f"for (int {s} = 0; {s} < {L.row_regs}; ++{s}) {{")
+    cg.indent += 1
+    cg.w(f"const int {cg.bind(iv)} = ({s} * {L.G // L.V * L.T * L.V} + tl_tid * {L.V}) / {L.N};")
+    for b in regs:
+        if not isinstance(lays[id(b)], Scalar):
+            cg.acc_index[id(b)] = s
+    cg.stmt(body, False)
+    for b in regs:
+        cg.acc_index.pop(id(b), None)
+    cg.indent -= 1
+    cg.w("}")
+
+
+def _chunk_loop(cg, L, mode, cv, body, regs, lays):
+    """Tile or cols mode: chunks of V contiguous elements along the row."""
+    nch = L.K if mode == "tile" else L.G // L.V
+    c = cg.names.new(object(), "tl_c", True)
+    cg.w("#pragma unroll")
+    cg.w(f"for (int {c} = 0; {c} < {nch}; ++{c}) {{")
+    cg.indent += 1
+    f = cg.names.new(object(), "tl_f", True)
+    cg.w(f"const int {f} = ({c} * {L.T} + tl_tid) * {L.V};")
+    jv = cv[-1]
+    if len(cv) == 2:
+        cg.w(f"const int {cg.bind(cv[0])} = {f} / {L.N};")
+    j0 = cg.names.new(object(), "tl_j0", True)
+    cg.w(f"const int {j0} = {f} % {L.N};" if L.M > 1 else f"const int {j0} = {f};")
+    W, vec = L.V, None
+    while W >= 2 and vec is None:   # the widest vector that divides the chunk and the row stride
+        vec = _vector_copy(cg, body, jv, W, lays)
+        W = W if vec is not None else W // 2
+    if vec is not None:
+        for e0 in range(0, L.V, W):
+            _emit_vector_copy(cg, vec, jv, j0 if e0 == 0 else f"({j0} + {e0})", c, L, W, e0)
+    elif _register_cast(body, L, lays) is not None:
+        _emit_register_cast(cg, body, jv, j0, c, L, mode, lays)
+    elif _atomic_width(cg, body, jv, L):
+        _emit_register_atomic(cg, body, jv, j0, c, L, mode, regs, lays, _atomic_width(cg, body, jv, L))
+    else:
+        e = cg.names.new(object(), "tl_e", True)
+        hoisted = _hoist_shared_loads(cg, body, cv, jv, j0, L, e)
+        cg.w("#pragma unroll")
+        cg.w(f"for (int {e} = 0; {e} < {L.V}; ++{e}) {{")
+        cg.indent += 1
+        cg.w(f"const int {cg.bind(jv)} = {j0} + {e};")
+        s = f"{c} * {L.V} + {e}"
+        for b in regs:
+            lay = lays[id(b)]
+            if not isinstance(lay, Scalar):
+                cg.acc_index[id(b)] = _slot(L, lay, s) if mode == "tile" else s
+        cg.stmt(body, False)
+        for b in regs:
+            if not isinstance(lays[id(b)], Scalar):
+                del cg.acc_index[id(b)]
+        for b in hoisted:
+            del cg.load_override[b]
+        cg.indent -= 1
+        cg.w("}")
+    cg.indent -= 1
+    cg.w("}")
+
+
+def _register_cast(body, L, lays):
+    """(store, load) when the body converts one register-tile element into another tile of
+    the same layout (`B_local[i] = T.cast(A_local[i], ...)`) and the pair has a two-lane
+    conversion (ops/vector_cast.py); the chunk's V elements are consecutive in both."""
+    from tilelang.backend.cuda.ops.vector_cast import can_pair
+    if L.V % 2 or not isinstance(body, S.BufferStore) or not isinstance(body.value, E.Cast):
+        return None
+    load = body.value.value
+    if not isinstance(load, E.BufferLoad) or not can_pair(load.buffer.dtype, body.buffer.dtype):
+        return None
+    ls, ld = lays.get(id(body.buffer)), lays.get(id(load.buffer))
+    if ls is None or ld is None or isinstance(ls, Scalar) or type(ls) is not type(ld):
+        return None
+    if [id(i) for i in body.indices] != [id(i) for i in load.indices] or \
+            not all(isinstance(i, E.Var) for i in body.indices):
+        return None
+    return body, load
+
+
+def _emit_register_cast(cg, body, jv, j0, c, L, mode, lays):
+    """The chunk's V elements two at a time (ops/vector_cast.py)."""
+    from tilelang.backend.cuda.ops.vector_cast import pair_cast
+    store, load = _register_cast(body, L, lays)
+    cg.names.by_id[id(jv)] = j0
+
+    def elem(buf, e):
+        lay = lays[id(buf)]
+        slot = f"{c} * {L.V} + {e}"
+        cg.acc_index[id(buf)] = _slot(L, lay, slot) if mode == "tile" else slot
+        ref = cg.access(E.BufferLoad(buf, store.indices))
+        del cg.acc_index[id(buf)]
+        return ref
+    for e in range(0, L.V, 2):
+        p = cg.names.new(object(), "tl_p", True)
+        cg.w("{ " + pair_cast(load.buffer.dtype, store.buffer.dtype, elem(load.buffer, e), elem(load.buffer, e + 1),
+                              elem(store.buffer, e), elem(store.buffer, e + 1), p) + " }")
+
+
+def _atomic_width(cg, body, jv, L):
+    """Elements per vector atomic add when the body adds one element of a register tile
+    (or any per-element value) into consecutive global elements along `jv` (0: none)."""
+    from tilelang.backend.cuda.ops import vector_atomic as vector_atomic
+    m = vector_atomic.match(body)
+    if m is None:
+        return 0
+    guard, call = m
+    dst = call.args[0]
+    W = vector_atomic.lanes(dst.buffer.dtype, cg.target.arch)
+    while W >= 2 and L.V % W:
+        W //= 2
+    if W < 2:
+        return 0
+    strides = cg.strides(dst.buffer)
+    if E.const_int_value(strides[-1]) != 1 or any(_has(i, jv) for i in dst.indices[:-1]):
+        return 0
+    if any(E.const_int_value(x) is None or E.const_int_value(x) % W for x in strides[:-1]):
+        return 0
+    if not consecutive(dst.indices[-1], jv, W) or (guard is not None and not _cond_ok(guard, jv, W)):
+        return 0
+    return W
+
+
+def _emit_register_atomic(cg, body, jv, j0, c, L, mode, regs, lays, W):
+    """The chunk's V elements as V / W vector atomic adds (ops/vector_atomic.py)."""
+    from tilelang.backend.cuda.ops import vector_atomic as vector_atomic
+    guard, call = vector_atomic.match(body)
+    if call.args[0].buffer.scope == "global":
+        name = call.args[0].buffer.name
+        cg.aligned[name] = max(cg.aligned.get(name, 1), W * call.args[0].buffer.dtype.itemsize)
+
+    def bind(e):
+        cg.names.by_id[id(jv)] = j0 if e == 0 else f"({j0} + {e})"
+        for b in regs:
+            lay = lays[id(b)]
+            if not isinstance(lay, Scalar):
+                slot = f"{c} * {L.V} + {e}"
+                cg.acc_index[id(b)] = _slot(L, lay, slot) if mode == "tile" else slot
+    for e0 in range(0, L.V, W):
+        values = []
+        for e in range(e0, e0 + W):
+            bind(e)
+            values.append(vector_atomic.element_value(cg, call))
+        bind(e0)
+        line = vector_atomic.call_line(cg, call, W, cg.access(call.args[0]), values)
+        cg.w(f"if ({cg.expr(guard)}) {{ {line} }}" if guard is not None else line)
+    for b in regs:
+        cg.acc_index.pop(id(b), None)
+
+
+def _hoist_shared_loads(cg, body, cv, jv, j0, L, e):
+    """Shared tiles that the body reads at the loop's own (i, j) and does not write: one
+    vector load per chunk (in bounds: the tile has the loop's shape); the element
+    loads read that vector. Returns the hoisted buffer ids."""
+    from tilelang.ir.visitor import walk
+    from tilelang.backend.cuda.layout.tile import canon_shape
+    loads, written = {}, set()
+
+    def f(n):
+        if isinstance(n, S.BufferStore):
+            written.add(id(n.buffer))
+        elif isinstance(n, E.BufferLoad):
+            loads.setdefault(id(n.buffer), []).append(n)
+    walk(body, f)
+    out = []
+    for bid, ls in loads.items():
+        b = ls[0].buffer
+        p = cg.placement(b)
+        if bid in written or p is None or p.kind != "smem" or p.swizzle or b.dtype.bits < 8:
+            continue
+        if canon_shape(b) != ([L.M, L.N] if L.M > 1 else [L.N]) or len(cv) != len(canon_shape(b)):
+            continue
+        ok = True
+        for ld in ls:
+            ix = [i for i, d in zip(ld.indices, b.shape) if E.const_int_value(d) != 1]
+            rest = [i for i, d in zip(ld.indices, b.shape) if E.const_int_value(d) == 1]
+            ok &= all(i is v for i, v in zip(ix, cv)) and all(E.const_int_value(i) == 0 for i in rest)
+        strides = cg.strides(b)
+        ok = ok and E.const_int_value(strides[-1]) == 1 and \
+            all(E.const_int_value(x) is not None and E.const_int_value(x) % L.V == 0 for x in strides[:-1])
+        nbytes = L.V * b.dtype.itemsize
+        if not ok or nbytes < 2 or (nbytes > 16 and nbytes % 16):
+            continue
+        piece = min(nbytes, 16)
+        vt, _ = vec_type(b.dtype, piece)
+        v = cg.names.new(object(), "tl_h", True)
+        cg.names.by_id[id(jv)] = j0
+        addr = f"&{cg.access(ls[0])}"
+        cg.w(f"{vt} {v}[{nbytes // piece}];")
+        for q in range(nbytes // piece):
+            cg.w(f"{v}[{q}] = reinterpret_cast<const {vt}*>({addr})[{q}];")
+        cg.load_override[bid] = f"reinterpret_cast<const {ctype(b.dtype)}*>({v})[{e}]"
+        out.append(bid)
+    return out
+
+
+def _strip(v, types=None):
+    """`v` without its casts; `types` (a list) collects the dtypes they convert to."""
+    while isinstance(v, E.Cast):
+        if types is not None:
+            types.append(v.dtype)
+        v = v.value
+    return v
+
+
+def _vector_copy(cg, body, jv, V, lays):
+    """(guard, store, load, sel, reg side 'dst'|'src') when the body copies one element
+    between a register tile and memory that a V-element vector can move (the emitter
+    converts once, from the load's dtype to the store's: a chain of casts through
+    another dtype, which rounds or truncates on the way, is not a copy)."""
+    guard = None
+    if isinstance(body, S.IfThenElse) and body.else_body is None:
+        guard, body = body.cond, body.then_body
+    if not isinstance(body, S.BufferStore):
+        return None
+    via = []
+    val, sel = _strip(body.value, via), None
+    if isinstance(val, E.Select):
+        z = _strip(val.f)
+        if not (isinstance(z, (E.FloatImm, E.IntImm)) and z.value == 0):
+            return None
+        via.append(val.dtype)
+        sel, val = val.cond, _strip(val.t, via)
+    if not isinstance(val, E.BufferLoad) or any(t not in (val.dtype, body.buffer.dtype) for t in via):
+        return None
+    reg = [x for x in (body, val) if id(x.buffer) in lays and isinstance(lays[id(x.buffer)], (ThreadTile, TileCols))]
+    if len(reg) != 1:
+        return None
+    mem = val if reg[0] is body else body
+    p = cg.placement(mem.buffer)
+    if mem.buffer.dtype.bits < 8 or (p is not None and (p.kind != "smem" or p.swizzle)):
+        return None
+    if mem.buffer.scope not in ("global", "shared", "shared.dyn", "local.fragment"):
+        return None
+    if V * mem.buffer.dtype.itemsize < 2 or (V * mem.buffer.dtype.itemsize > 16 and
+                                              V * mem.buffer.dtype.itemsize % 16):
+        return None
+    strides = cg.strides(mem.buffer)
+    if E.const_int_value(strides[-1]) != 1 or any(_has(i, jv) for i in mem.indices[:-1]):
+        return None
+    if any(E.const_int_value(s) is None or E.const_int_value(s) % V for s in strides[:-1]):
+        return None
+    if not consecutive(mem.indices[-1], jv, V):
+        return None
+    if not all(c is None or _cond_ok(c, jv, V) for c in (guard, sel)):
+        return None
+    if sel is not None and mem is body:
+        return None
+    return guard, body, val, sel, "dst" if reg[0] is body else "src"
+
+
+def _emit_vector_copy(cg, m, jv, j0, c, L, V, e0):
+    """Elements e0 .. e0 + V - 1 of chunk c as one vector (pieces of 16 bytes)."""
+    guard, store, load, sel, side = m
+    mem = load if side == "dst" else store
+    reg = store if side == "dst" else load
+    nbytes = V * mem.buffer.dtype.itemsize
+    piece = min(nbytes, 16)
+    np_ = nbytes // piece
+    vt, zero = vec_type(mem.buffer.dtype, piece)
+    mt = ctype(mem.buffer.dtype)
+    if mem.buffer.scope == "global":
+        cg.aligned[mem.buffer.name] = max(cg.aligned.get(mem.buffer.name, 1), piece)
+    cg.names.by_id[id(jv)] = j0
+    addr = f"&{cg.access(mem)}"
+    slot = lambda e: f"{c} * {L.V} + {e0 + e}"  # noqa: E731  (a tile or cols fragment: chunk c, element e)
+    v = cg.names.new(object(), "tl_v", True)
+    cg.w(f"{vt} {v}[{np_}];")
+    if side == "dst":   # memory -> registers
+        pred = " && ".join(f"({cg.expr(x)})" for x in (guard, sel) if x is not None)
+        for q in range(np_):
+            ld = f"reinterpret_cast<const {vt}*>({addr})[{q}]"
+            cg.w(f"{v}[{q}] = {f'({pred}) ? {ld} : {zero}' if pred else ld};")
+        for e in range(V):
+            cg.acc_index[id(reg.buffer)] = slot(e)
+            x = cast_str(mem.buffer.dtype, reg.buffer.dtype, f"reinterpret_cast<const {mt}*>({v})[{e}]")
+            cg.w(f"{cg.access(reg)} = {x};")
+    else:               # registers -> memory
+        for e in range(V):
+            cg.acc_index[id(reg.buffer)] = slot(e)
+            x = cast_str(reg.buffer.dtype, mem.buffer.dtype, cg.access(reg))
+            cg.w(f"reinterpret_cast<{mt}*>({v})[{e}] = {x};")
+        lines = [f"reinterpret_cast<{vt}*>({addr})[{q}] = {v}[{q}];" for q in range(np_)]
+        if guard is not None:
+            cg.w(f"if ({cg.expr(guard)}) {{ {' '.join(lines)} }}")
+        else:
+            for ln in lines:
+                cg.w(ln)
+    del cg.acc_index[id(reg.buffer)]
+
+
+def tile_batch(op, R, g):
+    """Rows a group of g <= 32 threads exchanges together for T.reduce_*(..., batch=B):
+    B when a power of two with B <= g and B dividing the R rows a thread holds, else 1."""
+    b = getattr(op, "batch", 1) or 1
+    return b if g <= 32 and 1 < b <= g and b & (b - 1) == 0 and R % b == 0 else 1
+
+
+def emit_tile_reduce(cg, op, L):
+    """A reduction over the last dimension of register tile L into its rows."""
+    from tilelang.backend.cuda.ops.reduce import combine, warp_op, reduce_parts, scratch_lines, round_rows, barrier
+    from tilelang.backend.cuda.ops.reduce_pairs import pair_parts, pair_lines
+    P = reduce_parts(cg, op)
+    dt, ct, src, dst, init, clear, cross, nan = P.dt, P.ct, P.src, P.dst, P.init, P.clear, P.cross, P.nan
+    wop = warp_op(op.kind, nan)
+    R, G, g = L.row_regs, L.G, L.group
+    x = cast_str(op.src.buffer.dtype, dt, f"{src}[tl_s * {G} + tl_r]")
+    pp = pair_parts(op, P, G)
+    if pp is not None:   # 16-bit elements two at a time (ops/reduce_pairs.py)
+        own = [f"{ct} tl_a;"] + pair_lines(pp, "tl_a", "tl_p", G, lambda j: f"{src}[tl_s * {G} + 2 * tl_q + {j}]")
+    else:
+        own = [f"{ct} tl_a = {init};", "#pragma unroll",
+               f"for (int tl_r = 0; tl_r < {G}; ++tl_r) tl_a = {combine(op.kind, 'tl_a', x, nan)};"]
+    out = ["{", f"  {ct} tl_acc[{R}];", "  #pragma unroll"]
+    B = tile_batch(op, R, g)
+    if B > 1:   # batch=B: B rows per group exchange (tl::group_allreduce_rows)
+        out += [f"  for (int tl_s0 = 0; tl_s0 < {R}; tl_s0 += {B}) {{", f"    {ct} tl_rows[{B}];",
+                "    #pragma unroll", f"    for (int tl_b = 0; tl_b < {B}; ++tl_b) {{",
+                "      const int tl_s = tl_s0 + tl_b;"] + ["      " + ln for ln in own] + [
+                "      tl_rows[tl_b] = tl_a;", "    }",
+                f"    tl::group_allreduce_rows<{B}, {g}>(tl_rows, {wop}(), tl_tid & 31);",
+                "    #pragma unroll", f"    for (int tl_b = 0; tl_b < {B}; ++tl_b) tl_acc[tl_s0 + tl_b] = tl_rows[tl_b];",
+                "  }"]
+    else:
+        out += [f"  for (int tl_s = 0; tl_s < {R}; ++tl_s) {{"] + ["    " + ln for ln in own]
+        m = min(g, 32) // 2
+        while m >= 1:
+            out.append(f"    tl_a = {wop}()(tl_a, tl::shfl_xor(tl_a, {m}));")
+            m //= 2
+        out += ["    tl_acc[tl_s] = tl_a;", "  }"]
+    if g > 32:
+        nw = cg.plan.nthreads // 32
+        C = round_rows(nw, R, op.dst.buffer.dtype.itemsize)
+        # warp leaders publish C rows' partials per round (all rows in one round unless
+        # the scratch would exceed ROUND_BYTES), one barrier, every thread combines
+        row, live = ("tl_s", "") if C == R else ("tl_c0 + tl_s", f"if (tl_c0 + tl_s < {R}) ")
+        body = scratch_lines(cg, ct) + [
+                "  if ((tl_tid & 31) == 0) {", "    #pragma unroll",
+                f"    for (int tl_s = 0; tl_s < {C}; ++tl_s) {live}tl_red[tl_s * {nw} + (tl_tid >> 5)] = tl_acc[{row}];",
+                "  }", "  " + barrier(cg),
+                "  #pragma unroll", f"  for (int tl_s = 0; tl_s < {C}; ++tl_s) {live}{{",
+                f"    {ct} tl_a = tl_red[tl_s * {nw} + tl_w0];", "    #pragma unroll",
+                f"    for (int tl_w = 1; tl_w < {g // 32}; ++tl_w) "
+                f"tl_a = {wop}()(tl_a, tl_red[tl_s * {nw} + tl_w0 + tl_w]);",
+                f"    tl_acc[{row}] = tl_a;", "  }"]
+        out.append(f"  const int tl_w0 = (tl_tid / {g}) * {g // 32};")
+        if C == R:
+            out += body
+        else:
+            out += [f"  for (int tl_c0 = 0; tl_c0 < {R}; tl_c0 += {C}) {{"] + ["  " + ln for ln in body] + ["  }"]
+    d = "0" if isinstance(cg.placement(op.dst.buffer).acc, Scalar) else "tl_s"
+    val = P.store("tl_acc[tl_s]" if clear else combine(cross, P.load(f"{dst}[{d}]"), "tl_acc[tl_s]", nan))
+    out += ["  #pragma unroll", f"  for (int tl_s = 0; tl_s < {R}; ++tl_s) {dst}[{d}] = {val};", "}"]
+    return out

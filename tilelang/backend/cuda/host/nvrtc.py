@@ -1,0 +1,213 @@
+"""CUDA C++ -> cubin (and PTX) with NVRTC through `cuda-bindings`, plus a SASS
+dump through `cuobjdump`. Compile errors show the failing generated source lines."""
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+
+from tilelang.ir.errors import TileLangError
+
+INCLUDE_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "include")
+
+
+class CudaCompileError(TileLangError):
+    """NVRTC rejected the generated source."""
+
+
+@dataclass
+class Compiled:
+    cubin: bytes
+    ptx: str
+    log: str
+
+
+@lru_cache(maxsize=1)
+def cuda_include_dirs() -> tuple:
+    """Where cuda_fp16.h and friends live: the nvidia-cuda-* wheels first, then the
+    toolkit. (cuda_fp16.h needs the CCCL headers on the 13.x line.)"""
+    out = []
+    try:
+        import nvidia
+        for root in nvidia.__path__:
+            for inc in sorted(glob.glob(os.path.join(root, "*", "include"))):
+                if os.path.exists(os.path.join(inc, "cuda_fp16.h")):
+                    out.append(inc)
+                    cccl = os.path.join(inc, "cccl")
+                    if os.path.isdir(cccl):
+                        out.append(cccl)
+    except ImportError:
+        pass
+    # the toolkit after the wheels: fills in headers a partial wheel set lacks
+    if True:
+        for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+            if home and os.path.exists(os.path.join(home, "include", "cuda_fp16.h")):
+                out.append(os.path.join(home, "include"))
+                if os.path.isdir(os.path.join(home, "include", "cccl")):
+                    out.append(os.path.join(home, "include", "cccl"))
+                break
+    return tuple(out)
+
+
+def nvrtc_available() -> bool:
+    try:
+        from cuda.bindings import nvrtc
+        err, _, _ = nvrtc.nvrtcVersion()
+        return err == nvrtc.nvrtcResult.NVRTC_SUCCESS and bool(cuda_include_dirs())
+    except Exception:  # noqa: BLE001 - missing wheel or library
+        return False
+
+
+def _check(nvrtc, err, what):
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        _, msg = nvrtc.nvrtcGetErrorString(err)
+        raise CudaCompileError(f"{what} failed: {msg.decode() if isinstance(msg, bytes) else msg}")
+
+
+def compile_options(arch: str, extra=()) -> list:
+    opts = [f"--gpu-architecture={arch}", "-std=c++17", "-default-device", "--use_fast_math",
+            f"-I{INCLUDE_DIR}"] + [f"-I{d}" for d in cuda_include_dirs()]
+    if os.environ.get("TL_CUDA_LINEINFO") == "1":
+        opts.append("-lineinfo")
+    return opts + list(extra)
+
+
+def compile_cuda(source: str, arch: str, name: str = "kernel.cu", extra_options=()) -> Compiled:
+    """Compile `source` to a cubin for `arch` (e.g. 'sm_90a')."""
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as e:
+        raise CudaCompileError("the CUDA backend needs `cuda-bindings` and `nvidia-cuda-nvrtc`",
+                               hint="pip install 'tilelang[cuda]'") from e
+    opts = compile_options(arch, extra_options)
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    _check(nvrtc, err, "nvrtcCreateProgram")
+    try:
+        err, = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+        # NVRTC writes into the buffers it is given: they must be fresh, writable memory.
+        # (`b" " * n` is CPython's shared one-byte object when n == 1, the size of an empty
+        # log: NVRTC's NUL then turned every " " literal compiled later in the process into
+        # "", e.g. f"{type} {name}" into "int32_tbx".)
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        log = bytearray(max(size, 1))
+        nvrtc.nvrtcGetProgramLog(prog, log)
+        log = log.decode(errors="replace").rstrip("\x00 \n")
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise CudaCompileError(_format_failure(source, log, name, opts),
+                                   hint="set TL_CUDA_DUMP=<dir> to keep the generated source")
+        _, n = nvrtc.nvrtcGetCUBINSize(prog)
+        cubin = bytearray(n)
+        _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, cubin)[0], "nvrtcGetCUBIN")
+        cubin = bytes(cubin)
+        ptx = ""
+        _, n = nvrtc.nvrtcGetPTXSize(prog)
+        if n:
+            buf = bytearray(n)
+            if nvrtc.nvrtcGetPTX(prog, buf)[0] == nvrtc.nvrtcResult.NVRTC_SUCCESS:
+                ptx = buf.decode(errors="replace").rstrip("\x00")
+        return Compiled(cubin, ptx, log)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _format_failure(source, log, name, opts, context=2):
+    """The NVRTC log, then each referenced line of the generated source with context,
+    then how to reproduce with nvcc."""
+    lines = source.splitlines()
+    out = [f"NVRTC failed to compile the generated CUDA source:\n{log}"]
+    seen = set()
+    for m in re.finditer(rf"{re.escape(name)}\((\d+)\)", log):
+        ln = int(m.group(1))
+        if ln in seen:
+            continue
+        seen.add(ln)
+        lo, hi = max(1, ln - context), min(len(lines), ln + context)
+        out.append(f"--- {name}:{ln} ---")
+        for i in range(lo, hi + 1):
+            out.append(f"{'>' if i == ln else ' '}{i:5d} | {lines[i - 1]}")
+        if len(seen) >= 5:
+            break
+    dump = _dump_source(source, name)
+    if dump:
+        out.append(f"source written to {dump}; reproduce with: nvcc -cubin "
+                   + " ".join(o.replace("--gpu-architecture=", "-arch=") for o in opts if o != "-default-device")
+                   + f" {dump}")
+    return "\n".join(out)
+
+
+def _dump_source(source, name):
+    d = os.environ.get("TL_CUDA_DUMP") or tempfile.gettempdir()
+    try:
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, f"tl_failed_{abs(hash(source)) & 0xffffffff:08x}_{name}")
+        with open(path, "w") as f:
+            f.write(source)
+        return path
+    except OSError:
+        return None
+
+
+@lru_cache(maxsize=1)
+def cuobjdump_path():
+    """cuobjdump from PATH, the toolkit, or the nvidia-cuda-cuobjdump wheel."""
+    p = shutil.which("cuobjdump")
+    if p:
+        return p
+    cands = [os.path.join(h, "bin", "cuobjdump") for h in
+             (os.environ.get("CUDA_HOME"), "/usr/local/cuda") if h]
+    try:
+        import nvidia
+        for root in nvidia.__path__:
+            cands += glob.glob(os.path.join(root, "*", "bin", "cuobjdump"))
+    except ImportError:
+        pass
+    for c in cands:
+        if os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def sass(cubin: bytes) -> str:
+    """The SASS of a cubin (cuobjdump -sass)."""
+    tool = cuobjdump_path()
+    if tool is None:
+        raise RuntimeError("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+        f.write(cubin)
+        path = f.name
+    try:
+        r = subprocess.run([tool, "-sass", path], capture_output=True, text=True, check=False, env=_tool_env(tool))
+        if r.returncode != 0:
+            raise RuntimeError(f"cuobjdump failed: {r.stderr.strip()}")
+        return r.stdout
+    finally:
+        os.unlink(path)
+
+
+def _tool_env(tool):
+    """cuobjdump -sass runs nvdisasm, found on PATH: the wheels put both in one bin/."""
+    env = dict(os.environ)
+    d = os.path.dirname(tool)
+    env["PATH"] = d + os.pathsep + env.get("PATH", "")
+    if os.path.exists(os.path.join(d, "nvdisasm")):
+        env.setdefault("NVDISASM_PATH", d)
+    return env
+
+
+def resource_usage(cubin: bytes) -> str:
+    """Registers / shared / stack per kernel (cuobjdump -res-usage)."""
+    tool = cuobjdump_path()
+    if tool is None:
+        return ""
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+        f.write(cubin)
+        path = f.name
+    try:
+        return subprocess.run([tool, "-res-usage", path], capture_output=True, text=True).stdout
+    finally:
+        os.unlink(path)

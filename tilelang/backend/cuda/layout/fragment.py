@@ -1,0 +1,473 @@
+"""Fragment layout inference (CUDA): which `local.fragment` buffers live in registers,
+and in which layout.
+
+Two register layouts, both derived from the mma.sync / wgmma accumulator pattern
+(`tl::MmaAccLayout<M, N, WM, WN>`, the `style="contiguous"` accumulator of
+`tilelang.layout.gemm_partition`):
+
+- `AccLayout(M, N, WM, WN)`: an M x N tile; register r of thread t holds element
+  (row(t, r), col(t, r)). A gemm accumulator starts with its gemm's layout; a wgmma
+  whose A operand is a fragment asks for `AccLayout(M, K, warps, 1)` (the register
+  A fragment of wgmma is the accumulator pattern of an M x K tile);
+- `RowLayout(M, WM, WN)`: a length-M vector, each thread holding the 2 * MI rows it owns
+  in the accumulator layout, replicated over the 4 lanes of a quad and over the WN warps
+  that share those rows (`tl::MmaRowLayout<M, WM, WN>`): row statistics such as m_i / l_i
+  of FlashAttention. With WN > 1 a row reduction ends with an exchange of the warps'
+  partial results through shared memory.
+
+Propagation, to a fixed point:
+- a 2-D T.Parallel nest over exactly an AccLayout's M x N that indexes a fragment of
+  that layout by (i, j) gives the same layout to every other M x N fragment it indexes
+  by (i, j), and the row layout to every length-M fragment it indexes by (i,);
+- a 1-D T.Parallel nest over M spreads a RowLayout over the length-M fragments it
+  indexes by (i,); copies and fills are such loops once lowered;
+- `T.reduce_*(acc, dst, dim=1)` gives dst the row layout of acc.
+
+A layout is kept only where every use can follow it: parallel nests over the layout
+(element loops), dim-1 reductions from an AccLayout into its RowLayout, gemms that read
+it as their accumulator (or wgmma register A). Any other use (a scalar statement, a
+view, another tile op, a loop that indexes it differently, two layouts meeting) moves
+the fragment back to shared memory, which is always correct; `report` says why.
+
+Fragments that no gemm reaches (and that share no loop or reduction with one) then take
+the thread-tile layouts of layout/tile.py, driven by their T.Parallel loops (RMSNorm,
+softmax, LayerNorm, element-wise epilogues); block-level stores whose fragment operands
+have one element run on every thread's replicated copy."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.visitor import walk
+from tilelang.backend.cuda.analysis.facts import parallel_nest
+from tilelang.backend.cuda.layout.tile import infer_tiles, canon_shape
+
+
+@dataclass(frozen=True)
+class AccLayout:
+    M: int
+    N: int
+    WM: int
+    WN: int
+
+    @property
+    def MI(self):
+        return self.M // self.WM // 16
+
+    @property
+    def NI(self):
+        return self.N // self.WN // 8
+
+    @property
+    def regs(self):
+        return self.MI * self.NI * 4
+
+    def layout(self):
+        return f"tl::MmaAccLayout<{self.M}, {self.N}, {self.WM}, {self.WN}>"
+
+    def row_layout(self):
+        return RowLayout(self.M, self.WM, self.WN)
+
+    # Python mirror of the header (tests, debug dumps)
+    def row(self, tid, r):
+        lane, wr, mi = tid & 31, (tid >> 5) // self.WN, (r >> 2) // self.NI
+        return wr * (self.M // self.WM) + mi * 16 + (lane >> 2) + ((r >> 1) & 1) * 8
+
+    def col(self, tid, r):
+        lane, wc, ni = tid & 31, (tid >> 5) % self.WN, (r >> 2) % self.NI
+        return wc * (self.N // self.WN) + ni * 8 + (lane & 3) * 2 + (r & 1)
+
+    def row_slot(self, r):
+        return ((r >> 2) // self.NI) * 2 + ((r >> 1) & 1)
+
+
+@dataclass(frozen=True)
+class RowLayout:
+    M: int
+    WM: int
+    WN: int = 1   # warps along N holding the same rows (their partials meet in shared memory)
+
+    @property
+    def regs(self):
+        return (self.M // self.WM // 16) * 2
+
+    def layout(self):
+        return f"tl::MmaRowLayout<{self.M}, {self.WM}, {self.WN}>"
+
+    def row(self, tid, s):
+        lane, wr = tid & 31, (tid >> 5) // self.WN
+        return wr * (self.M // self.WM) + (s >> 1) * 16 + (lane >> 2) + (s & 1) * 8
+
+
+def acc_layout_of(cfg):
+    return None if cfg is None else AccLayout(cfg.M, cfg.N, cfg.WM, cfg.WN)
+
+
+@dataclass
+class FragmentLayouts:
+    layouts: dict = field(default_factory=dict)   # id(buffer) -> AccLayout | RowLayout
+    report: list = field(default_factory=list)    # (buffer name, layout or "shared", reason)
+    names: dict = field(default_factory=dict)     # id(buffer) -> name
+
+
+def _shape(buf):
+    return [E.const_int_value(d) for d in buf.shape]
+
+
+def _whole(region):
+    return all(E.const_int_value(s) == 0 for s in region.starts) and \
+        [E.const_int_value(e) for e in region.extents] == _shape(region.buffer)
+
+
+def _fits(buf, lay):
+    return _shape(buf) == ([lay.M, lay.N] if isinstance(lay, AccLayout) else [lay.M])
+
+
+class _Loop:
+    """A block-level T.Parallel nest and the fragments it indexes."""
+
+    def __init__(self, st, frags):
+        self.vars, self.mins, self.exts, body = parallel_nest(st)
+        self.exts = [E.const_int_value(e) for e in self.exts]
+        self.guarded = guarded_body(body)
+        self.zero = all(E.const_int_value(m) == 0 for m in self.mins)
+        self.st = st
+        self.idx = {}             # id(frag) -> [index tuples]
+        self.written = set()      # id(frag) stored to
+        self.atomic = False
+
+        def f(n):
+            if isinstance(n, (E.BufferLoad, S.BufferStore)) and id(n.buffer) in frags:
+                self.idx.setdefault(id(n.buffer), []).append(list(n.indices))
+                if isinstance(n, S.BufferStore):
+                    self.written.add(id(n.buffer))
+            elif isinstance(n, E.Call) and n.name.startswith("atomic_"):
+                self.atomic = True
+            elif isinstance(n, S.Print):
+                self.atomic = True   # prints run once per element: not replicable
+        walk(body, f)
+
+    def indexed_by(self, fid, k):
+        """Every access of fid is [v0, ..., v_{k-1}]."""
+        return all(len(ix) == k and all(ix[d] is self.vars[d] for d in range(k)) for ix in self.idx[fid])
+
+    def shifted_by(self, fid):
+        """The shift (c0, c1) when every access of the 2-D fid is [v0 + c0, v1 + c1] with
+        the same c0, c1 (expressions free of the loop's variables), else None."""
+        offs = [index_shift(ix, self.vars) for ix in self.idx[fid]]
+        if not offs or None in offs or len({tuple(map(str, o)) for o in offs}) != 1:
+            return None
+        return offs[0]
+
+
+def index_shift(ix, vars_):
+    """(c0, c1) when the 2-D index ix is (vars_[0] + c0, vars_[1] + c1) with c0, c1 free
+    of vars_ (constants, or outer loop variables as in `acc[i + s * 32, j]`), else None."""
+    from tilelang.arith.simplify import simplify
+    from tilelang.ir.visitor import collect_vars
+    if len(ix) != 2 or len(vars_) != 2:
+        return None
+    out = []
+    for d in range(2):
+        c = simplify(E.binop("-", ix[d], vars_[d]))
+        if any(v is vars_[0] or v is vars_[1] for v in collect_vars(c)):
+            return None
+        out.append(c)
+    return tuple(out)
+
+
+def guarded_body(body):
+    """The loop body does nothing outside one `if` (no else): iterations that a shifted
+    accumulator access would take out of bounds can be skipped (they either do nothing or
+    read out of bounds)."""
+    return isinstance(body, S.IfThenElse) and body.else_body is None or isinstance(body, S.BufferStore)
+
+
+def infer(launch, gemm_cfgs, depends, regions=None):
+    """FragmentLayouts for one kernel. `gemm_cfgs`: id(Gemm) -> MmaConfig | WgmmaConfig | None;
+    `regions`: thread_ranges.Regions (branches of a warp-specialized kernel run like
+    uniform ones, on their range of threads)."""
+    ranged = regions.branches if regions is not None else {}
+    from tilelang.transform.lower_tile_ops import lower_copy, lower_fill
+    frags, aliased = {}, set()
+
+    def decl(n):
+        if isinstance(n, S.DeclBuffer):
+            b = n.buffer
+            if getattr(b, "alias_of", None) is not None:
+                aliased.add(id(b.alias_of))
+            elif b.scope == "local.fragment" and None not in _shape(b):
+                frags[id(b)] = b
+    walk(launch.body, decl)
+    out = FragmentLayouts(names={k: b.name for k, b in frags.items()})
+    bad = {}   # id -> reason
+
+    def mark(ids, why):
+        for i in ids:
+            if i in frags and i not in bad:
+                bad[i] = why
+
+    mark(aliased, "a view aliases it")
+    touching = _ranges_touching(launch, regions, frags) if ranged else {}
+    # registers belong to threads: a fragment that two thread ranges (or a range and the
+    # whole block) touch cannot live in registers
+    mark({i for i, rs in touching.items() if len(rs) > 1}, "used by more than one thread range")
+
+    def touched(node):
+        ids = set()
+
+        def f(n):
+            if isinstance(n, (E.BufferLoad, S.BufferStore)):
+                ids.add(id(n.buffer))
+            elif isinstance(n, S.Print) and hasattr(n.obj, "scope"):
+                ids.add(id(n.obj))
+        walk(node, f)
+        return ids
+
+    loops, reduces, gemms = [], [], []
+
+    def visit(st):
+        if st is None:
+            return
+        if isinstance(st, S.SeqStmt):
+            for s in st.stmts:
+                visit(s)
+        elif isinstance(st, S.DeclBuffer):
+            return
+        elif isinstance(st, S.For) and st.kind == S.PARALLEL:
+            loops.append(_Loop(st, frags))
+        elif isinstance(st, TO.Copy):
+            loops.append(_Loop(lower_copy(st), frags))
+        elif isinstance(st, TO.Fill):
+            loops.append(_Loop(lower_fill(st), frags))
+        elif isinstance(st, TO.Reduce):
+            reduces.append(st)
+        elif isinstance(st, TO.Gemm):
+            gemms.append(st)
+        elif isinstance(st, TO.TileOp):
+            ids = set()
+            for k, v in vars(st).items():
+                if hasattr(v, "buffer"):
+                    ids.add(id(v.buffer))
+            mark(ids | touched(st), f"operand of T.{getattr(st, 'op_name', type(st).__name__)}")
+        elif isinstance(st, S.For) and not depends(st.extent) and not depends(st.min):
+            mark(touched(S.Evaluate(st.extent)) | touched(S.Evaluate(st.min)), "loop bound")
+            visit(st.body)
+        elif isinstance(st, S.IfThenElse) and (not depends(st.cond) or id(st) in ranged):
+            mark(touched(S.Evaluate(st.cond)), "branch condition")
+            visit(st.then_body)
+            visit(st.else_body)
+        elif isinstance(st, S.LetStmt):
+            mark(touched(S.Evaluate(st.value)), "let value")
+            visit(st.body)
+        elif isinstance(st, S.While) and not depends(st.cond):
+            mark(touched(S.Evaluate(st.cond)), "loop condition")
+            visit(st.body)
+        elif _scalar_store(st, frags) and not depends(st.value):
+            loops.append(_Loop(st, frags))   # a replicated one-element fragment: a 0-D loop
+        else:
+            # a one-element fragment only read here stays replicated (every thread holds it)
+            written = {id(n.buffer) for n in _stores(st)}
+            ids = {i for i in touched(st) if i in written or i not in frags or None in _shape(frags[i]) or
+                   any(d != 1 for d in _shape(frags[i]))}
+            mark(ids, f"scalar or thread-divergent use ({type(st).__name__})")
+    visit(launch.body)
+
+    def seeds():
+        want = {}
+        for g in gemms:
+            cfg = gemm_cfgs.get(id(g))
+            c = id(g.C.buffer)
+            lay = acc_layout_of(cfg)
+            if c in frags and lay is not None and _whole(g.C) and _fits(frags[c], lay):
+                want.setdefault(c, []).append(lay)
+            if cfg is not None and getattr(cfg, "a_regs", False) and id(g.A.buffer) in frags:
+                want.setdefault(id(g.A.buffer), []).append(AccLayout(cfg.M, cfg.K, cfg.WM, 1))
+        return want
+
+    while True:
+        lay = {}
+        conflict = None
+        for fid, ls in seeds().items():
+            if fid in bad:
+                continue
+            if len(set(ls)) > 1:
+                conflict = (fid, "gemms want different accumulator layouts")
+                break
+            lay[fid] = ls[0]
+
+        def assign(fid, want):
+            nonlocal conflict
+            if fid in bad or conflict or want is None or not _fits(frags[fid], want):
+                return False
+            cur = lay.get(fid)
+            if cur is None:
+                lay[fid] = want
+                return True
+            if cur != want:
+                conflict = (fid, f"layouts meet: {cur} and {want}")
+            return False
+        changed = True
+        while changed and not conflict:
+            changed = False
+            for lp in loops:
+                if not lp.zero or None in lp.exts:
+                    continue
+                k = len(lp.exts)
+                if k == 2:
+                    accs = {lay[f] for f in lp.idx if isinstance(lay.get(f), AccLayout) and lp.indexed_by(f, 2)
+                            and [lay[f].M, lay[f].N] == lp.exts}
+                    if len(accs) != 1:
+                        continue
+                    (L,) = accs
+                    for f in lp.idx:
+                        if frags[f].ndim == 2 and lp.indexed_by(f, 2):
+                            changed |= assign(f, L)
+                        elif frags[f].ndim == 1 and lp.indexed_by(f, 1):
+                            changed |= assign(f, L.row_layout())
+                elif k == 1:
+                    rows = {lay[f] for f in lp.idx if isinstance(lay.get(f), RowLayout) and lp.indexed_by(f, 1)
+                            and lay[f].M == lp.exts[0]}
+                    if len(rows) != 1:
+                        continue
+                    (R,) = rows
+                    for f in lp.idx:
+                        if frags[f].ndim == 1 and lp.indexed_by(f, 1):
+                            changed |= assign(f, R)
+            for r in reduces:
+                L = lay.get(id(r.src.buffer))
+                if isinstance(L, AccLayout) and id(r.dst.buffer) in frags and _reduce_dim(r) == 1 and \
+                        _whole(r.src) and _whole(r.dst):
+                    changed |= assign(id(r.dst.buffer), L.row_layout())
+        if conflict:
+            mark([conflict[0]], conflict[1])
+            continue
+        problems = _validate(lay, loops, reduces, gemms, gemm_cfgs, frags)
+        if problems:
+            for fid, why in problems:
+                mark([fid], why)
+            continue
+        break
+    gemm_ids = set(lay)
+    for g in gemms:
+        gemm_ids |= {id(r.buffer) for r in (g.A, g.B, g.C)}
+    one = {f for f, b in frags.items() if not canon_shape(b)}
+    # the element-wise tiles assume the whole block; those of a thread range stay in shared memory
+    in_range = {i for i, rs in touching.items() if any(r != regions.full for r in rs)}
+    lay.update(infer_tiles(frags, gemm_ids | set(bad) | in_range, loops, reduces, one, _nthreads(launch), mark,
+                           taint=gemm_ids & set(frags)))
+    out.layouts = lay
+    for fid, b in frags.items():
+        if fid in lay:
+            out.report.append((b.name, lay[fid], "registers"))
+        else:
+            out.report.append((b.name, "shared", bad.get(fid, "no gemm accumulator layout reaches it")))
+    return out
+
+
+def _ranges_touching(launch, regions, frags):
+    """{id(fragment): the thread ranges whose statements touch it} (analysis/thread_ranges.py)."""
+    seen = {}
+
+    def f(n):
+        if isinstance(n, (S.BufferStore, S.Evaluate, TO.TileOp, S.Print)):
+            ids = set()
+            walk(n, lambda m: ids.add(id(m.buffer)) if isinstance(m, (E.BufferLoad, S.BufferStore)) and
+                 id(m.buffer) in frags else None)
+            if isinstance(n, TO.TileOp):
+                ids.update(id(v.buffer) for v in vars(n).values() if hasattr(v, "buffer") and id(v.buffer) in frags)
+            for i in ids:
+                seen.setdefault(i, set()).add(regions.range_of(n))
+    walk(launch.body, f)
+    return seen
+
+
+def _nthreads(launch):
+    n = 1
+    for t in launch.threads:
+        n *= int(t)
+    return n
+
+
+def _scalar_store(st, frags):
+    """A block-level store whose fragment operands all have one element, indexed by 0:
+    every thread runs it on its replicated copy."""
+    if not isinstance(st, S.BufferStore):
+        return False
+    ok = [True]
+
+    def f(n):
+        if isinstance(n, (E.BufferLoad, S.BufferStore)) and id(n.buffer) in frags:
+            if canon_shape(n.buffer) or any(E.const_int_value(i) != 0 for i in n.indices):
+                ok[0] = False
+    walk(st, f)
+    return ok[0]
+
+
+def _reduce_dim(r):
+    nd = len(r.src.extents)
+    return r.dim + nd if r.dim < 0 else r.dim
+
+
+def _validate(lay, loops, reduces, gemms, gemm_cfgs, frags):
+    """[(id, reason)] of register fragments some use cannot follow."""
+    bad = []
+    for lp in loops:
+        regs = [f for f in lp.idx if f in lay]
+        if not regs:
+            continue
+        accs = {lay[f] for f in regs if isinstance(lay[f], AccLayout)}
+        rows = {lay[f] for f in regs if isinstance(lay[f], RowLayout)}
+        ok = lp.zero and len(accs) <= 1 and len(rows) <= 1
+        if ok and accs:
+            (L,) = accs
+            ok = lp.exts == [L.M, L.N] and all(lp.indexed_by(f, 2) for f in regs if lay[f] == L) and \
+                all(lay[f] == L.row_layout() and lp.indexed_by(f, 1) for f in regs if lay[f] != L)
+            if not ok and lp.exts == [L.M, L.N] and all(lay[f] == L for f in regs) and lp.guarded:
+                # `X[i, j] = acc[i + c0, j + c1]` (a shifted window of the accumulator):
+                # each thread runs the iterations whose element it holds
+                shifts = [lp.shifted_by(f) for f in regs]
+                ok = None not in shifts and len({tuple(map(str, x)) for x in shifts}) == 1
+        elif ok:
+            (R,) = rows
+            ok = lp.exts == [R.M] and all(lp.indexed_by(f, 1) for f in regs) and not lp.atomic
+        if not ok:
+            bad += [(f, "a T.Parallel loop that does not follow its layout") for f in regs]
+    for r in reduces:
+        s, d = id(r.src.buffer), id(r.dst.buffer)
+        if s not in lay and d not in lay:
+            continue
+        L = lay.get(s)
+        # into its row layout, or (rows of another layout met it) into a 1-D vector in
+        # shared memory that the reduction's row holders store
+        ok = isinstance(L, AccLayout) and (lay.get(d) == L.row_layout() or
+                                           d not in lay and r.dst.buffer.ndim == 1) and \
+            _reduce_dim(r) == 1 and _whole(r.src) and _whole(r.dst)
+        if not ok:
+            bad += [(f, "a reduction other than dim=1 of an accumulator into its rows") for f in (s, d) if f in lay]
+    for g in gemms:
+        cfg = gemm_cfgs.get(id(g))
+        c, a, b = id(g.C.buffer), id(g.A.buffer), id(g.B.buffer)
+        if c in lay and (lay[c] != acc_layout_of(cfg) or not _whole(g.C)):
+            bad.append((c, "gemm accumulator of another layout"))
+        if a in lay and not (cfg is not None and getattr(cfg, "a_regs", False) and
+                             lay[a] == AccLayout(cfg.M, cfg.K, cfg.WM, 1) and _whole(g.A)):
+            bad.append((a, "gemm A operand that this gemm cannot read from registers"))
+        if b in lay:
+            bad.append((b, "gemm B operand"))
+    return bad
+
+
+def _stores(node):
+    out = []
+    walk(node, lambda n: out.append(n) if isinstance(n, S.BufferStore) else None)
+    return out
+
+
+def format_report(fl):
+    lines = ["fragment layouts:"]
+    for name, lay, why in fl.report:
+        lines.append(f"  {name:20s} {lay if isinstance(lay, str) else lay.layout():36s} {why}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,215 @@
+"""Tile copies of a pipelined sm_90a GEMM loop as bulk tensor copies (TMA).
+
+A copy `S[i, j] = A[r0 + i, c0 + j]` (optionally `if_then_else(bounds, A[...], 0)`)
+of a whole 2-D shared tile in the `tl::sw128` layout from a contiguous 16-bit global
+kernel parameter whose strides are compile-time multiples of 16 bytes becomes
+`C / 64` bulk tensor copies of R x 64 boxes, issued by one thread,
+completing on an mbarrier (`include/tl_cuda/tma.h`). The host encodes one tensor
+map (`CU_TENSOR_MAP_SWIZZLE_128B`, whose shared layout is exactly sw128's) per copy
+in the launcher (runtime.py) and passes it as a `const __grid_constant__`
+parameter. Boxes that run past the tensor's edge are zero-filled by the hardware,
+which is what the bound-check selects that T.copy adds would give; any other
+select or guard keeps the cp.async path. The source may have up to 5 dimensions
+(`K[b, s0 + i, h, j]` in attention): the tile's columns run along the last, its rows
+along another, and every other index is fixed per copy (a box extent of 1 there
+leaves the shared layout that of the 2-D box).
+
+On by default for sm_90a; `pass_configs={"tl.disable_tma_lower": True}` or
+TILELANG_CUDA_TMA=0 turns it off."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilelang.ir import expr as E
+from tilelang.ir.visitor import collect_vars
+from tilelang.arith.simplify import simplify, linear_form
+from tilelang.backend.cuda.analysis.facts import parallel_nest
+from tilelang.backend.cuda.target import arch_number
+
+
+@dataclass
+class TmaCopy:
+    src: object          # the global Buffer (a kernel parameter)
+    dst: object          # the shared Buffer (sw128, pipelined)
+    rows: int            # R: tile rows (box outer extent)
+    cols: int            # C: tile columns, a multiple of 64 (C / 64 boxes)
+    row0: object         # PrimExpr: the tile's first global row (may use the loop var)
+    col0: object         # PrimExpr: its first global column
+    nbytes: int          # bytes one issue of this copy delivers
+    row_dim: int = 0     # the source dimension of the tile's rows (columns: the last)
+    fixed: dict = None   # source dimension -> its index, for the dimensions besides those two
+
+    def coords(self, row0, col0):
+        """Every source dimension's index for a box at (row0, col0), innermost first
+        (the order of the tensor map and of the copy instruction)."""
+        n = self.src.ndim
+        out = [(self.fixed or {}).get(d) for d in range(n)]
+        out[self.row_dim], out[n - 1] = row0, col0
+        return out[::-1]
+
+
+def _zero(e):
+    return E.const_int_value(simplify(e)) == 0
+
+
+def _is_bound(atom, idx, dim):
+    """atom is `idx < dim` or `idx >= 0` (both already in the source's index space; the
+    bulk copy zero-fills coordinates outside [0, dim), negative ones included)."""
+    if not isinstance(atom, E.BinOp) or not _zero(E.binop("-", atom.a, idx)):
+        return False
+    if atom.op == "<":
+        return _zero(E.binop("-", atom.b, dim))
+    return atom.op == ">=" and E.const_int_value(atom.b) == 0
+
+
+
+def match_tma(st, plan, param_ids):
+    """A TmaCopy for the T.Parallel copy nest `st`, or None (cp.async then)."""
+    from tilelang.backend.cuda.ops.vector_copy import match_copy
+    vars_, mins, exts, inner = parallel_nest(st)
+    m = match_copy(inner)
+    if m is None or len(vars_) != 2:
+        return None
+    guard, store, load, sel = m
+    dst, src = store.buffer, load.buffer
+    pd = plan.placements.get(id(dst))
+    if guard is not None or pd is None or not pd.swizzle or dst.ndim != 2 or not 2 <= src.ndim <= 5:
+        return None
+    if id(src) not in param_ids or src.dtype.bits != 16 or getattr(src, "strides", None) is not None:
+        return None
+    # every stride (the product of the later dimensions) a constant multiple of 16 bytes
+    inner = [E.const_int_value(d) for d in src.shape[1:]]
+    if None in inner or any(x <= 0 for x in inner) or (inner[-1] * src.dtype.itemsize) % 16:
+        return None
+    R, C = (E.const_int_value(d) for d in dst.shape)
+    if R is None or C is None or R > 256 or R % 8 or C % 64:
+        return None
+    if [E.const_int_value(e) for e in exts] != [R, C] or not all(E.const_int_value(x) == 0 for x in mins):
+        return None
+    # dst[v0, v1] exactly
+    if not all(isinstance(i, E.Var) and i is v for i, v in zip(store.indices, vars_)):
+        return None
+    # the tile's rows run along the one other dimension that indexes with vars_[0]
+    n = src.ndim
+    uses = [any(x is vars_[0] for x in collect_vars(load.indices[d])) for d in range(n - 1)]
+    if uses.count(True) != 1:
+        return None
+    row_dim = uses.index(True)
+    origin = []
+    for d, v in ((row_dim, vars_[0]), (n - 1, vars_[1])):
+        idx = simplify(load.indices[d])
+        lin = linear_form(idx)
+        if lin is None:
+            return None
+        terms, _ = lin
+        coef = {id(a): c for a, c in terms.values() if isinstance(a, E.Var)}
+        if coef.get(id(v)) != 1:
+            return None
+        rest = simplify(E.binop("-", idx, v))
+        if any(x is w for x in collect_vars(rest) for w in vars_):
+            return None
+        if plan.depends(rest):
+            return None
+        origin.append(rest)
+    fixed = {}
+    for d in range(n - 1):
+        if d != row_dim:
+            idx = simplify(load.indices[d])
+            if any(x is w for x in collect_vars(idx) for w in vars_) or plan.depends(idx):
+                return None
+            fixed[d] = idx
+    if sel is not None:
+        for atom in E.conjuncts(sel):
+            if not any(_is_bound(atom, load.indices[d], src.shape[d]) for d in range(n)):
+                return None
+    return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize, row_dim, fixed or None)
+
+
+@dataclass
+class Multicast:
+    """Two blocks of a cluster along grid axis `axis` load the tiles of `shared` once
+    between them: each issues half of every such tile with `.multicast::cluster`, so
+    both copies land in both blocks (half the L2 traffic for that operand)."""
+    axis: int            # 0: pairs along blockIdx.x, 1: along blockIdx.y
+    shared: list         # the TmaCopy of the loop both blocks load alike
+    halves: dict         # id(TmaCopy) -> "strips" (alternate 64-column strips) or "rows"
+
+
+def _top_level(body, loop):
+    """`loop` runs on every thread of the block exactly once: reached from the kernel
+    body through sequences only (no enclosing loop, branch or let)."""
+    from tilelang.ir import stmt as S
+    if body is loop:
+        return True
+    if isinstance(body, S.SeqStmt):
+        return any(_top_level(s, loop) for s in body.stmts)
+    return False
+
+
+def _bound_vars(body):
+    """Variables bound inside the kernel body (lets, loops): their values may differ
+    between blocks in ways the launch's block indices do not show."""
+    from tilelang.ir import stmt as S
+    from tilelang.ir.visitor import walk
+    out = set()
+
+    def f(n):
+        if isinstance(n, (S.LetStmt, S.For)):
+            out.add(id(n.var))
+    walk(body, f)
+    return out
+
+
+def _has_load(e):
+    from tilelang.ir.visitor import walk
+    found = []
+    walk(e, lambda n: found.append(n) if isinstance(n, E.BufferLoad) else None)
+    return bool(found)
+
+
+def plan_multicast(launch, loop, tmas, enabled):
+    """A Multicast for the TMA GEMM loop `loop` of `launch`, or None. Pairs of blocks
+    along a grid axis whose extent is an even constant share the tiles whose origin
+    does not involve that axis' block index. Both blocks must run the loop alike: it
+    sits at the kernel's top level, its bounds involve no block index and no loaded
+    value, and the kernel asks for no clusters of its own. Opt-in (`enabled`:
+    CudaOptions.tma_multicast): correct on the H200, but with the loop's producer inside a
+    consumer warp the paired blocks wait on each other and the GEMM ran 25-40% slower
+    (benchmarks/results/2026-11-29_h200_gemm_multicast_pairs.json)."""
+    if not enabled or launch.annotations.get("cluster_dims") is not None:
+        return None
+    if not _top_level(launch.body, loop):
+        return None
+    from tilelang.backend.cuda.analysis.launch_config import called
+    from tilelang.ir import mbarrier as M
+    from tilelang.ir.cluster import CLUSTER_DEVICE_CALLS
+    if called(launch.body) & (M.CLUSTER_CALLS | CLUSTER_DEVICE_CALLS):
+        return None
+    blocks = {id(v) for v in launch.block_vars}
+    bounds = [loop.min, loop.extent]
+    if any(_has_load(b) or any(id(v) in blocks for v in collect_vars(b)) for b in bounds):
+        return None
+    inner = _bound_vars(launch.body) - {id(loop.var)}
+    best = None
+    for axis, (bv, g) in enumerate(zip(launch.block_vars[:2], launch.grid[:2])):
+        gv = E.const_int_value(g)
+        if gv is None or gv < 2 or gv % 2:
+            continue
+        shared, halves = [], {}
+        for t in tmas:
+            if t.fixed:   # the multicast halves are written for 2-D sources
+                continue
+            vs = collect_vars(t.row0) + collect_vars(t.col0)
+            if _has_load(t.row0) or _has_load(t.col0) or any(id(v) in inner or v is bv for v in vs):
+                continue
+            if (t.cols // 64) % 2 == 0:
+                halves[id(t)] = "strips"
+            elif t.rows % 16 == 0:
+                halves[id(t)] = "rows"
+            else:
+                continue
+            shared.append(t)
+        saved = sum(t.nbytes for t in shared)
+        if shared and (best is None or saved > best[0]):
+            best = (saved, Multicast(axis, shared, halves))
+    return best[1] if best else None

@@ -1,0 +1,345 @@
+"""CUDA C++ for bulk tensor copies (TMA, sm_90a; tma.py says which copies qualify):
+the GEMM main loop of a T.Pipelined loop fed by them (optionally multicast between
+pairs of blocks), pipelined loops with register-only bodies (attention; optionally
+with the two warpgroups taking turns), and T.tma_copy's bulk form. Each function takes the kernel's code
+generator `cg` (codegen_kernel.KernelCodegen), whose tensor-map parameters it adds."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from tilelang.arith.simplify import simplify
+from tilelang.ir import expr as E
+from tilelang.backend.cuda.ops.tma import match_tma, plan_multicast
+
+
+def tma_copies(cg, info):
+    """TmaCopy for every copy of the loop, or None (tma.py has the conditions)."""
+    if not cg.use_tma:
+        return None
+    out = [match_tma(c, cg.plan, cg.param_bufs) for c in info.copies]
+    return None if any(t is None for t in out) else out
+
+
+def emit_pipelined_tma(cg, st, info, tmas):
+    """The GEMM main loop fed by bulk tensor copies (tma.py): thread 0 fills the
+    s-slot ring, each slot with a "full" barrier (the copies' bytes). Iteration k
+    waits for full[k % s], issues its wgmma group, waits for group k - 1 (one stays
+    in flight) and releases slot (k - 1) % s, one arrival per warp on the slot's
+    counter; the warp whose arrival completes the round refills the slot with
+    iteration k - 1 + s, so no thread waits for the others (measured as fast as
+    thread 0 waiting on an "empty" barrier, with one barrier less). With
+    multicast, or TILELANG_CUDA_TMA_REFILL=wait, thread 0 waits on an "empty"
+    barrier per slot instead (the peer block's warps release it too)."""
+    ns = info.stages
+    g = info.rest[0]
+    cfg = cg.plan.gemms[id(g)]
+    nwarps = cg.plan.nthreads // 32
+    lo = cg.expr(st.min)
+    hi = cg.expr(simplify(st.min + st.extent))
+    acc = cg.buf_name(g.C.buffer)
+    maps = [tensor_map(cg, t) for t in tmas]
+    nbytes = sum(t.nbytes for t in tmas)
+    mc = None if cg.cluster else plan_multicast(cg.launch, st, tmas, cg.options.tma_multicast)
+    half_maps = None
+    if mc is not None:
+        # blocks run in pairs along the axis; half maps for operands split by rows
+        cg.cluster = [1, 1, 1]
+        cg.cluster[mc.axis] = 2
+        half_maps = {id(t): tensor_map(cg, replace(t, rows=t.rows // 2))
+                     for t in mc.shared if mc.halves[id(t)] == "rows"}
+    waits = mc is not None or cg.options.tma_refill_wait
+    ring = declare_ring(cg, ns, maps, nwarps * (2 if mc else 1) if waits else None)
+    full, empty, released = ring.full, ring.empty, ring.released
+    rank = None
+    if mc is not None:
+        # the peer's barriers are initialized before any copy or arrival reaches them
+        rank = cg.names.new(object(), "tl_crank", True)
+        cg.w(f"const int {rank} = tl::block_rank_in_cluster();")
+        cg.w("tl::cluster_sync();")
+
+    def issue(kexpr, slot):
+        issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot,
+                          (mc, half_maps, rank) if mc is not None else None)
+    preload(cg, ns, lo, hi, issue)
+    k, stage, phase = open_ring_loop(cg, st, lo, hi, full)
+    saved = cg._slot_pointers(info, stage)
+    cg.w(cg.wgmma_call(g, cfg, issue_only=True))
+    cg._restore(saved)
+    cg.w("tl::wgmma_wait<1>();")
+    cg.w(f"if ({k} > {lo}) {{")
+    cg.indent += 1
+    prev = cg.names.new(object(), "tl_prev", True)
+    cg.w(f"const int {prev} = {stage} == 0 ? {ns - 1} : {stage} - 1;")
+    if not waits:
+        release_and_refill(cg, released, prev, nwarps, f"{k} - 1 + {ns}", hi, issue)
+    elif mc is None:
+        cg.w(f"if ((tl_tid & 31) == 0) tl::mbar_arrive(&{empty}[{prev}]);")
+    else:
+        cg.w(f"if ((tl_tid & 31) == 0) {{ tl::mbar_arrive(&{empty}[{prev}]); "
+             f"tl::mbar_arrive_cluster(&{empty}[{prev}], {rank} ^ 1); }}")
+    if waits:
+        cg.w(f"if (tl_tid == 0 && {k} - 1 + {ns} < {hi}) {{")
+        cg.indent += 1
+        cg.w(f"tl::mbar_wait(&{empty}[{prev}], {stage} == 0 ? ({phase} ^ 1u) : {phase});")
+        issue(f"{k} - 1 + {ns}", prev)
+        cg.indent -= 1
+        cg.w("}")
+    cg.indent -= 1
+    cg.w("}")
+    close_ring_loop(cg, ns, stage, phase)
+    cg.w("tl::wgmma_wait<0>();")
+    cg.w(f"tl::fence_regs<{cfg.regs}>({acc});")
+    # every copy was consumed; the barriers may be initialized again (an outer loop);
+    # with multicast, also every arrival of the peer's warps has reached them
+    cg.w("tl::cluster_sync();" if mc is not None else "__syncthreads();")
+    invalidate_ring(cg, ns, ring)
+
+
+def body_fits_tma_ring(cg, info):
+    """A pipelined loop whose body writes only registers can run on the TMA ring
+    without a block barrier per iteration (emit_pipelined_tma_body): the barrier of
+    the cp.async loop also ordered the body's shared and global writes between
+    iterations, which a body of register fragments (attention's S, P and O) has not."""
+    from tilelang.backend.cuda.analysis.facts import accesses
+    if not cg.options.tma_ring:
+        return False
+    for st in info.rest:
+        if id(st) in cg.barrier_before:
+            return False
+        for b in accesses(st)[1]:
+            p = cg.placement(b)
+            if b.scope == "global" or p is None or p.kind == "smem":
+                return False
+    return True
+
+
+def emit_pipelined_tma_body(cg, st, info, tmas):
+    """A pipelined loop with any register-only body (attention) fed by bulk tensor
+    copies: thread 0 fills all s slots of the ring; iteration k waits for full[k % s],
+    runs the body on that slot (its wgmma waits for itself, its shared loads are
+    done once it ends), and every warp releases the slot on its counter; the warp
+    completing the round refills it with iteration k + s. No block barrier in the
+    loop, so the warpgroups are free to drift apart."""
+    ns = info.stages
+    nwarps = cg.plan.nthreads // 32
+    lo = cg.expr(st.min)
+    hi = cg.expr(simplify(st.min + st.extent))
+    maps = [tensor_map(cg, t) for t in tmas]
+    nbytes = sum(t.nbytes for t in tmas)
+    ring = declare_ring(cg, ns, maps, None)
+    full, released = ring.full, ring.released
+    preload(cg, ns, lo, hi, lambda kexpr, slot: issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot))
+    pp = pingpong(cg, info)
+    if pp is not None:
+        first, bar = pp
+        wg = cg.names.new(object(), "tl_wg", True)
+        cg.w(f"const int {wg} = tl_tid >> 7;")
+        cg.w(f"if ({wg} == 1) tl::named_barrier_arrive({bar}, 256);   // warpgroup 0 goes first")
+    k, stage, phase = open_ring_loop(cg, st, lo, hi, full)
+    saved = cg._slot_pointers(info, stage)
+    for s in info.rest:
+        if pp is not None and s is first:
+            cg.w(f"tl::named_barrier_sync({bar} + {wg}, 256);   // this warpgroup's turn")
+        cg.stmt(s, True)
+        if pp is not None and s is first:
+            # the other's turn; warpgroup 1 skips its last one (warpgroup 0 got an extra at the start)
+            cg.w(f"if ({wg} == 0 || {k} + 1 < {hi}) tl::named_barrier_arrive({bar} + 1 - {wg}, 256);")
+    cg._restore(saved)
+    release_and_refill(cg, released, stage, nwarps, f"{k} + {ns}", hi,
+                       lambda kexpr, slot: issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot))
+    close_ring_loop(cg, ns, stage, phase)
+    # every copy was consumed; the barriers may be initialized again (an outer loop)
+    cg.w("__syncthreads();")
+    invalidate_ring(cg, ns, ring)
+
+
+def pingpong(cg, info):
+    """(the body's first gemm, the first of two free named-barrier ids) when the two
+    warpgroups of a 256-thread block should take turns at it (FlashAttention-3's
+    schedule: one warpgroup's softmax runs while the other's gemm has the tensor
+    cores), else None. Opt-in: TILELANG_CUDA_PINGPONG=1. The body is register-only
+    (body_fits_tma_ring), so the warpgroups share nothing but the turns."""
+    if not cg.options.pingpong or cg.plan.nthreads != 256:
+        return None
+    from tilelang.ir import stmt as S
+    from tilelang.ir import tile_ops as TO
+    from tilelang.ir.visitor import walk
+    gemms = [s for s in info.rest if isinstance(s, TO.Gemm)]
+    if len(gemms) < 2 or getattr(cg.plan.gemms.get(id(gemms[0])), "kind", "") != "wgmma":
+        return None
+    taken = set(cg.plan.regions.barrier_ids.values())
+    walk(cg.launch.body, lambda n: taken.add(E.const_int_value(n.barrier_id))
+         if isinstance(n, S.Barrier) and n.barrier_id is not None else None)
+    ids = [i for i in range(1, 15) if i not in taken and i + 1 not in taken]
+    return (gemms[0], ids[-1]) if ids else None
+
+
+@dataclass
+class Ring:
+    """The C names of a TMA ring's per-slot state: "full" mbarriers (the copies'
+    bytes), then either "empty" mbarriers (a producer thread waits for the releases)
+    or release counters (tma.h's slot_release_last); the other is None."""
+    full: str
+    empty: str
+    released: str
+
+
+def declare_ring(cg, ns, maps, empty_count):
+    """Place the ring's barriers and counters after the kernel's other dynamic shared
+    memory; thread 0 prefetches the tensor maps and initializes them, then the block
+    synchronizes (which also publishes what the kernel wrote to shared memory before
+    the loop). `empty_count`: arrivals per phase of the "empty" barriers, or None for
+    release counters."""
+    full = cg.names.new(object(), "tl_full", True)
+    off = (cg.plan.smem_bytes + 7) // 8 * 8
+    cg.w(f"unsigned long long* {full} = reinterpret_cast<unsigned long long*>(tl_smem + {off});")
+    empty = released = None
+    if empty_count is not None:
+        empty = cg.names.new(object(), "tl_empty", True)
+        cg.plan.smem_bytes = off + 16 * ns
+        cg.w(f"unsigned long long* {empty} = {full} + {ns};")
+    else:
+        released = cg.names.new(object(), "tl_released", True)
+        cg.plan.smem_bytes = off + 12 * ns
+        cg.w(f"unsigned* {released} = reinterpret_cast<unsigned*>({full} + {ns});")
+    cg.w("if (tl_tid == 0) {")
+    for m in maps:
+        cg.w(f"  tl::tma_prefetch_desc(&{m});")
+    release = (f"tl::mbar_init(&{empty}[tl_s], {empty_count});" if empty is not None
+               else f"{released}[tl_s] = 0u;")
+    cg.w(f"  for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_init(&{full}[tl_s], 1); {release} }}")
+    cg.w("  tl::mbar_init_fence();")
+    cg.w("}")
+    cg.sync()
+    return Ring(full, empty, released)
+
+
+def preload(cg, ns, lo, hi, issue):
+    """Thread 0 fills every slot: iterations lo .. lo + ns - 1 that exist."""
+    p = cg.names.new(object(), "tl_p", True)
+    cg.w("if (tl_tid == 0) {")
+    cg.w(f"  for (int {p} = 0; {p} < {ns}; ++{p}) {{")
+    cg.w(f"    if ({lo} + {p} < {hi}) {{")
+    cg.indent += 3
+    issue(f"{lo} + {p}", p)
+    cg.indent -= 3
+    cg.w("    }")
+    cg.w("  }")
+    cg.w("}")
+
+
+def open_ring_loop(cg, st, lo, hi, full):
+    """The loop over the ring: the slot and phase counters, the loop header, and the
+    wait for the slot's copies. Returns the C names (k, stage, phase)."""
+    stage = cg.names.new(object(), "tl_stage", True)
+    phase = cg.names.new(object(), "tl_phase", True)
+    cg.w(f"int {stage} = 0;")
+    cg.w(f"unsigned {phase} = 0u;")
+    k = cg.bind(st.var)
+    cg.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
+    cg.indent += 1
+    cg.w(f"tl::mbar_wait({full} + {stage}, {phase});")
+    return k, stage, phase
+
+
+def release_and_refill(cg, released, slot, nwarps, kexpr, hi, issue):
+    """Each warp releases `slot`; the warp completing the round refills it with
+    iteration `kexpr` (when that exists) through `issue(kexpr, slot)`."""
+    cg.w(f"if ((tl_tid & 31) == 0 && tl::slot_release_last(&{released}[{slot}], {nwarps}) && {kexpr} < {hi}) {{")
+    cg.indent += 1
+    issue(kexpr, slot)
+    cg.indent -= 1
+    cg.w("}")
+
+
+def close_ring_loop(cg, ns, stage, phase):
+    cg.w(f"if (++{stage} == {ns}) {{ {stage} = 0; {phase} ^= 1u; }}")
+    cg.indent -= 1
+    cg.w("}")
+
+
+def invalidate_ring(cg, ns, ring):
+    """After the loop and a barrier: every copy was consumed, the barriers may be
+    initialized again (an outer loop)."""
+    inval = f" tl::mbar_inval(&{ring.empty}[tl_s]);" if ring.empty is not None else ""
+    cg.w(f"if (tl_tid == 0) {{ for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_inval(&{ring.full}[tl_s]);{inval} }} }}")
+
+
+def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=None):
+    """One thread: the bulk copies of iteration `kexpr` of loop `st` into ring slot
+    `slot` (C expressions), announced on full[slot]; `multicast` = (Multicast, the
+    half maps, the block's rank in the pair) sends this block's halves to both."""
+    cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
+    kn = cg.names.new(object(), "tl_kt", True)
+    cg.w(f"const int {kn} = {kexpr};")
+    saved = cg.names.by_id.get(id(st.var))
+    cg.names.by_id[id(st.var)] = kn
+    for t, m in zip(tmas, maps):
+        el = cg.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
+        dst = f"{cg.buf_name(t.dst)} + ({slot}) * {el}"
+        if multicast is not None and id(t) in multicast[0].halves:
+            mc, half_maps, rank = multicast
+            how = mc.halves[id(t)]
+            tma_loads_multicast(cg, t, m if how == "strips" else half_maps[id(t)], how, dst, f"&{full}[{slot}]", rank)
+        else:
+            tma_loads(cg, t, m, dst, f"&{full}[{slot}]")
+    if saved is None:
+        del cg.names.by_id[id(st.var)]
+    else:
+        cg.names.by_id[id(st.var)] = saved
+
+
+def emit_tma_copy(cg, op, nest, bar):
+    """T.tma_copy(src, dst, barrier=bar) as bulk tensor copies (tma.py): the first
+    thread of the range announces the bytes on `bar` and issues them."""
+    t = match_tma(nest, cg.plan, cg.param_bufs)
+    if t is None or cg.placement(t.dst).stages != 1:
+        return False
+    m = tensor_map(cg, t, share=True)
+    cg.w("if (tl_tid == 0) {")
+    cg.indent += 1
+    cg.w(f"tl::mbar_expect_tx(&{cg.access(bar)}, {t.nbytes});")
+    tma_loads(cg, t, m, cg.buf_name(t.dst), f"&{cg.access(bar)}")
+    cg.indent -= 1
+    cg.w("}")
+    return True
+
+
+def tensor_map(cg, t, share=False):
+    """The kernel parameter holding the tensor map of TmaCopy `t`; with `share`, one
+    already made for the same tensor and box (the slots of a T.tma_copy ring)."""
+    if share:
+        same = [n for n, u in enumerate(cg.tmaps) if u.src is t.src and u.rows == t.rows and u.row_dim == t.row_dim and
+                getattr(u, "shared_map", False)]
+        if same:
+            return f"tl_tmap_{same[0]}"
+        t.shared_map = True
+    cg.tmaps.append(t)
+    cg.aligned[t.src.name] = max(cg.aligned.get(t.src.name, 1), 16)
+    return f"tl_tmap_{len(cg.tmaps) - 1}"
+
+
+def tma_loads(cg, t, tmap, dst, bar):
+    """The bulk copies of TmaCopy `t` into the tile at `dst`: one per 64-column strip."""
+    for strip in range(t.cols // 64):
+        coords = t.coords(t.row0, t.col0 + strip * 64)
+        cs = ", ".join(cg.expr(simplify(c)) for c in coords)
+        cg.w(f"tl::tma_load_{len(coords)}d({dst} + {strip * t.rows * 64}, &{tmap}, {bar}, {cs});")
+
+
+def tma_loads_multicast(cg, t, tmap, how, dst, bar, rank):
+    """This block's half of TmaCopy `t`, multicast to both blocks of the pair: the
+    strips of parity `rank` ("strips"), or row half `rank` of every strip with a
+    map of R/2-row boxes ("rows"; sw128 repeats every 8 rows, so a half starting on
+    a 16-row boundary keeps the tile's layout)."""
+    r0, c0 = cg.expr(t.row0), cg.expr(t.col0)
+    if how == "strips":
+        for j in range(t.cols // 128):
+            cg.w(f"tl::tma_load_2d_multicast({dst} + ({2 * j} + {rank}) * {t.rows * 64}, &{tmap}, {bar}, "
+                 f"({c0}) + ({2 * j} + {rank}) * 64, {r0}, 3);")
+        return
+    h = t.rows // 2
+    for strip in range(t.cols // 64):
+        off = f" + {strip * 64}" if strip else ""
+        cg.w(f"tl::tma_load_2d_multicast({dst} + {strip * t.rows * 64} + {rank} * {h * 64}, &{tmap}, {bar}, "
+             f"({c0}){off}, ({r0}) + {rank} * {h}, 3);")

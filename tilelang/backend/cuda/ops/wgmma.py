@@ -1,0 +1,114 @@
+"""`T.gemm` on sm_90a: warpgroup MMA (`wgmma.mma_async m64nNk16`, include/tl_cuda/wgmma.h).
+
+Chosen when A and B are whole 2-D fp16/bf16 tiles (A may also be a fragment that
+lives in registers in the accumulator layout), the last dimension of every shared
+operand is a multiple of 64 (one 128-byte swizzle atom) and the block tile has one
+64-row slab per warpgroup. The shared operands then get the `tl::sw128` layout
+(64-column strips, 16-byte chunks XOR-swizzled by row), which is what the wgmma
+descriptors describe and which makes the 16-byte tile copies bank-conflict free.
+The accumulator has the same register layout as the mma.sync path with all warps
+along M, so every T.Parallel loop and reduction over it is shared with that path.
+The instruction wrappers (one asm statement per N) are generated here."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilelang.ir import expr as E
+from tilelang.backend.cuda.ops.mma import MmaConfig, gemm_mnk
+from tilelang.backend.cuda.target import arch_number
+
+_PTX_TYPE = {"float16": ("f16", "half"), "bfloat16": ("bf16", "__nv_bfloat16")}
+
+
+@dataclass(frozen=True)
+class WgmmaConfig(MmaConfig):
+    dtype: str = "float16"
+    trans_A: bool = False
+    trans_B: bool = False
+    a_regs: bool = False      # A read from a register fragment (wgmma RS)
+
+    kind = "wgmma"
+
+
+def swizzle_ok(buf):
+    """The buffer can take the sw128 layout: 2-D, 16-bit, rows % 8, cols % 64."""
+    if buf.ndim != 2 or buf.dtype.bits != 16:
+        return False
+    r, c = (E.const_int_value(d) for d in buf.shape)
+    return r is not None and c is not None and r % 8 == 0 and c % 64 == 0
+
+
+def _whole(region):
+    return all(E.const_int_value(s) == 0 for s in region.starts) and \
+        [E.const_int_value(e) for e in region.extents] == [E.const_int_value(d) for d in region.buffer.shape]
+
+
+def wgmma_config(op, arch, nthreads):
+    """The warpgroup-MMA config for this gemm, or None."""
+    if arch is None or not arch.startswith("sm_90a") or arch_number(arch) != 90 or nthreads % 128:
+        return None
+    mnk = gemm_mnk(op)
+    if mnk is None:
+        return None
+    M, N, K = mnk
+    da, db, dc = op.A.buffer.dtype, op.B.buffer.dtype, op.C.buffer.dtype
+    if da is not db or da.name not in _PTX_TYPE or dc.name != "float32":
+        return None
+    nwg = nthreads // 128
+    if M != 64 * nwg or N % 8 or N > 256 or K % 16:
+        return None
+    a_regs = op.A.buffer.scope == "local.fragment"
+    if a_regs and op.trans_A:
+        return None
+    for r in (op.B,) if a_regs else (op.A, op.B):
+        if r.buffer.scope not in ("shared", "shared.dyn", "local.fragment") or not _whole(r) or \
+                not swizzle_ok(r.buffer) or getattr(r.buffer, "alias_of", None) is not None:
+            return None
+    if a_regs and (not _whole(op.A) or op.A.buffer.ndim != 2):
+        return None
+    if not op.trans_B and N % 64 or op.trans_B and K % 64:
+        return None
+    if op.trans_A and M % 64 or not op.trans_A and not a_regs and K % 64:
+        return None
+    nwarps = nthreads // 32
+    return WgmmaConfig(M, N, K, nwarps, 1, dtype=da.name, trans_A=bool(op.trans_A), trans_B=bool(op.trans_B),
+                       a_regs=a_regs)
+
+
+def _operands(n, first=0):
+    return ", ".join(f"%{first + i}" for i in range(n))
+
+
+def instruction_wrappers(cfgs):
+    """C++ specializations of tl::WgmmaSS / tl::WgmmaRS for the configs used."""
+    seen, out = set(), []
+    for c in cfgs:
+        ptx, ct = _PTX_TYPE[c.dtype]
+        key = (c.a_regs, c.N, c.dtype, c.trans_A, c.trans_B)
+        if key in seen:
+            continue
+        seen.add(key)
+        nd = c.N // 2
+        outs = ", ".join(f'"+f"(d[{i}])' for i in range(nd))
+        shape = f"m64n{c.N}k16.f32.{ptx}.{ptx}"
+        tb = int(c.trans_B)
+        if not c.a_regs:
+            ta = int(c.trans_A)
+            body = (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nd + 2}, 0;\\n"\n'
+                    f'      "wgmma.mma_async.sync.aligned.{shape} {{{_operands(nd)}}}, %{nd}, %{nd + 1}, '
+                    f'p, 1, 1, {ta}, {1 - tb};\\n}}\\n"\n'
+                    f'      : {outs}\n      : "l"(da), "l"(db), "r"(1));')
+            out.append(f"template <> struct WgmmaSS<{c.N}, {ct}, {ta}, {tb}> {{\n"
+                       f"  TL_DEVICE static void run(float* d, unsigned long long da, unsigned long long db) {{\n"
+                       f"    {body}\n  }}\n}};")
+        else:
+            body = (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nd + 5}, 0;\\n"\n'
+                    f'      "wgmma.mma_async.sync.aligned.{shape} {{{_operands(nd)}}}, '
+                    f'{{{_operands(4, nd)}}}, %{nd + 4}, p, 1, 1, {1 - tb};\\n}}\\n"\n'
+                    f'      : {outs}\n      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));')
+            out.append(f"template <> struct WgmmaRS<{c.N}, {ct}, {tb}> {{\n"
+                       f"  TL_DEVICE static void run(float* d, const unsigned* a, unsigned long long db) {{\n"
+                       f"    {body}\n  }}\n}};")
+    if not out:
+        return ""
+    return "namespace tl {\n" + "\n".join(out) + "\n}  // namespace tl\n"

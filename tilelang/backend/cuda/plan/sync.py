@@ -1,0 +1,178 @@
+"""Barrier insertion. The block-level program is a sequence of units (a T.Parallel
+nest, a tile op, a scalar statement); a `__syncthreads()` goes before a unit when it
+touches block-visible memory (shared, global) that a unit since the last barrier
+wrote (or writes what one read), unless both ran on the same single thread (scalar
+stores run on thread 0). Loop bodies are analysed twice so that accesses carried
+from one iteration to the next are seen.
+
+Global memory between two statements the user wrote per thread (indexed by the thread
+index) is the user's to order, as in CUDA and in the published package (which syncs
+for shared memory only): a copy loop `B[row, tx] = A[row, tx]` gets no barrier per
+iteration. Tile ops and T.Parallel nests, whose elements we hand out to threads, are
+still ordered against everything else."""
+from __future__ import annotations
+
+from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
+from tilelang.backend.cuda.analysis.facts import accesses
+from tilelang.ir.mbarrier import every_thread_call
+
+REGISTER_KINDS = ("local", "var", "acc", "row", "tile")
+# mbarriers order what the user hands over with them; they are not data the planner tracks
+UNTRACKED_KINDS = REGISTER_KINDS + ("mbar",)
+
+
+class SyncPlanner:
+    def __init__(self, plan):
+        self.plan = plan
+        self.before = set()   # id(stmt) that needs a barrier before it
+        # byte ranges of shared buffers: two buffers whose lifetimes do not overlap may
+        # share storage (plan.py), so an access to one conflicts with the other
+        self.ranges = {k: (p.offset, p.offset + p.stage_bytes * p.stages)
+                       for k, p in plan.placements.items() if p.kind == "smem"}
+        self.global_ids = set()   # root ids of global buffers seen
+
+    def _visible(self, buf):
+        p = self.plan.placements.get(id(buf))
+        if p is not None and p.kind == "view":
+            return self._visible(buf.alias_of)
+        return p is None or p.kind not in UNTRACKED_KINDS
+
+    @staticmethod
+    def _root(buf):
+        """Views share their base buffer's storage: track them as the base."""
+        while getattr(buf, "alias_of", None) is not None:
+            buf = buf.alias_of
+        return id(buf)
+
+    def unit_accesses(self, stmt, executor):
+        reads, writes = accesses(stmt)
+        out = set()
+        for mode, bufs in (("r", reads), ("w", writes)):
+            for b in bufs:
+                if self._visible(b):
+                    out.add((self._root(b), mode, executor))
+                    if b.scope == "global":
+                        self.global_ids.add(self._root(b))
+        return out
+
+    def _same_storage(self, b, b2):
+        if b == b2:
+            return True
+        r, r2 = self.ranges.get(b), self.ranges.get(b2)
+        return r is not None and r2 is not None and r[0] < r2[1] and r2[0] < r[1]
+
+    def _conflict(self, acc, pending):
+        for b, m, ex in acc:
+            for b2, m2, ex2 in pending:
+                if "w" not in (m, m2) or ex == ex2 == "t0":
+                    continue
+                if ex == ex2 == "tid" and b in self.global_ids:
+                    continue   # per-thread code on global memory: ordered by the user
+                if self._same_storage(b, b2):
+                    return True
+        return False
+
+    def unit(self, stmt, acc, pending):
+        if acc and self._conflict(acc, pending):
+            self.before.add(id(stmt))
+            pending = set()
+        return pending | acc
+
+    def run(self, body):
+        self.visit(body, set())
+        return self.before
+
+    def visit(self, st, pending):
+        plan = self.plan
+        if st is None:
+            return pending
+        if isinstance(st, S.SeqStmt):
+            for s in st.stmts:
+                pending = self.visit(s, pending)
+            return pending
+        if isinstance(st, S.Barrier):
+            # a named barrier of some threads orders nothing for the others
+            return pending if st.is_partial else set()
+        if isinstance(st, S.DeclBuffer):
+            return pending
+        if isinstance(st, S.For) and st.kind == S.PARALLEL:
+            return self.unit(st, self.unit_accesses(st, "all"), pending)
+        if isinstance(st, S.For) and id(st) in plan.pipelines:
+            # the codegen puts a barrier before the prologue and at the top of every
+            # iteration; the async copies write slots that the rest of the body does not read
+            info = plan.pipelines[id(st)]
+            ring = {(id(b), "w", "all") for b in info.bufs}
+            inner = set()
+            for s in info.rest:
+                inner = self.visit(s, inner)
+            return ring | inner
+        if isinstance(st, TO.TileOp):
+            return self.unit(st, self.unit_accesses(st, "all"), pending)
+        if isinstance(st, S.IfThenElse) and id(st) in plan.regions.branches:
+            # a warp-specialized branch: its ranges order their own accesses (named
+            # barriers of the range) and hand data to each other through the user's
+            # mbarriers; what came before is ordered by a barrier of all of its threads
+            self.visit(st.then_body, set())
+            self.visit(st.else_body, set())
+            return self.unit(st, self.unit_accesses(st, "all"), pending)
+        uniform_ctrl = (isinstance(st, S.For) and not plan.depends(st.min) and not plan.depends(st.extent)) or \
+            (isinstance(st, (S.IfThenElse, S.While)) and not plan.depends(st.cond)) or isinstance(st, S.LetStmt)
+        if uniform_ctrl:
+            head = {S.For: lambda s: S.Evaluate(s.extent), S.IfThenElse: lambda s: S.Evaluate(s.cond),
+                    S.While: lambda s: S.Evaluate(s.cond), S.LetStmt: lambda s: S.Evaluate(s.value)}[type(st)](st)
+            hacc = self.unit_accesses(head, "all")
+            if hacc and self._conflict(hacc, pending):
+                self.before.add(id(st))   # barrier before the whole statement
+                pending = set()
+            pending = pending | hacc
+            if isinstance(st, S.IfThenElse):
+                return self.visit(st.then_body, pending) | self.visit(st.else_body, pending)
+            if isinstance(st, (S.For, S.While)):
+                first = self.visit(st.body, pending)
+                second = self.visit(st.body, pending | first | hacc)
+                return pending | second
+            return self.visit(st.body, pending)
+        if self.single_thread(st):
+            return self.unit(st, self.unit_accesses(st, "t0"), pending)
+        return self.unit(st, self.unit_accesses(st, "tid" if self.thread_dependent(st) else "all"), pending)
+
+    def single_thread(self, st):
+        """A block-level scalar statement that must happen once per block (a store to
+        shared/global memory, an atomic, a print): codegen runs it on thread 0."""
+        if isinstance(st, S.BufferStore) and not self._visible(st.buffer):
+            return False
+        if isinstance(st, S.Evaluate) and self._addresses_registers(st):
+            return False   # an extern call on the thread's own registers (T.access_ptr)
+        if isinstance(st, S.Evaluate) and every_thread_call(st.value):
+            return False   # mbarrier arrivals count threads
+        return isinstance(st, (S.BufferStore, S.Evaluate, S.Print)) and not self.thread_dependent(st)
+
+    def _addresses_registers(self, st):
+        from tilelang.ir.visitor import walk
+        from tilelang.ir import expr as E
+        found = []
+
+        def f(n):
+            ld = E.addressed_load(n)
+            if ld is not None and not self._visible(ld.buffer):
+                found.append(ld)
+        walk(st, f)
+        return bool(found)
+
+    def thread_dependent(self, st):
+        from tilelang.ir.visitor import walk
+        from tilelang.ir import expr as E
+        found = []
+
+        def f(n):
+            if isinstance(n, E.Var) and id(n) in self.plan.td_vars:
+                found.append(n)
+            elif isinstance(n, E.BufferLoad) and id(n.buffer) in self.plan.td_bufs:
+                found.append(n)
+        walk(st, f)
+        return bool(found)
+
+
+def plan_barriers(body, plan):
+    return SyncPlanner(plan).run(body)
