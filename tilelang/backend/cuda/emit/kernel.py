@@ -914,6 +914,8 @@ class KernelCodegen:
         """A T.Pipelined loop whose tile copies run as cp.async into per-stage slots
         (plan/pipeline.py has the schedule and the conditions)."""
         ns = info.stages
+        if info.guard is not None:   # `if cond:` body: the plain cp.async ring, predicated per iteration
+            return self._pipelined_cp_async(st, info)
         if self._overlapped_wgmma(info):
             tmas = tma_copies(self, info)
             if tmas is not None:
@@ -926,6 +928,10 @@ class KernelCodegen:
         tmas = tma_copies(self, info)
         if tmas is not None and body_fits_tma_ring(self, info):
             return emit_pipelined_tma_body(self, st, info, tmas)
+        return self._pipelined_cp_async(st, info)
+
+    def _pipelined_cp_async(self, st, info):
+        ns = info.stages
         lo, hi = self._cp_async_prologue(st, info, ns - 1)
         k = self.bind(st.var)
         self.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
@@ -934,8 +940,14 @@ class KernelCodegen:
         self.sync()
         self._issue_ahead(st, info, k, ns - 1, lo, hi)
         saved = self._slot_pointers(info, f"({k} - {lo}) % {ns}")
+        if info.guard is not None:
+            self.w(f"if ({self.expr(info.guard)}) {{")
+            self.indent += 1
         for s in info.rest:
             self.stmt(s, True)
+        if info.guard is not None:
+            self.indent -= 1
+            self.w("}")
         self._restore(saved)
         self.indent -= 1
         self.w("}")
@@ -1030,10 +1042,16 @@ class KernelCodegen:
     def _issue(self, info, slot, copies=None):
         """The copies of the loop (or `copies` of them) into ring slot `slot`, as cp.async."""
         saved = self._slot_pointers(info, slot)
+        if info.guard is not None:   # that iteration's `if cond:` (the loop variable names it now)
+            self.w(f"if ({self.expr(info.guard)}) {{")
+            self.indent += 1
         self.async_copy = True
         for c in info.copies if copies is None else copies:
             self.cooperative(c)
         self.async_copy = False
+        if info.guard is not None:
+            self.indent -= 1
+            self.w("}")
         self._restore(saved)
 
     def _accs_in(self, body):

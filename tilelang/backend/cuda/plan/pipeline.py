@@ -8,7 +8,13 @@ copies of iteration k+s-1 into the slot that iteration k-1 read, and runs the re
 of the body on slot k % s. A copy is hoisted only when that cannot change results:
 its shared buffer is written by nothing else and not touched earlier in the body,
 its global source is never written by the kernel, and its indices read no buffer
-but the source."""
+but the source.
+
+A body that is one `if cond:` without `else` (block-sparse GEMM: `if BlockMask[by, bx, k]:`)
+is pipelined the same way when every thread of the block agrees on `cond` and `cond` reads
+nothing the kernel writes: the copies of iteration j are issued under `cond(j)`, the rest of
+iteration k runs under `cond(k)`, and every iteration still closes its cp.async group (empty
+when skipped) so that the waits count the same groups."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -26,11 +32,28 @@ class PipelineInfo:
     copies: list = field(default_factory=list)   # the T.Parallel copy nests issued asynchronously
     bufs: list = field(default_factory=list)     # the shared buffers they fill (multi-buffered)
     rest: list = field(default_factory=list)     # the other statements of the body, in order
+    guard: object = None                         # `cond` of a body `if cond:` (per iteration), or None
 
 
 def body_stmts(loop):
     b = loop.body
     return list(b.stmts) if isinstance(b, S.SeqStmt) else [b]
+
+
+def _guarded_body(loop, plan, writes):
+    """(cond, statements) when the loop body is one `if cond:` (no else) whose condition
+    every thread evaluates alike and that reads only global tensors the kernel never
+    writes; else (None, the body's statements)."""
+    stmts = body_stmts(loop)
+    if len(stmts) != 1 or not isinstance(stmts[0], S.IfThenElse) or stmts[0].else_body is not None:
+        return None, stmts
+    cond = stmts[0].cond
+    loads = []
+    walk(cond, lambda n: loads.append(n.buffer) if isinstance(n, E.BufferLoad) else None)
+    if plan.depends(cond) or any(b.scope != "global" or writes.get(id(b), 0) for b in loads):
+        return None, stmts
+    then = stmts[0].then_body
+    return cond, list(then.stmts) if isinstance(then, S.SeqStmt) else [then]
 
 
 def _writes_in(root):
@@ -80,9 +103,10 @@ def find_pipelines(launch, plan, arch, vector_width, max_stages=None):
             stages = min(stages, max_stages)
         if stages < 2 or loop.step is not None or plan.depends(loop.min) or plan.depends(loop.extent):
             continue
-        info = PipelineInfo(stages)
+        guard, stmts = _guarded_body(loop, plan, writes)
+        info = PipelineInfo(stages, guard=guard)
         seen = []   # statements before the current one
-        for st in body_stmts(loop):
+        for st in stmts:
             if _is_async_copy(st, plan, writes, aliased, seen, vector_width):
                 vars_, mins, exts, inner = parallel_nest(st)
                 info.copies.append(st)

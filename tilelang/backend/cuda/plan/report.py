@@ -8,6 +8,7 @@ from __future__ import annotations
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.visitor import walk
+from tilelang.ir.printer import expr_str
 
 
 def _placement(p):
@@ -52,7 +53,8 @@ def format_plan(entry, launch, plan) -> str:
     if plan.pipelines:
         lines.append("pipelines:")
         for info in plan.pipelines.values():
-            lines.append(f"  {info.stages} stages over {', '.join(b.name for b in info.bufs) or '-'}")
+            guard = f" (each iteration under `if {expr_str(info.guard)}`)" if info.guard is not None else ""
+            lines.append(f"  {info.stages} stages over {', '.join(b.name for b in info.bufs) or '-'}{guard}")
     for n in plan.notes:
         lines.append(f"note: {n}")
     return "\n".join(lines) + "\n"
