@@ -91,3 +91,37 @@ def test_im2col_conv_gpu(case):
     ref = torch.nn.functional.conv2d(x.permute(0, 3, 1, 2).float(), w.permute(3, 2, 0, 1).float(),
                                      stride=S, padding=P, dilation=D).permute(0, 2, 3, 1)
     torch.testing.assert_close(out, ref, rtol=1e-2, atol=1e-2)
+
+
+GPU_CASES = CASES + [(2, 16, 16, 64, 64, 3, 1, 1, 1),     # channels a multiple of 8: 16-byte cp.async
+                     (1, 10, 13, 12, 64, 3, 1, 1, 1),     # 12 channels: 8-byte vectors
+                     (1, 14, 14, 3, 64, 3, 2, 1, 1),      # 3 channels: element copies
+                     (2, 20, 18, 128, 128, 3, 2, 2, 2)]   # strided, dilated, padded
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", GPU_CASES)
+def test_im2col_conv_gpu(case):
+    import torch
+    N, H, W, C, F, K, S, D, P = case
+    f, (OH, OW) = conv_kernel(*case)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((N, H, W, C)).astype(np.float16)
+    w = rng.standard_normal((K, K, C, F)).astype(np.float16)
+    out = torch.zeros((N, OH, OW, F), dtype=torch.float32, device="cuda")
+    tilelang.compile(f, target="cuda")(torch.from_numpy(x).cuda(), torch.from_numpy(w).cuda(), out)
+    np.testing.assert_allclose(out.cpu().numpy(), reference(x.astype(np.float64), w.astype(np.float64), S, D, P),
+                               rtol=1e-2, atol=1e-2)
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("C,width", [(32, 16), (12, 8), (3, None)])
+def test_im2col_tile_is_a_pipelined_vector_copy(C, width):
+    # channels that split into whole vectors make each row of the tile a cp.async of
+    # `width` bytes (its padding check holds for the whole vector); 3 channels cannot
+    src = tilelang.compile(conv_kernel(1, 12, 10, C, 64, 3, 1, 1, 1)[0], target="cuda -arch=sm_90a").get_kernel_source()
+    data_copies = [ln for ln in src.splitlines() if "(&a_slot" in ln]
+    if width is None:
+        assert not data_copies and "a[" in src
+    else:
+        assert data_copies and all(f"cp_async_gs_conditional<{width}>" in ln for ln in data_copies), data_copies

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
-from tilelang.ir.visitor import collect_vars
+from tilelang.ir.visitor import _children, collect_vars
 from tilelang.arith.simplify import linear_form, simplify
 from tilelang.arith.divisibility import assumed_divisors, multiple_of
 
@@ -49,20 +49,52 @@ def _has(e, v):
 def _mult_except(e, v, V, divisors=None):
     """e = v + (terms that are multiples of V); with v absent, e is a multiple of V.
     `divisors` ({id(var): d}, arith/divisibility.py): runtime values the kernel
-    promises (T.assume) to be multiples of d."""
+    promises (T.assume) to be multiples of d. The step may also come through
+    `(v + multiples of V) % m` with m a multiple of V (the channel of an im2col index),
+    and other terms may read v through `(v + multiples of V) // m` (constant over a
+    vector: `_uniform`)."""
     lin = linear_form(simplify(e)) if e.dtype.is_int else None
     if lin is None:
         return False
     terms, const = lin
     if const % V:
         return False
+    steps = 0
     for atom, c in terms.values():
-        if atom is v:
+        if v is not None and (atom is v or _steps_with(atom, v, V)):
             if c != 1:
                 return False
-        elif multiple_of(atom, c, divisors or {}) % V or _has(atom, v):
+            steps += 1
+        elif multiple_of(atom, c, divisors or {}) % V or (v is not None and not _uniform(atom, v, V)):
             return False
-    return True
+    return steps == 1 or v is None or not _has(e, v)
+
+
+def _divisor_of_vectors(e, V):
+    m = E.const_int_value(e)
+    return m is not None and m > 0 and m % V == 0
+
+
+def _steps_with(e, v, V):
+    """`e = (v + multiples of V) % m` with m a multiple of V: within a vector (v = V*q + t,
+    t < V) it is `(V*q + ...) % m + t`, consecutive and starting on a multiple of V."""
+    return isinstance(e, E.BinOp) and e.op == "%" and _divisor_of_vectors(e.b, V) and \
+        _has(e.a, v) and _mult_except(e.a, v, V)
+
+
+def _uniform(e, v, V):
+    """`e` takes one value over each vector of V consecutive `v` starting on a multiple of
+    V: it does not read v, or reads it only through `(v + multiples of V) // m` with m a
+    multiple of V (the row/column of an im2col index, its padding checks)."""
+    if v is None or not _has(e, v):
+        return True
+    if e is v:
+        return False
+    if isinstance(e, E.BinOp) and e.op == "//" and _divisor_of_vectors(e.b, V) and _mult_except(e.a, v, V):
+        return True
+    if isinstance(e, (E.BinOp, E.Not, E.Cast, E.Select, E.Call, E.BufferLoad)):
+        return all(_uniform(c, v, V) for c in _children(e))
+    return False
 
 
 def kernel_divisors(cg):
@@ -85,7 +117,7 @@ def consecutive(e, v, V):
 
 def _cond_ok(c, v, V):
     for atom in E.conjuncts(c):
-        if not _has(atom, v):
+        if _uniform(atom, v, V):
             continue
         # x < n and x >= n (a lower bound such as `x >= 0` where x is not provably
         # non-negative) hold for all of [x - v, x - v + V) or none when n % V == 0
@@ -104,11 +136,12 @@ def match_copy(body):
     if not isinstance(body, S.BufferStore):
         return None
     val, sel = body.value, None
-    if isinstance(val, E.Select):
+    while isinstance(val, E.Select):   # nested zero-fills (padding, then a bounds check) are one
         z = val.f
         if not (isinstance(z, (E.FloatImm, E.IntImm)) and z.value == 0):
             return None
-        sel, val = val.cond, val.t
+        sel = val.cond if sel is None else E.binop("&&", sel, val.cond)
+        val = val.t
     if not isinstance(val, E.BufferLoad) or val.buffer.dtype is not body.buffer.dtype:
         return None
     return guard, body, val, sel
@@ -135,7 +168,7 @@ def _vector_access(strides, idx, v, V, divisors=None):
     as `v` runs over a vector: `v` steps one index whose stride is 1 (the last one for
     row-major buffers, any one for strided tensors), and every other stride is a
     multiple of V (a constant, or a linear form whose coefficients all are)."""
-    dims = [d for d, i in enumerate(idx) if _has(i, v)]
+    dims = [d for d, i in enumerate(idx) if not _uniform(i, v, V)]
     if len(dims) != 1:
         return False
     d = dims[0]
