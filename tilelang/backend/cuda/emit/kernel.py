@@ -10,7 +10,7 @@
   (a reduction of a register accumulator: per-thread slots, then quad shuffles)."""
 from __future__ import annotations
 
-import re
+import contextlib
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
@@ -35,33 +35,17 @@ from tilelang.backend.cuda.layout.tile import Scalar
 from tilelang.backend.cuda.emit.tile_loops import emit_tile_loop, emit_tile_reduce
 from tilelang.backend.cuda.ops.thread_allreduce import emit_thread_allreduce, emit_finalize_reducer
 from tilelang.ir.extern import is_import_source
+from tilelang.backend.c.names import CNames, C_RESERVED
 
-_RESERVED = {"int", "float", "double", "half", "char", "short", "long", "for", "if", "else", "while", "do",
-             "return", "break", "continue", "const", "auto", "struct", "class", "union", "void", "bool",
-             "true", "false", "default", "switch", "case", "new", "delete", "this", "template", "typename",
-             "namespace", "static", "signed", "unsigned", "volatile", "register", "goto", "sizeof", "tl",
-             "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "min", "max", "abs", "exp"}
+# CUDA's built-in names, on top of the words no C identifier may be
+CUDA_RESERVED = C_RESERVED | {"half", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"}
 
 
-class Names:
-    """Unique C identifiers by object identity."""
+class Names(CNames):
+    """The kernel's C identifiers (backend/c/names.py), CUDA's built-ins reserved."""
 
     def __init__(self):
-        self.by_id, self.used = {}, set()
-
-    def get(self, obj_id):
-        return self.by_id.get(obj_id)
-
-    def new(self, obj, base, internal=False):
-        base = re.sub(r"\W", "_", base) or "v"
-        if not internal and (base[0].isdigit() or base in _RESERVED or base.startswith("tl_")):
-            base = "v_" + base
-        name, k = base, 1
-        while name in self.used:
-            name, k = f"{base}_{k}", k + 1
-        self.used.add(name)
-        self.by_id[id(obj)] = name
-        return name
+        super().__init__(CUDA_RESERVED)
 
 
 def _guarded_store(body):
@@ -100,7 +84,7 @@ class KernelCodegen:
         self.indent = 1
         self._addressed = None        # ids of buffers whose element addresses are taken
         self.range = self.plan.regions.full   # threads running the code emitted now (analysis/thread_ranges.py)
-        self.printer = ExprPrinter(_NameView(names), self.access)
+        self.printer = ExprPrinter(names, self.access)
 
     # helpers ------------------------------------------------------------------
     def bind(self, var, base=None):
@@ -643,7 +627,8 @@ class KernelCodegen:
         L = cfg.layout()
         c = op.C
         row, col = E.Var("tl_row"), E.Var("tl_col")
-        self.names.by_id[id(row)], self.names.by_id[id(col)] = f"{L}::row(tl_tid, tl_r)", f"{L}::col(tl_tid, tl_r)"
+        self.names.alias(row, f"{L}::row(tl_tid, tl_r)")
+        self.names.alias(col, f"{L}::col(tl_tid, tl_r)")
         idx = list(c.starts)
         idx[-2] = simplify(idx[-2] + row)
         idx[-1] = simplify(idx[-1] + col)
@@ -824,7 +809,7 @@ class KernelCodegen:
         if acc:
             self.w(f"const int {self.bind(vars_[1])} = {lt}::col(tl_tid, {slot}){sub(1)};")
         if shift:
-            i, j = self.names.by_id[id(vars_[0])], self.names.by_id[id(vars_[1])]
+            i, j = self.names[vars_[0]], self.names[vars_[1]]
             self.w(f"if ({i} < 0 || {i} >= {L.M} || {j} < 0 || {j} >= {L.N}) continue;")
         for b in regs:
             is_row = self.placement(b).kind == "row"
@@ -886,7 +871,6 @@ class KernelCodegen:
         self.w(f"const int {j} = {lt}::col(tl_tid, {slot});")
         vals = []
         for e in (0, 1):
-            self.names.by_id[id(jv)] = j if e == 0 else f"({j} + 1)"
             for b in regs:
                 is_row = self.placement(b).kind == "row"
                 r = slot if e == 0 else f"({slot} + 1)"
@@ -894,10 +878,10 @@ class KernelCodegen:
             val = st.value
             if isinstance(val, E.Cast) and val.dtype is G.dtype and val.value.dtype.name == "float32":
                 val = val.value
-            v = self.expr(val)
+            with self.names.bound(jv, j if e == 0 else f"({j} + 1)"):
+                v = self.expr(val)
             # float values: store_pair converts both at once (one F2FP)
             vals.append(v if val.dtype is G.dtype or val.dtype.name == "float32" else cast_str(val.dtype, G.dtype, v))
-        self.names.by_id[id(jv)] = j
         for b in regs:
             is_row = self.placement(b).kind == "row"
             self.acc_index[id(b)] = f"{lt}::row_slot({slot})" if is_row else slot
@@ -933,10 +917,9 @@ class KernelCodegen:
         self.w(f"tl::cp_async_wait<{ns - 2}>();")
         self.sync()
         self._issue_ahead(st, info, k, ns - 1, lo, hi)
-        saved = self._slot_pointers(info, f"({k} - {lo}) % {ns}")
-        for s in info.rest:
-            self.stmt(s, True)
-        self._restore(saved)
+        with self.slot_pointers(info, f"({k} - {lo}) % {ns}"):
+            for s in info.rest:
+                self.stmt(s, True)
         self.indent -= 1
         self.w("}")
         self.w("tl::cp_async_wait<0>();")
@@ -949,9 +932,8 @@ class KernelCodegen:
         self.w(f"if ({k} + {d} < {hi}) {{")
         self.indent += 1
         self.w(f"const int {kn} = {k} + {d};")
-        self.names.by_id[id(st.var)] = kn
-        self._issue(info, f"({kn} - {lo}) % {ns}")
-        self.names.by_id[id(st.var)] = k
+        with self.names.bound(st.var, kn):
+            self._issue(info, f"({kn} - {lo}) % {ns}")
         self.indent -= 1
         self.w("}")
         self.w("tl::cp_async_commit();")
@@ -1001,9 +983,8 @@ class KernelCodegen:
         self.indent += 1
         self.w(f"tl::cp_async_wait<{d - 1}>();")
         self.sync()
-        saved = self._slot_pointers(info, f"({k} - {lo}) % {ns}")
-        self.w(self.wgmma_call(g, cfg, issue_only=True))
-        self._restore(saved)
+        with self.slot_pointers(info, f"({k} - {lo}) % {ns}"):
+            self.w(self.wgmma_call(g, cfg, issue_only=True))
         self._issue_ahead(st, info, k, d, lo, hi)
         self.w("tl::wgmma_wait<1>();")
         self.indent -= 1
@@ -1012,29 +993,28 @@ class KernelCodegen:
         self.w(f"tl::fence_regs<{cfg.regs}>({acc});")
         self.w("tl::cp_async_wait<0>();")
 
-    def _slot_pointers(self, info, slot):
-        saved = {}
+    @contextlib.contextmanager
+    def slot_pointers(self, info, slot):
+        """Inside the block, each ring buffer of `info` prints as a pointer to ring slot
+        `slot` (a C expression), declared here."""
+        binds = []
         for b in info.bufs:
             base = self.buf_name(b)
-            saved[id(b)] = base
             pl = self.placement(b)
-            name = self.names.new(object(), base + "_slot", True)
+            name = self.names.fresh(base + "_slot")
             ct = ctype(b.dtype)
             self.w(f"{ct}* {name} = {base} + ({slot}) * {pl.stage_bytes // b.dtype.itemsize};")
-            self.names.by_id[id(b)] = name
-        return saved
-
-    def _restore(self, saved):
-        self.names.by_id.update(saved)
+            binds.append((b, name))
+        with self.names.bound_all(binds):
+            yield
 
     def _issue(self, info, slot, copies=None):
         """The copies of the loop (or `copies` of them) into ring slot `slot`, as cp.async."""
-        saved = self._slot_pointers(info, slot)
-        self.async_copy = True
-        for c in info.copies if copies is None else copies:
-            self.cooperative(c)
-        self.async_copy = False
-        self._restore(saved)
+        with self.slot_pointers(info, slot):
+            self.async_copy = True
+            for c in info.copies if copies is None else copies:
+                self.cooperative(c)
+            self.async_copy = False
 
     def _accs_in(self, body):
         from tilelang.ir.visitor import walk
@@ -1047,17 +1027,6 @@ class KernelCodegen:
                     out[id(n.buffer)] = n.buffer
         walk(body, f)
         return list(out.values())
-
-
-class _NameView(dict):
-    """Var id -> C name, read through the shared `Names`."""
-
-    def __init__(self, names):
-        super().__init__()
-        self._n = names
-
-    def get(self, k, default=None):
-        return self._n.by_id.get(k, default)
 
 
 _REDUCER_ATOMICS = {"+": "add", "max": "max", "min": "min", "&": "and", "|": "or", "^": "xor"}

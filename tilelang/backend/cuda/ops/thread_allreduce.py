@@ -90,7 +90,8 @@ def emit_thread_allreduce(kc, st, block):
     ct = ctype(dt)
     acc = kc.names.new(object(), "tl_red", True)
     other = kc.names.new(object(), "tl_red_other", True)
-    kc.names.by_id[id(st.lhs)], kc.names.by_id[id(st.rhs)] = acc, other
+    kc.names.alias(st.lhs, acc)
+    kc.names.alias(st.rhs, other)
     combine = kc.expr(st.combine)
     kc.w("{")
     kc.indent += 1

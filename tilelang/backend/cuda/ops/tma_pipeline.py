@@ -62,9 +62,8 @@ def emit_pipelined_tma(cg, st, info, tmas):
                           (mc, half_maps, rank) if mc is not None else None)
     preload(cg, ns, lo, hi, issue)
     k, stage, phase = open_ring_loop(cg, st, lo, hi, full)
-    saved = cg._slot_pointers(info, stage)
-    cg.w(cg.wgmma_call(g, cfg, issue_only=True))
-    cg._restore(saved)
+    with cg.slot_pointers(info, stage):
+        cg.w(cg.wgmma_call(g, cfg, issue_only=True))
     cg.w("tl::wgmma_wait<1>();")
     cg.w(f"if ({k} > {lo}) {{")
     cg.indent += 1
@@ -136,15 +135,14 @@ def emit_pipelined_tma_body(cg, st, info, tmas):
         cg.w(f"const int {wg} = tl_tid >> 7;")
         cg.w(f"if ({wg} == 1) tl::named_barrier_arrive({bar}, 256);   // warpgroup 0 goes first")
     k, stage, phase = open_ring_loop(cg, st, lo, hi, full)
-    saved = cg._slot_pointers(info, stage)
-    for s in info.rest:
-        if pp is not None and s is first:
-            cg.w(f"tl::named_barrier_sync({bar} + {wg}, 256);   // this warpgroup's turn")
-        cg.stmt(s, True)
-        if pp is not None and s is first:
-            # the other's turn; warpgroup 1 skips its last one (warpgroup 0 got an extra at the start)
-            cg.w(f"if ({wg} == 0 || {k} + 1 < {hi}) tl::named_barrier_arrive({bar} + 1 - {wg}, 256);")
-    cg._restore(saved)
+    with cg.slot_pointers(info, stage):
+        for s in info.rest:
+            if pp is not None and s is first:
+                cg.w(f"tl::named_barrier_sync({bar} + {wg}, 256);   // this warpgroup's turn")
+            cg.stmt(s, True)
+            if pp is not None and s is first:
+                # the other's turn; warpgroup 1 skips its last one (warpgroup 0 got an extra at the start)
+                cg.w(f"if ({wg} == 0 || {k} + 1 < {hi}) tl::named_barrier_arrive({bar} + 1 - {wg}, 256);")
     release_and_refill(cg, released, stage, nwarps, f"{k} + {ns}", hi,
                        lambda kexpr, slot: issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot))
     close_ring_loop(cg, ns, stage, phase)
@@ -272,21 +270,17 @@ def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=N
     cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
     kn = cg.names.new(object(), "tl_kt", True)
     cg.w(f"const int {kn} = {kexpr};")
-    saved = cg.names.by_id.get(id(st.var))
-    cg.names.by_id[id(st.var)] = kn
-    for t, m in zip(tmas, maps):
-        el = cg.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
-        dst = f"{cg.buf_name(t.dst)} + ({slot}) * {el}"
-        if multicast is not None and id(t) in multicast[0].halves:
-            mc, half_maps, rank = multicast
-            how = mc.halves[id(t)]
-            tma_loads_multicast(cg, t, m if how == "strips" else half_maps[id(t)], how, dst, f"&{full}[{slot}]", rank)
-        else:
-            tma_loads(cg, t, m, dst, f"&{full}[{slot}]")
-    if saved is None:
-        del cg.names.by_id[id(st.var)]
-    else:
-        cg.names.by_id[id(st.var)] = saved
+    with cg.names.bound(st.var, kn):
+        for t, m in zip(tmas, maps):
+            el = cg.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
+            dst = f"{cg.buf_name(t.dst)} + ({slot}) * {el}"
+            if multicast is not None and id(t) in multicast[0].halves:
+                mc, half_maps, rank = multicast
+                how = mc.halves[id(t)]
+                tma_loads_multicast(cg, t, m if how == "strips" else half_maps[id(t)], how, dst,
+                                    f"&{full}[{slot}]", rank)
+            else:
+                tma_loads(cg, t, m, dst, f"&{full}[{slot}]")
 
 
 def emit_tma_copy(cg, op, nest, bar):
