@@ -138,3 +138,16 @@ def test_rounded_casts_are_rejected_with_the_target_named():
     for p, where in ((plain, "plain C"), (cpu, "the CPU"), (cuda, "CUDA")):
         with pytest.raises(Exception, match=f"not lowered for {where}"):
             p(call)
+
+
+def test_vector_shuffles_share_one_form_with_each_dialects_lane_types():
+    a, b = E.Var("a", f16), E.Var("b", f16)
+    plain, cpu, cuda = _printers(a, b)
+    pair = E.Shuffle([a, b], [0, 1])
+    assert cpu(pair) == "tl::vec<tl::half_t, 2>(a, b)"
+    assert cuda(pair) == "tl::vec<half, 2>(a, b)"
+    v = E.Var("v", DataType("float16x2"))
+    plain, cpu, cuda = _printers(v)
+    lane = E.Shuffle([v], [1])
+    assert cpu(lane) == "tl::half_t((v).v[1])"
+    assert cuda(lane) == "half_t((v).v[1])"   # the published kernels' spelling of one fp16 lane

@@ -125,7 +125,7 @@ class CExprPrinter:
             from tilelang.ir.rounded_cast import reject
             raise reject(e, self.target_phrase)
         if name == E.SHUFFLE:
-            from tilelang.backend.lanes import shuffle_source
+            from tilelang.backend.c.lanes import shuffle_source
             return shuffle_source(e, self, self.ctype, self.lane_ctype)
         out = self.intrinsic(e)
         if out is not None:

@@ -31,7 +31,7 @@ FAST = {"fast_exp": "exp", "fast_exp2": "exp2", "fast_log": "log", "fast_tanh": 
 
 def ctype(dt):
     if dt.is_vector and dt.element.name in CTYPES:
-        from tilelang.backend.lanes import vector_ctype
+        from tilelang.backend.c.lanes import vector_ctype
         return vector_ctype(dt, CTYPES[dt.element.name])
     try:
         return CTYPES[dt.name]

@@ -53,7 +53,7 @@ def atomic_helper(kind, ret) -> str:
 def ctype(dt) -> str:
     name = dt.name if isinstance(dt, DataType) else str(dt)
     if isinstance(dt, DataType) and dt.is_vector and dt.element.name in _CTYPES:
-        from tilelang.backend.lanes import vector_ctype
+        from tilelang.backend.c.lanes import vector_ctype
         return vector_ctype(dt, _CTYPES[dt.element.name])
     if name not in _CTYPES:
         raise NotImplementedError(f"the CUDA backend has no C type for {name}")

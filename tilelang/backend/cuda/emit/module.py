@@ -6,7 +6,7 @@ from __future__ import annotations
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.errors import located
-from tilelang.ir.buffer import Buffer, is_packed
+from tilelang.ir.buffer import is_packed
 from tilelang.ir.extern import imported_sources
 from tilelang.backend.c.launch import LaunchABI, py_expr  # noqa: F401 (py_expr: ops/tma_*.py)
 from tilelang.backend.cuda.emit.expr import ctype
