@@ -862,7 +862,7 @@ class KernelCodegen:
                     return False
         self.aligned[G.name] = max(self.aligned.get(G.name, 1), 4)
         self.w("#pragma unroll")
-        pair = self.names.new(object(), "tl_pair", True)
+        pair = self.names.fresh("tl_pair")
         self.w(f"for (int {pair} = 0; {pair} < {L.regs // 2}; ++{pair}) {{")
         self.indent += 1
         self.w(f"const int {slot} = 2 * {pair};")
@@ -928,7 +928,7 @@ class KernelCodegen:
         """Inside the main loop at iteration `k`: the copies of iteration k + d into its
         slot (when it exists), then close the cp.async group."""
         ns = info.stages
-        kn = self.names.new(object(), k + "_next", True)
+        kn = self.names.fresh(k + "_next")
         self.w(f"if ({k} + {d} < {hi}) {{")
         self.indent += 1
         self.w(f"const int {kn} = {k} + {d};")
@@ -944,7 +944,7 @@ class KernelCodegen:
         lo = self.expr(st.min)
         hi = self.expr(simplify(st.min + st.extent))
         self.sync()
-        p = self.names.new(object(), "tl_p", True)
+        p = self.names.fresh("tl_p")
         self.w(f"for (int {p} = 0; {p} < {count}; ++{p}) {{")
         self.indent += 1
         self.w(f"if ({lo} + {p} < {hi}) {{")

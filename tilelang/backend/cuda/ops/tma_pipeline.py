@@ -53,7 +53,7 @@ def emit_pipelined_tma(cg, st, info, tmas):
     rank = None
     if mc is not None:
         # the peer's barriers are initialized before any copy or arrival reaches them
-        rank = cg.names.new(object(), "tl_crank", True)
+        rank = cg.names.fresh("tl_crank")
         cg.w(f"const int {rank} = tl::block_rank_in_cluster();")
         cg.w("tl::cluster_sync();")
 
@@ -67,7 +67,7 @@ def emit_pipelined_tma(cg, st, info, tmas):
     cg.w("tl::wgmma_wait<1>();")
     cg.w(f"if ({k} > {lo}) {{")
     cg.indent += 1
-    prev = cg.names.new(object(), "tl_prev", True)
+    prev = cg.names.fresh("tl_prev")
     cg.w(f"const int {prev} = {stage} == 0 ? {ns - 1} : {stage} - 1;")
     if not waits:
         release_and_refill(cg, released, prev, nwarps, f"{k} - 1 + {ns}", hi, issue)
@@ -131,7 +131,7 @@ def emit_pipelined_tma_body(cg, st, info, tmas):
     pp = pingpong(cg, info)
     if pp is not None:
         first, bar = pp
-        wg = cg.names.new(object(), "tl_wg", True)
+        wg = cg.names.fresh("tl_wg")
         cg.w(f"const int {wg} = tl_tid >> 7;")
         cg.w(f"if ({wg} == 1) tl::named_barrier_arrive({bar}, 256);   // warpgroup 0 goes first")
     k, stage, phase = open_ring_loop(cg, st, lo, hi, full)
@@ -188,16 +188,16 @@ def declare_ring(cg, ns, maps, empty_count):
     synchronizes (which also publishes what the kernel wrote to shared memory before
     the loop). `empty_count`: arrivals per phase of the "empty" barriers, or None for
     release counters."""
-    full = cg.names.new(object(), "tl_full", True)
+    full = cg.names.fresh("tl_full")
     off = (cg.plan.smem_bytes + 7) // 8 * 8
     cg.w(f"unsigned long long* {full} = reinterpret_cast<unsigned long long*>(tl_smem + {off});")
     empty = released = None
     if empty_count is not None:
-        empty = cg.names.new(object(), "tl_empty", True)
+        empty = cg.names.fresh("tl_empty")
         cg.plan.smem_bytes = off + 16 * ns
         cg.w(f"unsigned long long* {empty} = {full} + {ns};")
     else:
-        released = cg.names.new(object(), "tl_released", True)
+        released = cg.names.fresh("tl_released")
         cg.plan.smem_bytes = off + 12 * ns
         cg.w(f"unsigned* {released} = reinterpret_cast<unsigned*>({full} + {ns});")
     cg.w("if (tl_tid == 0) {")
@@ -214,7 +214,7 @@ def declare_ring(cg, ns, maps, empty_count):
 
 def preload(cg, ns, lo, hi, issue):
     """Thread 0 fills every slot: iterations lo .. lo + ns - 1 that exist."""
-    p = cg.names.new(object(), "tl_p", True)
+    p = cg.names.fresh("tl_p")
     cg.w("if (tl_tid == 0) {")
     cg.w(f"  for (int {p} = 0; {p} < {ns}; ++{p}) {{")
     cg.w(f"    if ({lo} + {p} < {hi}) {{")
@@ -229,8 +229,8 @@ def preload(cg, ns, lo, hi, issue):
 def open_ring_loop(cg, st, lo, hi, full):
     """The loop over the ring: the slot and phase counters, the loop header, and the
     wait for the slot's copies. Returns the C names (k, stage, phase)."""
-    stage = cg.names.new(object(), "tl_stage", True)
-    phase = cg.names.new(object(), "tl_phase", True)
+    stage = cg.names.fresh("tl_stage")
+    phase = cg.names.fresh("tl_phase")
     cg.w(f"int {stage} = 0;")
     cg.w(f"unsigned {phase} = 0u;")
     k = cg.bind(st.var)
@@ -268,7 +268,7 @@ def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=N
     `slot` (C expressions), announced on full[slot]; `multicast` = (Multicast, the
     half maps, the block's rank in the pair) sends this block's halves to both."""
     cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
-    kn = cg.names.new(object(), "tl_kt", True)
+    kn = cg.names.fresh("tl_kt")
     cg.w(f"const int {kn} = {kexpr};")
     with cg.names.bound(st.var, kn):
         for t, m in zip(tmas, maps):

@@ -102,7 +102,7 @@ def emit_overlapped(cg, st, info, p):
     def iteration(k, first):
         cg.w("tl::cp_async_wait<0>();")   # K_k and V_{k-1}
         cg.sync()                          # ... from every thread; every warp is past the reads of the slots refilled now
-        kn = cg.names.new(object(), k + "_next", True)
+        kn = cg.names.fresh(k + "_next")
         cg.w(f"if ({k} + 1 < {hi}) {{")
         cg.indent += 1
         cg.w(f"const int {kn} = {k} + 1;")
