@@ -3,229 +3,45 @@
 per-thread heap arrays; `T.gemm` calls `tl::gemm` from `include/tl_cpu.h`."""
 from __future__ import annotations
 
-import math
-
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import is_packed, Buffer
-from tilelang.ir.printer import Namer
 from tilelang.ir.visitor import walk
 from tilelang.ir.errors import LoweringError
 from tilelang.ir.extern import is_import_source
 from tilelang.transform.legalize_safe_memory_access import over_indexed_fragments
-from tilelang.ir.async_copy import PTX_CP_ASYNC
 from tilelang.ir.mbarrier import BULK_COPY_CLUSTER, SYNC_GRID, every_thread_call
 from tilelang.ir.tensor_core_calls import TENSOR_CORE_CALLS
-from tilelang.ir.cluster import BLOCK_RANK_IN_CLUSTER, CLUSTER_DEVICE_CALLS, ST_CLUSTER
-
-CTYPES = {
-    "bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
-    "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
-    "float16": "tl::half_t", "bfloat16": "tl::bfloat16_t", "float32": "float", "float64": "double",
-    "tfloat32": "float", "float8_e4m3fn": "tl::float8_e4m3_t", "float8_e5m2": "tl::float8_e5m2_t",
-    "float8_e8m0fnu": "tl::float8_e8m0_t", "float4_e2m1fn": "tl::float4_e2m1_t",
-    "int4": "int8_t", "uint4": "uint8_t", "handle": "void*",
-}
-C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
-              "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "return", "short",
-              "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
-              "volatile", "while", "class", "new", "delete", "this", "template", "typename", "namespace",
-              "bool", "true", "false", "private", "public", "operator", "friend", "virtual", "tl", "std",
-              "main", "max", "min", "abs", "exp", "log", "errno", "NAN", "INFINITY", "and", "or", "not"}
-MATH = {"exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
-        "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "floor", "ceil", "round", "trunc", "erf",
-        "nearbyint", "rint", "abs", "pow", "fmod", "atan2", "isnan", "isinf", "isfinite", "truncmod"}
-DEVICE_CALLS = {"tl.ldg_value", "tl.ldg32", "tl.stg32", "tl.lds32", "tl.sts32", "tl.ldg", "tl.stg", "tl.lds", "tl.sts",
-                "tl.rng_init", "tl.rng_rand", "tl.rng_rand_float", "tl.rng_lane", "tl.pdl_trigger", "tl.pdl_sync"}
-FAST = {"fast_exp": "exp", "fast_exp2": "exp2", "fast_log": "log", "fast_tanh": "tanh"}
-BIN_C = {"+": "+", "-": "-", "*": "*", "/": "/", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==",
-         "!=": "!=", "&&": "&&", "||": "||", "&": "&", "|": "|", "^": "^", "<<": "<<", ">>": ">>"}
-
-
-def ctype(dt):
-    if dt.is_vector and dt.element.name in CTYPES:
-        from tilelang.backend.lanes import vector_ctype
-        return vector_ctype(dt, CTYPES[dt.element.name])
-    try:
-        return CTYPES[dt.name]
-    except KeyError:
-        raise LoweringError(f"dtype {dt} is not supported by the CPU backend") from None
-
-
-def _cluster_call(n, args):
-    """language/cluster.py's device calls with clusters of one block (the only ones
-    the CPU backend runs): rank 0, stores into the block's own memory."""
-    if n == BLOCK_RANK_IN_CLUSTER:
-        return "0"
-    assert n == ST_CLUSTER, n   # (dst ptr, rank, value)
-    return f"(*({args[0]}) = ({args[2]}), 0)"
+from tilelang.backend.c.launch import LaunchABI, c_entry_unpack
+from tilelang.backend.cpu.expr import CpuExprPrinter, cpu_names, ctype
 
 
 class CodegenCPU:
     def __init__(self, func):
         self.func = func
-        self.namer = Namer()
+        self.names = cpu_names()
+        self.printer = CpuExprPrinter(self.names, self.access, lambda: self.cur_lane)
         self.lines = []
         self.ind = 1
         self.kernel_id = 0
         self.thread_copies = {}   # id(per-thread buffer) -> its size, in kernels run in thread phases
         self.block_scalars = set()   # ids of uniform T.alloc_var scalars there (one copy, up front)
 
-    # names ----------------------------------------------------------------------
-    def name(self, obj, base):
-        base = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in base) or "v"
-        if base[0].isdigit():
-            base = "v" + base
-        if base in C_KEYWORDS or base.startswith("tl_"):
-            base = base + "_"
-        return self.namer(obj, base)
-
+    # names and expressions (expr.py) ----------------------------------------------
     def vname(self, v):
-        return self.name(v, v.name)
+        return self.names.name(v, v.name)
 
     def bname(self, b):
-        return self.name(b, b.name)
+        return self.names.name(b, b.name)
 
-    # expressions ----------------------------------------------------------------
     def expr(self, e):
-        m = getattr(self, "e_" + type(e).__name__, None) or (self.e_Call if isinstance(e, E.Call) else None)
-        if m is None:
-            raise LoweringError(f"CPU codegen: unsupported expression {type(e).__name__}")
-        return m(e)
-
-    def e_Var(self, v):
-        return self.vname(v)
-
-    def e_IntImm(self, e):
-        if e.dtype.is_bool:
-            return "true" if e.value else "false"
-        if e.dtype.name == "int32":
-            return str(e.value) if e.value != -2**31 else "(-2147483647 - 1)"
-        if e.dtype.name == "int64":
-            return f"(int64_t){e.value}LL" if e.value != -2**63 else "INT64_MIN"
-        return f"(({ctype(e.dtype)}){e.value}LL)" if e.dtype.kind == "int" else f"(({ctype(e.dtype)}){e.value}ULL)"
-
-    def e_FloatImm(self, e):
-        v = e.value
-        if math.isinf(v) and e.dtype.name == "float8_e5m2":   # a literal infinity, not a saturating conversion
-            return f"tl::float8_e5m2_t::from_bits({0x7C if v > 0 else 0xFC})"
-        if math.isnan(v):
-            lit = "NAN"
-        elif math.isinf(v):
-            lit = "INFINITY" if v > 0 else "(-INFINITY)"
-        else:
-            lit = repr(float(v))
-            if "e" not in lit and "." not in lit:
-                lit += ".0"
-        if e.dtype.name == "float64":
-            return lit
-        if e.dtype.name in ("float32", "tfloat32"):
-            return f"{lit}f" if lit[0].isdigit() or lit[0] == "-" else f"(float){lit}"
-        return f"{ctype(e.dtype)}({lit}f)" if (lit[0].isdigit() or lit[0] == "-") else f"{ctype(e.dtype)}((float){lit})"
-
-    def e_StringImm(self, e):
-        return '"' + e.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-    def e_BinOp(self, e):
-        a, b = self.expr(e.a), self.expr(e.b)
-        op = e.op
-        dt = e.a.dtype
-        if op == "min":
-            return f"tl::min<{ctype(e.dtype)}>({a}, {b})"
-        if op == "max":
-            return f"tl::max<{ctype(e.dtype)}>({a}, {b})"
-        if op == "//":
-            if dt.is_int and _nonneg(e.a) and _pos_const(e.b):
-                return f"({a} / {b})"
-            return f"tl::floordiv<{ctype(dt)}>({a}, {b})" if dt.is_int else \
-                f"{ctype(dt)}(tl::floordiv((float)({a}), (float)({b})))" if dt.name != "float64" else \
-                f"tl::floordiv({a}, {b})"
-        if op == "%":
-            if dt.is_int and _nonneg(e.a) and _pos_const(e.b):
-                return f"({a} % {b})"
-            if dt.is_int:
-                return f"tl::floormod<{ctype(dt)}>({a}, {b})"
-            return f"{ctype(dt)}(tl::floormod((double)({a}), (double)({b})))"
-        if op in ("+", "-", "*", "/", "<<") and dt.bits < 32 and dt.is_int:
-            return f"(({ctype(e.dtype)})({a} {BIN_C[op]} {b}))"
-        return f"({a} {BIN_C[op]} {b})"
-
-    def e_Not(self, e):
-        return f"(!{self.expr(e.a)})"
-
-    def e_Cast(self, e):
-        src, dst = e.value.dtype, e.dtype
-        v = self.expr(e.value)
-        if dst.is_bool:
-            return f"((bool)(tl::to_double({v}) != 0.0))" if src.is_float else f"((bool)({v}))"
-        return f"tl::cast<{ctype(dst)}, {ctype(src)}>({v})"
-
-    def e_Select(self, e):
-        return f"({self.expr(e.cond)} ? {self.expr(e.t)} : {self.expr(e.f)})"
-
-    def e_Call(self, e):
-        n = e.name
-        if n == "tl.cast_rounded":
-            from tilelang.ir.rounded_cast import reject
-            raise reject(e, "the CPU")
-        if n == E.SHUFFLE:
-            from tilelang.backend.lanes import shuffle_source
-            return shuffle_source(e, self.expr, ctype)
-        if n in ("tl.atomic_load", "tl.atomic_store"):   # (element, [value,] order)
-            t = ctype(e.args[0].dtype)
-            if n == "tl.atomic_load":
-                return f"tl::atomic_load<{t}>(&{self.expr(e.args[0])})"
-            return f"tl::atomic_store<{t}>(&{self.expr(e.args[0])}, ({t})({self.expr(e.args[1])}))"
-        if n.startswith("atomic_"):   # (element, value[, order]): the CPU's are sequentially consistent
-            return f"tl::{n}<{ctype(e.dtype)}>(&{self.expr(e.args[0])}, {self.expr(e.args[1])})"
-        args = [self.expr(a) for a in e.args]
-        if n.startswith("__"):
-            n = n[2:]
-        n = FAST.get(n, n)
-        if n in MATH:
-            t = ctype(e.args[0].dtype)
-            return f"tl::{n}<{t}>({', '.join(args)})"
-        if n == "reinterpret":
-            return f"tl::reinterpret<{ctype(e.dtype)}, {ctype(e.args[0].dtype)}>({args[0]})"
-        if n == E.ACCESS_PTR:
-            return f"(&{args[0]})"
-        if n in CLUSTER_DEVICE_CALLS:
-            return _cluster_call(n, args)
-        if n == "tl.dp4a":
-            return f"tl::dp4a({', '.join(args)})"
-        if n in ("tl.max_nan", "tl.min_nan"):
-            return f"tl::{n[3:]}<{ctype(e.dtype)}>({args[0]}, {args[1]})"
-        if n == "tl.ffs":
-            return f"tl::ffs((int64_t)({args[0]}), {e.args[0].dtype.bits})"
-        if n == "tl.fns":
-            return f"tl::fns((uint32_t)({args[0]}), (uint32_t)({args[1]}), (int32_t)({args[2]}))"
-        if n == PTX_CP_ASYNC:
-            return f"tl::cp_async_now<{e.args[2].value}>({args[0]}, {args[1]}, {args[3]})"
-        if n in DEVICE_CALLS:
-            return self._device_call(e, args)
-        # an extern function (T.call_extern)
-        return f"{n}({', '.join(args)})"
-
-    def _device_call(self, e, args):
-        """tl_cpu_ldst.h / tl_cpu_random.h: the memory-access and random intrinsics."""
-        n = e.name
-        if n in ("tl.ldg", "tl.stg", "tl.lds", "tl.sts"):   # (dst, src, bytes[, pred])
-            return f"tl::{n[3:]}<{e.args[2].value}>({', '.join(args[:2] + args[3:])})"
-        if n == "tl.rng_rand_float":
-            suffix = "_double" if e.dtype.name == "float64" else ""
-            return f"tl::rng_{e.args[1].value}{suffix}({args[0]})"
-        if n == "tl.rng_lane":
-            return self.cur_lane
-        if n == "tl.ldg_value":   # one memory: a plain load
-            return f"({args[0]})"
-        if n in ("tl.pdl_trigger", "tl.pdl_sync"):
-            return "0"   # one launch at a time: nothing to overlap
-        return f"tl::{n[3:]}({', '.join(args)})"
+        return self.printer(e)
 
     cur_lane = "0"   # the thread index a block's code runs as (thread loops bind it)
 
-    def e_BufferLoad(self, e):
+    def access(self, e):
+        """The C lvalue of the element BufferLoad `e` reads."""
         if is_packed(e.buffer):
             return f"tl::load4<{ctype(e.buffer.dtype)}>({self.bname(e.buffer)}, {self.offset(e.buffer, e.indices)})"
         return f"{self.bname(e.buffer)}[{self.offset(e.buffer, e.indices)}]"
@@ -551,25 +367,11 @@ class CodegenCPU:
                "{ return tl::error_buffer(); }", "",
                f'extern "C" int {entry}(void** tl_bufs, const int64_t* tl_ints, const double* tl_floats) {{']
         self.lines = []
-        nb = ni = nf = 0
-        for p in f.params:
-            if isinstance(p, Buffer):
-                restrict = "" if getattr(p, "may_alias", False) else " __restrict__"
-                t = "uint8_t" if is_packed(p) else ctype(p.dtype)   # 4-bit elements: packed bytes
-                self.emit(f"{t}*{restrict} {self.bname(p)} = ({t}*)tl_bufs[{nb}];")
-                nb += 1
-        for p in f.params:
-            if isinstance(p, E.Var):
-                if p.dtype.is_float:
-                    self.emit(f"const {ctype(p.dtype)} {self.vname(p)} = ({ctype(p.dtype)})tl_floats[{nf}];")
-                    nf += 1
-                else:
-                    self.emit(f"const {ctype(p.dtype)} {self.vname(p)} = ({ctype(p.dtype)})"
-                              f"{'(intptr_t)' if p.dtype.name == 'handle' else ''}tl_ints[{ni}];")
-                    ni += 1
-        for v in f.dynamic_vars():
-            self.emit(f"const {ctype(v.dtype)} {self.vname(v)} = ({ctype(v.dtype)})tl_ints[{ni}];")
-            ni += 1
+        abi = LaunchABI.of(f)
+        for line in c_entry_unpack(abi, f.params, ctype, lambda o: self.names.name(o, o.name),
+                                   lambda b: "" if getattr(b, "may_alias", False) else " __restrict__",
+                                   lambda b: "uint8_t" if is_packed(b) else ctype(b.dtype)):   # 4-bit: packed bytes
+            self.emit(line)
         self.emit("tl::error_flag() = 0;")
         # function-level workspaces (T.alloc_global) and scalars outside kernels
         glob = []
@@ -586,16 +388,6 @@ class CodegenCPU:
             self.emit(f"std::free({self.bname(b)});")
         self.emit("return tl::error_flag();")
         return "\n".join(out + self.lines + ["}", ""])
-
-
-def _nonneg(e):
-    from tilelang.transform.lower_tile_ops import _nonneg as nn
-    return nn(e)
-
-
-def _pos_const(e):
-    v = E.const_int_value(e)
-    return v is not None and v > 0
 
 
 def generate(func, entry="tl_entry"):

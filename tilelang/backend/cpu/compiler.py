@@ -7,6 +7,7 @@ import subprocess
 import tempfile
 
 from tilelang.ir.errors import CompileError
+from tilelang.backend.c import INCLUDE_DIR as SHARED_INCLUDE_DIR
 
 INCLUDE_DIR = os.path.join(os.path.dirname(__file__), "include")
 
@@ -42,7 +43,7 @@ def _host_flags(extra):
 
 def flags(extra=()):
     f = ["-O3", "-march=native", "-fopenmp", "-std=c++17", "-shared", "-fPIC", "-w",
-         "-fno-math-errno", f"-I{INCLUDE_DIR}"]
+         "-fno-math-errno", f"-I{INCLUDE_DIR}", f"-I{SHARED_INCLUDE_DIR}"]
     # e.g. TILELANG_CPU_EXTRA_FLAGS="-fsanitize=address -g" to check generated code
     env = os.environ.get("TILELANG_CPU_EXTRA_FLAGS", "").split()
     return f + env + _host_flags(list(extra))

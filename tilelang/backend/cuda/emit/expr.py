@@ -8,6 +8,7 @@ import math
 from tilelang.ir import expr as E
 from tilelang.ir.async_copy import PTX_CP_ASYNC
 from tilelang.ir.dtypes import DataType
+from tilelang.backend.c.printer import CExprPrinter
 from tilelang.backend.cuda.emit.intrinsics import MEMORY_OPS, RANDOM_OPS, device_call
 
 _CTYPES = {
@@ -52,7 +53,7 @@ def atomic_helper(kind, ret) -> str:
 def ctype(dt) -> str:
     name = dt.name if isinstance(dt, DataType) else str(dt)
     if isinstance(dt, DataType) and dt.is_vector and dt.element.name in _CTYPES:
-        from tilelang.backend.lanes import vector_ctype
+        from tilelang.backend.c.lanes import vector_ctype
         return vector_ctype(dt, _CTYPES[dt.element.name])
     if name not in _CTYPES:
         raise NotImplementedError(f"the CUDA backend has no C type for {name}")
@@ -102,99 +103,58 @@ def _pow2(v):
     return v is not None and v > 0 and (v & (v - 1)) == 0
 
 
-class ExprPrinter:
-    """Prints expressions. `names` maps id(Var) -> C name; `buffer_access(load)`
-    returns the C lvalue of a buffer element (set by the statement emitter)."""
+class ExprPrinter(CExprPrinter):
+    """CUDA C++ spellings of the shared C printer (backend/c/printer.py). `names` maps
+    id(Var) -> C name; `buffer_access(load)` returns the C lvalue of a buffer element
+    (set by the statement emitter)."""
 
-    def __init__(self, names, buffer_access):
-        self.names = names
-        self.buffer_access = buffer_access
+    target_name = target_phrase = "CUDA"
 
-    def __call__(self, e) -> str:
-        if isinstance(e, (int, bool)):
-            return str(int(e))
-        if isinstance(e, float):
-            return float_literal(e, DataType("float32"))
-        fn = getattr(self, "p_" + type(e).__name__, None)
-        if fn is None and isinstance(e, E.Call):   # subclasses of calls (E.Shuffle)
-            fn = self.p_Call
-        if fn is None:
-            raise NotImplementedError(f"CUDA codegen: unsupported expression {type(e).__name__}")
-        return fn(e)
+    def ctype(self, dt):
+        return ctype(dt)
 
-    def p_Var(self, v):
-        n = self.names.get(id(v))
-        if n is None:
-            raise NotImplementedError(f"CUDA codegen: variable `{v.name}` is not bound here")
-        return n
-
-    def p_IntImm(self, e):
-        if e.dtype.is_bool:
-            return "true" if e.value else "false"
-        n = e.dtype.name
+    def int_literal(self, value, dt):
+        n = dt.name
         if n == "int64":
-            return f"{e.value}LL"
+            return f"{value}LL"
         if n == "uint64":
-            return f"{e.value}ULL"
+            return f"{value}ULL"
         if n == "uint32":
-            return f"{e.value}u"
-        if n == "int32":
-            return str(e.value) if e.value != -2 ** 31 else "(-2147483647 - 1)"
-        return f"(({ctype(e.dtype)}){e.value})"
+            return f"{value}u"
+        return f"(({ctype(dt)}){value})"
 
-    def p_FloatImm(self, e):
-        return float_literal(e.value, e.dtype)
+    def float_literal(self, value, dt):
+        return float_literal(value, dt)
 
-    def p_StringImm(self, e):
-        return '"' + e.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    def cast(self, src_dt, dst_dt, s):
+        return cast_str(src_dt, dst_dt, s)
 
-    def p_BinOp(self, e):
-        a, b = self(e.a), self(e.b)
-        op, dt = e.op, e.a.dtype
-        if op in ("min", "max"):
-            return f"tl::{op}({a}, {b})"
-        if op in ("//", "%") and dt.is_int:
+    def lane_ctype(self, dt):
+        return _LANE_CTOR.get(dt.name) or ctype(dt)
+
+    def floor_div_mod(self, op, e, a, b):
+        dt = e.a.dtype
+        if dt.is_int:
             cb = E.const_int_value(e.b)
             if _pow2(cb):
                 # arithmetic shift and mask are exactly floor division / modulo
                 k = cb.bit_length() - 1
                 return f"(({a}) >> {k})" if op == "//" else f"(({a}) & {cb - 1})"
             return f"tl::{'floordiv' if op == '//' else 'floormod'}({a}, {b})"
-        if op in ("//", "%"):
-            if is_lowp(dt):
-                a, b = f"(float)({a})", f"(float)({b})"
-            out = f"tl::{'floordiv' if op == '//' else 'floormod'}({a}, {b})"
-            return cast_str(DataType("float32"), dt, out) if is_lowp(dt) else out
-        if op in ("+", "-", "*", "<<") and dt.is_int and dt.bits < 32:
-            # C computes narrow ints in int: wrap to the dtype's width as the IR means
-            return f"(({ctype(dt)})({a} {op} {b}))"
+        if is_lowp(dt):
+            a, b = f"(float)({a})", f"(float)({b})"
+        out = f"tl::{'floordiv' if op == '//' else 'floormod'}({a}, {b})"
+        return cast_str(DataType("float32"), dt, out) if is_lowp(dt) else out
+
+    def arith(self, op, dt, a, b):
         if dt.is_float and dt.bits <= 8:
             # fp8 / fp4 types have no C++ operators: compute in float, round once
             out = f"((float)({a}) {op} (float)({b}))"
             return out if op in ("<", "<=", ">", ">=", "==", "!=") else cast_str(DataType("float32"), dt, out)
         return f"({a} {op} {b})"
 
-    def p_Not(self, e):
-        return f"(!{self(e.a)})"
-
-    def p_Cast(self, e):
-        return cast_str(e.value.dtype, e.dtype, self(e.value))
-
-    def p_Select(self, e):
-        # C's ?: evaluates only the taken side: out-of-bounds loads stay unevaluated
-        return f"({self(e.cond)} ? {self(e.t)} : {self(e.f)})"
-
-    def p_BufferLoad(self, e):
-        return self.buffer_access(e)
-
-    def p_Call(self, e):
+    def intrinsic(self, e):
         name, args, dt = e.name, e.args, e.dtype
-        if name == "tl.cast_rounded":   # no target we lower for has these modifiers
-            from tilelang.ir.rounded_cast import reject
-            raise reject(e, "CUDA")
-        if name == E.SHUFFLE:
-            from tilelang.backend.lanes import shuffle_source
-            return shuffle_source(e, self, ctype, lambda t: _LANE_CTOR.get(t.name) or ctype(t))
         if name == "abs":
             a = args[0]
             if a.dtype.is_float:
@@ -208,8 +168,6 @@ class ExprPrinter:
         if name == "reinterpret":
             # From spelled out: C promotes narrow ints to int, the source dtype says the width
             return f"tl::bitcast<{ctype(dt)}, {ctype(args[0].dtype)}>({self(args[0])})"
-        if name == E.ACCESS_PTR:
-            return f"(&{self.buffer_access(args[0])})"
         if name.startswith("atomic_") and args and isinstance(args[0], E.BufferLoad):
             # return_prev=True: the call's value is the previous content
             return self.atomic(e)
@@ -226,8 +184,6 @@ class ExprPrinter:
             return _WARP_CALLS[name](*[self(a) for a in args])
         if name in MEMORY_OPS or name in RANDOM_OPS:
             return device_call(name, args, dt, self)
-        if name == "tl.dp4a":
-            return f"tl::dp4a({', '.join(self(a) for a in args)})"
         if name in ("tl.max_nan", "tl.min_nan"):
             return f"tl::{name[3:]}({self(args[0])}, {self(args[1])})"
         if name == "tl.ffs":
@@ -247,8 +203,7 @@ class ExprPrinter:
             if dt.name == "float64" and not fn.startswith(("__", "tl::")):
                 fn = fn[:-1]
             return self._math(fn, args, dt)
-        # T.call_extern and unknown intrinsics: call by name
-        return f"{name}({', '.join(self(a) for a in args)})"
+        return None
 
     def atomic(self, call, ret=True):
         """`atomic_<kind>(dst, value[, order])` on one element: `AtomicAddRet(&dst, v[, order])`,

@@ -10,7 +10,7 @@
   (a reduction of a register accumulator: per-thread slots, then quad shuffles)."""
 from __future__ import annotations
 
-import re
+import contextlib
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
@@ -35,33 +35,17 @@ from tilelang.backend.cuda.layout.tile import Scalar
 from tilelang.backend.cuda.emit.tile_loops import emit_tile_loop, emit_tile_reduce
 from tilelang.backend.cuda.ops.thread_allreduce import emit_thread_allreduce, emit_finalize_reducer
 from tilelang.ir.extern import is_import_source
+from tilelang.backend.c.names import CNames, C_RESERVED
 
-_RESERVED = {"int", "float", "double", "half", "char", "short", "long", "for", "if", "else", "while", "do",
-             "return", "break", "continue", "const", "auto", "struct", "class", "union", "void", "bool",
-             "true", "false", "default", "switch", "case", "new", "delete", "this", "template", "typename",
-             "namespace", "static", "signed", "unsigned", "volatile", "register", "goto", "sizeof", "tl",
-             "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "min", "max", "abs", "exp"}
+# CUDA's built-in names, on top of the words no C identifier may be
+CUDA_RESERVED = C_RESERVED | {"half", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"}
 
 
-class Names:
-    """Unique C identifiers by object identity."""
+class Names(CNames):
+    """The kernel's C identifiers (backend/c/names.py), CUDA's built-ins reserved."""
 
     def __init__(self):
-        self.by_id, self.used = {}, set()
-
-    def get(self, obj_id):
-        return self.by_id.get(obj_id)
-
-    def new(self, obj, base, internal=False):
-        base = re.sub(r"\W", "_", base) or "v"
-        if not internal and (base[0].isdigit() or base in _RESERVED or base.startswith("tl_")):
-            base = "v_" + base
-        name, k = base, 1
-        while name in self.used:
-            name, k = f"{base}_{k}", k + 1
-        self.used.add(name)
-        self.by_id[id(obj)] = name
-        return name
+        super().__init__(CUDA_RESERVED)
 
 
 def _guarded_store(body):
@@ -100,7 +84,7 @@ class KernelCodegen:
         self.indent = 1
         self._addressed = None        # ids of buffers whose element addresses are taken
         self.range = self.plan.regions.full   # threads running the code emitted now (analysis/thread_ranges.py)
-        self.printer = ExprPrinter(_NameView(names), self.access)
+        self.printer = ExprPrinter(names, self.access)
 
     # helpers ------------------------------------------------------------------
     def bind(self, var, base=None):
@@ -643,7 +627,8 @@ class KernelCodegen:
         L = cfg.layout()
         c = op.C
         row, col = E.Var("tl_row"), E.Var("tl_col")
-        self.names.by_id[id(row)], self.names.by_id[id(col)] = f"{L}::row(tl_tid, tl_r)", f"{L}::col(tl_tid, tl_r)"
+        self.names.alias(row, f"{L}::row(tl_tid, tl_r)")
+        self.names.alias(col, f"{L}::col(tl_tid, tl_r)")
         idx = list(c.starts)
         idx[-2] = simplify(idx[-2] + row)
         idx[-1] = simplify(idx[-1] + col)
@@ -824,7 +809,7 @@ class KernelCodegen:
         if acc:
             self.w(f"const int {self.bind(vars_[1])} = {lt}::col(tl_tid, {slot}){sub(1)};")
         if shift:
-            i, j = self.names.by_id[id(vars_[0])], self.names.by_id[id(vars_[1])]
+            i, j = self.names[vars_[0]], self.names[vars_[1]]
             self.w(f"if ({i} < 0 || {i} >= {L.M} || {j} < 0 || {j} >= {L.N}) continue;")
         for b in regs:
             is_row = self.placement(b).kind == "row"
@@ -877,7 +862,7 @@ class KernelCodegen:
                     return False
         self.aligned[G.name] = max(self.aligned.get(G.name, 1), 4)
         self.w("#pragma unroll")
-        pair = self.names.new(object(), "tl_pair", True)
+        pair = self.names.fresh("tl_pair")
         self.w(f"for (int {pair} = 0; {pair} < {L.regs // 2}; ++{pair}) {{")
         self.indent += 1
         self.w(f"const int {slot} = 2 * {pair};")
@@ -886,7 +871,6 @@ class KernelCodegen:
         self.w(f"const int {j} = {lt}::col(tl_tid, {slot});")
         vals = []
         for e in (0, 1):
-            self.names.by_id[id(jv)] = j if e == 0 else f"({j} + 1)"
             for b in regs:
                 is_row = self.placement(b).kind == "row"
                 r = slot if e == 0 else f"({slot} + 1)"
@@ -894,10 +878,10 @@ class KernelCodegen:
             val = st.value
             if isinstance(val, E.Cast) and val.dtype is G.dtype and val.value.dtype.name == "float32":
                 val = val.value
-            v = self.expr(val)
+            with self.names.bound(jv, j if e == 0 else f"({j} + 1)"):
+                v = self.expr(val)
             # float values: store_pair converts both at once (one F2FP)
             vals.append(v if val.dtype is G.dtype or val.dtype.name == "float32" else cast_str(val.dtype, G.dtype, v))
-        self.names.by_id[id(jv)] = j
         for b in regs:
             is_row = self.placement(b).kind == "row"
             self.acc_index[id(b)] = f"{lt}::row_slot({slot})" if is_row else slot
@@ -939,16 +923,8 @@ class KernelCodegen:
         self.w(f"tl::cp_async_wait<{ns - 2}>();")
         self.sync()
         self._issue_ahead(st, info, k, ns - 1, lo, hi)
-        saved = self._slot_pointers(info, f"({k} - {lo}) % {ns}")
-        if info.guard is not None:
-            self.w(f"if ({self.expr(info.guard)}) {{")
-            self.indent += 1
-        for s in info.rest:
-            self.stmt(s, True)
-        if info.guard is not None:
-            self.indent -= 1
-            self.w("}")
-        self._restore(saved)
+        with self.slot_pointers(info, f"({k} - {lo}) % {ns}"):
+            self._guarded(info, lambda: [self.stmt(s, True) for s in info.rest])
         self.indent -= 1
         self.w("}")
         self.w("tl::cp_async_wait<0>();")
@@ -957,13 +933,12 @@ class KernelCodegen:
         """Inside the main loop at iteration `k`: the copies of iteration k + d into its
         slot (when it exists), then close the cp.async group."""
         ns = info.stages
-        kn = self.names.new(object(), k + "_next", True)
+        kn = self.names.fresh(k + "_next")
         self.w(f"if ({k} + {d} < {hi}) {{")
         self.indent += 1
         self.w(f"const int {kn} = {k} + {d};")
-        self.names.by_id[id(st.var)] = kn
-        self._issue(info, f"({kn} - {lo}) % {ns}")
-        self.names.by_id[id(st.var)] = k
+        with self.names.bound(st.var, kn):
+            self._issue(info, f"({kn} - {lo}) % {ns}")
         self.indent -= 1
         self.w("}")
         self.w("tl::cp_async_commit();")
@@ -974,7 +949,7 @@ class KernelCodegen:
         lo = self.expr(st.min)
         hi = self.expr(simplify(st.min + st.extent))
         self.sync()
-        p = self.names.new(object(), "tl_p", True)
+        p = self.names.fresh("tl_p")
         self.w(f"for (int {p} = 0; {p} < {count}; ++{p}) {{")
         self.indent += 1
         self.w(f"if ({lo} + {p} < {hi}) {{")
@@ -1013,9 +988,8 @@ class KernelCodegen:
         self.indent += 1
         self.w(f"tl::cp_async_wait<{d - 1}>();")
         self.sync()
-        saved = self._slot_pointers(info, f"({k} - {lo}) % {ns}")
-        self.w(self.wgmma_call(g, cfg, issue_only=True))
-        self._restore(saved)
+        with self.slot_pointers(info, f"({k} - {lo}) % {ns}"):
+            self.w(self.wgmma_call(g, cfg, issue_only=True))
         self._issue_ahead(st, info, k, d, lo, hi)
         self.w("tl::wgmma_wait<1>();")
         self.indent -= 1
@@ -1024,35 +998,38 @@ class KernelCodegen:
         self.w(f"tl::fence_regs<{cfg.regs}>({acc});")
         self.w("tl::cp_async_wait<0>();")
 
-    def _slot_pointers(self, info, slot):
-        saved = {}
+    @contextlib.contextmanager
+    def slot_pointers(self, info, slot):
+        """Inside the block, each ring buffer of `info` prints as a pointer to ring slot
+        `slot` (a C expression), declared here."""
+        binds = []
         for b in info.bufs:
             base = self.buf_name(b)
-            saved[id(b)] = base
             pl = self.placement(b)
-            name = self.names.new(object(), base + "_slot", True)
+            name = self.names.fresh(base + "_slot")
             ct = ctype(b.dtype)
             self.w(f"{ct}* {name} = {base} + ({slot}) * {pl.stage_bytes // b.dtype.itemsize};")
-            self.names.by_id[id(b)] = name
-        return saved
-
-    def _restore(self, saved):
-        self.names.by_id.update(saved)
+            binds.append((b, name))
+        with self.names.bound_all(binds):
+            yield
 
     def _issue(self, info, slot, copies=None):
         """The copies of the loop (or `copies` of them) into ring slot `slot`, as cp.async."""
-        saved = self._slot_pointers(info, slot)
-        if info.guard is not None:   # that iteration's `if cond:` (the loop variable names it now)
-            self.w(f"if ({self.expr(info.guard)}) {{")
-            self.indent += 1
-        self.async_copy = True
-        for c in info.copies if copies is None else copies:
-            self.cooperative(c)
-        self.async_copy = False
-        if info.guard is not None:
-            self.indent -= 1
-            self.w("}")
-        self._restore(saved)
+        with self.slot_pointers(info, slot):
+            self.async_copy = True
+            self._guarded(info, lambda: [self.cooperative(c) for c in (info.copies if copies is None else copies)])
+            self.async_copy = False
+
+    def _guarded(self, info, emit):
+        """`emit()` under the pipelined body's `if cond:` (plan/pipeline.py), for the
+        iteration the loop variable names now."""
+        if info.guard is None:
+            return emit()
+        self.w(f"if ({self.expr(info.guard)}) {{")
+        self.indent += 1
+        emit()
+        self.indent -= 1
+        self.w("}")
 
     def _accs_in(self, body):
         from tilelang.ir.visitor import walk
@@ -1065,17 +1042,6 @@ class KernelCodegen:
                     out[id(n.buffer)] = n.buffer
         walk(body, f)
         return list(out.values())
-
-
-class _NameView(dict):
-    """Var id -> C name, read through the shared `Names`."""
-
-    def __init__(self, names):
-        super().__init__()
-        self._n = names
-
-    def get(self, k, default=None):
-        return self._n.by_id.get(k, default)
 
 
 _REDUCER_ATOMICS = {"+": "add", "max": "max", "min": "min", "&": "and", "|": "or", "^": "xor"}

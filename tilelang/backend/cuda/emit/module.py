@@ -6,8 +6,9 @@ from __future__ import annotations
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.errors import located
-from tilelang.ir.buffer import Buffer, is_packed
+from tilelang.ir.buffer import is_packed
 from tilelang.ir.extern import imported_sources
+from tilelang.backend.c.launch import LaunchABI, py_expr  # noqa: F401 (py_expr: ops/tma_*.py)
 from tilelang.backend.cuda.emit.expr import ctype
 from tilelang.backend.cuda.emit.kernel import KernelCodegen, Names
 from tilelang.ir import mbarrier as M
@@ -44,54 +45,25 @@ def scalar_class(dt):
     return "float" if dt.is_float else "int"
 
 
-def py_expr(e, env):
-    """An int expression as Python source over `ints` (for grid sizes and workspace
-    shapes that depend on dynamic dimensions). `env`: id(Var) -> Python name."""
-    if isinstance(e, int):
-        return str(e)
-    if isinstance(e, E.IntImm):
-        return str(int(e.value))
-    if isinstance(e, E.Var):
-        if id(e) not in env:
-            raise NotImplementedError(f"launch size depends on `{e.name}`, which is not a parameter")
-        return env[id(e)]
-    if isinstance(e, E.Cast):
-        return py_expr(e.value, env)
-    if isinstance(e, E.BinOp):
-        a, b = py_expr(e.a, env), py_expr(e.b, env)
-        if e.op in ("min", "max"):
-            return f"{e.op}({a}, {b})"
-        if e.op == "/":
-            return f"int(({a}) / ({b}))"
-        op = {"&&": "and", "||": "or"}.get(e.op, e.op)
-        return f"(({a}) {op} ({b}))"
-    if isinstance(e, E.Select):
-        return f"(({py_expr(e.t, env)}) if ({py_expr(e.cond, env)}) else ({py_expr(e.f, env)}))"
-    raise NotImplementedError(f"cannot evaluate `{e}` on the host")
-
-
 def generate(func, target, config=None):
     """(source, meta) for a lowered function."""
     workspaces, launches = _top_level(func.body)
     names = Names()
     params = []          # (class, obj, C declaration)
-    bufs = [p for p in func.params if isinstance(p, Buffer)]
-    ints = [p for p in func.params if isinstance(p, E.Var) and not p.dtype.is_float]
-    floats = [p for p in func.params if isinstance(p, E.Var) and p.dtype.is_float]
-    dyn = func.dynamic_vars()
+    abi = LaunchABI.of(func, workspaces)   # the kernels' parameters: tensors and workspaces, ints, floats
+    bufs = abi.buffers[:len(abi.buffers) - len(workspaces)]
     # a kernel that waits with T.pdl_sync starts while the kernel before it still
     # writes: its loads must not go through the non-coherent read-only path that
     # __restrict__ lets the compiler choose
     pdl_waits = any(M.PDL_SYNC in called(launch.body) for launch in launches)
-    for b in bufs + workspaces:
-        restrict = "" if getattr(b, "may_alias", False) or pdl_waits else " __restrict__"
-        t = "unsigned char" if is_packed(b) else ctype(b.dtype)   # 4-bit elements: packed bytes
-        params.append(("buffer", b, f"{t}*{restrict} {names.new(b, b.name)}"))
-    for v in ints + dyn:
-        params.append(("int", v, f"{ctype(v.dtype)} {names.new(v, v.name)}"))
-    for v in floats:
-        params.append(("float", v, f"{ctype(v.dtype)} {names.new(v, v.name)}"))
-    env = {id(v): f"ints[{k}]" for k, v in enumerate(ints + dyn)}
+    for cls, obj in abi.slots():
+        if cls == "buffer":
+            restrict = "" if getattr(obj, "may_alias", False) or pdl_waits else " __restrict__"
+            t = "unsigned char" if is_packed(obj) else ctype(obj.dtype)   # 4-bit elements: packed bytes
+            params.append(("buffer", obj, f"{t}*{restrict} {names.new(obj, obj.name)}"))
+        else:
+            params.append((cls, obj, f"{ctype(obj.dtype)} {names.new(obj, obj.name)}"))
+    env = abi.int_env()
     kernels, sources = [], []
     for k, launch in enumerate(launches):
         if "cuda_source" in launch.annotations:   # T.CUDASourceCodeKernel: the user's own source
@@ -103,7 +75,7 @@ def generate(func, target, config=None):
             sources.append(launch.annotations["cuda_source"].strip() + "\n")
             continue
         entry = f"{func.name}_kernel" if len(launches) == 1 else f"{func.name}_kernel_{k}"
-        kc = KernelCodegen(launch, entry, target, params, _scoped(names), config, {id(b) for b in bufs})
+        kc = KernelCodegen(launch, entry, target, params, names.child(), config, {id(b) for b in bufs})
         src, m = kc.emit()
         _trace_plan(config, entry, launch, kc.plan)
         m.update(launch_needs(launch, target, entry))   # cluster / cooperative / pdl (analysis/launch_config.py)
@@ -121,9 +93,7 @@ def generate(func, target, config=None):
                        for w in workspaces],
         "param_types": [(cls, obj.dtype.name) for cls, obj, _ in params],
         "param_names": [obj.name for _, obj, _ in params],
-        "n_buffers": len(bufs),
-        "n_ints": len(ints) + len(dyn),
-        "n_floats": len(floats),
+        **abi.counts(), "n_buffers": len(bufs),   # the caller's tensors (the launcher allocates workspaces)
     }
     # T.import_source texts: after our header, before the kernels that call into them
     imported = "".join(t.rstrip() + "\n\n" for t in imported_sources(func.body))
@@ -131,13 +101,6 @@ def generate(func, target, config=None):
         imported = IMPORT_PRELUDE + imported
     header = HEADER + (COOPERATIVE_INCLUDE if any(k["cooperative"] for k in kernels) else "")
     return header + "\n" + imported + "\n\n".join(sources) + "\n", meta
-
-
-def _scoped(names):
-    """Kernel-local names start from the function-level ones (parameters)."""
-    n = Names()
-    n.by_id, n.used = dict(names.by_id), set(names.used)
-    return n
 
 
 def tensor_map_spec(t, bufs, env):

@@ -36,7 +36,7 @@ def emit_tile_loop(cg, vars_, mins, exts, body, regs):
     cg.w("{")
     cg.indent += 1
     for v in unit:
-        cg.names.by_id[id(v)] = "0"
+        cg.names.alias(v, "0")
     for b in scal:
         cg.acc_index[id(b)] = "0"
     if not dist:
@@ -152,7 +152,7 @@ def _emit_register_cast(cg, body, jv, j0, c, L, mode, lays):
     """The chunk's V elements two at a time (ops/vector_cast.py)."""
     from tilelang.backend.cuda.ops.vector_cast import pair_cast
     store, load = _register_cast(body, L, lays)
-    cg.names.by_id[id(jv)] = j0
+    cg.names.alias(jv, j0)
 
     def elem(buf, e):
         lay = lays[id(buf)]
@@ -200,7 +200,7 @@ def _emit_register_atomic(cg, body, jv, j0, c, L, mode, regs, lays, W):
         cg.aligned[name] = max(cg.aligned.get(name, 1), W * call.args[0].buffer.dtype.itemsize)
 
     def bind(e):
-        cg.names.by_id[id(jv)] = j0 if e == 0 else f"({j0} + {e})"
+        cg.names.alias(jv, j0 if e == 0 else f"({j0} + {e})")
         for b in regs:
             lay = lays[id(b)]
             if not isinstance(lay, Scalar):
@@ -254,7 +254,7 @@ def _hoist_shared_loads(cg, body, cv, jv, j0, L, e):
         piece = min(nbytes, 16)
         vt, _ = vec_type(b.dtype, piece)
         v = cg.names.new(object(), "tl_h", True)
-        cg.names.by_id[id(jv)] = j0
+        cg.names.alias(jv, j0)
         addr = f"&{cg.access(ls[0])}"
         cg.w(f"{vt} {v}[{nbytes // piece}];")
         for q in range(nbytes // piece):
@@ -331,7 +331,7 @@ def _emit_vector_copy(cg, m, jv, j0, c, L, V, e0):
     mt = ctype(mem.buffer.dtype)
     if mem.buffer.scope == "global":
         cg.aligned[mem.buffer.name] = max(cg.aligned.get(mem.buffer.name, 1), piece)
-    cg.names.by_id[id(jv)] = j0
+    cg.names.alias(jv, j0)
     addr = f"&{cg.access(mem)}"
     slot = lambda e: f"{c} * {L.V} + {e0 + e}"  # noqa: E731  (a tile or cols fragment: chunk c, element e)
     v = cg.names.new(object(), "tl_v", True)

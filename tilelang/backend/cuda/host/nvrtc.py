@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from tilelang.ir.errors import TileLangError
+from tilelang.backend.c import INCLUDE_DIR as SHARED_INCLUDE_DIR
 
 INCLUDE_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "include")
 
@@ -71,7 +72,7 @@ def _check(nvrtc, err, what):
 
 def compile_options(arch: str, extra=()) -> list:
     opts = [f"--gpu-architecture={arch}", "-std=c++17", "-default-device", "--use_fast_math",
-            f"-I{INCLUDE_DIR}"] + [f"-I{d}" for d in cuda_include_dirs()]
+            f"-I{INCLUDE_DIR}", f"-I{SHARED_INCLUDE_DIR}"] + [f"-I{d}" for d in cuda_include_dirs()]
     if os.environ.get("TL_CUDA_LINEINFO") == "1":
         opts.append("-lineinfo")
     return opts + list(extra)

@@ -37,7 +37,7 @@ def emit_local_reduce(cg, op):
     n = E.const_int_value(op.src.extents[op.dim])
     pp = pair_parts(op, P, n)
     if pp is not None:
-        cg.names.by_id[id(q)] = "tl_q"
+        cg.names.alias(q, "tl_q")
 
         def elem(j):
             at = reduce_indices(op, ovars, simplify(E.binop("+", E.binop("*", q, E.IntImm(2)), E.IntImm(j))))[0]

@@ -88,9 +88,10 @@ def emit_thread_allreduce(kc, st, block):
     plan = plan_allreduce([int(t) for t in kc.launch.threads], reduced, nt)
     dt = st.identity.dtype
     ct = ctype(dt)
-    acc = kc.names.new(object(), "tl_red", True)
-    other = kc.names.new(object(), "tl_red_other", True)
-    kc.names.by_id[id(st.lhs)], kc.names.by_id[id(st.rhs)] = acc, other
+    acc = kc.names.fresh("tl_red")
+    other = kc.names.fresh("tl_red_other")
+    kc.names.alias(st.lhs, acc)
+    kc.names.alias(st.rhs, other)
     combine = kc.expr(st.combine)
     kc.w("{")
     kc.indent += 1
@@ -115,10 +116,10 @@ def _through_shared(kc, ct, acc, other, combine, plan):
     kc.w(f"{buf}[tl_tid] = {acc};")
     kc.sync()
     base = " - ".join(["tl_tid"] + [f"{_c_index(a)} * {a[0]}" for a in plan.axes])
-    b = kc.names.new(object(), "tl_red_base", True)
+    b = kc.names.fresh("tl_red_base")
     kc.w(f"const int {b} = {base};")
     kc.w(f"{acc} = {buf}[{b}];")
-    loops = [(kc.names.new(object(), "tl_j", True), s, e) for s, e, _ in plan.axes]
+    loops = [(kc.names.fresh("tl_j"), s, e) for s, e, _ in plan.axes]
     if len(loops) == 1:
         j, s, e = loops[0]
         kc.w(f"for (int {j} = 1; {j} < {e // plan.in_warp}; ++{j}) {{ {ct} {other} = "
@@ -143,7 +144,7 @@ def _scratch(kc, ct, nt, per_thread=8):
     if off is None:
         off = kc._allreduce_off = (kc.plan.smem_bytes + 15) // 16 * 16
     kc.plan.smem_bytes = max(kc.plan.smem_bytes, off + nt * max(8, per_thread))
-    view = kc.names.new(object(), "tl_red_smem", True)
+    view = kc.names.fresh("tl_red_smem")
     kc.w(f"{ct}* {view} = reinterpret_cast<{ct}*>(tl_smem + {off});")
     return view
 
@@ -182,8 +183,8 @@ def emit_finalize_reducer(kc, op):
     ct = ctype(buf.dtype)
     name = kc.buf_name(buf)
     comb = _COMBINE[op.op]
-    s = kc.names.new(object(), "tl_s", True)
-    v = kc.names.new(object(), "tl_v", True)
+    s = kc.names.fresh("tl_s")
+    v = kc.names.fresh("tl_v")
     gw = min(g, 32)
     B = getattr(op, "batch", 1) or 1
     kc.w("#pragma unroll")
@@ -228,19 +229,19 @@ def _combine_warps(kc, name, ct, comb, regs, g, nt, itemsize):
     in rounds (finalize_round_slots), two barriers per round, not per slot."""
     K = finalize_round_slots(regs, nt, itemsize)
     buf_s = _scratch(kc, ct, nt, K * max(4, itemsize))   # its previous user ended with a barrier
-    w0 = kc.names.new(object(), "tl_w0", True)
+    w0 = kc.names.fresh("tl_w0")
     kc.w(f"const int {w0} = (tl_tid / {g}) * {g};")
     for r0 in range(0, regs, K):
         k = min(K, regs - r0)
-        s = kc.names.new(object(), "tl_s", True)
+        s = kc.names.fresh("tl_s")
         kc.w("#pragma unroll")
         kc.w(f"for (int {s} = 0; {s} < {k}; ++{s}) {buf_s}[{s} * {nt} + tl_tid] = {name}[{r0} + {s}];")
         kc.sync()
         kc.w("#pragma unroll")
         kc.w(f"for (int {s} = 0; {s} < {k}; ++{s}) {{")
         kc.indent += 1
-        v = kc.names.new(object(), "tl_v", True)
-        w = kc.names.new(object(), "tl_w", True)
+        v = kc.names.fresh("tl_v")
+        w = kc.names.fresh("tl_w")
         kc.w(f"{ct} {v} = {buf_s}[{s} * {nt} + {w0}];")
         kc.w(f"for (int {w} = 1; {w} < {g // 32}; ++{w}) "
              f"{v} = {comb.format(a=v, b=f'{buf_s}[{s} * {nt} + {w0} + {w} * 32]')};")

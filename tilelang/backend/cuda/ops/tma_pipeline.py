@@ -53,7 +53,7 @@ def emit_pipelined_tma(cg, st, info, tmas):
     rank = None
     if mc is not None:
         # the peer's barriers are initialized before any copy or arrival reaches them
-        rank = cg.names.new(object(), "tl_crank", True)
+        rank = cg.names.fresh("tl_crank")
         cg.w(f"const int {rank} = tl::block_rank_in_cluster();")
         cg.w("tl::cluster_sync();")
 
@@ -62,13 +62,12 @@ def emit_pipelined_tma(cg, st, info, tmas):
                           (mc, half_maps, rank) if mc is not None else None)
     preload(cg, ns, lo, hi, issue)
     k, stage, phase = open_ring_loop(cg, st, lo, hi, full)
-    saved = cg._slot_pointers(info, stage)
-    cg.w(cg.wgmma_call(g, cfg, issue_only=True))
-    cg._restore(saved)
+    with cg.slot_pointers(info, stage):
+        cg.w(cg.wgmma_call(g, cfg, issue_only=True))
     cg.w("tl::wgmma_wait<1>();")
     cg.w(f"if ({k} > {lo}) {{")
     cg.indent += 1
-    prev = cg.names.new(object(), "tl_prev", True)
+    prev = cg.names.fresh("tl_prev")
     cg.w(f"const int {prev} = {stage} == 0 ? {ns - 1} : {stage} - 1;")
     if not waits:
         release_and_refill(cg, released, prev, nwarps, f"{k} - 1 + {ns}", hi, issue)
@@ -132,19 +131,18 @@ def emit_pipelined_tma_body(cg, st, info, tmas):
     pp = pingpong(cg, info)
     if pp is not None:
         first, bar = pp
-        wg = cg.names.new(object(), "tl_wg", True)
+        wg = cg.names.fresh("tl_wg")
         cg.w(f"const int {wg} = tl_tid >> 7;")
         cg.w(f"if ({wg} == 1) tl::named_barrier_arrive({bar}, 256);   // warpgroup 0 goes first")
     k, stage, phase = open_ring_loop(cg, st, lo, hi, full)
-    saved = cg._slot_pointers(info, stage)
-    for s in info.rest:
-        if pp is not None and s is first:
-            cg.w(f"tl::named_barrier_sync({bar} + {wg}, 256);   // this warpgroup's turn")
-        cg.stmt(s, True)
-        if pp is not None and s is first:
-            # the other's turn; warpgroup 1 skips its last one (warpgroup 0 got an extra at the start)
-            cg.w(f"if ({wg} == 0 || {k} + 1 < {hi}) tl::named_barrier_arrive({bar} + 1 - {wg}, 256);")
-    cg._restore(saved)
+    with cg.slot_pointers(info, stage):
+        for s in info.rest:
+            if pp is not None and s is first:
+                cg.w(f"tl::named_barrier_sync({bar} + {wg}, 256);   // this warpgroup's turn")
+            cg.stmt(s, True)
+            if pp is not None and s is first:
+                # the other's turn; warpgroup 1 skips its last one (warpgroup 0 got an extra at the start)
+                cg.w(f"if ({wg} == 0 || {k} + 1 < {hi}) tl::named_barrier_arrive({bar} + 1 - {wg}, 256);")
     release_and_refill(cg, released, stage, nwarps, f"{k} + {ns}", hi,
                        lambda kexpr, slot: issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot))
     close_ring_loop(cg, ns, stage, phase)
@@ -190,16 +188,16 @@ def declare_ring(cg, ns, maps, empty_count):
     synchronizes (which also publishes what the kernel wrote to shared memory before
     the loop). `empty_count`: arrivals per phase of the "empty" barriers, or None for
     release counters."""
-    full = cg.names.new(object(), "tl_full", True)
+    full = cg.names.fresh("tl_full")
     off = (cg.plan.smem_bytes + 7) // 8 * 8
     cg.w(f"unsigned long long* {full} = reinterpret_cast<unsigned long long*>(tl_smem + {off});")
     empty = released = None
     if empty_count is not None:
-        empty = cg.names.new(object(), "tl_empty", True)
+        empty = cg.names.fresh("tl_empty")
         cg.plan.smem_bytes = off + 16 * ns
         cg.w(f"unsigned long long* {empty} = {full} + {ns};")
     else:
-        released = cg.names.new(object(), "tl_released", True)
+        released = cg.names.fresh("tl_released")
         cg.plan.smem_bytes = off + 12 * ns
         cg.w(f"unsigned* {released} = reinterpret_cast<unsigned*>({full} + {ns});")
     cg.w("if (tl_tid == 0) {")
@@ -216,7 +214,7 @@ def declare_ring(cg, ns, maps, empty_count):
 
 def preload(cg, ns, lo, hi, issue):
     """Thread 0 fills every slot: iterations lo .. lo + ns - 1 that exist."""
-    p = cg.names.new(object(), "tl_p", True)
+    p = cg.names.fresh("tl_p")
     cg.w("if (tl_tid == 0) {")
     cg.w(f"  for (int {p} = 0; {p} < {ns}; ++{p}) {{")
     cg.w(f"    if ({lo} + {p} < {hi}) {{")
@@ -231,8 +229,8 @@ def preload(cg, ns, lo, hi, issue):
 def open_ring_loop(cg, st, lo, hi, full):
     """The loop over the ring: the slot and phase counters, the loop header, and the
     wait for the slot's copies. Returns the C names (k, stage, phase)."""
-    stage = cg.names.new(object(), "tl_stage", True)
-    phase = cg.names.new(object(), "tl_phase", True)
+    stage = cg.names.fresh("tl_stage")
+    phase = cg.names.fresh("tl_phase")
     cg.w(f"int {stage} = 0;")
     cg.w(f"unsigned {phase} = 0u;")
     k = cg.bind(st.var)
@@ -270,23 +268,19 @@ def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=N
     `slot` (C expressions), announced on full[slot]; `multicast` = (Multicast, the
     half maps, the block's rank in the pair) sends this block's halves to both."""
     cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
-    kn = cg.names.new(object(), "tl_kt", True)
+    kn = cg.names.fresh("tl_kt")
     cg.w(f"const int {kn} = {kexpr};")
-    saved = cg.names.by_id.get(id(st.var))
-    cg.names.by_id[id(st.var)] = kn
-    for t, m in zip(tmas, maps):
-        el = cg.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
-        dst = f"{cg.buf_name(t.dst)} + ({slot}) * {el}"
-        if multicast is not None and id(t) in multicast[0].halves:
-            mc, half_maps, rank = multicast
-            how = mc.halves[id(t)]
-            tma_loads_multicast(cg, t, m if how == "strips" else half_maps[id(t)], how, dst, f"&{full}[{slot}]", rank)
-        else:
-            tma_loads(cg, t, m, dst, f"&{full}[{slot}]")
-    if saved is None:
-        del cg.names.by_id[id(st.var)]
-    else:
-        cg.names.by_id[id(st.var)] = saved
+    with cg.names.bound(st.var, kn):
+        for t, m in zip(tmas, maps):
+            el = cg.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
+            dst = f"{cg.buf_name(t.dst)} + ({slot}) * {el}"
+            if multicast is not None and id(t) in multicast[0].halves:
+                mc, half_maps, rank = multicast
+                how = mc.halves[id(t)]
+                tma_loads_multicast(cg, t, m if how == "strips" else half_maps[id(t)], how, dst,
+                                    f"&{full}[{slot}]", rank)
+            else:
+                tma_loads(cg, t, m, dst, f"&{full}[{slot}]")
 
 
 def emit_tma_copy(cg, op, nest, bar):

@@ -128,7 +128,7 @@ def emit(cg, body, V, v):
     from tilelang.backend.cuda.emit.expr import ctype, cast_str
     guard, store = _split(body)
     loads = _loads(store.value)
-    first = cg.names.by_id[id(v)]
+    first = cg.names[v]
     lines, overrides = [], {}
     for ld in loads:
         t = ctype(ld.buffer.dtype)
@@ -150,14 +150,13 @@ def emit(cg, body, V, v):
     lines.append(f"{vt} {r};")
     saved = {k: cg.load_override.get(k) for k in overrides}
     for k in range(V):
-        cg.names.by_id[id(v)] = first if k == 0 else f"({first} + {k})"
         for bid, lanes in overrides.items():
             cg.load_override[bid] = lanes[k]
-        val = cg.expr(store.value)
+        with cg.names.bound(v, first if k == 0 else f"({first} + {k})"):
+            val = cg.expr(store.value)
         if store.value.dtype is not dt:
             val = cast_str(store.value.dtype, dt, val)
         lines.append(f"{_lane(vt, ctype(dt), r, k)} = {val};")
-    cg.names.by_id[id(v)] = first
     for bid, old in saved.items():
         if old is None:
             del cg.load_override[bid]

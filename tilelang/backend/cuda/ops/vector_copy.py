@@ -260,7 +260,7 @@ def _emit_vector_atomic(cg, body, V, v):
     guard, call = vector_atomic.match(body)
     dst = call.args[0]
     _require_aligned(cg, dst.buffer, V * dst.buffer.dtype.itemsize)
-    first = cg.names.by_id[id(v)]
+    first = cg.names[v]
     lines, values = [], None
     val = call.args[1]
     if isinstance(val, E.BufferLoad) and val.buffer.dtype is dst.buffer.dtype:
@@ -282,9 +282,8 @@ def _emit_vector_atomic(cg, body, V, v):
     if values is None:
         values = []
         for t in range(V):
-            cg.names.by_id[id(v)] = first if t == 0 else f"({first} + {t})"
-            values.append(vector_atomic.element_value(cg, call))
-        cg.names.by_id[id(v)] = first
+            with cg.names.bound(v, first if t == 0 else f"({first} + {t})"):
+                values.append(vector_atomic.element_value(cg, call))
     lines.append(vector_atomic.call_line(cg, call, V, cg.access(dst), values))
     if guard is not None:
         cg.w(f"if ({cg.expr(guard)}) {{")

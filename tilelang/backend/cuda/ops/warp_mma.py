@@ -38,7 +38,7 @@ class _Scope:
         kc.w("{")
         kc.indent += 1
         tid = E.Var("tl_tid")
-        kc.names.by_id[id(tid)] = "tl_tid"
+        kc.names.alias(tid, "tl_tid")
         lane, wm, wn = self.t.split_thread(tid)
         for v, e in ((self.lane, lane), (self.wm, wm), (self.wn, wn)):
             if v.name not in self.need:

@@ -96,47 +96,43 @@ def emit_overlapped(cg, st, info, p):
     c1, c2 = cg.plan.gemms[id(p.g1)], cg.plan.gemms[id(p.g2)]
 
     def g2_issue(slot):
-        saved = cg._slot_pointers(info, slot)
-        cg.w(cg.wgmma_call(p.g2, c2, issue_only=True))
-        cg._restore(saved)
+        with cg.slot_pointers(info, slot):
+            cg.w(cg.wgmma_call(p.g2, c2, issue_only=True))
 
     def iteration(k, first):
         cg.w("tl::cp_async_wait<0>();")   # K_k and V_{k-1}
         cg.sync()                          # ... from every thread; every warp is past the reads of the slots refilled now
-        kn = cg.names.new(object(), k + "_next", True)
+        kn = cg.names.fresh(k + "_next")
         cg.w(f"if ({k} + 1 < {hi}) {{")
         cg.indent += 1
         cg.w(f"const int {kn} = {k} + 1;")
-        cg.names.by_id[id(st.var)] = kn
-        cg._issue(info, f"({kn} - {lo}) % 2", p.early)
-        cg.names.by_id[id(st.var)] = k
+        with cg.names.bound(st.var, kn):
+            cg._issue(info, f"({kn} - {lo}) % 2", p.early)
         cg.indent -= 1
         cg.w("}")
         cg._issue(info, f"({k} - {lo}) % 2", p.late)
         cg.w("tl::cp_async_commit();")
-        saved = cg._slot_pointers(info, f"({k} - {lo}) % 2")
-        for s in p.before:
-            cg.stmt(s, True)
-        cg.w(cg.wgmma_call(p.g1, c1, issue_only=True))
-        cg._restore(saved)
+        with cg.slot_pointers(info, f"({k} - {lo}) % 2"):
+            for s in p.before:
+                cg.stmt(s, True)
+            cg.w(cg.wgmma_call(p.g1, c1, issue_only=True))
         if first:
             cg.w("tl::wgmma_wait<0>();")
         else:
             g2_issue(f"({k} - 1 - {lo}) % 2")
             cg.w("tl::wgmma_wait<1>();")   # groups retire in order: Q K_k^T is done, P V_{k-1} may run on
         cg.w(f"tl::fence_regs<{c1.regs}>({cg.buf_name(p.g1.C.buffer)});")
-        saved = cg._slot_pointers(info, f"({k} - {lo}) % 2")
-        for s in p.between:
-            cg.stmt(s, True)
-        if not first:
-            # the softmax results are made before the wait (else the compiler sinks that
-            # work below it and nothing overlaps), then P V_{k-1}: P and O are free again
-            cg.w(f"tl::fence_regs<{c1.regs}>({cg.buf_name(p.g1.C.buffer)});")
-            cg.w("tl::wgmma_wait<0>();")
-            cg.w(f"tl::fence_regs<{c2.regs}>({cg.buf_name(p.g2.C.buffer)});")
-        for s in p.after:
-            cg.stmt(s, True)
-        cg._restore(saved)
+        with cg.slot_pointers(info, f"({k} - {lo}) % 2"):
+            for s in p.between:
+                cg.stmt(s, True)
+            if not first:
+                # the softmax results are made before the wait (else the compiler sinks that
+                # work below it and nothing overlaps), then P V_{k-1}: P and O are free again
+                cg.w(f"tl::fence_regs<{c1.regs}>({cg.buf_name(p.g1.C.buffer)});")
+                cg.w("tl::wgmma_wait<0>();")
+                cg.w(f"tl::fence_regs<{c2.regs}>({cg.buf_name(p.g2.C.buffer)});")
+            for s in p.after:
+                cg.stmt(s, True)
 
     cg.sync()
     cg.w(f"if ({lo} < {hi}) {{")
