@@ -17,7 +17,8 @@ from tilelang.transform.lower_tile_ops import PREFER_TMA
 from tilelang.backend.cuda.ops.tma_store import match_tile_copy, _bytes, flat_origin, tensor_map_param, box_coords
 
 
-def _match(cg, st):
+def match(cg, st):
+    """The bulk load (tma_store.TmaStore, to_global=False) that copy nest `st` can be, or None."""
     if not cg.options.bulk_tiles or not (isinstance(st, S.For) and st.kind == S.PARALLEL and st.annotations.get(PREFER_TMA)):
         return None
     return match_tile_copy(st, cg.plan, cg.param_bufs, to_global=False, launch=cg.launch, pointers=True)
@@ -25,7 +26,7 @@ def _match(cg, st):
 
 def has_tma_load_sync(cg) -> bool:
     found = []
-    walk(cg.launch.body, lambda n: found.append(n) if not found and _match(cg, n) is not None else None)
+    walk(cg.launch.body, lambda n: found.append(n) if not found and match(cg, n) is not None else None)
     return bool(found)
 
 
@@ -49,7 +50,7 @@ def emit_tma_load_sync(cg, st) -> bool:
     it to the threads."""
     if cg.async_copy or cg.range != cg.plan.regions.full:
         return False
-    t = _match(cg, st)
+    t = match(cg, st)
     if t is None:
         return False
     bar, phase = _barrier(cg)
