@@ -82,10 +82,10 @@ def test_gemm_copies_ride_the_tma_ring_on_sm90a():
 
 
 def test_pipelined_copies_are_cp_async_on_sm80():
-    before, after = _before_after(gemm(), "sm_80")
+    before, after = _before_after(gemm(stages=3), "sm_80")
     assert _notes(before) == []
     assert _notes(after)[:2] == ["copy -> cp.async x8 (16 B)"] * 2
-    src = _src(gemm(), "sm_80")
+    src = _src(gemm(stages=3), "sm_80")
     assert _cp_async(src, 16) == 4 and "tma_load" not in src   # two copies, prologue and loop
 
 
@@ -138,9 +138,9 @@ def test_coalesced_width_sets_the_vector_width():
 
 
 def test_coalesced_width_of_pipelined_copies():
-    _, after = _before_after(gemm(coalesced_width=4), "sm_80")
+    _, after = _before_after(gemm(coalesced_width=4, stages=3), "sm_80")
     assert _notes(after)[:2] == ["T.copy(coalesced_width=4) -> cp.async x4 (8 B)"] * 2
-    assert _cp_async(_src(gemm(coalesced_width=4), "sm_80"), 8) == 4
+    assert _cp_async(_src(gemm(coalesced_width=4, stages=3), "sm_80"), 8) == 4
 
 
 def test_coalesced_width_one_is_scalar():
@@ -157,7 +157,7 @@ def test_illegal_coalesced_width_is_a_located_error(width, why):
 
 def test_coalesced_width_too_narrow_for_cp_async():
     with pytest.raises(LoweringError, match=r"coalesced_width=1\): a cp.async copy moves 4, 8 or 16 bytes"):
-        _src(gemm(coalesced_width=1), "sm_80")
+        _src(gemm(coalesced_width=1, stages=3), "sm_80")
 
 
 def test_coalesced_width_checks_its_type():
@@ -168,18 +168,39 @@ def test_coalesced_width_checks_its_type():
 # eviction_policy ----------------------------------------------------------------------------
 
 def test_eviction_policy_on_vector_loads_and_stores():
-    k = tile_copy(load={"eviction_policy": "evict_first"}, store={"eviction_policy": "evict_last"})
+    k = tile_copy(load={"eviction_policy": "evict_first"}, store={"eviction_policy": "evict_last", "disable_tma": True})
     _, after = _before_after(k)
     assert _notes(after) == ["T.copy(eviction_policy='evict_first') -> vector x8 (16 B), evict_first",
-                             "T.copy(eviction_policy='evict_last') -> vector x8 (16 B), evict_last"]
+                             "T.copy(disable_tma=True, eviction_policy='evict_last') -> vector x8 (16 B), evict_last"]
     src = _src(k)
     assert "tl::ld_global_hint<uint4, 1>(" in src and "tl::st_global_hint<uint4, 2>(" in src
+
+
+def test_eviction_policy_on_whole_tile_tma_copies():
+    k = tile_copy(load={"eviction_policy": "evict_first", "prefer_instruction": "tma"},
+                  store={"eviction_policy": "evict_last"})
+    _, after = _before_after(k)
+    assert _notes(after) == ["T.copy(eviction_policy='evict_first') -> TMA load, evict_first",
+                             "T.copy(eviction_policy='evict_last') -> TMA store, evict_last"]
+    src = _src(k)
+    assert "tl::tma_load_hint<1>(S, &G_desc, tl_copy_bar, (bx * 64), (by * 64));" in src
+    assert "tl::tma_store_hint<2>(&H_desc, S, (bx * 64), (by * 64));" in src
+    # a contiguous run (full rows): the plain bulk copies
+    k = tile_copy(64, 64, load={"eviction_policy": "evict_last", "prefer_instruction": "tma"},
+                  store={"eviction_policy": "evict_first"})
+    src = _src(k)
+    assert "tl::tma_load_bulk_hint<2>(" in src and "tl::tma_store_bulk_hint<1>(" in src
+
+
+def test_eviction_policy_keeps_a_pipelined_loop_off_the_tma_ring():
+    _, after = _before_after(gemm(eviction_policy="evict_first"))
+    assert _notes(after)[:2] == ["T.copy(eviction_policy='evict_first') -> cp.async x8 (16 B), evict_first"] * 2
 
 
 def test_eviction_policy_on_scalar_and_cp_async_copies():
     k = tile_copy(load={"eviction_policy": "evict_first", "coalesced_width": 1})
     assert "tl::ld_global_hint<unsigned short, 1>(" in _src(k)
-    src = _src(gemm(eviction_policy="evict_last"), "sm_80")
+    src = _src(gemm(eviction_policy="evict_last", stages=3), "sm_80")
     assert src.count("tl::cp_async_hint<16, 2>(") == 4 and _cp_async(src, 16) == 0
 
 
@@ -190,12 +211,17 @@ def test_eviction_policy_is_checked():
 
 @needs_nvrtc
 def test_eviction_policy_ptx():
-    k = tile_copy(load={"eviction_policy": "evict_first"}, store={"eviction_policy": "evict_last"})
+    k = tile_copy(load={"eviction_policy": "evict_first"}, store={"eviction_policy": "evict_last", "disable_tma": True})
     ptx = build(k).meta["ptx"]
     assert "createpolicy.fractional.L2::evict_first" in ptx and "createpolicy.fractional.L2::evict_last" in ptx
     assert "ld.global.L2::cache_hint.v4.u32" in ptx and "st.global.L2::cache_hint.v4.u32" in ptx
-    ptx = build(gemm(eviction_policy="evict_last"), "sm_80").meta["ptx"]
+    ptx = build(gemm(eviction_policy="evict_last", stages=3), "sm_80").meta["ptx"]
     assert "cp.async.cg.shared.global.L2::cache_hint" in ptx
+    for M in (256, 64):   # tensor-map boxes; contiguous runs
+        ptx = build(tile_copy(M, M, load={"eviction_policy": "evict_first", "prefer_instruction": "tma"},
+                              store={"eviction_policy": "evict_last"})).meta["ptx"]
+        assert re.search(r"cp\.async\.bulk\.(tensor\.2d\.)?shared::cluster\.global\.\S*L2::cache_hint", ptx)
+        assert re.search(r"cp\.async\.bulk\.(tensor\.2d\.)?global\.shared::cta\.\S*L2::cache_hint", ptx)
 
 
 @needs_sass
@@ -228,11 +254,13 @@ def test_loop_layout_is_a_located_error():
     ({"coalesced_width": 2}, {"coalesced_width": 4, "disable_tma": True}),
     ({"coalesced_width": 1, "eviction_policy": "evict_first"}, {"eviction_policy": "evict_last"}),
     ({"eviction_policy": "evict_normal"}, {"eviction_policy": "evict_first", "coalesced_width": 8}),
+    ({"eviction_policy": "evict_first", "prefer_instruction": "tma"}, {"eviction_policy": "evict_last"}),
 ])
-def test_tile_copy_runs(load, store):
+@pytest.mark.parametrize("M", [256, 64])   # 64: whole rows, the bulk copies without a tensor map
+def test_tile_copy_runs(M, load, store):
     import torch
-    kern = tilelang.compile(tile_copy(load=load, store=store), target="cuda")
-    g = torch.randn(256, 256, device="cuda", dtype=torch.float16)
+    kern = tilelang.compile(tile_copy(M, M, load=load, store=store), target="cuda")
+    g = torch.randn(M, M, device="cuda", dtype=torch.float16)
     h = torch.zeros_like(g)
     kern(g, h)
     torch.testing.assert_close(h, g, rtol=0, atol=0)

@@ -420,7 +420,7 @@ class KernelCodegen:
                 return
             if form is not None and form.kind in ("tma_store", "tma_load"):   # bulk copies of tiles
                 emit = self._emit_tma_store if form.kind == "tma_store" else self._emit_tma_load_sync
-                if not emit(self, st):
+                if not emit(self, st, form.eviction):
                     raise AssertionError(f"CUDA codegen: the copy planned as {form} does not match its nest")
                 return
             return self.cooperative(st)

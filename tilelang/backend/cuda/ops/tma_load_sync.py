@@ -14,6 +14,7 @@ from __future__ import annotations
 from tilelang.ir import stmt as S
 from tilelang.ir.visitor import walk
 from tilelang.transform.lower_tile_ops import PREFER_TMA
+from tilelang.backend.cuda.ops.vector_copy import EVICTION_CODES
 from tilelang.backend.cuda.ops.tma_store import match_tile_copy, _bytes, flat_origin, tensor_map_param, box_coords
 
 
@@ -45,9 +46,9 @@ def _barrier(cg):
     return cg._tma_sync_bar
 
 
-def emit_tma_load_sync(cg, st) -> bool:
+def emit_tma_load_sync(cg, st, eviction=None) -> bool:
     """The copy nest `st` as one bulk load that every thread waits for; False to leave
-    it to the threads."""
+    it to the threads. `eviction`: T.copy's L2 priority (include/tl_cuda/cache_hint.h)."""
     if cg.async_copy or cg.range != cg.plan.regions.full:
         return False
     t = match(cg, st)
@@ -59,8 +60,11 @@ def emit_tma_load_sync(cg, st) -> bool:
     cg.aligned[g.name] = max(cg.aligned.get(g.name, 1), 16)
     cg.w("if (tl_tid == 0) {")
     cg.w(f"  tl::mbar_arrive_expect_tx({bar}, {nbytes});")
+    hint = "" if eviction is None else f"_hint<{EVICTION_CODES[eviction]}>"
     if t.contiguous:
-        cg.w(f"  tl::tma_load_bulk({dst}, {cg.buf_name(g)} + {flat_origin(cg, t)}, {nbytes}, {bar});")
+        cg.w(f"  tl::tma_load_bulk{hint}({dst}, {cg.buf_name(g)} + {flat_origin(cg, t)}, {nbytes}, {bar});")
+    elif hint:
+        cg.w(f"  tl::tma_load{hint}({dst}, &{tensor_map_param(cg, t)}, {bar}, {box_coords(cg, t)});")
     else:
         cg.w(f"  tl::tma_load_{g.ndim}d({dst}, &{tensor_map_param(cg, t)}, {bar}, {box_coords(cg, t)});")
     cg.w("}")

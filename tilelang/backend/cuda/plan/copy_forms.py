@@ -20,8 +20,9 @@ The T.copy arguments the nest carries (lower_tile_ops COPY_ARGS) steer the choic
 vector (a vector or cp.async form; an error names the parameter when N does not fit
 the dtypes, the extent, the alignment or the bounds checks; it rules out TMA, which
 has no width); `eviction_policy` gives the form's global accesses that L2 priority
-(`createpolicy` + `.L2::cache_hint`, include/tl_cuda/cache_hint.h; a TMA form is
-not chosen for such a copy); `loop_layout` is not supported here (an error says so).
+(`createpolicy` + `.L2::cache_hint`, include/tl_cuda/cache_hint.h), on the TMA load
+and store of a whole tile too; a pipelined loop with such a copy uses cp.async, not
+the TMA ring; `loop_layout` is not supported here (an error says so).
 
 The code generator (emit/kernel.py) prints the recorded form; nests the printer makes
 itself (a T.fill, a T.tma_copy's fallback) carry none and keep the printer's choice."""
@@ -112,9 +113,12 @@ def _error(st, msg, hint=None):
     return LoweringError(msg, getattr(st, "span", None), hint=hint)
 
 
-def _no_tma(st):
+def _no_tma(st, ring=False):
+    """T.copy's arguments rule out the TMA forms (`ring`: the pipelined ring, whose
+    copies take no L2 hint here)."""
     a = _args(st)
-    return bool(a.get("disable_tma")) or a.get("coalesced_width") is not None or a.get("eviction_policy") is not None
+    return bool(a.get("disable_tma")) or a.get("coalesced_width") is not None or \
+        (ring and a.get("eviction_policy") is not None)
 
 
 class _Chooser:
@@ -186,9 +190,9 @@ class _Chooser:
                 return self._with_eviction(st, CopyForm("registers"), registers=True)
             if not _no_tma(st) and k.range == k.plan.regions.full:
                 if is_tma_store(st, k):
-                    return CopyForm("tma_store")
+                    return self._with_eviction(st, CopyForm("tma_store"))
                 if tma_load_sync.match(k, st) is not None:
-                    return CopyForm("tma_load")
+                    return self._with_eviction(st, CopyForm("tma_load"))
             return self._with_eviction(st, self.vector(st, cp_async=False))
         self.record(st, choose)
 
@@ -197,7 +201,7 @@ class _Chooser:
         from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
         from tilelang.backend.cuda.plan.overlap import plan_overlap
         k = self.k
-        tmas = None if any(_no_tma(c) for c in info.copies) else tma_copies(k, info)
+        tmas = None if any(_no_tma(c, ring=True) for c in info.copies) else tma_copies(k, info)
         if overlapped_wgmma(k, info):
             use_tma = tmas is not None
         elif arch_number(k.target.arch) >= 90 and plan_overlap(k, info) is not None:

@@ -4,6 +4,7 @@
 // 1 evict_first, 2 evict_last (the published numbering).
 #pragma once
 #include "common.h"
+#include "tma.h"   // smem_addr, TmaDesc
 
 namespace tl {
 
@@ -89,6 +90,75 @@ template <int N, int P> TL_DEVICE void cp_async_hint(void* smem, const void* gme
     asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], %2, %3, %4;\n"
                  ::"r"(s), "l"(gmem), "n"(N), "r"(src_size), "l"(pol) : "memory");
   }
+}
+
+// tma.h's whole-tile bulk copies with policy P (.L2::cache_hint): a tensor-map box
+// (coordinates innermost first) or a contiguous run, loaded on `bar` or stored in this
+// thread's bulk group
+#define TL_TMA_LOAD_HINT(DIM, COORDS, ...)                                                                      \
+  asm volatile("cp.async.bulk.tensor." #DIM "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"        \
+               ".L2::cache_hint [%0], [%1, {" COORDS "}], [%2], %3;\n"                                          \
+               ::"r"(smem_addr(dst)), "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(bar)),      \
+               "l"(l2_policy<P>()), __VA_ARGS__                                                                 \
+               : "memory")
+template <int P> TL_DEVICE void tma_load_hint(void* dst, const TmaDesc* map, unsigned long long* bar, int c0) {
+  TL_TMA_LOAD_HINT(1, "%4", "r"(c0));
+}
+template <int P>
+TL_DEVICE void tma_load_hint(void* dst, const TmaDesc* map, unsigned long long* bar, int c0, int c1) {
+  TL_TMA_LOAD_HINT(2, "%4, %5", "r"(c0), "r"(c1));
+}
+template <int P>
+TL_DEVICE void tma_load_hint(void* dst, const TmaDesc* map, unsigned long long* bar, int c0, int c1, int c2) {
+  TL_TMA_LOAD_HINT(3, "%4, %5, %6", "r"(c0), "r"(c1), "r"(c2));
+}
+template <int P>
+TL_DEVICE void tma_load_hint(void* dst, const TmaDesc* map, unsigned long long* bar, int c0, int c1, int c2, int c3) {
+  TL_TMA_LOAD_HINT(4, "%4, %5, %6, %7", "r"(c0), "r"(c1), "r"(c2), "r"(c3));
+}
+template <int P>
+TL_DEVICE void tma_load_hint(void* dst, const TmaDesc* map, unsigned long long* bar, int c0, int c1, int c2, int c3,
+                             int c4) {
+  TL_TMA_LOAD_HINT(5, "%4, %5, %6, %7, %8", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4));
+}
+#undef TL_TMA_LOAD_HINT
+
+template <int P> TL_DEVICE void tma_load_bulk_hint(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+               " [%0], [%1], %2, [%3], %4;\n"
+               ::"r"(smem_addr(dst)), "l"(reinterpret_cast<unsigned long long>(src)), "r"(bytes), "r"(smem_addr(bar)),
+               "l"(l2_policy<P>())
+               : "memory");
+}
+
+#define TL_TMA_STORE_HINT(DIM, COORDS, ...)                                                                     \
+  asm volatile("cp.async.bulk.tensor." #DIM "d.global.shared::cta.tile.bulk_group.L2::cache_hint"              \
+               " [%0, {" COORDS "}], [%1], %2;\n"                                                              \
+               ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(src)), "l"(l2_policy<P>()),      \
+               __VA_ARGS__                                                                                      \
+               : "memory")
+template <int P> TL_DEVICE void tma_store_hint(const TmaDesc* map, const void* src, int c0) {
+  TL_TMA_STORE_HINT(1, "%3", "r"(c0));
+}
+template <int P> TL_DEVICE void tma_store_hint(const TmaDesc* map, const void* src, int c0, int c1) {
+  TL_TMA_STORE_HINT(2, "%3, %4", "r"(c0), "r"(c1));
+}
+template <int P> TL_DEVICE void tma_store_hint(const TmaDesc* map, const void* src, int c0, int c1, int c2) {
+  TL_TMA_STORE_HINT(3, "%3, %4, %5", "r"(c0), "r"(c1), "r"(c2));
+}
+template <int P> TL_DEVICE void tma_store_hint(const TmaDesc* map, const void* src, int c0, int c1, int c2, int c3) {
+  TL_TMA_STORE_HINT(4, "%3, %4, %5, %6", "r"(c0), "r"(c1), "r"(c2), "r"(c3));
+}
+template <int P>
+TL_DEVICE void tma_store_hint(const TmaDesc* map, const void* src, int c0, int c1, int c2, int c3, int c4) {
+  TL_TMA_STORE_HINT(5, "%3, %4, %5, %6, %7", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4));
+}
+#undef TL_TMA_STORE_HINT
+
+template <int P> TL_DEVICE void tma_store_bulk_hint(void* dst, const void* src, unsigned bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, %3;\n"
+               ::"l"(reinterpret_cast<unsigned long long>(dst)), "r"(smem_addr(src)), "r"(bytes), "l"(l2_policy<P>())
+               : "memory");
 }
 
 }  // namespace tl
