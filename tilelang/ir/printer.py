@@ -359,7 +359,9 @@ _COPY_ARG_NAMES = ("disable_tma", "coalesced_width", "eviction_policy", "loop_la
 
 
 def _arg_text(v):
-    return repr(v) if isinstance(v, (bool, int, str)) else f"<{type(v).__name__}>"
+    """A T.copy argument as Python text (a layout: the quoted digest of where it puts
+    every element, so that the printed form still parses)."""
+    return repr(v) if isinstance(v, (bool, int, str)) else repr(_layout_digest(v))
 
 
 def _copy_note(ann):

@@ -111,6 +111,9 @@ def test_the_form_is_in_the_lower_trace(tmp_path, monkeypatch):
     pages = sorted(p.name for p in tmp_path.iterdir() if "plan_copy_forms" in p.name)
     assert pages, sorted(p.name for p in tmp_path.iterdir())
     assert "# copy -> TMA store" in (tmp_path / pages[-1]).read_text()
+    plan = [p for p in tmp_path.iterdir() if "_cuda_plan_" in p.name]
+    text = plan[0].read_text()
+    assert re.search(r"copies:\n  G -> S \(line \d+\): vector x8 \(16 B\)\n  S -> H \(line \d+\): TMA store\n", text), text
 
 
 # disable_tma --------------------------------------------------------------------------------
@@ -238,6 +241,14 @@ def test_eviction_policy_sass():
 
 
 # loop_layout --------------------------------------------------------------------------------
+
+def test_arguments_print_with_the_copy():
+    from tilelang.ir.printer import func_str
+    text = func_str(tile_copy(load={"coalesced_width": 4, "eviction_policy": "evict_last"}, store={"disable_tma": True}))
+    assert "T.copy(G[by * 64:by * 64 + 64, bx * 64:bx * 64 + 64], S, coalesced_width=4, eviction_policy='evict_last')" \
+        in text
+    assert "disable_tma=True)" in text
+
 
 def test_loop_layout_is_a_located_error():
     with pytest.raises(LoweringError, match="loop_layout=...\\) is not supported") as e:
