@@ -288,3 +288,19 @@ def test_gemm_runs(args):
     c = torch.empty(512, 512, device="cuda", dtype=torch.float16)
     kern(a, b, c)
     torch.testing.assert_close(c.float(), (a.float() @ b.float()), rtol=2e-2, atol=2e-1)
+
+
+def test_the_plan_is_made_once(monkeypatch):
+    """The code generator takes over the kernel plan the pass made of the same tree."""
+    import tilelang.backend.cuda.plan.kernel as plan_mod
+    import tilelang.backend.cuda.emit.kernel as emit_mod
+    calls = []
+    real = plan_mod.plan_kernel
+
+    def counting(*a, **kw):
+        calls.append(1)
+        return real(*a, **kw)
+    monkeypatch.setattr(plan_mod, "plan_kernel", counting)
+    monkeypatch.setattr(emit_mod, "plan_kernel", counting)
+    _src(gemm())
+    assert len(calls) == 1

@@ -26,7 +26,7 @@ from tilelang.backend.cuda.ops.tma_pipeline import (emit_pipelined_tma, emit_pip
                                                emit_tma_copy, tma_copies)
 from tilelang.backend.cuda.plan.kernel import plan_kernel
 from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
-from tilelang.backend.cuda.plan.copy_forms import copy_form
+from tilelang.backend.cuda.plan.copy_forms import copy_form, take_plan
 from tilelang.backend.cuda.target import arch_number
 from tilelang.backend.cuda.layout.fragment import AccLayout
 from tilelang.backend.cuda.ops.reduce import emit_warp_reduce, emit_register_reduce
@@ -84,7 +84,8 @@ class KernelCodegen:
         self.cluster = None                   # [x, y, z] when the codegen pairs blocks (TMA multicast)
         self.params = params          # [(kind, obj, c decl)] in kernel-parameter order
         self.names = names            # shared with the function level (params)
-        self.plan = plan_kernel(launch, target.arch, self.options)
+        # the plan plan_copy_forms made of this very tree (the last pass), else a new one
+        self.plan = take_plan(launch, self.options) or plan_kernel(launch, target.arch, self.options)
         self.barriers = SyncPlanner(self.plan)
         self.barrier_before = self.barriers.run(launch.body)
         from tilelang.backend.cuda.ops.tma_reduce import has_tma_reduce

@@ -28,6 +28,7 @@ The code generator (emit/kernel.py) prints the recorded form; nests the printer 
 itself (a T.fill, a T.tma_copy's fallback) carry none and keep the printer's choice."""
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 from tilelang.ir import expr as E
@@ -275,20 +276,25 @@ def _buffers(st):
     return list(out.values())
 
 
-class _Record(Mutator):
-    def __init__(self, forms):
-        self.forms = forms
+class _Fresh(Mutator):
+    """A new node for every T.Parallel loop (and so for every statement around one): the
+    pass records the forms on nodes it owns, and the kernel plan it computed over them
+    stays valid for the code generator (whose maps are keyed by node identity)."""
 
     def visit_For(self, n):
-        form = self.forms.get(id(n))
         out = self.generic_visit(n)
-        if form is None:
+        if n.kind != S.PARALLEL and out is not n:
             return out
-        ann = dict(out.annotations)
-        ann[COPY_FORM] = form
-        new = S.For(out.var, out.min, out.extent, out.kind, out.body, ann, out.step)
-        new.span = getattr(n, "span", None)
+        new = copy.copy(out)   # every attribute kept; its own annotations
+        new.annotations = dict(out.annotations)
         return new
+
+
+def take_plan(launch, options):
+    """The kernel plan plan_copy_forms computed for `launch` under `options`, handed over
+    once (the code generator adds to it), or None."""
+    kept = launch.__dict__.pop("_cuda_plan", None)
+    return kept[1] if kept is not None and kept[0] == options else None
 
 
 @function_pass("plan_copy_forms")
@@ -298,17 +304,23 @@ def plan_copy_forms(func, ctx=None):
     if target is None or getattr(target, "arch", None) is None:
         return func
     options = CudaOptions.from_config(ctx.config, target.arch)
-    stmts = func.body.stmts if isinstance(func.body, S.SeqStmt) else [func.body]
-    forms = {}
-    for launch in stmts:
-        if not isinstance(launch, S.KernelLaunch) or "cuda_source" in launch.annotations:
-            continue
-        ch = _Chooser(_Kernel(launch, func, target, options))
-        ch.visit(launch.body, True)
-        forms.update(ch.forms)
-    if not forms:
+    body = _Fresh().visit(func.body)
+    if body is func.body:   # no T.Parallel loop: no copy to plan
         return func
-    return func.with_body(_Record(forms).visit(func.body))
+    stmts = body.stmts if isinstance(body, S.SeqStmt) else [body]
+    given = {id(s) for s in (func.body.stmts if isinstance(func.body, S.SeqStmt) else [func.body])}
+    for launch in stmts:
+        if not isinstance(launch, S.KernelLaunch) or "cuda_source" in launch.annotations or id(launch) in given:
+            continue   # (a launch without T.Parallel loops is the caller's own node, untouched)
+        k = _Kernel(launch, func, target, options)
+        ch = _Chooser(k)
+        ch.visit(launch.body, True)
+        nests = {}
+        walk(launch.body, lambda n: nests.setdefault(id(n), n) if isinstance(n, S.For) and id(n) in ch.forms else None)
+        for key, form in ch.forms.items():
+            nests[key].annotations[COPY_FORM] = form   # a node made above: this pass's own
+        launch.__dict__["_cuda_plan"] = (options, k.plan)
+    return func.with_body(body)
 
 
-__all__ = ["CopyForm", "COPY_FORM", "copy_form", "plan_copy_forms", "PREFER_TMA"]
+__all__ = ["CopyForm", "COPY_FORM", "copy_form", "plan_copy_forms", "take_plan", "PREFER_TMA"]
