@@ -304,3 +304,11 @@ def test_the_plan_is_made_once(monkeypatch):
     monkeypatch.setattr(emit_mod, "plan_kernel", counting)
     _src(gemm())
     assert len(calls) == 1
+
+
+def test_no_bulk_copy_no_async_proxy_fence():
+    """The fences that order shared tiles with bulk copies follow the chosen forms: a
+    store kept off TMA by its arguments needs none."""
+    k = tile_copy(load={"eviction_policy": "evict_first"}, store={"coalesced_width": 8})
+    assert "fence_proxy_async" not in _src(k)
+    assert "fence_proxy_async" in _src(tile_copy())

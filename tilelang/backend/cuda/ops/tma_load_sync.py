@@ -26,8 +26,16 @@ def match(cg, st):
 
 
 def has_tma_load_sync(cg) -> bool:
+    """Whether the kernel has a copy nest that becomes a bulk load (its recorded form,
+    plan/copy_forms.py; a nest without one: whether it matches)."""
+    from tilelang.backend.cuda.plan.copy_forms import copy_form
     found = []
-    walk(cg.launch.body, lambda n: found.append(n) if not found and match(cg, n) is not None else None)
+
+    def f(n):
+        form = copy_form(n)
+        if not found and (form.kind == "tma_load" if form is not None else match(cg, n) is not None):
+            found.append(n)
+    walk(cg.launch.body, f)
     return bool(found)
 
 

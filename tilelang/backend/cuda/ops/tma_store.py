@@ -232,9 +232,16 @@ def is_tma_store(st, cg) -> bool:
 
 
 def has_tma_store(cg) -> bool:
-    """Whether the kernel has a copy nest that becomes a bulk store."""
+    """Whether the kernel has a copy nest that becomes a bulk store (its recorded form,
+    plan/copy_forms.py; a nest without one: whether it matches)."""
+    from tilelang.backend.cuda.plan.copy_forms import copy_form
     found = []
-    walk(cg.launch.body, lambda n: found.append(n) if not found and is_tma_store(n, cg) else None)
+
+    def f(n):
+        form = copy_form(n)
+        if not found and (form.kind == "tma_store" if form is not None else is_tma_store(n, cg)):
+            found.append(n)
+    walk(cg.launch.body, f)
     return bool(found)
 
 
