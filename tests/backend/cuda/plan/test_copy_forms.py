@@ -113,7 +113,8 @@ def test_the_form_is_in_the_lower_trace(tmp_path, monkeypatch):
     assert "# copy -> TMA store" in (tmp_path / pages[-1]).read_text()
     plan = [p for p in tmp_path.iterdir() if "_cuda_plan_" in p.name]
     text = plan[0].read_text()
-    assert re.search(r"copies:\n  G -> S \(line \d+\): vector x8 \(16 B\)\n  S -> H \(line \d+\): TMA store\n", text), text
+    assert re.search(r"copies:\n  G -> S \(line \d+\): vector x8 \(16 B\)\n"
+                     r"  S -> H \(line \d+\): TMA store\n", text), text
 
 
 # disable_tma --------------------------------------------------------------------------------
@@ -161,6 +162,18 @@ def test_illegal_coalesced_width_is_a_located_error(width, why):
 def test_coalesced_width_too_narrow_for_cp_async():
     with pytest.raises(LoweringError, match=r"coalesced_width=1\): a cp.async copy moves 4, 8 or 16 bytes"):
         _src(gemm(coalesced_width=1, stages=3), "sm_80")
+
+
+def test_coalesced_width_of_a_fragment_copy_is_an_error():
+    @T.prim_func
+    def k(G: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            F = T.alloc_fragment((64, 64), "float32")
+            T.fill(F, 1)
+            T.copy(F, G, coalesced_width=4)
+    with pytest.raises(LoweringError, match="coalesced_width=4\\): this copy reads or writes the register "
+                                            "fragment `F`"):
+        _src(k)
 
 
 def test_coalesced_width_checks_its_type():
@@ -244,7 +257,8 @@ def test_eviction_policy_sass():
 
 def test_arguments_print_with_the_copy():
     from tilelang.ir.printer import func_str
-    text = func_str(tile_copy(load={"coalesced_width": 4, "eviction_policy": "evict_last"}, store={"disable_tma": True}))
+    text = func_str(tile_copy(load={"coalesced_width": 4, "eviction_policy": "evict_last"},
+                              store={"disable_tma": True}))
     assert "T.copy(G[by * 64:by * 64 + 64, bx * 64:bx * 64 + 64], S, coalesced_width=4, eviction_policy='evict_last')" \
         in text
     assert "disable_tma=True)" in text

@@ -188,6 +188,11 @@ class _Chooser:
         def choose():
             regs = [b for b in _buffers(st) if getattr(k.placement(b), "kind", None) in ("acc", "row", "tile")]
             if regs:
+                want = _args(st).get("coalesced_width")
+                if want is not None:
+                    raise _error(st, f"T.copy(..., coalesced_width={want}): this copy reads or writes the register "
+                                     f"fragment `{regs[0].name}`, whose layout decides which thread moves which "
+                                     f"elements", hint="remove coalesced_width")
                 return self._with_eviction(st, CopyForm("registers"), registers=True)
             if not _no_tma(st) and k.range == k.plan.regions.full:
                 if is_tma_store(st, k):

@@ -1,8 +1,9 @@
 """The CUDA backend's decisions for one kernel as text: where every buffer lives (shared
 memory offset, stages, swizzle; register tile layout; per-thread), how every T.gemm runs
 (wgmma, mma.sync warp grid, or the SIMT loop), how each copy runs (plan/copy_forms.py),
-which loops are pipelined and how deep, and the notes the planner left. The lower trace (TL_LOWER_TRACE) writes it after the passes,
-next to the generated source, so the decisions that follow the IR passes are visible."""
+which loops are pipelined and how deep, and the notes the planner left. The lower trace
+(TL_LOWER_TRACE) writes it after the passes, next to the generated source, so the decisions
+that follow the IR passes are visible."""
 from __future__ import annotations
 
 from tilelang.ir import expr as E

@@ -123,7 +123,8 @@ TL_DEVICE void tma_load_hint(void* dst, const TmaDesc* map, unsigned long long* 
 }
 #undef TL_TMA_LOAD_HINT
 
-template <int P> TL_DEVICE void tma_load_bulk_hint(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
+template <int P>
+TL_DEVICE void tma_load_bulk_hint(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
                " [%0], [%1], %2, [%3], %4;\n"
                ::"r"(smem_addr(dst)), "l"(reinterpret_cast<unsigned long long>(src)), "r"(bytes), "r"(smem_addr(bar)),
