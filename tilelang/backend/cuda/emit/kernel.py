@@ -14,7 +14,6 @@ import re
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
-from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, is_packed
 from tilelang.ir.dtypes import DataType
 from tilelang.arith.simplify import simplify

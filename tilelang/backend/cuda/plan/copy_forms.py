@@ -24,8 +24,10 @@ has no width); `eviction_policy` gives the form's global accesses that L2 priori
 and store of a whole tile too; a pipelined loop with such a copy uses cp.async, not
 the TMA ring; `loop_layout` is not supported here (an error says so).
 
-The code generator (emit/kernel.py) prints the recorded form; nests the printer makes
-itself (a T.fill, a T.tma_copy's fallback) carry none and keep the printer's choice."""
+The code generator (emit/kernel.py) prints the recorded form, and takes over the kernel
+plan computed here (`take_plan`: the pass is the pipeline's last, so the tree is the
+same); nests the printer makes itself (a T.fill, a T.tma_copy's fallback, the SIMT gemm)
+carry none and keep the printer's choice."""
 from __future__ import annotations
 
 import copy
@@ -37,7 +39,7 @@ from tilelang.ir.buffer import Buffer
 from tilelang.ir.errors import LoweringError
 from tilelang.ir.visitor import Mutator, walk
 from tilelang.transform.pass_manager import function_pass
-from tilelang.transform.lower_tile_ops import COPY_ARGS, PREFER_TMA
+from tilelang.transform.lower_tile_ops import COPY_ARGS
 from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
 from tilelang.backend.cuda.target import arch_number
 
@@ -328,4 +330,4 @@ def plan_copy_forms(func, ctx=None):
     return func.with_body(body)
 
 
-__all__ = ["CopyForm", "COPY_FORM", "copy_form", "plan_copy_forms", "take_plan", "PREFER_TMA"]
+__all__ = ["CopyForm", "COPY_FORM", "copy_form", "plan_copy_forms", "take_plan"]
