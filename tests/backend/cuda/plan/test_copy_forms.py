@@ -326,3 +326,16 @@ def test_no_bulk_copy_no_async_proxy_fence():
     k = tile_copy(load={"eviction_policy": "evict_first"}, store={"coalesced_width": 8})
     assert "fence_proxy_async" not in _src(k)
     assert "fence_proxy_async" in _src(tile_copy())
+
+
+def test_the_cpu_reference_runs_them_as_plain_copies():
+    """The arguments steer how a copy runs on the GPU, not what it computes: the CPU
+    backend (the reference semantics) copies alike with them."""
+    import numpy as np
+    k = tile_copy(load={"coalesced_width": 4, "eviction_policy": "evict_first"},
+                  store={"disable_tma": True, "eviction_policy": "evict_last"})
+    kern = tilelang.compile(k, target="cpu")
+    g = np.random.default_rng(0).standard_normal((256, 256)).astype(np.float16)
+    h = np.zeros_like(g)
+    kern(g, h)
+    np.testing.assert_array_equal(h, g)
