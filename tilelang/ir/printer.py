@@ -213,7 +213,9 @@ class Printer:
             if bar is not None:   # T.tma_copy: another lowering (a bulk copy on the barrier)
                 self.emit(f"T.tma_copy({self.region(s.src)}, {self.region(s.dst)}, barrier={self.expr(bar)})", ind)
             else:
-                self.emit(f"T.copy({self.region(s.src)}, {self.region(s.dst)})", ind)
+                args = "".join(f", {k}={_arg_text(s.annotations[k])}" for k in _COPY_ARG_NAMES
+                               if s.annotations.get(k) is not None)
+                self.emit(f"T.copy({self.region(s.src)}, {self.region(s.dst)}{args})", ind)
         elif isinstance(s, TO.Fill):
             self.emit(f"T.fill({self.region(s.dst)}, {self.expr(s.value)})", ind)
         elif isinstance(s, TO.Gemm):
@@ -273,7 +275,7 @@ class Printer:
                     exts.append(f"({self.expr(cur.min)}, {self.expr(simplify(E.BinOp('+', cur.min, cur.extent)))})")
                 cur = cur.body
             names = ", ".join(self.var(v) for v in vars_)
-            self.emit(f"for {names} in T.Parallel({', '.join(exts)}):", ind)
+            self.emit(f"for {names} in T.Parallel({', '.join(exts)}):{_copy_note(s.annotations)}", ind)
             self.body(cur, ind + 1)
             return
         rng = self.expr(s.extent) if _is_zero(s.min) else \
@@ -350,3 +352,24 @@ def _layout_digest(layout):
         return "layout " + hashlib.sha1(np.ascontiguousarray(layout.offsets(), dtype=np.int64).tobytes()).hexdigest()[:12]
     except Exception:  # noqa: BLE001 - symbolic shapes, fragments
         return type(layout).__name__
+
+
+# T.copy arguments that change the generated code: printed (and hashed) with the copy
+_COPY_ARG_NAMES = ("disable_tma", "coalesced_width", "eviction_policy", "loop_layout")
+
+
+def _arg_text(v):
+    """A T.copy argument as Python text (a layout: the quoted digest of where it puts
+    every element, so that the printed form still parses)."""
+    return repr(v) if isinstance(v, (bool, int, str)) else repr(_layout_digest(v))
+
+
+def _copy_note(ann):
+    """`  # T.copy(coalesced_width=8) -> cp.async x8 (16 B)`: the arguments of the T.copy a
+    parallel nest was lowered from and the form a backend chose for it (a comment: the
+    text still parses)."""
+    args, form = ann.get("copy_args"), ann.get("copy_form")
+    if not args and form is None:
+        return ""
+    note = "  # T.copy(" + ", ".join(f"{k}={_arg_text(v)}" for k, v in args.items()) + ")" if args else "  # copy"
+    return note + (f" -> {form}" if form is not None else "")

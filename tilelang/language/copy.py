@@ -60,6 +60,10 @@ def copy_regions(src, dst):
     return s, d
 
 
+# T.copy(..., eviction_policy=...): the L2 cache hint of the copy's global accesses
+EVICTION_POLICIES = ("evict_normal", "evict_first", "evict_last")
+
+
 def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None, loop_layout=None,
          annotations=None, **kwargs):
     b = B.require("T.copy")
@@ -68,7 +72,22 @@ def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None
     if disable_tma:
         ann["disable_tma"] = True
     if coalesced_width:
-        ann["coalesced_width"] = coalesced_width
+        import operator
+        try:
+            width = operator.index(coalesced_width)
+        except TypeError:
+            width = 0
+        if isinstance(coalesced_width, bool) or width < 1:
+            raise ValueError(f"T.copy: coalesced_width must be a positive int (elements per vector), "
+                             f"got {coalesced_width!r}")
+        ann["coalesced_width"] = width
+    if eviction_policy is not None:
+        if eviction_policy not in EVICTION_POLICIES:
+            raise ValueError(f"T.copy: eviction_policy must be one of {', '.join(map(repr, EVICTION_POLICIES))}, "
+                             f"got {eviction_policy!r}")
+        ann["eviction_policy"] = eviction_policy
+    if loop_layout is not None:   # a backend honours it or says it cannot (cuda: plan/copy_forms.py)
+        ann["loop_layout"] = loop_layout
     if kwargs.get("prefer_instruction") is not None:   # "tma": a bulk copy where it applies
         ann["prefer_instruction"] = kwargs["prefer_instruction"]
     b.emit(TO.Copy(s, d, ann))

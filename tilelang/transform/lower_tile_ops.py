@@ -114,6 +114,9 @@ def lower_copy(op: TO.Copy):
             store = S.IfThenElse(c, store)
     out = _loops(vars_, exts, store)
     prefer = op.annotations.get("prefer_instruction")
+    args = {k: op.annotations[k] for k in COPY_ARG_NAMES if op.annotations.get(k) is not None}
+    if isinstance(out, S.For) and args:
+        out.annotations[COPY_ARGS] = args   # read by a backend's copy planning (cuda: plan/copy_forms.py)
     if isinstance(out, S.For) and (prefer is not None or op.annotations.get("disable_tma")):
         # True: a backend may copy the tile with TMA; False: it must not (e.g. "sync")
         out.annotations[PREFER_TMA] = prefer == "tma" and not op.annotations.get("disable_tma")
@@ -320,6 +323,9 @@ TMA_COPY = "tma_copy"
 TMA_ATOMIC = "tma_atomic"
 # on the copy nest of `T.copy(..., prefer_instruction="tma")`
 PREFER_TMA = "prefer_tma"
+# on the copy nest of a T.copy given any of these arguments: {name: value} (printed with the nest)
+COPY_ARGS = "copy_args"
+COPY_ARG_NAMES = ("disable_tma", "coalesced_width", "eviction_policy", "loop_layout")
 
 
 class _Lower(Mutator):

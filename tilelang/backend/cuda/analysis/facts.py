@@ -206,3 +206,36 @@ def all_loads_stores(stmt, buf):
             out.append(n.indices)
     walk(stmt, f)
     return out
+
+
+def _placement(plan, buf):
+    return plan.placements.get(id(buf))
+
+
+def registers_only(plan, st):
+    """A T.Parallel nest that works on per-thread arrays (kernel plan `plan`; read by the
+    code generator and the copy planner): it stores only into them
+    (`T.clear` of a `T.alloc_local` array), or it moves data of one whose contents
+    differ between threads (a `T.copy` of a thread's registers to memory) and no
+    register fragment. Every thread runs all of it on its own registers; splitting
+    it over the threads would give each a few elements. (A local array that holds
+    the same value in every thread, e.g. a block index read into a scalar, is just
+    an operand of an ordinary, shared-out loop.)"""
+    from tilelang.ir.visitor import walk
+    kinds, private, fragments = [], [], []
+
+    def f(n):
+        if isinstance(n, (S.BufferStore, E.BufferLoad)):
+            kind = getattr(_placement(plan, n.buffer), "kind", None)
+            if kind == "local" and id(n.buffer) in plan.td_bufs:
+                private.append(n)
+            elif kind in ("acc", "row", "tile"):
+                fragments.append(n)
+        if isinstance(n, S.BufferStore):
+            kinds.append(getattr(_placement(plan, n.buffer), "kind", None))
+        elif isinstance(n, E.Call) and n.name.startswith("atomic_"):
+            kinds.append("atomic")
+    walk(st, f)
+    if kinds and all(k in ("local", "var") for k in kinds):
+        return True
+    return bool(private) and not fragments

@@ -14,17 +14,18 @@ import contextlib
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
-from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, is_packed
 from tilelang.ir.dtypes import DataType
 from tilelang.arith.simplify import simplify
 from tilelang.ir.visitor import collect_vars
-from tilelang.backend.cuda.analysis.facts import parallel_nest
+from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
 from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic_helper
 from tilelang.backend.cuda.ops.mma import simt_gemm
-from tilelang.backend.cuda.ops.tma_pipeline import (body_fits_tma_ring, emit_pipelined_tma, emit_pipelined_tma_body,
+from tilelang.backend.cuda.ops.tma_pipeline import (emit_pipelined_tma, emit_pipelined_tma_body,
                                                emit_tma_copy, tma_copies)
 from tilelang.backend.cuda.plan.kernel import plan_kernel
+from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
+from tilelang.backend.cuda.plan.copy_forms import copy_form, take_plan
 from tilelang.backend.cuda.target import arch_number
 from tilelang.backend.cuda.layout.fragment import AccLayout
 from tilelang.backend.cuda.ops.reduce import emit_warp_reduce, emit_register_reduce
@@ -66,7 +67,8 @@ class KernelCodegen:
         self.cluster = None                   # [x, y, z] when the codegen pairs blocks (TMA multicast)
         self.params = params          # [(kind, obj, c decl)] in kernel-parameter order
         self.names = names            # shared with the function level (params)
-        self.plan = plan_kernel(launch, target.arch, self.options)
+        # the plan plan_copy_forms made of this very tree (the last pass), else a new one
+        self.plan = take_plan(launch, self.options) or plan_kernel(launch, target.arch, self.options)
         self.barriers = SyncPlanner(self.plan)
         self.barrier_before = self.barriers.run(launch.body)
         from tilelang.backend.cuda.ops.tma_reduce import has_tma_reduce
@@ -397,7 +399,13 @@ class KernelCodegen:
 
     def s_For(self, st, block):
         if st.kind == S.PARALLEL and block and not self._registers_only(st):
-            if self._emit_tma_store(self, st) or self._emit_tma_load_sync(self, st):   # bulk copies of tiles
+            form = copy_form(st)   # plan/copy_forms.py; None: a nest made while printing
+            if form is None and (self._emit_tma_store(self, st) or self._emit_tma_load_sync(self, st)):
+                return
+            if form is not None and form.kind in ("tma_store", "tma_load"):   # bulk copies of tiles
+                emit = self._emit_tma_store if form.kind == "tma_store" else self._emit_tma_load_sync
+                if not emit(self, st, form.eviction):
+                    raise AssertionError(f"CUDA codegen: the copy planned as {form} does not match its nest")
                 return
             return self.cooperative(st)
         if block and id(st) in self.plan.pipelines:
@@ -704,31 +712,7 @@ class KernelCodegen:
         emit_store(self, op)
 
     def _registers_only(self, st):
-        """A T.Parallel nest that works on per-thread arrays: it stores only into them
-        (`T.clear` of a `T.alloc_local` array), or it moves data of one whose contents
-        differ between threads (a `T.copy` of a thread's registers to memory) and no
-        register fragment. Every thread runs all of it on its own registers; splitting
-        it over the threads would give each a few elements. (A local array that holds
-        the same value in every thread, e.g. a block index read into a scalar, is just
-        an operand of an ordinary, shared-out loop.)"""
-        from tilelang.ir.visitor import walk
-        kinds, private, fragments = [], [], []
-
-        def f(n):
-            if isinstance(n, (S.BufferStore, E.BufferLoad)):
-                kind = getattr(self.placement(n.buffer), "kind", None)
-                if kind == "local" and id(n.buffer) in self.plan.td_bufs:
-                    private.append(n)
-                elif kind in ("acc", "row", "tile"):
-                    fragments.append(n)
-            if isinstance(n, S.BufferStore):
-                kinds.append(getattr(self.placement(n.buffer), "kind", None))
-            elif isinstance(n, E.Call) and n.name.startswith("atomic_"):
-                kinds.append("atomic")
-        walk(st, f)
-        if kinds and all(k in ("local", "var") for k in kinds):
-            return True
-        return bool(private) and not fragments
+        return registers_only(self.plan, st)
 
     # parallel loops --------------------------------------------------------------------
     def cooperative(self, st):
@@ -741,7 +725,11 @@ class KernelCodegen:
             return self.fragment_loop(vars_, body, regs)
         nt = self.plan.nthreads
         from tilelang.backend.cuda.ops.vector_copy import vector_width, emit_vector_copy
-        V = vector_width(self, vars_, mins, exts, body)
+        form, eviction = copy_form(st), None
+        if form is None or form.kind == "registers":   # nests made here (T.fill ...), a declined tile loop
+            V = vector_width(self, vars_, mins, exts, body)
+        else:   # the width plan/copy_forms.py chose
+            V, eviction = form.width, form.eviction
         if V:
             exts = exts[:-1] + [E.IntImm(E.const_int_value(exts[-1]) // V)]
         total = E.IntImm(1)
@@ -772,8 +760,8 @@ class KernelCodegen:
                 rem = f"(({rem}) / {ext})"
             else:
                 self.w(f"const {ct} {self.bind(vars_[k])} = ({rem}){scale}{off};")
-        if V:
-            emit_vector_copy(self, body, V, vars_[-1])
+        if V or eviction:
+            emit_vector_copy(self, body, V or 1, vars_[-1], eviction)
         else:
             self.stmt(body, False)
         self.indent -= 1
@@ -900,8 +888,12 @@ class KernelCodegen:
         ns = info.stages
         if info.guard is not None:   # `if cond:` body: the plain cp.async ring, predicated per iteration
             return self._pipelined_cp_async(st, info)
+        # the copies' form (plan/copy_forms.py): all on the TMA ring, or all cp.async
+        ring = all(getattr(copy_form(c), "kind", None) == "tma_ring" for c in info.copies)
+        tmas = tma_copies(self, info) if ring else None
+        if ring and tmas is None:
+            raise AssertionError("CUDA codegen: copies planned for the TMA ring do not match it")
         if self._overlapped_wgmma(info):
-            tmas = tma_copies(self, info)
             if tmas is not None:
                 return emit_pipelined_tma(self, st, info, tmas)
             return self.pipelined_wgmma(st, info)
@@ -909,8 +901,7 @@ class KernelCodegen:
         ov = plan_overlap(self, info) if arch_number(self.target.arch) >= 90 else None
         if ov is not None:   # attention-style: the second gemm overlaps the next iteration
             return emit_overlapped(self, st, info, ov)
-        tmas = tma_copies(self, info)
-        if tmas is not None and body_fits_tma_ring(self, info):
+        if tmas is not None:
             return emit_pipelined_tma_body(self, st, info, tmas)
         return self._pipelined_cp_async(st, info)
 
@@ -965,13 +956,7 @@ class KernelCodegen:
         return lo, hi
 
     def _overlapped_wgmma(self, info):
-        """The body is one wgmma gemm on ring buffers into a register accumulator."""
-        if info.stages < 3 or len(info.rest) != 1 or not isinstance(info.rest[0], TO.Gemm):
-            return False
-        g = info.rest[0]
-        cfg = self.plan.gemms.get(id(g))
-        return getattr(cfg, "kind", "") == "wgmma" and not cfg.a_regs and \
-            self.placement(g.C.buffer).kind == "acc" and id(g) not in self.barrier_before
+        return overlapped_wgmma(self, info)
 
     def pipelined_wgmma(self, st, info):
         """GEMM main loop keeping one wgmma group in flight: iteration k issues its

@@ -14,18 +14,28 @@ from __future__ import annotations
 from tilelang.ir import stmt as S
 from tilelang.ir.visitor import walk
 from tilelang.transform.lower_tile_ops import PREFER_TMA
+from tilelang.backend.cuda.ops.vector_copy import EVICTION_CODES
 from tilelang.backend.cuda.ops.tma_store import match_tile_copy, _bytes, flat_origin, tensor_map_param, box_coords
 
 
-def _match(cg, st):
+def match(cg, st):
+    """The bulk load (tma_store.TmaStore, to_global=False) that copy nest `st` can be, or None."""
     if not cg.options.bulk_tiles or not (isinstance(st, S.For) and st.kind == S.PARALLEL and st.annotations.get(PREFER_TMA)):
         return None
     return match_tile_copy(st, cg.plan, cg.param_bufs, to_global=False, launch=cg.launch, pointers=True)
 
 
 def has_tma_load_sync(cg) -> bool:
+    """Whether the kernel has a copy nest that becomes a bulk load (its recorded form,
+    plan/copy_forms.py; a nest without one: whether it matches)."""
+    from tilelang.backend.cuda.plan.copy_forms import copy_form
     found = []
-    walk(cg.launch.body, lambda n: found.append(n) if not found and _match(cg, n) is not None else None)
+
+    def f(n):
+        form = copy_form(n)
+        if not found and (form.kind == "tma_load" if form is not None else match(cg, n) is not None):
+            found.append(n)
+    walk(cg.launch.body, f)
     return bool(found)
 
 
@@ -44,12 +54,12 @@ def _barrier(cg):
     return cg._tma_sync_bar
 
 
-def emit_tma_load_sync(cg, st) -> bool:
+def emit_tma_load_sync(cg, st, eviction=None) -> bool:
     """The copy nest `st` as one bulk load that every thread waits for; False to leave
-    it to the threads."""
+    it to the threads. `eviction`: T.copy's L2 priority (include/tl_cuda/cache_hint.h)."""
     if cg.async_copy or cg.range != cg.plan.regions.full:
         return False
-    t = _match(cg, st)
+    t = match(cg, st)
     if t is None:
         return False
     bar, phase = _barrier(cg)
@@ -58,8 +68,11 @@ def emit_tma_load_sync(cg, st) -> bool:
     cg.aligned[g.name] = max(cg.aligned.get(g.name, 1), 16)
     cg.w("if (tl_tid == 0) {")
     cg.w(f"  tl::mbar_arrive_expect_tx({bar}, {nbytes});")
+    hint = "" if eviction is None else f"_hint<{EVICTION_CODES[eviction]}>"
     if t.contiguous:
-        cg.w(f"  tl::tma_load_bulk({dst}, {cg.buf_name(g)} + {flat_origin(cg, t)}, {nbytes}, {bar});")
+        cg.w(f"  tl::tma_load_bulk{hint}({dst}, {cg.buf_name(g)} + {flat_origin(cg, t)}, {nbytes}, {bar});")
+    elif hint:
+        cg.w(f"  tl::tma_load{hint}({dst}, &{tensor_map_param(cg, t)}, {bar}, {box_coords(cg, t)});")
     else:
         cg.w(f"  tl::tma_load_{g.ndim}d({dst}, &{tensor_map_param(cg, t)}, {bar}, {box_coords(cg, t)});")
     cg.w("}")

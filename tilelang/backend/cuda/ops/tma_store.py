@@ -232,9 +232,16 @@ def is_tma_store(st, cg) -> bool:
 
 
 def has_tma_store(cg) -> bool:
-    """Whether the kernel has a copy nest that becomes a bulk store."""
+    """Whether the kernel has a copy nest that becomes a bulk store (its recorded form,
+    plan/copy_forms.py; a nest without one: whether it matches)."""
+    from tilelang.backend.cuda.plan.copy_forms import copy_form
     found = []
-    walk(cg.launch.body, lambda n: found.append(n) if not found and is_tma_store(n, cg) else None)
+
+    def f(n):
+        form = copy_form(n)
+        if not found and (form.kind == "tma_store" if form is not None else is_tma_store(n, cg)):
+            found.append(n)
+    walk(cg.launch.body, f)
     return bool(found)
 
 
@@ -282,8 +289,9 @@ def box_coords(cg, t):
     return ", ".join(cg.expr(o) for o in reversed(t.origin))
 
 
-def emit_tma_store(cg, st) -> bool:
-    """The copy nest `st` as one bulk store from thread 0; False to leave it to the threads."""
+def emit_tma_store(cg, st, eviction=None) -> bool:
+    """The copy nest `st` as one bulk store from thread 0; False to leave it to the threads.
+    `eviction`: T.copy's L2 priority (include/tl_cuda/cache_hint.h)."""
     if not is_tma_store(st, cg) or cg.async_copy or cg.range != cg.plan.regions.full:
         return False
     t = match_tma_store(st, cg.plan, cg.param_bufs, cg.launch)
@@ -292,10 +300,12 @@ def emit_tma_store(cg, st) -> bool:
     g, src = t.dst, cg.buf_name(t.src)
     cg.aligned[g.name] = max(cg.aligned.get(g.name, 1), 16)
     cg.w("if (tl_tid == 0) {")
+    from tilelang.backend.cuda.ops.vector_copy import EVICTION_CODES
+    hint = "" if eviction is None else f"_hint<{EVICTION_CODES[eviction]}>"
     if t.contiguous:
-        cg.w(f"  tl::tma_store_bulk({cg.buf_name(g)} + {flat_origin(cg, t)}, {src}, {_bytes(t.src)});")
+        cg.w(f"  tl::tma_store_bulk{hint}({cg.buf_name(g)} + {flat_origin(cg, t)}, {src}, {_bytes(t.src)});")
     else:
-        cg.w(f"  tl::tma_store(&{tensor_map_param(cg, t)}, {src}, {box_coords(cg, t)});")
+        cg.w(f"  tl::tma_store{hint}(&{tensor_map_param(cg, t)}, {src}, {box_coords(cg, t)});")
     cg.w("  tl::tma_store_arrive();")
     if _touches_elsewhere(cg, st, g):
         cg.w("  tl::tma_store_wait<0, false>();   // written: the kernel reads or writes it again")

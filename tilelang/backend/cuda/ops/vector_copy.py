@@ -218,18 +218,51 @@ def vector_width(cg, vars_, mins, exts, body):
     for V in (16 // item, 8 // item, 4 // item, 2 // item):
         if V < 2 or ext % V:
             continue
-        ok = True
-        for buf, idx in ((store.buffer, store.indices), (load.buffer, load.indices)):
-            p = cg.placement(buf)
-            if p is not None and p.kind not in ("smem",) and not (p.kind == "view" and global_root(buf) is not None):
-                ok = False
-                break
-            if not _vector_access(cg.strides(buf), idx, v, V, kernel_divisors(cg)) or V * buf.dtype.itemsize not in VEC_TYPES:
-                ok = False
-                break
-        if ok and all(c is None or _cond_ok(c, v, V) for c in (guard, sel)):
+        if _misfit(cg, v, V, store, load, guard, sel) is None:
             return V
     return None
+
+
+def _misfit(cg, v, V, store, load, guard, sel):
+    """Why V elements per vector do not fit the copy `store <- load`, or None."""
+    for buf, idx in ((store.buffer, store.indices), (load.buffer, load.indices)):
+        p = cg.placement(buf)
+        if p is not None and p.kind not in ("smem",) and not (p.kind == "view" and global_root(buf) is not None):
+            return f"`{buf.name}` is not in memory that vector accesses reach (it lives in {p.kind})"
+        if V * buf.dtype.itemsize not in VEC_TYPES:
+            return f"{V} elements of {buf.dtype} are {V * buf.dtype.itemsize} bytes, not 2, 4, 8 or 16"
+        if not _vector_access(cg.strides(buf), idx, v, V, kernel_divisors(cg)):
+            return (f"the accesses of `{buf.name}` are not {V} consecutive elements starting at a multiple of {V} "
+                    f"(alignment)")
+    if not all(c is None or _cond_ok(c, v, V) for c in (guard, sel)):
+        return f"a bounds check does not hold or fail for whole vectors of {V}"
+    return None
+
+
+def width_problem(cg, vars_, mins, exts, body, V):
+    """Why a copy nest cannot move V elements per vector (T.copy's coalesced_width), or
+    None when it can (V == 1: always)."""
+    body = without_assumes(body)
+    m = match_copy(body)
+    if m is not None:
+        guard, store, load, sel = m
+    else:
+        m = match_cast_copy(body)
+        if m is None:
+            return "the nest is not a plain element copy"
+        (guard, store, load), sel = m, None
+    if V == 1:
+        return None
+    if V & (V - 1):
+        return "the width must be a power of two"
+    if store.buffer.dtype.bits < 8 or load.buffer.dtype.bits < 8:
+        return "sub-byte elements are copied in whole bytes"
+    ext = E.const_int_value(exts[-1]) if vars_ else None
+    if ext is None or E.const_int_value(mins[-1]) != 0:
+        return "the innermost copied extent is not a compile-time constant"
+    if ext % V:
+        return f"the innermost copied extent {ext} is not a multiple of {V}"
+    return _misfit(cg, vars_[-1], V, store, load, guard, sel)
 
 
 def _atomic_width(cg, vars_, mins, exts, body):
@@ -295,7 +328,14 @@ def _emit_vector_atomic(cg, body, V, v):
         cg.w("}")
 
 
-def emit_vector_copy(cg, body, V, v=None):
+# T.copy's eviction_policy as the number include/tl_cuda/cache_hint.h takes (the published numbering)
+EVICTION_CODES = {"evict_normal": 0, "evict_first": 1, "evict_last": 2}
+
+
+def emit_vector_copy(cg, body, V, v=None, eviction=None):
+    """The copy (or cast, atomic, element-wise) body `body` moving V elements per access;
+    `eviction` (a plain copy only): the L2 priority of its global loads and stores
+    (plan/copy_forms.py; V == 1 for a scalar copy with a hint)."""
     from tilelang.backend.cuda.ops import vector_atomic as vector_atomic
     body = without_assumes(body)
     if vector_atomic.match(body) is not None:
@@ -307,9 +347,10 @@ def emit_vector_copy(cg, body, V, v=None):
         return _emit_vector_cast(cg, body, V)
     guard, store, load, sel = match_copy(body)
     nbytes = V * store.buffer.dtype.itemsize
-    vt, zero = vec_type(store.buffer.dtype, nbytes)
+    vt, zero = vec_type(store.buffer.dtype, nbytes) if nbytes != 1 else ("unsigned char", "(unsigned char)0")
     for buf in (store.buffer, load.buffer):  # the runtime checks these pointers' alignment
         _require_aligned(cg, buf, nbytes)
+    policy = None if eviction is None else EVICTION_CODES[eviction]
     if getattr(cg, "async_copy", False):
         src = f"&{cg.access(load)}"
         pred = "true"
@@ -317,22 +358,33 @@ def emit_vector_copy(cg, body, V, v=None):
             pred = cg.expr(sel)
             src = f"({pred} ? (const void*){src} : (const void*){cg.buf_name(load.buffer)})"
         from tilelang.backend.cuda.ops.cp_async import cp_async_line
-        line = cp_async_line(nbytes, f"&{cg.access(store)}", src, pred) + ";"
+        if policy is None:
+            line = cp_async_line(nbytes, f"&{cg.access(store)}", src, pred) + ";"
+        else:
+            line = f"tl::cp_async_hint<{nbytes}, {policy}>(&{cg.access(store)}, {src}, {pred});"
         cg.w(f"if ({cg.expr(guard)}) {{ {line} }}" if guard is not None else line)
         return
-    src = f"*reinterpret_cast<const {vt}*>(&{cg.access(load)})"
+    if policy is not None and load.buffer.scope == "global":
+        src = f"tl::ld_global_hint<{vt}, {policy}>(reinterpret_cast<const {vt}*>(&{cg.access(load)}))"
+    else:
+        src = f"*reinterpret_cast<const {vt}*>(&{cg.access(load)})"
     if sel is not None:
         src = f"({cg.expr(sel)} ? {src} : {zero})"
+
+    def put(value):
+        if policy is not None and store.buffer.scope == "global":
+            return f"tl::st_global_hint<{vt}, {policy}>(reinterpret_cast<{vt}*>(&{cg.access(store)}), {value});"
+        return f"*reinterpret_cast<{vt}*>(&{cg.access(store)}) = {value};"
     hint = getattr(load, "name_hint", None)
     if hint:   # `b = A[0, 0:4]; A[0, 4:8] = b`: the vector is a variable named b
         name = cg.names.new(object(), hint)
-        lines = [f"{vt} {name} = {src};", f"*reinterpret_cast<{vt}*>(&{cg.access(store)}) = {name};"]
+        lines = [f"{vt} {name} = {src};", put(name)]
         if guard is not None:
             lines = [f"if ({cg.expr(guard)}) {{"] + ["  " + ln for ln in lines] + ["}"]
         for ln in lines:
             cg.w(ln)
         return
-    line = f"*reinterpret_cast<{vt}*>(&{cg.access(store)}) = {src};"
+    line = put(src)
     cg.w(f"if ({cg.expr(guard)}) {{ {line} }}" if guard is not None else line)
 
 

@@ -144,3 +144,15 @@ def _is_async_copy(st, plan, writes, aliased, seen, vector_width):
             return False
     V = vector_width(vars_, mins, exts, inner)
     return V is not None and V * dst.dtype.itemsize >= 4
+
+
+def overlapped_wgmma(cg, info):
+    """The body is one wgmma gemm on ring buffers into a register accumulator (`cg`: the
+    code generator or the copy planner, plan/copy_forms.py)."""
+    from tilelang.ir import tile_ops as TO
+    if info.stages < 3 or len(info.rest) != 1 or not isinstance(info.rest[0], TO.Gemm):
+        return False
+    g = info.rest[0]
+    cfg = cg.plan.gemms.get(id(g))
+    return getattr(cfg, "kind", "") == "wgmma" and not cfg.a_regs and \
+        cg.placement(g.C.buffer).kind == "acc" and id(g) not in cg.barrier_before

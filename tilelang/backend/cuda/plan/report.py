@@ -1,10 +1,12 @@
 """The CUDA backend's decisions for one kernel as text: where every buffer lives (shared
 memory offset, stages, swizzle; register tile layout; per-thread), how every T.gemm runs
-(wgmma, mma.sync warp grid, or the SIMT loop), which loops are pipelined and how deep, and
-the notes the planner left. The lower trace (TL_LOWER_TRACE) writes it after the passes,
-next to the generated source, so the decisions that follow the IR passes are visible."""
+(wgmma, mma.sync warp grid, or the SIMT loop), how each copy runs (plan/copy_forms.py),
+which loops are pipelined and how deep, and the notes the planner left. The lower trace
+(TL_LOWER_TRACE) writes it after the passes, next to the generated source, so the decisions
+that follow the IR passes are visible."""
 from __future__ import annotations
 
+from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.visitor import walk
@@ -50,6 +52,12 @@ def format_plan(entry, launch, plan) -> str:
         for g in gemms:
             lines.append(f"  T.gemm({g.A.buffer.name}, {g.B.buffer.name}, {g.C.buffer.name}): "
                          f"{_gemm(plan.gemms.get(id(g)))}")
+    copies = []
+    walk(launch.body, lambda n: copies.append(n) if isinstance(n, S.For) and "copy_form" in n.annotations else None)
+    if copies:   # plan/copy_forms.py
+        lines.append("copies:")
+        for c in copies:
+            lines.append(f"  {_copy_text(c)}: {c.annotations['copy_form']}")
     if plan.pipelines:
         lines.append("pipelines:")
         for info in plan.pipelines.values():
@@ -58,3 +66,17 @@ def format_plan(entry, launch, plan) -> str:
     for n in plan.notes:
         lines.append(f"note: {n}")
     return "\n".join(lines) + "\n"
+
+
+def _copy_text(nest):
+    """`A -> As` for a copy nest (its stored buffer and the buffers it loads)."""
+    stores, loads = [], []
+
+    def f(n):
+        if isinstance(n, S.BufferStore) and n.buffer.name not in stores:
+            stores.append(n.buffer.name)
+        elif isinstance(n, E.BufferLoad) and n.buffer.name not in loads:
+            loads.append(n.buffer.name)
+    walk(nest, f)
+    line = getattr(getattr(nest, "span", None), "line", None)
+    return f"{', '.join(loads) or '-'} -> {', '.join(stores) or '-'}" + (f" (line {line})" if line else "")

@@ -4,6 +4,7 @@
 #include "reduce.h"
 #include "atomic.h"
 #include "async.h"
+#include "cache_hint.h"
 #include "mma.h"
 #include "warp_mma.h"
 #include "wgmma.h"

@@ -1,0 +1,335 @@
+"""How each copy runs on CUDA, decided once, as an IR-to-IR pass (`plan_copy_forms`).
+
+lower_tile_ops made every T.copy a (predicated) T.Parallel nest; this pass reads the
+kernel plan (plan/kernel.py: where each buffer lives, its strides and swizzle, the
+pipelined loops) and records on each copy nest a `CopyForm` (annotation `copy_form`,
+printed with the nest in the IR text and so in the lower trace):
+
+- `TMA load` / `TMA store`: one bulk copy of the whole tile by one thread (sm_90+,
+  ops/tma_load_sync.py, ops/tma_store.py);
+- `TMA ring`: a copy of a T.Pipelined loop fed by bulk tensor copies (ops/tma.py,
+  ops/tma_pipeline.py);
+- `cp.async xV`: a pipelined copy issued asynchronously, V elements per instruction;
+- `vector xV`: V elements per load and store (ops/vector_copy.py);
+- `scalar`: one element per access, with the reason no vector form holds;
+- `registers`: a copy to or from a register fragment, laid out by its layout;
+- `per-thread`: the nest runs inside one thread's code (no cooperative form).
+
+The T.copy arguments the nest carries (lower_tile_ops COPY_ARGS) steer the choice:
+`disable_tma` rules out every TMA form; `coalesced_width=N` asks for N elements per
+vector (a vector or cp.async form; an error names the parameter when N does not fit
+the dtypes, the extent, the alignment or the bounds checks; it rules out TMA, which
+has no width); `eviction_policy` gives the form's global accesses that L2 priority
+(`createpolicy` + `.L2::cache_hint`, include/tl_cuda/cache_hint.h), on the TMA load
+and store of a whole tile too; a pipelined loop with such a copy uses cp.async, not
+the TMA ring; `loop_layout` is not supported here (an error says so).
+
+The code generator (emit/kernel.py) prints the recorded form, and takes over the kernel
+plan computed here (`take_plan`: the pass is the pipeline's last, so the tree is the
+same); nests the printer makes itself (a T.fill, a T.tma_copy's fallback, the SIMT gemm)
+carry none and keep the printer's choice."""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.ir.buffer import Buffer
+from tilelang.ir.errors import LoweringError
+from tilelang.ir.visitor import Mutator, walk
+from tilelang.transform.pass_manager import function_pass
+from tilelang.transform.lower_tile_ops import COPY_ARGS
+from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
+from tilelang.backend.cuda.target import arch_number
+
+COPY_FORM = "copy_form"
+
+_TITLES = {"tma_load": "TMA load", "tma_store": "TMA store", "tma_ring": "TMA ring (pipelined)",
+           "cp_async": "cp.async", "vector": "vector", "scalar": "scalar", "registers": "registers",
+           "per_thread": "per-thread"}
+
+
+@dataclass(frozen=True)
+class CopyForm:
+    kind: str                  # a key of _TITLES
+    width: int | None = None   # elements per instruction (cp_async, vector)
+    nbytes: int | None = None  # bytes per instruction (cp_async, vector)
+    eviction: str | None = None   # "evict_first" ...: the L2 hint of its global accesses
+    why: str = ""              # for a scalar form: why no vector form holds
+
+    @property
+    def tma(self):
+        return self.kind in ("tma_load", "tma_store", "tma_ring")
+
+    def __str__(self):
+        s = _TITLES[self.kind]
+        if self.width:
+            s += f" x{self.width} ({self.nbytes} B)"
+        if self.eviction:
+            s += f", {self.eviction}"
+        if self.why:
+            s += f" ({self.why})"
+        return s
+
+
+def copy_form(st):
+    """The CopyForm this pass recorded on nest `st`, or None."""
+    return st.annotations.get(COPY_FORM) if isinstance(st, S.For) else None
+
+
+class _Kernel:
+    """What the copy choices read of one kernel: its plan, its parameters, the options
+    (the attributes the ops/ matchers take from the code generator)."""
+
+    def __init__(self, launch, func, target, options):
+        from tilelang.backend.cuda.plan.kernel import plan_kernel
+        from tilelang.backend.cuda.plan.sync import SyncPlanner
+        self.launch, self.target, self.options = launch, target, options
+        self.use_tma = options.tma
+        bufs = [p for p in func.params if isinstance(p, Buffer)]
+        ints = [p for p in func.params if isinstance(p, E.Var) and not p.dtype.is_float]
+        floats = [p for p in func.params if isinstance(p, E.Var) and p.dtype.is_float]
+        # (kind, object, C declaration) as emit/module.py lists them; the declarations are not needed here
+        self.params = [("buffer", b, None) for b in bufs] + \
+            [("int", v, None) for v in ints + list(func.dynamic_vars())] + [("float", v, None) for v in floats]
+        self.param_bufs = {id(b) for b in bufs}
+        self.plan = plan_kernel(launch, target.arch, options)
+        self.barrier_before = SyncPlanner(self.plan).run(launch.body)
+        self.range = self.plan.regions.full
+        self.async_copy = False
+        self.aligned = {}
+
+    def placement(self, buf):
+        return self.plan.placements.get(id(buf))
+
+    def strides(self, buf):
+        p = self.placement(buf)
+        return p.strides if p is not None and p.strides is not None else buf.get_strides()
+
+
+def _args(st):
+    return st.annotations.get(COPY_ARGS) or {}
+
+
+def _error(st, msg, hint=None):
+    return LoweringError(msg, getattr(st, "span", None), hint=hint)
+
+
+def _no_tma(st, ring=False):
+    """T.copy's arguments rule out the TMA forms (`ring`: the pipelined ring, whose
+    copies take no L2 hint here)."""
+    a = _args(st)
+    return bool(a.get("disable_tma")) or a.get("coalesced_width") is not None or \
+        (ring and a.get("eviction_policy") is not None)
+
+
+class _Chooser:
+    def __init__(self, k: _Kernel):
+        self.k = k
+        self.forms = {}   # id(nest) -> CopyForm
+
+    # walking as the code generator does (emit/kernel.py: which statements run at block level)
+    def visit(self, st, block):
+        k = self.k
+        if st is None:
+            return
+        if isinstance(st, S.SeqStmt):
+            for s in st.stmts:
+                self.visit(s, block)
+        elif isinstance(st, S.For) and st.kind == S.PARALLEL:
+            if block and not registers_only(k.plan, st):
+                self.cooperative(st)
+            else:
+                self.record(st, lambda: CopyForm("per_thread", why=""), per_thread=True)
+        elif isinstance(st, S.For) and block and id(st) in k.plan.pipelines:
+            self.pipelined(st, k.plan.pipelines[id(st)])
+        elif isinstance(st, S.For):
+            self.visit(st.body, block and not k.plan.depends(st.min) and not k.plan.depends(st.extent))
+        elif isinstance(st, S.IfThenElse) and id(st) in k.plan.regions.branches:
+            then, other = k.plan.regions.branches[id(st)]
+            saved = k.range
+            for body, rng in ((st.then_body, then), (st.else_body, other if other is not None else saved)):
+                k.range = rng
+                self.visit(body, block)
+            k.range = saved
+        elif isinstance(st, S.IfThenElse):
+            inner = block and not k.plan.depends(st.cond)
+            self.visit(st.then_body, inner)
+            self.visit(st.else_body, inner)
+        elif isinstance(st, S.While):
+            self.visit(st.body, block and not k.plan.depends(st.cond))
+        elif isinstance(st, S.LetStmt):
+            self.visit(st.body, block)
+
+    def record(self, st, choose, per_thread=False):
+        """Record the form of `st` when it is a copy (or carries T.copy arguments)."""
+        from tilelang.backend.cuda.ops.vector_copy import match_copy, match_cast_copy, without_assumes
+        body = without_assumes(parallel_nest(st)[3])
+        if match_copy(body) is None and match_cast_copy(body) is None and COPY_ARGS not in st.annotations:
+            return
+        form = choose()
+        args = _args(st)
+        if args.get("loop_layout") is not None:
+            raise _error(st, "T.copy(..., loop_layout=...) is not supported by the CUDA backend: its copies "
+                             "spread a tile's elements over the threads in row-major order",
+                         hint="remove loop_layout (the default distribution is coalesced)")
+        for name in ("coalesced_width", "eviction_policy"):
+            if per_thread and args.get(name) is not None:
+                raise _error(st, f"T.copy(..., {name}={args[name]!r}): this copy runs inside one thread's code "
+                                 f"(a per-thread loop or branch, or per-thread registers), where the CUDA backend "
+                                 f"prints it as plain element accesses", hint=f"remove {name}, or move the copy "
+                                                                              f"to block level")
+        self.forms[id(st)] = form
+
+    def cooperative(self, st):
+        from tilelang.backend.cuda.ops.tma_store import is_tma_store
+        from tilelang.backend.cuda.ops import tma_load_sync
+        k = self.k
+
+        def choose():
+            regs = [b for b in _buffers(st) if getattr(k.placement(b), "kind", None) in ("acc", "row", "tile")]
+            if regs:
+                want = _args(st).get("coalesced_width")
+                if want is not None:
+                    raise _error(st, f"T.copy(..., coalesced_width={want}): this copy reads or writes the register "
+                                     f"fragment `{regs[0].name}`, whose layout decides which thread moves which "
+                                     f"elements", hint="remove coalesced_width")
+                return self._with_eviction(st, CopyForm("registers"), registers=True)
+            if not _no_tma(st) and k.range == k.plan.regions.full:
+                if is_tma_store(st, k):
+                    return self._with_eviction(st, CopyForm("tma_store"))
+                if tma_load_sync.match(k, st) is not None:
+                    return self._with_eviction(st, CopyForm("tma_load"))
+            return self._with_eviction(st, self.vector(st, cp_async=False))
+        self.record(st, choose)
+
+    def pipelined(self, loop, info):
+        from tilelang.backend.cuda.ops.tma_pipeline import tma_copies, body_fits_tma_ring
+        from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
+        from tilelang.backend.cuda.plan.overlap import plan_overlap
+        k = self.k
+        tmas = None if any(_no_tma(c, ring=True) for c in info.copies) else tma_copies(k, info)
+        if info.guard is not None:   # a body under `if cond:` runs on the predicated cp.async ring
+            use_tma = False
+        elif overlapped_wgmma(k, info):
+            use_tma = tmas is not None
+        elif arch_number(k.target.arch) >= 90 and plan_overlap(k, info) is not None:
+            use_tma = False
+        else:
+            use_tma = tmas is not None and body_fits_tma_ring(k, info)
+        for c in info.copies:
+            self.record(c, (lambda: CopyForm("tma_ring")) if use_tma else
+                        (lambda c=c: self._with_eviction(c, self.vector(c, cp_async=True))))
+        for s in info.rest:
+            self.visit(s, True)
+
+    def vector(self, st, cp_async):
+        """The vector (or cp.async) form of a cooperative copy nest, or the scalar one."""
+        from tilelang.backend.cuda.ops.vector_copy import vector_width, width_problem
+        k = self.k
+        vars_, mins, exts, body = parallel_nest(st)
+        want = _args(st).get("coalesced_width")
+        kind = "cp_async" if cp_async else "vector"
+        if want is None:
+            V = vector_width(k, vars_, mins, exts, body)
+            if not V:
+                return CopyForm("scalar", why="no vector width fits the dtypes, alignment and bounds checks")
+            return CopyForm(kind, V, V * _item(body))
+        problem = width_problem(k, vars_, mins, exts, body, want)
+        if problem is None and cp_async and want * _item(body) not in (4, 8, 16):
+            problem = f"a cp.async copy moves 4, 8 or 16 bytes, and {want} elements are {want * _item(body)} bytes"
+        if problem is not None:
+            raise _error(st, f"T.copy(..., coalesced_width={want}): {problem}",
+                         hint="choose a width that divides the copied rows and makes a 2-16 byte vector, "
+                              "or leave coalesced_width out")
+        if want == 1:
+            return CopyForm("scalar", why="coalesced_width=1")
+        return CopyForm(kind, want, want * _item(body))
+
+    def _with_eviction(self, st, form, registers=False):
+        policy = _args(st).get("eviction_policy")
+        if policy is None:
+            return form
+        if arch_number(self.k.target.arch) < 80:
+            raise _error(st, f"T.copy(..., eviction_policy={policy!r}) needs sm_80 or newer (L2 cache policies); "
+                             f"the target is {self.k.target.arch}", hint="remove eviction_policy")
+        from tilelang.backend.cuda.ops.vector_copy import match_copy, without_assumes
+        body = without_assumes(parallel_nest(st)[3])
+        if registers or match_copy(body) is None:
+            raise _error(st, f"T.copy(..., eviction_policy={policy!r}): the hint applies to plain copies between "
+                             f"global and shared memory; this one converts its elements or uses a register "
+                             f"fragment", hint="copy through a shared buffer of the tensor's dtype, "
+                                               "or remove eviction_policy")
+        _, store, load, _ = match_copy(body)
+        if store.buffer.scope != "global" and load.buffer.scope != "global":
+            raise _error(st, f"T.copy(..., eviction_policy={policy!r}): neither side of this copy is in global "
+                             f"memory, so there is no L2 access to give a hint to", hint="remove eviction_policy")
+        if form.kind == "scalar" and store.buffer.dtype.itemsize not in (1, 2, 4, 8, 16):
+            raise _error(st, f"T.copy(..., eviction_policy={policy!r}) on elements of {store.buffer.dtype}",
+                         hint="remove eviction_policy")
+        return CopyForm(form.kind, form.width, form.nbytes, policy, form.why)
+
+
+def _item(body):
+    from tilelang.backend.cuda.ops.vector_copy import match_copy, match_cast_copy, without_assumes
+    body = without_assumes(body)
+    m = match_copy(body)
+    store, load = (m[1], m[2]) if m is not None else match_cast_copy(body)[1:]
+    return max(store.buffer.dtype.itemsize, load.buffer.dtype.itemsize)
+
+
+def _buffers(st):
+    out = {}
+    walk(st, lambda n: out.setdefault(id(n.buffer), n.buffer) if isinstance(n, (E.BufferLoad, S.BufferStore)) else None)
+    return list(out.values())
+
+
+class _Fresh(Mutator):
+    """A new node for every T.Parallel loop (and so for every statement around one): the
+    pass records the forms on nodes it owns, and the kernel plan it computed over them
+    stays valid for the code generator (whose maps are keyed by node identity)."""
+
+    def visit_For(self, n):
+        out = self.generic_visit(n)
+        if n.kind != S.PARALLEL and out is not n:
+            return out
+        new = copy.copy(out)   # every attribute kept; its own annotations
+        new.annotations = dict(out.annotations)
+        return new
+
+
+def take_plan(launch, options):
+    """The kernel plan plan_copy_forms computed for `launch` under `options`, handed over
+    once (the code generator adds to it), or None."""
+    kept = launch.__dict__.pop("_cuda_plan", None)
+    return kept[1] if kept is not None and kept[0] == options else None
+
+
+@function_pass("plan_copy_forms")
+def plan_copy_forms(func, ctx=None):
+    from tilelang.backend.cuda.options import CudaOptions
+    target = getattr(ctx, "target", None)
+    if target is None or getattr(target, "arch", None) is None:
+        return func
+    options = CudaOptions.from_config(ctx.config, target.arch)
+    body = _Fresh().visit(func.body)
+    if body is func.body:   # no T.Parallel loop: no copy to plan
+        return func
+    stmts = body.stmts if isinstance(body, S.SeqStmt) else [body]
+    given = {id(s) for s in (func.body.stmts if isinstance(func.body, S.SeqStmt) else [func.body])}
+    for launch in stmts:
+        if not isinstance(launch, S.KernelLaunch) or "cuda_source" in launch.annotations or id(launch) in given:
+            continue   # (a launch without T.Parallel loops is the caller's own node, untouched)
+        k = _Kernel(launch, func, target, options)
+        ch = _Chooser(k)
+        ch.visit(launch.body, True)
+        nests = {}
+        walk(launch.body, lambda n: nests.setdefault(id(n), n) if isinstance(n, S.For) and id(n) in ch.forms else None)
+        for key, form in ch.forms.items():
+            nests[key].annotations[COPY_FORM] = form   # a node made above: this pass's own
+        launch.__dict__["_cuda_plan"] = (options, k.plan)
+    return func.with_body(body)
+
+
+__all__ = ["CopyForm", "COPY_FORM", "copy_form", "plan_copy_forms", "take_plan"]
