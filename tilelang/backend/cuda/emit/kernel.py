@@ -632,7 +632,8 @@ class KernelCodegen:
             fn = "wgmma_rs_issue" if issue_only else "wgmma_gemm_rs"
             return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {tb}, {t}>({a}, {b}, {acc}, tl_tid);"
         fn = "wgmma_ss_issue" if issue_only else "wgmma_gemm_ss"
-        return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {ta}, {tb}, {t}>({a}, {b}, {acc}, tl_tid);"
+        wgn = f", {cfg.WN}" if cfg.WN > 1 else ""   # warpgroups along N
+        return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {ta}, {tb}, {t}{wgn}>({a}, {b}, {acc}, tl_tid);"
 
     def _gemm_call(self, op, cfg, call):
         cp = self.placement(op.C.buffer)

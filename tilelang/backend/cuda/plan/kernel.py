@@ -460,12 +460,41 @@ def _as_shared_view(g):
 def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride, forced=()):
     """Fill plan.gemms; returns the ids of shared buffers that take the sw128 layout
     (`forced`: those whose annotated layout it is). A wgmma with a fragment A reads it
-    from registers unless its gemm is in `shared_a`."""
-    swizzled, for_wgmma = set(forced), set()
+    from registers unless its gemm is in `shared_a`. A gemm that cannot use wgmma but
+    shares an operand with one that does would fall back to the SIMT loop (ldmatrix
+    cannot read the swizzled tile): then the wgmma gemms it shares buffers with use
+    mma.sync too (MLA decode with block_N = 32: the P V gemm's 32-column P)."""
+    no_wgmma = set()
+    while True:
+        swizzled, blocked = _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_wgmma)
+        if not blocked:
+            return swizzled
+        # every wgmma gemm connected to a blocked one through an operand or the
+        # accumulator (whose layout the gemms writing it must agree on)
+        ops = {id(g): {id(g.A.buffer), id(g.B.buffer), id(g.C.buffer)} for g in gemms}
+        bufs = set().union(*(ops[id(g)] for g in blocked))
+        grown = set(no_wgmma)
+        while True:
+            more = {id(g) for g in gemms if getattr(plan.gemms[id(g)], "kind", "") == "wgmma" and
+                    id(g) not in grown and bufs & ops[id(g)]}
+            if not more:
+                break
+            grown |= more
+            bufs = bufs.union(*(ops[i] for i in more))
+        if grown == no_wgmma:
+            return swizzled
+        no_wgmma = grown
+
+
+def _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_wgmma):
+    """One round of _gemm_configs: (swizzled buffer ids, the gemms left to the SIMT
+    loop only because an operand has wgmma's swizzle)."""
+    swizzled, for_wgmma, blocked = set(forced), set(), []
     for g in gemms:
-        cfg = wgmma_config(g, arch, plan.threads_of(g))
-        if cfg is not None and cfg.a_regs and id(g) in shared_a:
-            # the fragment lives in shared memory: read A as a shared tile
+        cfg = None if id(g) in no_wgmma else wgmma_config(g, arch, plan.threads_of(g))
+        if cfg is not None and cfg.a_regs and (id(g) in shared_a or cfg.WN > 1):
+            # the fragment lives in shared memory: read A as a shared tile (also when
+            # warpgroups split N: each would need all of A's rows and columns)
             cfg = None if g.trans_A or not swizzle_ok(g.A.buffer) or cfg.K % 64 else \
                 dataclasses.replace(cfg, a_regs=False)
         if cfg is not None:
@@ -482,5 +511,6 @@ def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride, forced
                 swizzled -= both   # an annotated swizzle gives way to the tensor cores' own layout
             elif cfg is not None and both:
                 cfg = None   # ldmatrix addressing assumes row-major rows; the SIMT loop handles any layout
+                blocked.append(g)
             plan.gemms[id(g)] = cfg
-    return swizzled
+    return swizzled, blocked
