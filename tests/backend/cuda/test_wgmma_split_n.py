@@ -59,9 +59,25 @@ def test_mla_decode_plan(tmp_path, monkeypatch, s_in_shared):
         assert "registers (row): tl::MmaRowLayout<64, 4, 2, true>" in line, line
     assert "2 stages over kv_s, kpe_s" in text and "capped" not in text, text
     src = art.source
-    assert "tl::wgmma_gemm_ss<64, 64, 512, false, true, half, 2>" in src
+    # Q K^T over the latent part only issues; the rope part's gemm waits for both groups
+    qk = src.index("tl::wgmma_ss_issue<64, 64, 512, false, true, half, 2>(q_s, kv_s_slot, s, tl_tid);")
+    assert src.index("tl::wgmma_gemm_ss<64, 64, 64, false, true, half, 2>(qpe_s, kpe_s_slot, s, tl_tid);") > qk
     assert "tl::wgmma_gemm_ss<64, 512, 64, false, false, half, 2>" in src
     assert "const int tl_wc = (tl_tid >> 5) / 4;" in src   # the row exchange between the warpgroups
+
+
+@needs_nvrtc
+def test_mla_decode_loads_through_the_tma_ring_with_a_barrier(monkeypatch):
+    """The body writes P to shared memory: the TMA ring runs with a block barrier at the
+    top of each iteration (ring_mode "barrier"), after the wait for the slot's bytes."""
+    src = build(mla_decode_no_split(1, 128, 1024, 512, 64), "sm_90a").source
+    loop = src[src.index("for (int k = 0; k < 16; ++k) {"):]
+    assert loop.index("tl::mbar_wait(tl_full + tl_stage, tl_phase);") < loop.index("__syncthreads();") < \
+        loop.index("tl::wgmma_ss_issue<")
+    assert "tl::tma_load_4d(kv_s + " in src and "cp_async" not in src
+    monkeypatch.setenv("TILELANG_CUDA_TMA_RING", "0")   # the cp.async loop
+    src = build(mla_decode_no_split(1, 128, 1024, 512, 64), "sm_90a").source
+    assert "tl::cp_async_gs_conditional<16>(&kv_s_slot" in src and "tma_load" not in src
 
 
 @needs_nvrtc

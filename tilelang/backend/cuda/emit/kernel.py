@@ -22,7 +22,7 @@ from tilelang.ir.visitor import collect_vars
 from tilelang.backend.cuda.analysis.facts import parallel_nest
 from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic_helper
 from tilelang.backend.cuda.ops.mma import simt_gemm
-from tilelang.backend.cuda.ops.tma_pipeline import (body_fits_tma_ring, emit_pipelined_tma, emit_pipelined_tma_body,
+from tilelang.backend.cuda.ops.tma_pipeline import (ring_mode, emit_pipelined_tma, emit_pipelined_tma_body,
                                                emit_tma_copy, tma_copies)
 from tilelang.backend.cuda.plan.kernel import plan_kernel
 from tilelang.backend.cuda.target import arch_number
@@ -606,7 +606,8 @@ class KernelCodegen:
             return self.cooperative(simt_gemm(op))
         ta, tb = "true" if op.trans_A else "false", "true" if op.trans_B else "false"
         if getattr(cfg, "kind", "mma") == "wgmma":
-            call = self.wgmma_call(op, cfg, acc="{acc}")
+            # a gemm chained to the next one (plan/kernel.py) leaves its group in flight
+            call = self.wgmma_call(op, cfg, issue_only=id(op) in self.plan.chained_gemms, acc="{acc}")
             return self._gemm_call(op, cfg, call)
 
         def ptr(r):
@@ -925,8 +926,9 @@ class KernelCodegen:
         if ov is not None:   # attention-style: the second gemm overlaps the next iteration
             return emit_overlapped(self, st, info, ov)
         tmas = tma_copies(self, info)
-        if tmas is not None and body_fits_tma_ring(self, info):
-            return emit_pipelined_tma_body(self, st, info, tmas)
+        mode = ring_mode(self, info) if tmas is not None else None
+        if mode is not None:
+            return emit_pipelined_tma_body(self, st, info, tmas, mode)
         lo, hi = self._cp_async_prologue(st, info, ns - 1)
         k = self.bind(st.var)
         self.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")

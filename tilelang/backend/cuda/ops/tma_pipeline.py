@@ -95,31 +95,33 @@ def emit_pipelined_tma(cg, st, info, tmas):
     invalidate_ring(cg, ns, ring)
 
 
-def body_fits_tma_ring(cg, info):
-    """A pipelined loop whose body writes only registers can run on the TMA ring
-    without a block barrier per iteration (emit_pipelined_tma_body): the barrier of
-    the cp.async loop also ordered the body's shared and global writes between
-    iterations, which a body of register fragments (attention's S, P and O) has not."""
+def ring_mode(cg, info):
+    """How a pipelined loop fed by bulk tensor copies runs on the TMA ring: "free" (a
+    register-only body, no block barrier per iteration), "barrier" (a body that also
+    writes shared or global memory, e.g. MLA decode's P tile: a block barrier at the top
+    of every iteration orders those writes, as in the cp.async loop, which plan/sync.py
+    assumes), or None (the ring is switched off: TILELANG_CUDA_TMA_RING=0)."""
     from tilelang.backend.cuda.analysis.facts import accesses
     if not cg.options.tma_ring:
-        return False
+        return None
     for st in info.rest:
         if id(st) in cg.barrier_before:
-            return False
+            return "barrier"
         for b in accesses(st)[1]:
             p = cg.placement(b)
             if b.scope == "global" or p is None or p.kind == "smem":
-                return False
-    return True
+                return "barrier"
+    return "free"
 
 
-def emit_pipelined_tma_body(cg, st, info, tmas):
-    """A pipelined loop with any register-only body (attention) fed by bulk tensor
-    copies: thread 0 fills all s slots of the ring; iteration k waits for full[k % s],
+def emit_pipelined_tma_body(cg, st, info, tmas, mode="free"):
+    """A pipelined loop fed by bulk tensor copies (ring_mode says which bodies):
+    thread 0 fills all s slots of the ring; iteration k waits for full[k % s],
     runs the body on that slot (its wgmma waits for itself, its shared loads are
     done once it ends), and every warp releases the slot on its counter; the warp
-    completing the round refills it with iteration k + s. No block barrier in the
-    loop, so the warpgroups are free to drift apart."""
+    completing the round refills it with iteration k + s. With a register-only body
+    there is no block barrier in the loop, so the warpgroups are free to drift apart;
+    mode "barrier" puts one at the top of each iteration."""
     ns = info.stages
     nwarps = cg.plan.nthreads // 32
     lo = cg.expr(st.min)
@@ -136,6 +138,8 @@ def emit_pipelined_tma_body(cg, st, info, tmas):
         cg.w(f"const int {wg} = tl_tid >> 7;")
         cg.w(f"if ({wg} == 1) tl::named_barrier_arrive({bar}, 256);   // warpgroup 0 goes first")
     k, stage, phase = open_ring_loop(cg, st, lo, hi, full)
+    if mode == "barrier":
+        cg.sync()   # the previous iteration's shared and global writes (plan/sync.py counts on it)
     saved = cg._slot_pointers(info, stage)
     for s in info.rest:
         if pp is not None and s is first:
@@ -158,8 +162,8 @@ def pingpong(cg, info):
     warpgroups of a 256-thread block should take turns at it (FlashAttention-3's
     schedule: one warpgroup's softmax runs while the other's gemm has the tensor
     cores), else None. Opt-in: TILELANG_CUDA_PINGPONG=1. The body is register-only
-    (body_fits_tma_ring), so the warpgroups share nothing but the turns."""
-    if not cg.options.pingpong or cg.plan.nthreads != 256:
+    (ring_mode "free"), so the warpgroups share nothing but the turns."""
+    if not cg.options.pingpong or cg.plan.nthreads != 256 or ring_mode(cg, info) != "free":
         return None
     from tilelang.ir import stmt as S
     from tilelang.ir import tile_ops as TO

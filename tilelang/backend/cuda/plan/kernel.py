@@ -67,6 +67,7 @@ class KernelPlan:
     user_cp_async: bool = False   # T.ptx_cp_async completion is the kernel's business (groups, mbarriers)
     sets_max_nreg: bool = False   # T.set_max_nreg: warpgroups reallocate registers
     options: object = None        # options.CudaOptions this plan was made with
+    chained_gemms: set = field(default_factory=set)   # id(Gemm): wgmma issued, waited by the next gemm
 
     def threads_of(self, st) -> int:
         """Threads that run `st` together: the block, or the range of its branch."""
@@ -255,7 +256,35 @@ def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None
             p.offset = offset
             offset += 8 * _mbarrier_count(buf)
     plan.smem_bytes = offset
+    plan.chained_gemms = _chained_wgmma(launch, plan)
     return plan
+
+
+def _chained_wgmma(launch, plan):
+    """ids of wgmma gemms that only issue their group: the next statement is another
+    wgmma into the same register accumulator (MLA's Q K^T over the latent part, then over
+    the rope part), whose wait completes both groups, so the tensor cores run the two
+    back to back. Nothing in between touches the accumulator, and a barrier there (the
+    second gemm reads a tile written since) does not disturb the group in flight."""
+    out = set()
+
+    def wg(g):
+        cfg = plan.gemms.get(id(g)) if isinstance(g, TO.Gemm) else None
+        p = plan.placements.get(id(g.C.buffer)) if cfg is not None else None
+        return getattr(cfg, "kind", "") == "wgmma" and p is not None and p.kind == "acc"
+
+    def f(n):
+        if isinstance(n, S.SeqStmt):
+            for a, b in zip(n.stmts, n.stmts[1:]):
+                if wg(a) and wg(b) and a.C.buffer is b.C.buffer and _whole_region(a.C) and _whole_region(b.C):
+                    out.add(id(a))
+    walk(launch.body, f)
+    return out
+
+
+def _whole_region(r):
+    return all(E.const_int_value(x) == 0 for x in r.starts) and \
+        [E.const_int_value(e) for e in r.extents] == [E.const_int_value(d) for d in r.buffer.shape]
 
 
 def _mbarrier_count(buf):
