@@ -24,6 +24,11 @@ TL_DEVICE unsigned long long wgmma_desc(const void* p, int lbo_bytes, int sbo_by
   return d;
 }
 
+// the descriptor of the tile `bytes` (a multiple of 16) further on
+TL_DEVICE unsigned long long desc_advance(unsigned long long d, int bytes) {
+  return d + (unsigned long long)(bytes >> 4);
+}
+
 TL_DEVICE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 TL_DEVICE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> TL_DEVICE void wgmma_wait() {
@@ -47,15 +52,18 @@ TL_DEVICE void wgmma_ss_issue(const T* A, const T* B, float* acc, int tid = thre
   static_assert(M % 64 == 0 && N % WGN == 0 && (TB || NW % 64 == 0), "wgmma_ss tile shape");
   const int wg = tid >> 7;
   const int wm = WGN == 1 ? wg : wg % WGM, wn = WGN == 1 ? 0 : wg / WGM;
+  // the descriptors of the warpgroup's first k step; later steps add their constant
+  // offsets to the address field (14 bits of addr >> 4: shared memory < 256 KB never carries)
+  const unsigned long long da0 = wgmma_desc(TA ? A + wm * (K * 64) : A + wm * 64 * 64, TA ? K * 128 : 16, 1024);
+  const unsigned long long db0 = wgmma_desc(TB ? B + wn * NW * 64 : B + wn * (NW / 64) * (K * 64), TB ? 16 : K * 128, 1024);
   fence_regs<NW / 2>(acc);
   wgmma_fence();
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 16) {
-    const T* pa = TA ? A + wm * (K * 64) + k0 * 64 : A + (k0 >> 6) * (M * 64) + wm * 64 * 64 + (k0 & 63);
-    const T* pb = TB ? B + (k0 >> 6) * (N * 64) + wn * NW * 64 + (k0 & 63) : B + wn * (NW / 64) * (K * 64) + k0 * 64;
-    const unsigned long long da = wgmma_desc(pa, TA ? K * 128 : 16, 1024);
-    const unsigned long long db = wgmma_desc(pb, TB ? 16 : K * 128, 1024);
-    WgmmaSS<NW, T, TA ? 1 : 0, TB ? 1 : 0>::run(acc, da, db);
+    const int oa = TA ? k0 * 64 : (k0 >> 6) * (M * 64) + (k0 & 63);   // elements past the first step
+    const int ob = TB ? (k0 >> 6) * (N * 64) + (k0 & 63) : k0 * 64;
+    WgmmaSS<NW, T, TA ? 1 : 0, TB ? 1 : 0>::run(acc, desc_advance(da0, oa * (int)sizeof(T)),
+                                                 desc_advance(db0, ob * (int)sizeof(T)));
   }
   wgmma_commit();
 }
@@ -90,12 +98,13 @@ TL_DEVICE void wgmma_rs_issue(T* a, const T* B, float* acc, int /*tid: registers
       asm volatile("" : "+r"(ar[s][j])::"memory");
     }
   }
+  const unsigned long long db0 = wgmma_desc(B, TB ? 16 : K * 128, 1024);
   fence_regs<N / 2>(acc);
   wgmma_fence();
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 16) {
-    const T* pb = TB ? B + (k0 >> 6) * (N * 64) + (k0 & 63) : B + k0 * 64;
-    WgmmaRS<N, T, TB ? 1 : 0>::run(acc, ar[k0 >> 4], wgmma_desc(pb, TB ? 16 : K * 128, 1024));
+    const int ob = TB ? (k0 >> 6) * (N * 64) + (k0 & 63) : k0 * 64;
+    WgmmaRS<N, T, TB ? 1 : 0>::run(acc, ar[k0 >> 4], desc_advance(db0, ob * (int)sizeof(T)));
   }
   wgmma_commit();
 }
