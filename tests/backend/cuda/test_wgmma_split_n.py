@@ -106,7 +106,8 @@ def test_mla_decode_sass_hgmma_no_spills():
 def run_mla(batch, heads, seqlen_kv, dim=512, pe_dim=64, **kw):
     import torch
     import tilelang
-    kern = tilelang.compile(mla_decode_no_split(batch, heads, seqlen_kv, dim, pe_dim, **kw), out_idx=[4])
+    kern = tilelang.compile(mla_decode_no_split(batch, heads, seqlen_kv, dim, pe_dim, **kw), out_idx=[4],
+                            target="cuda")
     torch.manual_seed(0)
     q = torch.randn(batch, heads, dim, device="cuda", dtype=torch.float16)
     q_pe = torch.randn(batch, heads, pe_dim, device="cuda", dtype=torch.float16)
