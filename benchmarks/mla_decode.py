@@ -1,6 +1,7 @@
 """MLA decode (the published deepseek_mla decode structure, tests/backend/cuda/kernels_mla.py)
 on the GPU: latency at b1 and b64, h128, kv8192, d 512 + 64, with the KV loop on the TMA
-ring and on cp.async (TILELANG_CUDA_TMA_RING=0), each checked against the torch reference.
+ring (with and without TILELANG_CUDA_TMA_L2_PREFETCH) and on cp.async (TILELANG_CUDA_TMA_RING=0), each
+checked against the torch reference.
 
     python benchmarks/mla_decode.py
 
@@ -19,8 +20,9 @@ from tests.backend.cuda.kernels_mla import mla_decode_no_split, reference  # noq
 
 
 def main(batches=(1, 64), heads=128, seqlen_kv=8192, dim=512, pe_dim=64):
-    for ring in ("1", "0"):
+    for ring, ahead in (("1", "0"), ("1", "1"), ("1", "2"), ("1", "4"), ("0", "0")):
         os.environ["TILELANG_CUDA_TMA_RING"] = ring
+        os.environ["TILELANG_CUDA_TMA_L2_PREFETCH"] = ahead
         for b in batches:
             k = tilelang.compile(mla_decode_no_split(b, heads, seqlen_kv, dim, pe_dim), out_idx=[4], target="cuda")
             torch.manual_seed(0)
@@ -30,7 +32,7 @@ def main(batches=(1, 64), heads=128, seqlen_kv=8192, dim=512, pe_dim=64):
             kp = torch.randn(b, seqlen_kv, 1, pe_dim, device="cuda", dtype=torch.float16)
             err = (k(q, qp, kv, kp).float() - reference(q, qp, kv, kp)).abs().max().item()
             ms = do_bench(lambda: k(q, qp, kv, kp), warmup=50, rep=200)
-            print(f"MLA decode b{b} h{heads} kv{seqlen_kv} TMA ring={ring}: {ms:.4f} ms  max|err| {err:.2e}",
+            print(f"MLA decode b{b} h{heads} kv{seqlen_kv} TMA ring={ring} L2 prefetch={ahead}: {ms:.4f} ms  max|err| {err:.2e}",
                   flush=True)
 
 

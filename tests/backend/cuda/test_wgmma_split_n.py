@@ -118,6 +118,23 @@ def run_mla(batch, heads, seqlen_kv, dim=512, pe_dim=64, **kw):
     return kern, (q, q_pe, kv, k_pe)
 
 
+@needs_nvrtc
+def test_l2_prefetch_is_opt_in(monkeypatch):
+    """TILELANG_CUDA_TMA_L2_PREFETCH=n: each issue of a ring slot's bulk copies (iteration
+    j) also prefetches the boxes of iteration j + n into L2, when that iteration exists."""
+    pf = mla_decode_no_split(1, 128, 1024, 512, 64)
+    assert "tma_prefetch_l2" not in build(pf, "sm_90a").source
+    monkeypatch.setenv("TILELANG_CUDA_TMA_L2_PREFETCH", "3")
+    src = build(pf, "sm_90a").source
+    refill = src[src.index("tl::slot_release_last("):]
+    assert refill.index("tl::tma_load_4d(") < refill.index("if (k + 2 + 3 < 16) {") < \
+        refill.index("tl::tma_prefetch_l2(&tl_tmap_0, 448, 0, (tl_kp_1 * 64), b);")
+    assert src.count("tl::tma_prefetch_l2(") == 2 * (8 + 1)   # preload and refill: 8 KV strips + K_pe
+    monkeypatch.setenv("TILELANG_CUDA_TMA_L2_PREFETCH", "two")
+    with pytest.raises(ValueError, match="TILELANG_CUDA_TMA_L2_PREFETCH"):
+        build(pf, "sm_90a")
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("batch,heads,seqlen_kv,kw", [
     (1, 128, 8192, {}),                        # the published regression size
@@ -128,3 +145,11 @@ def run_mla(batch, heads, seqlen_kv, dim=512, pe_dim=64, **kw):
 ])
 def test_mla_decode_matches_torch(batch, heads, seqlen_kv, kw):
     run_mla(batch, heads, seqlen_kv, **kw)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("ahead", ["1", "4"])
+def test_mla_decode_with_l2_prefetch_matches_torch(monkeypatch, ahead):
+    monkeypatch.setenv("TILELANG_CUDA_TMA_L2_PREFETCH", ahead)
+    kern, _ = run_mla(2, 128, 1024)
+    assert "tl::tma_prefetch_l2(" in kern.get_kernel_source()

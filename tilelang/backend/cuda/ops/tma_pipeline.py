@@ -130,7 +130,13 @@ def emit_pipelined_tma_body(cg, st, info, tmas, mode="free"):
     nbytes = sum(t.nbytes for t in tmas)
     ring = declare_ring(cg, ns, maps, None)
     full, released = ring.full, ring.released
-    preload(cg, ns, lo, hi, lambda kexpr, slot: issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot))
+    ahead = cg.options.tma_l2_prefetch
+
+    def issue(kexpr, slot):
+        issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot)
+        if ahead:   # the tiles of iteration kexpr + ahead into L2 (TILELANG_CUDA_TMA_L2_PREFETCH)
+            prefetch_l2(cg, st, tmas, maps, f"{kexpr} + {ahead}", hi)
+    preload(cg, ns, lo, hi, issue)
     pp = pingpong(cg, info)
     if pp is not None:
         first, bar = pp
@@ -149,8 +155,7 @@ def emit_pipelined_tma_body(cg, st, info, tmas, mode="free"):
             # the other's turn; warpgroup 1 skips its last one (warpgroup 0 got an extra at the start)
             cg.w(f"if ({wg} == 0 || {k} + 1 < {hi}) tl::named_barrier_arrive({bar} + 1 - {wg}, 256);")
     cg._restore(saved)
-    release_and_refill(cg, released, stage, nwarps, f"{k} + {ns}", hi,
-                       lambda kexpr, slot: issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot))
+    release_and_refill(cg, released, stage, nwarps, f"{k} + {ns}", hi, issue)
     close_ring_loop(cg, ns, stage, phase)
     # every copy was consumed; the barriers may be initialized again (an outer loop)
     cg.w("__syncthreads();")
@@ -291,6 +296,28 @@ def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=N
         del cg.names.by_id[id(st.var)]
     else:
         cg.names.by_id[id(st.var)] = saved
+
+
+def prefetch_l2(cg, st, tmas, maps, kexpr, hi):
+    """One thread: when iteration `kexpr` of loop `st` exists, the boxes its bulk copies
+    will load, into L2 (cp.async.bulk.prefetch.tensor: more bytes in flight than the
+    ring's slots hold, for loops that one block streams through, as MLA decode)."""
+    kn = cg.names.new(object(), "tl_kp", True)
+    cg.w(f"if ({kexpr} < {hi}) {{")
+    cg.indent += 1
+    cg.w(f"const int {kn} = {kexpr};")
+    saved = cg.names.by_id.get(id(st.var))
+    cg.names.by_id[id(st.var)] = kn
+    for t, m in zip(tmas, maps):
+        for strip in range(t.cols // 64):
+            coords = t.coords(t.row0, t.col0 + strip * 64)
+            cg.w(f"tl::tma_prefetch_l2(&{m}, {', '.join(cg.expr(simplify(c)) for c in coords)});")
+    if saved is None:
+        del cg.names.by_id[id(st.var)]
+    else:
+        cg.names.by_id[id(st.var)] = saved
+    cg.indent -= 1
+    cg.w("}")
 
 
 def emit_tma_copy(cg, op, nest, bar):
