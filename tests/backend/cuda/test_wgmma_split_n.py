@@ -64,6 +64,12 @@ def test_mla_decode_plan(tmp_path, monkeypatch, s_in_shared):
     assert src.index("tl::wgmma_gemm_ss<64, 64, 64, false, true, half, 2>(qpe_s, kpe_s_slot, s, tl_tid);") > qk
     assert "tl::wgmma_gemm_ss<64, 512, 64, false, false, half, 2>" in src
     assert "const int tl_wc = (tl_tid >> 5) / 4;" in src   # the row exchange between the warpgroups
+    # its barriers order the generic scratch only: no proxy fence (MEMBAR); P's barrier keeps it
+    red = src[src.index("const int tl_wc"):]
+    assert red.index("__syncthreads();") < red.index("tl_red[tl_row]") and \
+        "fence_proxy_async" not in red[:red.index("tl_red[tl_row]")]
+    pv = src.index("tl::wgmma_gemm_ss<64, 512, 64")
+    assert src.rindex("tl::fence_proxy_async();", 0, pv) > src.rindex("p_s[" if s_in_shared else "p[", 0, pv)
 
 
 @needs_nvrtc

@@ -266,11 +266,12 @@ class KernelCodegen:
              self.placement(n.buffer).kind == "smem" else None)
         return seen
 
-    def sync(self):
+    def sync(self, fence=True):
         """A block barrier; shared memory that wgmma reads next was written by ordinary
-        stores or cp.async (generic proxy): fence it toward the async proxy first.
-        Inside a warp-specialized branch: the named barrier of its thread range."""
-        if self.plan.uses_wgmma or self.fence_on_sync:
+        stores or cp.async (generic proxy): fence it toward the async proxy first
+        (`fence=False`: the barrier only orders generic accesses, e.g. a reduction's
+        scratch). Inside a warp-specialized branch: the named barrier of its thread range."""
+        if fence and (self.plan.uses_wgmma or self.fence_on_sync):
             self.w("tl::fence_proxy_async();")
         if self.range == self.plan.regions.full:
             self.w("__syncthreads();")

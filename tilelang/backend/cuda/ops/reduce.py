@@ -63,9 +63,11 @@ def round_rows(nwarps, rows, itemsize):
 
 def barrier(cg):
     """The barrier of the threads running the code emitted now (KernelCodegen.sync:
-    __syncthreads(), or the named barrier of a warp-specialized thread range), as text."""
+    __syncthreads(), or the named barrier of a warp-specialized thread range), as text.
+    It orders the reduction scratch, which only ordinary loads and stores touch: no
+    fence toward the async proxy (a MEMBAR.ALL.CTA in the SASS of wgmma kernels)."""
     n = len(cg.lines)
-    cg.sync()
+    cg.sync(fence=False)
     out = " ".join(ln.strip() for ln in cg.lines[n:])
     del cg.lines[n:]
     return out
