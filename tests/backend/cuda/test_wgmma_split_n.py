@@ -101,6 +101,16 @@ def test_one_warpgroup_keeps_the_m_stacked_form(tmp_path, monkeypatch):
     assert "wgmma m64n256k16, A from shared" in text and "warpgroups" not in text, text
 
 
+@needs_nvrtc
+def test_gemms_sharing_a_tile_with_a_fallback_leave_wgmma(tmp_path, monkeypatch):
+    """One warpgroup, P V with N = 512: no wgmma form; Q K^T could be one, but its KV tile
+    would then carry wgmma's swizzle, which the mma.sync P V cannot read (it would run as
+    the SIMT loop): all three gemms take mma.sync, S keeps one accumulator layout."""
+    _, text = _plan_text(tmp_path, monkeypatch, mla_decode_no_split(1, 64, 512, 512, 64, threads=128))
+    assert text.count("mma.sync m16n8k16") == 3 and "wgmma" not in text, text
+    assert "registers (acc)" in next(ln for ln in text.splitlines() if ln.split()[:1] == ["s"])
+
+
 @needs_sass
 def test_mla_decode_sass_hgmma_no_spills():
     ops = sass_ops(build(mla_decode_no_split(1, 128, 8192, 512, 64), "sm_90a"))
@@ -147,7 +157,8 @@ def test_l2_prefetch_is_opt_in(monkeypatch):
     (2, 128, 512, {}),
     (3, 64, 1024, {"s_in_shared": False}),     # P as a fragment, staged through shared memory
     (1, 128, 256, {"num_stages": 1}),
-    (2, 64, 512, {"threads": 128}),            # one warpgroup: the M-stacked form
+    (2, 64, 512, {"threads": 128, "dim": 256}),   # one warpgroup: the M-stacked form
+    (2, 64, 512, {"threads": 128}),            # P V of N = 512 is no wgmma: both products on mma.sync
 ])
 def test_mla_decode_matches_torch(batch, heads, seqlen_kv, kw):
     run_mla(batch, heads, seqlen_kv, **kw)
