@@ -68,6 +68,8 @@ def test_mla_decode_plan(tmp_path, monkeypatch, s_in_shared):
     red = src[src.index("const int tl_wc"):]
     assert red.index("__syncthreads();") < red.index("tl_red[tl_row]") and \
         "fence_proxy_async" not in red[:red.index("tl_red[tl_row]")]
+    # P goes to its sw128 tile two columns per 32-bit store
+    assert f"tl::store_pair(&{'p_s' if s_in_shared else 'p'}[tl::sw128<64>(" in src
     pv = src.index("tl::wgmma_gemm_ss<64, 512, 64")
     assert src.rindex("tl::fence_proxy_async();", 0, pv) > src.rindex("p_s[" if s_in_shared else "p[", 0, pv)
 

@@ -839,7 +839,7 @@ class KernelCodegen:
         self.w("}")
 
     def _pair_store(self, vars_, body, regs, L, lt, slot):
-        """An accumulator tile stored to a 16-bit global tensor, `G[.., j + c] = f(acc[i, j])`
+        """An accumulator tile stored to a 16-bit global tensor or sw128 shared tile, `G[.., j + c] = f(acc[i, j])`
         (optionally under a bound check): registers r and r + 1 hold columns j and j + 1
         of one row, so each pair goes out as one 32-bit store (half the store
         instructions of the epilogue). Needs the pair's address to be 4-byte aligned
@@ -849,7 +849,13 @@ class KernelCodegen:
         guard, st = None, body
         if isinstance(st, S.IfThenElse) and st.else_body is None:
             guard, st = st.cond, st.then_body
-        if not isinstance(st, S.BufferStore) or id(st.buffer) not in self.param_bufs:
+        if not isinstance(st, S.BufferStore):
+            return False
+        # a global tensor, or a shared tile in wgmma's sw128 layout (P of MLA decode), where
+        # columns j, j + 1 (j even) stay neighbours within their 16-byte chunk
+        in_param = id(st.buffer) in self.param_bufs
+        p = self.placement(st.buffer)
+        if not in_param and not (p is not None and p.kind == "smem" and p.swizzle and st.buffer.ndim == 2):
             return False
         G, iv, jv = st.buffer, vars_[0], vars_[1]
         if G.dtype.bits != 16 or getattr(G, "strides", None) is not None or L.regs % 2:
@@ -878,7 +884,8 @@ class KernelCodegen:
                 n = E.const_int_value(c.b) if isinstance(c, E.BinOp) and c.op in ("<", ">=") else None
                 if n is None or n % 2 or (c.op == ">=" and n != 0) or has(c.b, jv) or not even_offset(c.a):
                     return False
-        self.aligned[G.name] = max(self.aligned.get(G.name, 1), 4)
+        if in_param:
+            self.aligned[G.name] = max(self.aligned.get(G.name, 1), 4)
         self.w("#pragma unroll")
         pair = self.names.new(object(), "tl_pair", True)
         self.w(f"for (int {pair} = 0; {pair} < {L.regs // 2}; ++{pair}) {{")
