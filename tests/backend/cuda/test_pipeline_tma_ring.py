@@ -63,7 +63,8 @@ def test_pingpong_turns_balance(monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("env", [{}, {"TILELANG_CUDA_PINGPONG": "1"}, {"TILELANG_CUDA_TMA_RING": "0"}])
+@pytest.mark.parametrize("env", [{}, {"TILELANG_CUDA_PINGPONG": "1"}, {"TILELANG_CUDA_TMA_RING": "0"},
+                                 {"TILELANG_CUDA_TMA_L2_PREFETCH": "2"}])
 @pytest.mark.parametrize("b,h,sq,skv,d,causal", [
     (2, 4, 512, 512, 128, False),
     (1, 3, 1000, 1000, 128, True),     # ragged: the last key block is partly out of bounds

@@ -15,6 +15,16 @@ def _flag(env, name, default):
     return v.strip().lower() in ("1", "true", "yes", "on")
 
 
+def _count(env, name):
+    """A non-negative int switch (0 when unset)."""
+    v = (env.get(name) or "").strip()
+    if not v:
+        return 0
+    if not v.isdigit():
+        raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
+    return int(v)
+
+
 def _arch_at_least(arch, n):
     import re
     m = re.match(r"sm_(\d+)", str(arch))
@@ -28,6 +38,7 @@ class CudaOptions:
     bulk_tiles: bool = True        # whole-tile copies and tile reductions as bulk copies on sm_90+ (as `tma`)
     tma_refill_wait: bool = False  # thread 0 waits for every warp before refilling a ring slot (..._TMA_REFILL=wait)
     tma_ring: bool = True          # register-only pipelined bodies load through the TMA ring (..._TMA_RING)
+    tma_l2_prefetch: int = 0       # the TMA ring also prefetches iteration k + n into L2 (..._TMA_L2_PREFETCH=n)
     pingpong: bool = False         # attention warpgroups take turns at the first gemm (..._PINGPONG)
     tma_multicast: bool = False    # pairs of blocks share GEMM tiles (..._TMA_MULTICAST)
     overlap_gemm: bool = False     # attention defers the P V wgmma into the next iteration (..._OVERLAP_GEMM)
@@ -45,6 +56,7 @@ class CudaOptions:
             tma_copy=_flag(env, "TILELANG_CUDA_TMA_COPY", False),
             tma_refill_wait=env.get("TILELANG_CUDA_TMA_REFILL", "") == "wait",
             tma_ring=_flag(env, "TILELANG_CUDA_TMA_RING", True),
+            tma_l2_prefetch=_count(env, "TILELANG_CUDA_TMA_L2_PREFETCH"),
             pingpong=_flag(env, "TILELANG_CUDA_PINGPONG", False),
             tma_multicast=_flag(env, "TILELANG_CUDA_TMA_MULTICAST", False),
             overlap_gemm=_flag(env, "TILELANG_CUDA_OVERLAP_GEMM", False),

@@ -21,7 +21,7 @@ from tilelang.ir.visitor import collect_vars
 from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
 from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic_helper
 from tilelang.backend.cuda.ops.mma import simt_gemm
-from tilelang.backend.cuda.ops.tma_pipeline import (emit_pipelined_tma, emit_pipelined_tma_body,
+from tilelang.backend.cuda.ops.tma_pipeline import (ring_mode, emit_pipelined_tma, emit_pipelined_tma_body,
                                                emit_tma_copy, tma_copies)
 from tilelang.backend.cuda.plan.kernel import plan_kernel
 from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
@@ -252,11 +252,12 @@ class KernelCodegen:
              self.placement(n.buffer).kind == "smem" else None)
         return seen
 
-    def sync(self):
+    def sync(self, fence=True):
         """A block barrier; shared memory that wgmma reads next was written by ordinary
-        stores or cp.async (generic proxy): fence it toward the async proxy first.
-        Inside a warp-specialized branch: the named barrier of its thread range."""
-        if self.plan.uses_wgmma or self.fence_on_sync:
+        stores or cp.async (generic proxy): fence it toward the async proxy first
+        (`fence=False`: the barrier only orders generic accesses, e.g. a reduction's
+        scratch). Inside a warp-specialized branch: the named barrier of its thread range."""
+        if fence and (self.plan.uses_wgmma or self.fence_on_sync):
             self.w("tl::fence_proxy_async();")
         if self.range == self.plan.regions.full:
             self.w("__syncthreads();")
@@ -598,7 +599,8 @@ class KernelCodegen:
             return self.cooperative(simt_gemm(op))
         ta, tb = "true" if op.trans_A else "false", "true" if op.trans_B else "false"
         if getattr(cfg, "kind", "mma") == "wgmma":
-            call = self.wgmma_call(op, cfg, acc="{acc}")
+            # a gemm chained to the next one (plan/kernel.py) leaves its group in flight
+            call = self.wgmma_call(op, cfg, issue_only=id(op) in self.plan.chained_gemms, acc="{acc}")
             return self._gemm_call(op, cfg, call)
 
         def ptr(r):
@@ -624,7 +626,8 @@ class KernelCodegen:
             fn = "wgmma_rs_issue" if issue_only else "wgmma_gemm_rs"
             return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {tb}, {t}>({a}, {b}, {acc}, tl_tid);"
         fn = "wgmma_ss_issue" if issue_only else "wgmma_gemm_ss"
-        return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {ta}, {tb}, {t}>({a}, {b}, {acc}, tl_tid);"
+        wgn = f", {cfg.WN}" if cfg.WN > 1 else ""   # warpgroups along N
+        return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {ta}, {tb}, {t}{wgn}>({a}, {b}, {acc}, tl_tid);"
 
     def _gemm_call(self, op, cfg, call):
         cp = self.placement(op.C.buffer)
@@ -809,7 +812,7 @@ class KernelCodegen:
         self.w("}")
 
     def _pair_store(self, vars_, body, regs, L, lt, slot):
-        """An accumulator tile stored to a 16-bit global tensor, `G[.., j + c] = f(acc[i, j])`
+        """An accumulator tile stored to a 16-bit global tensor or sw128 shared tile, `G[.., j + c] = f(acc[i, j])`
         (optionally under a bound check): registers r and r + 1 hold columns j and j + 1
         of one row, so each pair goes out as one 32-bit store (half the store
         instructions of the epilogue). Needs the pair's address to be 4-byte aligned
@@ -819,7 +822,13 @@ class KernelCodegen:
         guard, st = None, body
         if isinstance(st, S.IfThenElse) and st.else_body is None:
             guard, st = st.cond, st.then_body
-        if not isinstance(st, S.BufferStore) or id(st.buffer) not in self.param_bufs:
+        if not isinstance(st, S.BufferStore):
+            return False
+        # a global tensor, or a shared tile in wgmma's sw128 layout (P of MLA decode), where
+        # columns j, j + 1 (j even) stay neighbours within their 16-byte chunk
+        in_param = id(st.buffer) in self.param_bufs
+        p = self.placement(st.buffer)
+        if not in_param and not (p is not None and p.kind == "smem" and p.swizzle and st.buffer.ndim == 2):
             return False
         G, iv, jv = st.buffer, vars_[0], vars_[1]
         if G.dtype.bits != 16 or getattr(G, "strides", None) is not None or L.regs % 2:
@@ -848,7 +857,8 @@ class KernelCodegen:
                 n = E.const_int_value(c.b) if isinstance(c, E.BinOp) and c.op in ("<", ">=") else None
                 if n is None or n % 2 or (c.op == ">=" and n != 0) or has(c.b, jv) or not even_offset(c.a):
                     return False
-        self.aligned[G.name] = max(self.aligned.get(G.name, 1), 4)
+        if in_param:
+            self.aligned[G.name] = max(self.aligned.get(G.name, 1), 4)
         self.w("#pragma unroll")
         pair = self.names.fresh("tl_pair")
         self.w(f"for (int {pair} = 0; {pair} < {L.regs // 2}; ++{pair}) {{")
@@ -902,7 +912,7 @@ class KernelCodegen:
         if ov is not None:   # attention-style: the second gemm overlaps the next iteration
             return emit_overlapped(self, st, info, ov)
         if tmas is not None:
-            return emit_pipelined_tma_body(self, st, info, tmas)
+            return emit_pipelined_tma_body(self, st, info, tmas, ring_mode(self, info))
         return self._pipelined_cp_async(st, info)
 
     def _pipelined_cp_async(self, st, info):

@@ -51,6 +51,7 @@ class AccLayout:
     N: int
     WM: int
     WN: int
+    wg_cols: bool = False   # wgmma with warpgroups along N: warp w at row w % WM, column w // WM
 
     @property
     def MI(self):
@@ -65,18 +66,24 @@ class AccLayout:
         return self.MI * self.NI * 4
 
     def layout(self):
-        return f"tl::MmaAccLayout<{self.M}, {self.N}, {self.WM}, {self.WN}>"
+        return f"tl::MmaAccLayout<{self.M}, {self.N}, {self.WM}, {self.WN}{', true' if self.wg_cols else ''}>"
 
     def row_layout(self):
-        return RowLayout(self.M, self.WM, self.WN)
+        return RowLayout(self.M, self.WM, self.WN, self.wg_cols)
+
+    def warp_col_expr(self, tid):
+        """C++ for the warp-grid column of thread `tid` (a C++ expression)."""
+        return f"({tid} >> 5) / {self.WM}" if self.wg_cols else f"({tid} >> 5) % {self.WN}"
 
     # Python mirror of the header (tests, debug dumps)
     def row(self, tid, r):
-        lane, wr, mi = tid & 31, (tid >> 5) // self.WN, (r >> 2) // self.NI
+        w = tid >> 5
+        lane, wr, mi = tid & 31, w % self.WM if self.wg_cols else w // self.WN, (r >> 2) // self.NI
         return wr * (self.M // self.WM) + mi * 16 + (lane >> 2) + ((r >> 1) & 1) * 8
 
     def col(self, tid, r):
-        lane, wc, ni = tid & 31, (tid >> 5) % self.WN, (r >> 2) % self.NI
+        w = tid >> 5
+        lane, wc, ni = tid & 31, w // self.WM if self.wg_cols else w % self.WN, (r >> 2) % self.NI
         return wc * (self.N // self.WN) + ni * 8 + (lane & 3) * 2 + (r & 1)
 
     def row_slot(self, r):
@@ -88,21 +95,22 @@ class RowLayout:
     M: int
     WM: int
     WN: int = 1   # warps along N holding the same rows (their partials meet in shared memory)
+    wg_cols: bool = False   # the warp grid of AccLayout.wg_cols
 
     @property
     def regs(self):
         return (self.M // self.WM // 16) * 2
 
     def layout(self):
-        return f"tl::MmaRowLayout<{self.M}, {self.WM}, {self.WN}>"
+        return f"tl::MmaRowLayout<{self.M}, {self.WM}, {self.WN}{', true' if self.wg_cols else ''}>"
 
     def row(self, tid, s):
-        lane, wr = tid & 31, (tid >> 5) // self.WN
+        lane, wr = tid & 31, (tid >> 5) % self.WM if self.wg_cols else (tid >> 5) // self.WN
         return wr * (self.M // self.WM) + (s >> 1) * 16 + (lane >> 2) + (s & 1) * 8
 
 
 def acc_layout_of(cfg):
-    return None if cfg is None else AccLayout(cfg.M, cfg.N, cfg.WM, cfg.WN)
+    return None if cfg is None else AccLayout(cfg.M, cfg.N, cfg.WM, cfg.WN, getattr(cfg, "wg_cols", False))
 
 
 @dataclass

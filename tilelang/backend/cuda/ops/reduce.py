@@ -63,9 +63,11 @@ def round_rows(nwarps, rows, itemsize):
 
 def barrier(cg):
     """The barrier of the threads running the code emitted now (KernelCodegen.sync:
-    __syncthreads(), or the named barrier of a warp-specialized thread range), as text."""
+    __syncthreads(), or the named barrier of a warp-specialized thread range), as text.
+    It orders the reduction scratch, which only ordinary loads and stores touch: no
+    fence toward the async proxy (a MEMBAR.ALL.CTA in the SASS of wgmma kernels)."""
     n = len(cg.lines)
-    cg.sync()
+    cg.sync(fence=False)
     out = " ".join(ln.strip() for ln in cg.lines[n:])
     del cg.lines[n:]
     return out
@@ -157,7 +159,7 @@ def emit_register_reduce(cg, op, L):
     if not in_regs:   # a vector in shared memory: one holder of each row stores it
         d = f"{dst}[{rl}::row(tl_tid, tl_s)]"
         val = P.store("tl_acc" if clear else combine(cross, P.load(d), "tl_acc", nan))
-        lead = "(tl_tid & 3) == 0" + (f" && (tl_tid >> 5) % {WN} == 0" if WN > 1 else "")
+        lead = "(tl_tid & 3) == 0" + (f" && {L.warp_col_expr('tl_tid')} == 0" if WN > 1 else "")
         store = f"    if ({lead}) {d} = {val};"
     else:
         store = f"    {dst}[tl_s] = {val};"
@@ -175,7 +177,7 @@ def emit_register_reduce(cg, op, L):
     # partial per row in the shared scratch (two phases, plan.py), then every holder of a
     # row combines the WN partials
     return lines[:1] + scratch_lines(cg, ct) + [
-        f"  const int tl_wc = (tl_tid >> 5) % {WN};"] + lines[1:] + [
+        f"  const int tl_wc = {L.warp_col_expr('tl_tid')};"] + lines[1:] + [
         f"    if ((tl_tid & 3) == 0) tl_red[{rl}::row(tl_tid, tl_s) * {WN} + tl_wc] = tl_acc;",
         "  }", "  " + barrier(cg), "  #pragma unroll",
         f"  for (int tl_s = 0; tl_s < {R.regs}; ++tl_s) {{",

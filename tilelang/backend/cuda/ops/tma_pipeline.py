@@ -94,31 +94,33 @@ def emit_pipelined_tma(cg, st, info, tmas):
     invalidate_ring(cg, ns, ring)
 
 
-def body_fits_tma_ring(cg, info):
-    """A pipelined loop whose body writes only registers can run on the TMA ring
-    without a block barrier per iteration (emit_pipelined_tma_body): the barrier of
-    the cp.async loop also ordered the body's shared and global writes between
-    iterations, which a body of register fragments (attention's S, P and O) has not."""
+def ring_mode(cg, info):
+    """How a pipelined loop fed by bulk tensor copies runs on the TMA ring: "free" (a
+    register-only body, no block barrier per iteration), "barrier" (a body that also
+    writes shared or global memory, e.g. MLA decode's P tile: a block barrier at the top
+    of every iteration orders those writes, as in the cp.async loop, which plan/sync.py
+    assumes), or None (the ring is switched off: TILELANG_CUDA_TMA_RING=0)."""
     from tilelang.backend.cuda.analysis.facts import accesses
     if not cg.options.tma_ring:
-        return False
+        return None
     for st in info.rest:
         if id(st) in cg.barrier_before:
-            return False
+            return "barrier"
         for b in accesses(st)[1]:
             p = cg.placement(b)
             if b.scope == "global" or p is None or p.kind == "smem":
-                return False
-    return True
+                return "barrier"
+    return "free"
 
 
-def emit_pipelined_tma_body(cg, st, info, tmas):
-    """A pipelined loop with any register-only body (attention) fed by bulk tensor
-    copies: thread 0 fills all s slots of the ring; iteration k waits for full[k % s],
+def emit_pipelined_tma_body(cg, st, info, tmas, mode="free"):
+    """A pipelined loop fed by bulk tensor copies (ring_mode says which bodies):
+    thread 0 fills all s slots of the ring; iteration k waits for full[k % s],
     runs the body on that slot (its wgmma waits for itself, its shared loads are
     done once it ends), and every warp releases the slot on its counter; the warp
-    completing the round refills it with iteration k + s. No block barrier in the
-    loop, so the warpgroups are free to drift apart."""
+    completing the round refills it with iteration k + s. With a register-only body
+    there is no block barrier in the loop, so the warpgroups are free to drift apart;
+    mode "barrier" puts one at the top of each iteration."""
     ns = info.stages
     nwarps = cg.plan.nthreads // 32
     lo = cg.expr(st.min)
@@ -127,7 +129,13 @@ def emit_pipelined_tma_body(cg, st, info, tmas):
     nbytes = sum(t.nbytes for t in tmas)
     ring = declare_ring(cg, ns, maps, None)
     full, released = ring.full, ring.released
-    preload(cg, ns, lo, hi, lambda kexpr, slot: issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot))
+    ahead = cg.options.tma_l2_prefetch
+
+    def issue(kexpr, slot):
+        issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot)
+        if ahead:   # the tiles of iteration kexpr + ahead into L2 (TILELANG_CUDA_TMA_L2_PREFETCH)
+            prefetch_l2(cg, st, tmas, maps, f"{kexpr} + {ahead}", hi)
+    preload(cg, ns, lo, hi, issue)
     pp = pingpong(cg, info)
     if pp is not None:
         first, bar = pp
@@ -135,6 +143,8 @@ def emit_pipelined_tma_body(cg, st, info, tmas):
         cg.w(f"const int {wg} = tl_tid >> 7;")
         cg.w(f"if ({wg} == 1) tl::named_barrier_arrive({bar}, 256);   // warpgroup 0 goes first")
     k, stage, phase = open_ring_loop(cg, st, lo, hi, full)
+    if mode == "barrier":
+        cg.sync()   # the previous iteration's shared and global writes (plan/sync.py counts on it)
     with cg.slot_pointers(info, stage):
         for s in info.rest:
             if pp is not None and s is first:
@@ -143,8 +153,7 @@ def emit_pipelined_tma_body(cg, st, info, tmas):
             if pp is not None and s is first:
                 # the other's turn; warpgroup 1 skips its last one (warpgroup 0 got an extra at the start)
                 cg.w(f"if ({wg} == 0 || {k} + 1 < {hi}) tl::named_barrier_arrive({bar} + 1 - {wg}, 256);")
-    release_and_refill(cg, released, stage, nwarps, f"{k} + {ns}", hi,
-                       lambda kexpr, slot: issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot))
+    release_and_refill(cg, released, stage, nwarps, f"{k} + {ns}", hi, issue)
     close_ring_loop(cg, ns, stage, phase)
     # every copy was consumed; the barriers may be initialized again (an outer loop)
     cg.w("__syncthreads();")
@@ -156,8 +165,8 @@ def pingpong(cg, info):
     warpgroups of a 256-thread block should take turns at it (FlashAttention-3's
     schedule: one warpgroup's softmax runs while the other's gemm has the tensor
     cores), else None. Opt-in: TILELANG_CUDA_PINGPONG=1. The body is register-only
-    (body_fits_tma_ring), so the warpgroups share nothing but the turns."""
-    if not cg.options.pingpong or cg.plan.nthreads != 256:
+    (ring_mode "free"), so the warpgroups share nothing but the turns."""
+    if not cg.options.pingpong or cg.plan.nthreads != 256 or ring_mode(cg, info) != "free":
         return None
     from tilelang.ir import stmt as S
     from tilelang.ir import tile_ops as TO
@@ -281,6 +290,23 @@ def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=N
                                     f"&{full}[{slot}]", rank)
             else:
                 tma_loads(cg, t, m, dst, f"&{full}[{slot}]")
+
+
+def prefetch_l2(cg, st, tmas, maps, kexpr, hi):
+    """One thread: when iteration `kexpr` of loop `st` exists, the boxes its bulk copies
+    will load, into L2 (cp.async.bulk.prefetch.tensor: more bytes in flight than the
+    ring's slots hold, for loops that one block streams through, as MLA decode)."""
+    kn = cg.names.fresh("tl_kp")
+    cg.w(f"if ({kexpr} < {hi}) {{")
+    cg.indent += 1
+    cg.w(f"const int {kn} = {kexpr};")
+    with cg.names.bound(st.var, kn):
+        for t, m in zip(tmas, maps):
+            for strip in range(t.cols // 64):
+                coords = t.coords(t.row0, t.col0 + strip * 64)
+                cg.w(f"tl::tma_prefetch_l2(&{m}, {', '.join(cg.expr(simplify(c)) for c in coords)});")
+    cg.indent -= 1
+    cg.w("}")
 
 
 def emit_tma_copy(cg, op, nest, bar):

@@ -3,7 +3,8 @@
 Chosen when A and B are whole 2-D fp16/bf16 tiles (A may also be a fragment that
 lives in registers in the accumulator layout), the last dimension of every shared
 operand is a multiple of 64 (one 128-byte swizzle atom) and the block tile has one
-64-row slab per warpgroup. The shared operands then get the `tl::sw128` layout
+64-row slab per warpgroup, or fewer slabs whose warpgroups then split N (the
+accumulator's warp grid is then warpgroup-major: `AccLayout.wg_cols`). The shared operands then get the `tl::sw128` layout
 (64-column strips, 16-byte chunks XOR-swizzled by row), which is what the wgmma
 descriptors describe and which makes the 16-byte tile copies bank-conflict free.
 The accumulator has the same register layout as the mma.sync path with all warps
@@ -28,6 +29,20 @@ class WgmmaConfig(MmaConfig):
     a_regs: bool = False      # A read from a register fragment (wgmma RS)
 
     kind = "wgmma"
+
+    # WM = 4 warps per 64-row slab; WN = warpgroups along N (each issues m64 x N/WN):
+    # then warp w sits at row w % WM, column w // WM of the grid (AccLayout.wg_cols)
+    @property
+    def wg_cols(self):
+        return self.WN > 1
+
+    @property
+    def inst_n(self):
+        """N of one warpgroup's wgmma instruction."""
+        return self.N // self.WN
+
+    def layout(self):
+        return f"tl::MmaAccLayout<{self.M}, {self.N}, {self.WM}, {self.WN}{', true' if self.wg_cols else ''}>"
 
 
 def swizzle_ok(buf):
@@ -55,7 +70,14 @@ def wgmma_config(op, arch, nthreads):
     if da is not db or da.name not in _PTX_TYPE or dc.name != "float32":
         return None
     nwg = nthreads // 128
-    if M != 64 * nwg or N % 8 or N > 256 or K % 16:
+    # warpgroups stack along M (one 64-row slab each); a block tile of fewer rows than
+    # that splits N among the warpgroups of each slab instead (MLA decode: 64 rows, 2
+    # warpgroups of m64 x N/2)
+    if M % 64 or M > 64 * nwg or nwg % (M // 64) or N % (nwg // (M // 64)):
+        return None
+    wgn = nwg // (M // 64)
+    NW = N // wgn
+    if NW % 8 or NW > 256 or K % 16:
         return None
     a_regs = op.A.buffer.scope == "local.fragment"
     if a_regs and op.trans_A:
@@ -66,13 +88,12 @@ def wgmma_config(op, arch, nthreads):
             return None
     if a_regs and (not _whole(op.A) or op.A.buffer.ndim != 2):
         return None
-    if not op.trans_B and N % 64 or op.trans_B and K % 64:
+    if not op.trans_B and NW % 64 or op.trans_B and K % 64:
         return None
     if op.trans_A and M % 64 or not op.trans_A and not a_regs and K % 64:
         return None
-    nwarps = nthreads // 32
-    return WgmmaConfig(M, N, K, nwarps, 1, dtype=da.name, trans_A=bool(op.trans_A), trans_B=bool(op.trans_B),
-                       a_regs=a_regs)
+    return WgmmaConfig(M, N, K, 4 * (M // 64), wgn, dtype=da.name, trans_A=bool(op.trans_A),
+                       trans_B=bool(op.trans_B), a_regs=a_regs)
 
 
 def _operands(n, first=0):
@@ -84,13 +105,14 @@ def instruction_wrappers(cfgs):
     seen, out = set(), []
     for c in cfgs:
         ptx, ct = _PTX_TYPE[c.dtype]
-        key = (c.a_regs, c.N, c.dtype, c.trans_A, c.trans_B)
+        n = c.inst_n
+        key = (c.a_regs, n, c.dtype, c.trans_A, c.trans_B)
         if key in seen:
             continue
         seen.add(key)
-        nd = c.N // 2
+        nd = n // 2
         outs = ", ".join(f'"+f"(d[{i}])' for i in range(nd))
-        shape = f"m64n{c.N}k16.f32.{ptx}.{ptx}"
+        shape = f"m64n{n}k16.f32.{ptx}.{ptx}"
         tb = int(c.trans_B)
         if not c.a_regs:
             ta = int(c.trans_A)
@@ -98,7 +120,7 @@ def instruction_wrappers(cfgs):
                     f'      "wgmma.mma_async.sync.aligned.{shape} {{{_operands(nd)}}}, %{nd}, %{nd + 1}, '
                     f'p, 1, 1, {ta}, {1 - tb};\\n}}\\n"\n'
                     f'      : {outs}\n      : "l"(da), "l"(db), "r"(1));')
-            out.append(f"template <> struct WgmmaSS<{c.N}, {ct}, {ta}, {tb}> {{\n"
+            out.append(f"template <> struct WgmmaSS<{n}, {ct}, {ta}, {tb}> {{\n"
                        f"  TL_DEVICE static void run(float* d, unsigned long long da, unsigned long long db) {{\n"
                        f"    {body}\n  }}\n}};")
         else:
@@ -106,7 +128,7 @@ def instruction_wrappers(cfgs):
                     f'      "wgmma.mma_async.sync.aligned.{shape} {{{_operands(nd)}}}, '
                     f'{{{_operands(4, nd)}}}, %{nd + 4}, p, 1, 1, {1 - tb};\\n}}\\n"\n'
                     f'      : {outs}\n      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));')
-            out.append(f"template <> struct WgmmaRS<{c.N}, {ct}, {tb}> {{\n"
+            out.append(f"template <> struct WgmmaRS<{n}, {ct}, {tb}> {{\n"
                        f"  TL_DEVICE static void run(float* d, const unsigned* a, unsigned long long db) {{\n"
                        f"    {body}\n  }}\n}};")
     if not out:

@@ -205,7 +205,7 @@ class _Chooser:
         self.record(st, choose)
 
     def pipelined(self, loop, info):
-        from tilelang.backend.cuda.ops.tma_pipeline import tma_copies, body_fits_tma_ring
+        from tilelang.backend.cuda.ops.tma_pipeline import tma_copies, ring_mode
         from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
         from tilelang.backend.cuda.plan.overlap import plan_overlap
         k = self.k
@@ -217,7 +217,7 @@ class _Chooser:
         elif arch_number(k.target.arch) >= 90 and plan_overlap(k, info) is not None:
             use_tma = False
         else:
-            use_tma = tmas is not None and body_fits_tma_ring(k, info)
+            use_tma = tmas is not None and ring_mode(k, info) is not None
         for c in info.copies:
             self.record(c, (lambda: CopyForm("tma_ring")) if use_tma else
                         (lambda c=c: self._with_eviction(c, self.vector(c, cp_async=True))))

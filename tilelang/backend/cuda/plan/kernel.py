@@ -67,6 +67,7 @@ class KernelPlan:
     user_cp_async: bool = False   # T.ptx_cp_async completion is the kernel's business (groups, mbarriers)
     sets_max_nreg: bool = False   # T.set_max_nreg: warpgroups reallocate registers
     options: object = None        # options.CudaOptions this plan was made with
+    chained_gemms: set = field(default_factory=set)   # id(Gemm): wgmma issued, waited by the next gemm
 
     def threads_of(self, st) -> int:
         """Threads that run `st` together: the block, or the range of its branch."""
@@ -255,7 +256,35 @@ def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None
             p.offset = offset
             offset += 8 * _mbarrier_count(buf)
     plan.smem_bytes = offset
+    plan.chained_gemms = _chained_wgmma(launch, plan)
     return plan
+
+
+def _chained_wgmma(launch, plan):
+    """ids of wgmma gemms that only issue their group: the next statement is another
+    wgmma into the same register accumulator (MLA's Q K^T over the latent part, then over
+    the rope part), whose wait completes both groups, so the tensor cores run the two
+    back to back. Nothing in between touches the accumulator, and a barrier there (the
+    second gemm reads a tile written since) does not disturb the group in flight."""
+    out = set()
+
+    def wg(g):
+        cfg = plan.gemms.get(id(g)) if isinstance(g, TO.Gemm) else None
+        p = plan.placements.get(id(g.C.buffer)) if cfg is not None else None
+        return getattr(cfg, "kind", "") == "wgmma" and p is not None and p.kind == "acc"
+
+    def f(n):
+        if isinstance(n, S.SeqStmt):
+            for a, b in zip(n.stmts, n.stmts[1:]):
+                if wg(a) and wg(b) and a.C.buffer is b.C.buffer and _whole_region(a.C) and _whole_region(b.C):
+                    out.add(id(a))
+    walk(launch.body, f)
+    return out
+
+
+def _whole_region(r):
+    return all(E.const_int_value(x) == 0 for x in r.starts) and \
+        [E.const_int_value(e) for e in r.extents] == [E.const_int_value(d) for d in r.buffer.shape]
 
 
 def _mbarrier_count(buf):
@@ -460,12 +489,41 @@ def _as_shared_view(g):
 def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride, forced=()):
     """Fill plan.gemms; returns the ids of shared buffers that take the sw128 layout
     (`forced`: those whose annotated layout it is). A wgmma with a fragment A reads it
-    from registers unless its gemm is in `shared_a`."""
-    swizzled, for_wgmma = set(forced), set()
+    from registers unless its gemm is in `shared_a`. A gemm that cannot use wgmma but
+    shares an operand with one that does would fall back to the SIMT loop (ldmatrix
+    cannot read the swizzled tile): then the wgmma gemms it shares buffers with use
+    mma.sync too (MLA decode with block_N = 32: the P V gemm's 32-column P)."""
+    no_wgmma = set()
+    while True:
+        swizzled, blocked = _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_wgmma)
+        if not blocked:
+            return swizzled
+        # every wgmma gemm connected to a blocked one through an operand or the
+        # accumulator (whose layout the gemms writing it must agree on)
+        ops = {id(g): {id(g.A.buffer), id(g.B.buffer), id(g.C.buffer)} for g in gemms}
+        bufs = set().union(*(ops[id(g)] for g in blocked))
+        grown = set(no_wgmma)
+        while True:
+            more = {id(g) for g in gemms if getattr(plan.gemms[id(g)], "kind", "") == "wgmma" and
+                    id(g) not in grown and bufs & ops[id(g)]}
+            if not more:
+                break
+            grown |= more
+            bufs = bufs.union(*(ops[i] for i in more))
+        if grown == no_wgmma:
+            return swizzled
+        no_wgmma = grown
+
+
+def _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_wgmma):
+    """One round of _gemm_configs: (swizzled buffer ids, the gemms left to the SIMT
+    loop only because an operand has wgmma's swizzle)."""
+    swizzled, for_wgmma, blocked = set(forced), set(), []
     for g in gemms:
-        cfg = wgmma_config(g, arch, plan.threads_of(g))
-        if cfg is not None and cfg.a_regs and id(g) in shared_a:
-            # the fragment lives in shared memory: read A as a shared tile
+        cfg = None if id(g) in no_wgmma else wgmma_config(g, arch, plan.threads_of(g))
+        if cfg is not None and cfg.a_regs and (id(g) in shared_a or cfg.WN > 1):
+            # the fragment lives in shared memory: read A as a shared tile (also when
+            # warpgroups split N: each would need all of A's rows and columns)
             cfg = None if g.trans_A or not swizzle_ok(g.A.buffer) or cfg.K % 64 else \
                 dataclasses.replace(cfg, a_regs=False)
         if cfg is not None:
@@ -482,5 +540,6 @@ def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride, forced
                 swizzled -= both   # an annotated swizzle gives way to the tensor cores' own layout
             elif cfg is not None and both:
                 cfg = None   # ldmatrix addressing assumes row-major rows; the SIMT loop handles any layout
+                blocked.append(g)
             plan.gemms[id(g)] = cfg
-    return swizzled
+    return swizzled, blocked

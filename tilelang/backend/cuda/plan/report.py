@@ -29,7 +29,8 @@ def _gemm(cfg):
         return "SIMT loop (no tensor-core form fits)"
     kind = getattr(cfg, "kind", "mma")
     if kind == "wgmma":
-        return f"wgmma m64n{cfg.N}k16, A from {'registers' if cfg.a_regs else 'shared'}"
+        grid = f", warpgroups {cfg.WM // 4} x {cfg.WN}" if cfg.WN > 1 else ""
+        return f"wgmma m64n{cfg.inst_n}k16{grid}, A from {'registers' if cfg.a_regs else 'shared'}"
     form = "m16n8k32" if getattr(cfg, "k32", False) else "m16n8k16"
     return f"mma.sync {form}, warps {cfg.WM} x {cfg.WN}, accumulate in {cfg.acc}"
 

@@ -80,29 +80,34 @@ TL_MMA_16832(signed char, signed char, int, "s32.s8.s8.s32", "r")
 TL_MMA_16832(unsigned char, unsigned char, int, "s32.u8.u8.s32", "r")
 #undef TL_MMA_16832
 
-template <int M, int N, int WM, int WN> struct MmaAccLayout {
+// WGC (warpgroup MMA with its warpgroups along N): warp w sits at row w % WM and column
+// w / WM of the warp grid (each warpgroup's 4 warps share a column); otherwise at row
+// w / WN and column w % WN.
+template <int M, int N, int WM, int WN, bool WGC = false> struct MmaAccLayout {
   static constexpr int WTM = M / WM, WTN = N / WN, MI = WTM / 16, NI = WTN / 8;
   static constexpr int REGS = MI * NI * 4;
+  TL_DEVICE static int warp_row(int tid) { return WGC ? (tid >> 5) % WM : (tid >> 5) / WN; }
+  TL_DEVICE static int warp_col(int tid) { return WGC ? (tid >> 5) / WM : (tid >> 5) % WN; }
   // register r of thread tid holds C[row(tid, r), col(tid, r)]
   TL_DEVICE static int row(int tid, int r) {
-    int lane = tid & 31, wr = (tid >> 5) / WN, mi = (r >> 2) / NI;
+    int lane = tid & 31, wr = warp_row(tid), mi = (r >> 2) / NI;
     return wr * WTM + mi * 16 + (lane >> 2) + ((r >> 1) & 1) * 8;
   }
   TL_DEVICE static int col(int tid, int r) {
-    int lane = tid & 31, wc = (tid >> 5) % WN, ni = (r >> 2) % NI;
+    int lane = tid & 31, wc = warp_col(tid), ni = (r >> 2) % NI;
     return wc * WTN + ni * 8 + (lane & 3) * 2 + (r & 1);
   }
-  // slot of MmaRowLayout<M, WM> holding row(tid, r) (WN == 1)
+  // slot of MmaRowLayout<M, WM, WN, WGC> holding row(tid, r)
   TL_DEVICE static constexpr int row_slot(int r) { return ((r >> 2) / NI) * 2 + ((r >> 1) & 1); }
 };
 
-// A length-M vector of per-row values of an MmaAccLayout<M, N, WM, WN> tile: each
+// A length-M vector of per-row values of an MmaAccLayout<M, N, WM, WN, WGC> tile: each
 // thread holds the SLOTS rows it owns, replicated over the 4 lanes of its quad and
 // over the WN warps that share its rows.
-template <int M, int WM, int WN = 1> struct MmaRowLayout {
+template <int M, int WM, int WN = 1, bool WGC = false> struct MmaRowLayout {
   static constexpr int WTM = M / WM, MI = WTM / 16, SLOTS = MI * 2;
   TL_DEVICE static int row(int tid, int s) {
-    return ((tid >> 5) / WN) * WTM + (s >> 1) * 16 + ((tid & 31) >> 2) + (s & 1) * 8;
+    return (WGC ? (tid >> 5) % WM : (tid >> 5) / WN) * WTM + (s >> 1) * 16 + ((tid & 31) >> 2) + (s & 1) * 8;
   }
 };
 

@@ -94,6 +94,26 @@ TL_DEVICE void tma_prefetch_desc(const TmaDesc* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
 }
 
+// the global box of a tensor map at the given coordinates into L2 only (no shared
+// memory, no barrier): a later bulk load of the box finds it there
+TL_DEVICE void tma_prefetch_l2(const TmaDesc* map, int c0, int c1) {
+  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n"
+               ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1) : "memory");
+}
+TL_DEVICE void tma_prefetch_l2(const TmaDesc* map, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n"
+               ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+TL_DEVICE void tma_prefetch_l2(const TmaDesc* map, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n"
+               ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+TL_DEVICE void tma_prefetch_l2(const TmaDesc* map, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.async.bulk.prefetch.tensor.5d.L2.global.tile [%0, {%1, %2, %3, %4, %5}];\n"
+               ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
+               : "memory");
+}
+
 // shared <- global box at (c0 = innermost coordinate, c1), completing on `bar`
 TL_DEVICE void tma_load_2d(void* dst, const TmaDesc* map, unsigned long long* bar, int c0, int c1) {
   asm volatile(
