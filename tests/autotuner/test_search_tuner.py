@@ -121,3 +121,22 @@ def test_unknown_strategy_and_executor_are_refused_before_anything_compiles():
         _tuner().run(executor="dask")
     with pytest.raises(ValueError, match="a budget needs strategy"):
         tilelang.autotune(configs=CONFIGS, budget=3)(tilelang.jit(out_idx=[-1], target="cpu")(gemm_factory))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("strategy", ["random", "halving", "model"])
+def test_strategies_on_the_gpu_time_real_kernels(strategy):
+    """On CUDA: each strategy compiles, checks and times real candidates within its
+    budget; halving's last rung is timed at full fidelity; the kernel it returns is right."""
+    import torch
+    configs = {"bm": [64, 128], "bn": [64, 128], "bk": [32, 64]}
+    t = AutoTuner.from_kernel(gemm_factory, configs).set_kernel_parameters((1024, 1024, 512))
+    t.set_compile_args(out_idx=[-1], target="cuda").set_profile_args(warmup=5, rep=27, ref_prog=gemm_ref)
+    res = t.run(strategy=strategy, budget=6 if strategy != "halving" else None, seed=0)
+    timed = [r for r in res.records if r.status == "ok"]
+    assert timed and res.search["evaluations"] <= (6 if strategy != "halving" else 8 + 3 + 1)
+    best = next(r for r in res.records if r.config == res.config)
+    assert best.rep == 27 and res.latency == best.latency
+    a = torch.randn(1024, 512, dtype=torch.float16, device="cuda")
+    b = torch.randn(512, 1024, dtype=torch.float16, device="cuda")
+    torch.testing.assert_close(res.kernel(a, b), gemm_ref(a, b), atol=1e-2, rtol=1e-2)
