@@ -107,9 +107,11 @@ class RayExecutor:
         if (bench_options or {}).get("devices") is not None:
             raise ValueError("benchmark_devices does not apply to executor='ray' (Ray assigns the GPUs)")
         if not ray.is_initialized():
+            address = address or os.environ.get("RAY_ADDRESS")
             env = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)}
-            ray.init(address=address or os.environ.get("RAY_ADDRESS"), runtime_env={"env_vars": env},
-                     log_to_driver=False, include_dashboard=False)
+            if not address:   # a local Ray instance: its workers import this very tilelang
+                env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), os.environ.get("PYTHONPATH")) if p)
+            ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False, include_dashboard=False)
             self._owns_ray = True
         else:
             self._owns_ray = False
@@ -185,6 +187,11 @@ class RayExecutor:
 
     def close(self):
         self._payloads.clear()
+
+
+def _package_root():
+    import tilelang
+    return os.path.dirname(os.path.dirname(os.path.abspath(tilelang.__file__)))
 
 
 def _to_host(tensors):
