@@ -44,15 +44,16 @@ def cluster():
     tmp = tempfile.mkdtemp(prefix="rt", dir="/tmp")       # short: Ray's socket paths have a length limit
     cache_dir = os.path.join(tmp, "cache")
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               TILELANG_CACHE_DIR=cache_dir, TILELANG_AUTO_TUNING_PROGRESS="0", RAY_USAGE_STATS_ENABLED="0")
+               TILELANG_CACHE_DIR=cache_dir, TILELANG_AUTO_TUNING_PROGRESS="0", RAY_USAGE_STATS_ENABLED="0",
+               RAY_AUTH_MODE="disabled")   # a private cluster on 127.0.0.1; nodes and driver agree on no token
     port = _free_port()
     procs = [subprocess.Popen(_ray_cmd("--head", f"--port={port}", "--num-cpus=1", "--include-dashboard=false",
                                        f"--temp-dir={tmp}"), env=env, start_new_session=True,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
              subprocess.Popen(_ray_cmd(f"--address=127.0.0.1:{port}", "--num-cpus=1"), env=env,
                               start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    saved = {k: os.environ.get(k) for k in ("TILELANG_CACHE_DIR", "TILELANG_AUTO_TUNING_PROGRESS")}
-    os.environ.update(TILELANG_CACHE_DIR=cache_dir, TILELANG_AUTO_TUNING_PROGRESS="0")
+    saved = {k: os.environ.get(k) for k in ("TILELANG_CACHE_DIR", "TILELANG_AUTO_TUNING_PROGRESS", "RAY_AUTH_MODE")}
+    os.environ.update(TILELANG_CACHE_DIR=cache_dir, TILELANG_AUTO_TUNING_PROGRESS="0", RAY_AUTH_MODE="disabled")
     address = f"127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
