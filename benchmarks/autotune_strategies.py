@@ -15,7 +15,7 @@ stops starting new runs past a deadline (the skipped ones are listed in the outp
 Compiled kernels are shared between the runs of a space (the kernel cache), tuning
 results are not (TILELANG_AUTO_TUNING_DISABLE_CACHE=1).
 
-    python benchmarks/autotune_strategies.py            # -> benchmarks/results/<date>_h200_autotune_strategies.{md,json}
+    python benchmarks/autotune_strategies.py          # -> benchmarks/results/<date>_h200_autotune_strategies.*
     python benchmarks/autotune_strategies.py --smoke    # tiny sizes and spaces on the CPU (checks the script)
 """
 import argparse

@@ -194,5 +194,6 @@ def test_without_ray_the_error_says_what_to_install(monkeypatch):
 
 
 def test_benchmark_devices_do_not_apply_to_the_cluster():
-    with pytest.raises(ValueError, match="benchmark_devices does not apply to executor='ray'"):
-        _tuner([dict(bm=32, bn=32)], ref_prog=gemm_ref).run(executor="ray", benchmark_devices=[0])
+    for kw in (dict(benchmark_devices=[0]), dict(benchmark_multi_gpu=False)):
+        with pytest.raises(ValueError, match="benchmark_devices / benchmark_multi_gpu do not apply to executor='ray'"):
+            _tuner([dict(bm=32, bn=32)], ref_prog=gemm_ref).run(executor="ray", **kw)

@@ -104,8 +104,14 @@ class RayExecutor:
         self.records, self.target, self.profile_args, self.timeout = records, target, profile_args, timeout
         self.retries = int(os.environ.get("TILELANG_AUTO_TUNING_RAY_RETRIES", "3")) if max_retries is None \
             else max_retries
-        if (bench_options or {}).get("devices") is not None:
-            raise ValueError("benchmark_devices does not apply to executor='ray' (Ray assigns the GPUs)")
+        opts = bench_options or {}
+        if opts.get("devices") is not None or opts.get("multi_gpu") is False:
+            raise ValueError("benchmark_devices / benchmark_multi_gpu do not apply to executor='ray' (Ray assigns "
+                             "the GPUs: limit them with CUDA_VISIBLE_DEVICES or `ray start --num-gpus`)")
+        if opts.get("early_stop_factor"):
+            import warnings
+            warnings.warn("early_stop applies to executor='local' only; the Ray cluster times every candidate "
+                          "in full", stacklevel=3)
         if not ray.is_initialized():
             address = address or os.environ.get("RAY_ADDRESS")
             env = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)}

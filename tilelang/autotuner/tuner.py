@@ -209,10 +209,11 @@ class AutoTuner:
     def _make_executor(self, records, target, warmup, rep, timeout, captured):
         if getattr(self, "_executor_kind", "local") == "ray":
             from tilelang.autotuner.ray_executor import RayExecutor
+            problem = space.tuning_key(self.fn, self._args, self._kwargs, [r.config for r in records],
+                                       self.compile_args, self.profile_args)
             return RayExecutor(records, target, self.profile_args, timeout, captured,
                                bench_options=getattr(self, "_bench_options", {}), address=self._ray_address,
-                               problem_key=space.tuning_key(self.fn, self._args, self._kwargs, [r.config for r in records],
-                                                            self.compile_args, self.profile_args))
+                               problem_key=problem)
         return LocalExecutor(records, target, self.profile_args, warmup, rep, timeout, captured,
                              bench_options=getattr(self, "_bench_options", {}),
                              pipeline=getattr(self, "_pipeline", False), group_size=getattr(self, "_group_size", 1))
