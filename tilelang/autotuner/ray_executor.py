@@ -87,6 +87,8 @@ def bench_task(result_key, index, config, compiled, payload, kwargs, profile_arg
 def _device_name(kind):
     try:
         import ray
+        if not ray.is_initialized():   # called outside a Ray worker (tests): do not start Ray
+            return kind
         ctx = ray.get_runtime_context()
         node = ctx.get_node_id()[:8]
         if kind == "cuda":
