@@ -24,7 +24,8 @@ class AutoTuneImpl:
     def __init__(self, jit_impl, configs, warmup=25, rep=100, timeout=100, supply_type=TensorSupplyType.Auto,
                  ref_prog=None, supply_prog=None, rtol=1e-2, atol=1e-2, max_mismatched_ratio=0.01,
                  skip_check=False, manual_check_prog=None, cache_input_tensors=False, backend="event",
-                 do_not_specialize=None, early_stop=False, early_stop_factor=2.0):
+                 do_not_specialize=None, early_stop=False, early_stop_factor=2.0, strategy="exhaustive", budget=None,
+                 seed=0, strategy_options=None, executor="local", ray_address=None):
         from tilelang.jit import JITImpl
         from tilelang.jit.eager import EagerKernel
         if not isinstance(jit_impl, (JITImpl, EagerKernel)):
@@ -46,6 +47,12 @@ class AutoTuneImpl:
             raise ValueError(f"early_stop_factor must be >= 1.0, got {early_stop_factor}")
         self.early_stop, self.early_stop_factor = bool(early_stop), early_stop_factor
         self.do_not_specialize = _check_do_not_specialize(do_not_specialize, jit_impl.func)
+        from tilelang.autotuner.search import make_strategy
+        make_strategy(strategy, budget, seed, **(strategy_options or {}))   # bad names/budgets fail here
+        if executor not in ("local", "ray"):
+            raise ValueError(f"executor must be 'local' or 'ray', got {executor!r}")
+        self.search = dict(strategy=strategy, budget=budget, seed=seed, strategy_options=strategy_options,
+                           executor=executor, ray_address=ray_address)
         self._results = {}
         self._lock = threading.Lock()
         self.last_result = None
@@ -89,7 +96,7 @@ class AutoTuneImpl:
             res = self._results.get(key)
             if res is None:
                 res = self.get_tuner(*args, **kwargs).run(early_stop=self.early_stop,
-                                                          early_stop_factor=self.early_stop_factor)
+                                                          early_stop_factor=self.early_stop_factor, **self.search)
                 self._results[key] = res
             self.last_result = res
             return res
@@ -128,7 +135,8 @@ def _check_do_not_specialize(names, func):
 def autotune(func=None, *, configs, warmup=25, rep=100, timeout=100, supply_type=TensorSupplyType.Auto,
              ref_prog=None, supply_prog=None, rtol=1e-2, atol=1e-2, max_mismatched_ratio=0.01, skip_check=False,
              manual_check_prog=None, cache_input_tensors=False, backend="event", do_not_specialize=None,
-             early_stop=False, early_stop_factor=2.0):
+             early_stop=False, early_stop_factor=2.0, strategy="exhaustive", budget=None, seed=0,
+             strategy_options=None, executor="local", ray_address=None):
     """Decorate a `@tilelang.jit` kernel factory with a configuration space.
 
     configs: a list of dicts, a dict of lists (all combinations), or a callable
@@ -144,6 +152,9 @@ def autotune(func=None, *, configs, warmup=25, rep=100, timeout=100, supply_type
         result found for the first value is reused).
     early_stop, early_stop_factor: skip the full timing of a config whose first estimate
         is already early_stop_factor times slower than the best so far.
+    strategy, budget, seed, strategy_options: how to search the space ("exhaustive",
+        "random", "halving", "model"; `AutoTuner.run` and `tilelang.autotuner.search`).
+    executor, ray_address: "local", or "ray" to compile and benchmark on a Ray cluster.
     """
     def wrap(f):
         return AutoTuneImpl(f, configs, warmup=warmup, rep=rep, timeout=timeout, supply_type=supply_type,
@@ -151,7 +162,8 @@ def autotune(func=None, *, configs, warmup=25, rep=100, timeout=100, supply_type
                             max_mismatched_ratio=max_mismatched_ratio, skip_check=skip_check,
                             manual_check_prog=manual_check_prog, cache_input_tensors=cache_input_tensors,
                             backend=backend, do_not_specialize=do_not_specialize, early_stop=early_stop,
-                            early_stop_factor=early_stop_factor)
+                            early_stop_factor=early_stop_factor, strategy=strategy, budget=budget, seed=seed,
+                            strategy_options=strategy_options, executor=executor, ray_address=ray_address)
     if func is not None:
         return wrap(func)
     return wrap

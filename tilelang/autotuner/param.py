@@ -53,11 +53,15 @@ class TuneRecord:
     """One row of the tuning table."""
     index: int
     config: dict
-    status: str = "pending"        # ok | compile_error | compile_timeout | wrong | bench_error | bench_timeout
+    # pending (not chosen by the search strategy) | ok | compile_error | compile_timeout | wrong |
+    # bench_error | bench_timeout
+    status: str = "pending"
     latency: float | None = None   # ms
     compile_time: float | None = None
     error: str = ""
     device: Any = None
+    warmup: int | None = None      # the fidelity `latency` was measured at (successive halving
+    rep: int | None = None         # times most configs with fewer iterations)
 
     @property
     def ok(self):
@@ -74,6 +78,9 @@ class AutotuneResult:
     kernel: Any = None
     records: list = field(default_factory=list)
     from_cache: bool = False
+    # how the configs were searched: strategy, budget, evaluations (config x fidelity pairs
+    # compiled/checked/timed), timed_iterations (warm-up + timed runs over all evaluations)
+    search: dict | None = None
 
     @property
     def table(self):

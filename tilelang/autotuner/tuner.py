@@ -12,14 +12,11 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import time
 
 from tilelang.autotuner import space
-from tilelang.autotuner.benchmark import Bencher, Candidate
 from tilelang.autotuner.capture import get_autotune_inputs
-from tilelang.autotuner.compile_pool import compile_candidates
+from tilelang.autotuner.executor import LocalExecutor
 from tilelang.autotuner.param import AutotuneResult, CompileArgs, ProfileArgs, TuneRecord
-from tilelang.autotuner.progress import Progress
 from tilelang.jit import cache
 from tilelang.profiler.supply import TensorSupplyType
 
@@ -127,7 +124,8 @@ class AutoTuner:
 
     def run(self, warmup=None, rep=None, timeout=None, *, early_stop=False, early_stop_factor=2.0,
             benchmark_devices=None, benchmark_multi_gpu=None, use_pipeline=False, enable_grouped_compile=False,
-            group_compile_size=2):
+            group_compile_size=2, strategy="exhaustive", budget=None, seed=0, strategy_options=None,
+            executor="local", ray_address=None):
         """Tune (or reuse a cached result) and return an `AutotuneResult`.
 
         early_stop: a config whose first timing estimate exceeds early_stop_factor times
@@ -136,9 +134,21 @@ class AutoTuner:
         times on the current device only (default: every visible GPU).
         use_pipeline: time each config as soon as it has compiled, while the worker
         processes compile the rest (on one device); enable_grouped_compile: send
-        group_compile_size configs to a compile worker per task."""
+        group_compile_size configs to a compile worker per task.
+        strategy: "exhaustive" (every config), "random", "halving" or "model" (see
+        `tilelang.autotuner.search`), or a `Strategy` object; budget: evaluations
+        allowed (an int, or a float in (0, 1] = that fraction of the configs); seed:
+        makes the search repeatable; strategy_options: e.g. {"eta": 3} for halving,
+        {"n_init": 8, "batch_size": 4} for model.
+        executor: "local" (this host's worker processes and GPUs) or "ray" (compile and
+        benchmark tasks on a Ray cluster, `ray_address` or RAY_ADDRESS or a local one)."""
         if enable_grouped_compile and (not isinstance(group_compile_size, int) or group_compile_size < 1):
             raise ValueError(f"group_compile_size must be an int >= 1, got {group_compile_size!r}")
+        from tilelang.autotuner.search import make_strategy
+        self._strategy = make_strategy(strategy, budget, seed, **(strategy_options or {}))
+        if executor not in ("local", "ray"):
+            raise ValueError(f"executor must be 'local' or 'ray', got {executor!r}")
+        self._executor_kind, self._ray_address = executor, ray_address
         self._pipeline = bool(use_pipeline)
         self._group_size = group_compile_size if enable_grouped_compile else 1
         from tilelang.backend.registry import parse_target
@@ -158,6 +168,8 @@ class AutoTuner:
         target = parse_target(self.compile_args.target)
         use_cache = tuning_cache_enabled()
         key = self._key(configs, captured) if use_cache else None
+        if key is not None and self._strategy.name != "exhaustive":   # other strategies may find another best
+            key = cache.make_key(key, repr(self._strategy.describe()))
         if key is not None:
             hit = self._cached(key, target)
             if hit is not None:
@@ -188,76 +200,70 @@ class AutoTuner:
         records = [TuneRecord(**r) for r in rec.get("records", [])]
         result = AutotuneResult(latency=rec["latency"], config=rec["config"], ref_latency=rec.get("ref_latency"),
                                 libcode=kernel.get_kernel_source(), func=pf, kernel=kernel, records=records,
-                                from_cache=True)
+                                from_cache=True, search=rec.get("search"))
         _annotate(kernel, result)
         with self._lock:
             self._memory_cache[key] = result
         return result
 
+    def _make_executor(self, records, target, warmup, rep, timeout, captured):
+        if getattr(self, "_executor_kind", "local") == "ray":
+            from tilelang.autotuner.ray_executor import RayExecutor
+            problem = space.tuning_key(self.fn, self._args, self._kwargs, [r.config for r in records],
+                                       self.compile_args, self.profile_args)
+            return RayExecutor(records, target, self.profile_args, timeout, captured,
+                               bench_options=getattr(self, "_bench_options", {}), address=self._ray_address,
+                               problem_key=problem)
+        return LocalExecutor(records, target, self.profile_args, warmup, rep, timeout, captured,
+                             bench_options=getattr(self, "_bench_options", {}),
+                             pipeline=getattr(self, "_pipeline", False), group_size=getattr(self, "_group_size", 1))
+
     def _tune(self, configs, target, warmup, rep, timeout, captured):
-        import tilelang
+        from tilelang.autotuner.search import make_strategy, run_search
+        strategy = getattr(self, "_strategy", None) or make_strategy()
         records = [TuneRecord(index=i, config=c) for i, c in enumerate(configs)]
-        items, funcs, kwargs = [], {}, {}
-        for r in records:
-            kw, pc = space.split_config(r.config)
-            try:
-                funcs[r.index] = self._elaborate(kw)
-            except Exception as e:  # noqa: BLE001 - e.g. a tile shape that does not fit: skip it
-                r.status, r.error = "compile_error", f"{type(e).__name__}: {e}"
-                continue
-            kwargs[r.index] = self._compile_kwargs(target, pc)
-            items.append((r.index, funcs[r.index], kwargs[r.index]))
-        bencher = Bencher(self.profile_args, warmup, rep, timeout, captured,
-                          **getattr(self, "_bench_options", {}))
-        candidates = []
+        prepared = {}   # index -> (prim_func, compile kwargs), or None when elaboration failed
+        executor = self._make_executor(records, target, warmup, rep, timeout, captured)
 
-        def adopt(index, result):
-            status, ckey, art, secs, err = result
-            r = records[index]
-            r.status, r.compile_time, r.error = status, secs, err
-            if status != "ok":
-                return None
-            try:
-                with cache.preloaded({ckey: art}):
-                    kernel = tilelang.compile(funcs[index], **kwargs[index])
-            except Exception as e:  # noqa: BLE001
-                r.status, r.error = "compile_error", f"{type(e).__name__}: {e}"
-                return None
-            c = Candidate(r, kernel, funcs[index], kwargs[index])
-            candidates.append(c)
-            return c
-
-        pipeline = getattr(self, "_pipeline", False)
-        device = bencher.first_device(target.kind) if pipeline else None
-
-        def compiled_one(index, result):   # use_pipeline: time it while the others compile
-            c = adopt(index, result)
-            if c is not None:
-                bencher.run_one(c, device)
-        t_compile = time.perf_counter()
-        with Progress(len(items), "compiling and benchmarking" if pipeline else "compiling") as bar:
-            compiled = compile_candidates(items, timeout, progress=bar, on_result=compiled_one if pipeline else None,
-                                          group_size=getattr(self, "_group_size", 1))
-        t_compile = time.perf_counter() - t_compile
-        for index, result in sorted(compiled.items()):   # timeouts are only reported here
-            if records[index].status == "pending" or not pipeline:
-                adopt(index, result)
-        t_bench = time.perf_counter()
-        if not pipeline:
-            with Progress(len(candidates), "benchmarking") as bar:
-                bencher.run(candidates, target.kind, progress=bar)
-        t_bench = time.perf_counter() - t_bench
-        good = [c for c in candidates if c.record.status == "ok"]
+        def evaluate(indices, fidelity):
+            items = []
+            for i in indices:
+                if i not in prepared:
+                    prepared[i] = self._prepare(records[i], target)
+                if prepared[i] is not None:
+                    items.append((i, *prepared[i]))
+            if items:
+                executor.evaluate(items, *fidelity)
+            return {i: records[i].latency for i in indices
+                    if records[i].status == "ok" and records[i].rep == fidelity[1]}
+        try:
+            ctx = run_search(strategy, configs, evaluate, warmup, rep)
+        finally:
+            executor.close()
+        full = ctx.measured()
+        good = [i for i, lat in full.items() if lat != float("inf")]
         if not good:
             raise RuntimeError("autotuning found no valid configuration:\n" +
                                AutotuneResult(records=records).table_str() + "\n" + _first_errors(records))
-        best = min(good, key=lambda c: (c.record.latency, c.record.index))
-        result = AutotuneResult(latency=best.record.latency, config=best.record.config,
-                                ref_latency=bencher.ref_latency, libcode=best.kernel.get_kernel_source(),
-                                func=best.prim_func, kernel=best.kernel, records=records)
-        result.phase_times = {"compile_s": t_compile, "check_and_bench_s": t_bench}  # wall time per phase
-        _annotate(best.kernel, result)
+        best_i = min(good, key=lambda i: (full[i], i))
+        kernel, func = executor.best_kernel(best_i)
+        best = records[best_i]
+        result = AutotuneResult(latency=full[best_i], config=best.config, ref_latency=executor.ref_latency,
+                                libcode=kernel.get_kernel_source(), func=func, kernel=kernel, records=records)
+        result.phase_times = dict(executor.phase_times)  # wall time per phase
+        result.search = dict(strategy=strategy.name, budget=ctx.budget, evaluations=ctx.used,
+                             configs_evaluated=len({i for i, _ in ctx.results}),
+                             timed_iterations=sum(w + r for _, (w, r) in ctx.results))
+        _annotate(kernel, result)
         return result
+
+    def _prepare(self, record, target):
+        kw, pc = space.split_config(record.config)
+        try:
+            return self._elaborate(kw), self._compile_kwargs(target, pc)
+        except Exception as e:  # noqa: BLE001 - e.g. a tile shape that does not fit: skip it
+            record.status, record.error = "compile_error", f"{type(e).__name__}: {e}"
+            return None
 
     def __call__(self):
         return self.run()
@@ -271,8 +277,10 @@ def _annotate(kernel, result):
 def _summary(result):
     """Plain data for the tuning cache (no kernels, no IR)."""
     return {"config": result.config, "latency": result.latency, "ref_latency": result.ref_latency,
+            "search": result.search,
             "records": [dict(index=r.index, config=r.config, status=r.status, latency=r.latency,
-                             compile_time=r.compile_time, error=r.error[:1000]) for r in result.records]}
+                             compile_time=r.compile_time, error=r.error[:1000], warmup=r.warmup, rep=r.rep)
+                        for r in result.records]}
 
 
 def _first_errors(records, n=3):
