@@ -89,6 +89,7 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--timeout", type=int, default=300, help="seconds per test file")
     ap.add_argument("--only", nargs="*", help="run these folders only")
+    ap.add_argument("--jobs", type=int, default=1, help="test files run at once (one GPU is shared)")
     ap.add_argument("--extra", action="store_true", help="also run the three extra folders")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -100,11 +101,14 @@ def main():
     import tilelang
     print(f"tilelang from {os.path.dirname(tilelang.__file__)}", flush=True)
     results = []
-    for rel in todo:
-        r = run_one(args.examples, rel, args.timeout, args.out)
-        results.append(r)
-        print(f"{'PASS' if r['pass'] else 'FAIL'} {rel} ({r['seconds']} s) {r['tail']}", flush=True)
-        n = write_report(results, args.out)   # after each file: a device time limit keeps what ran
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:   # each file is its own pytest process
+        futures = {pool.submit(run_one, args.examples, rel, args.timeout, args.out): rel for rel in todo}
+        for fut in as_completed(futures):
+            r = fut.result()
+            results.append(r)
+            print(f"{'PASS' if r['pass'] else 'FAIL'} {r['test']} ({r['seconds']} s) {r['tail']}", flush=True)
+            n = write_report(results, args.out)   # after each file: a device time limit keeps what ran
     print(f"{n}/{len([r for r in results if r['test'] in REQUIRED])} pass")
 
 

@@ -14,7 +14,7 @@ if [ "${SKIP_CONFORMANCE:-0}" != 1 ]; then
 fi
 if [ "${SKIP_EXAMPLES:-0}" != 1 ]; then
   timeout ${T_EX:-200} python3 benchmarks/compat_examples.py --examples ${PUB:-.pub}/examples \
-    --out $OUT/logs/examples --timeout ${T_EX_FILE:-150} 2>&1 | grep -v DeprecationWarning | tail -22
+    --out $OUT/logs/examples --timeout ${T_EX_FILE:-150} --jobs ${EX_JOBS:-1} 2>&1 | grep -v DeprecationWarning | tail -22
   cp $OUT/logs/examples/compat_examples.md $OUT/ 2>/dev/null
 fi
 if [ "${SKIP_TESTS:-1}" != 1 ]; then
