@@ -27,7 +27,8 @@ def _gemm(cfg):
     kind = getattr(cfg, "kind", "mma")
     if kind == "wgmma":
         return f"wgmma m64n{cfg.N}k16, A from {'registers' if cfg.a_regs else 'shared'}"
-    form = "m16n8k32" if getattr(cfg, "k32", False) else "m16n8k16"
+    form = "m16n8k32" if getattr(cfg, "k32", False) else "m16n8k8 .tf32" if getattr(cfg, "tf32", False) else \
+        "m16n8k16"
     return f"mma.sync {form}, warps {cfg.WM} x {cfg.WN}, accumulate in {cfg.acc}"
 
 
