@@ -54,19 +54,25 @@ def test_both_run_on_the_cpu_reference():
 
 def row_sums_in_shared(shift=False, R=32, C=64):
     """A (R, 4) shared partial sum that a T.Parallel nest accumulates in a serial loop; with
-    `shift` each element reads its neighbour's row, written by another thread."""
+    `shift` each element adds its neighbour row's previous partial, which another thread
+    wrote (through a second buffer, so that no nest reads what it writes)."""
     @T.prim_func
     def k(A: T.Tensor((R, C), "float32"), B: T.Tensor((R, 4), "float32")):
         with T.Kernel(1, threads=128):
             x = T.alloc_shared((R, C), "float32")
             part = T.alloc_shared((R, 4), "float32")
+            prev = T.alloc_shared((R, 4), "float32")
             T.copy(A, x)
             T.clear(part)
+            T.clear(prev)
             for q in T.serial(C // 4):
-                for i, j in T.Parallel(R, 4):
-                    if shift:
-                        part[i, j] = part[(i + 1) % R, j] + x[i, q * 4 + j]
-                    else:
+                if shift:
+                    for i, j in T.Parallel(R, 4):
+                        part[i, j] = prev[(i + 1) % R, j] * 0.5 + x[i, q * 4 + j]
+                    for i, j in T.Parallel(R, 4):
+                        prev[i, j] = part[i, j]
+                else:
+                    for i, j in T.Parallel(R, 4):
                         part[i, j] += x[i, q * 4 + j] * x[i, q * 4 + j]
             T.copy(part, B)
     return k
