@@ -100,6 +100,21 @@ def test_nest_reading_other_threads_elements_keeps_its_barrier():
     assert "__syncthreads" in body
 
 
+def test_nest_whose_extent_changes_keeps_its_barrier():
+    # the split of (i, j) over the threads follows the extent, which grows with q
+    @T.prim_func
+    def k(A: T.Tensor((32, 4), "float32"), B: T.Tensor((32, 4), "float32")):
+        with T.Kernel(1, threads=64):
+            part = T.alloc_shared((32, 4), "float32")
+            T.clear(part)
+            for q in T.serial(4):
+                for i, j in T.Parallel(32, q + 1):
+                    part[i, j] += A[i, j]
+            T.copy(part, B)
+    body, _ = _loop_body(build(k).source)
+    assert "__syncthreads" in body
+
+
 def test_private_accumulation_matches_on_the_cpu():
     a = np.random.default_rng(0).standard_normal((32, 64)).astype("float32")
     b = np.zeros((32, 4), "float32")

@@ -199,12 +199,15 @@ class SyncPlanner:
 
 def _private_to_threads(nest):
     """Root ids of the buffers that every access in the T.Parallel `nest` indexes by the
-    nest's loop variables exactly, one per dimension in the same order: each element is
-    touched by one iteration, hence by one thread, the same one each time the nest runs."""
+    nest's loop variables exactly, one per dimension, the same way in every access: each
+    element is touched by one iteration, hence by one thread, the same one each time the nest runs
+    (the loops' bounds are constants, so the split over the threads is too)."""
     from tilelang.ir.visitor import walk
     from tilelang.ir import expr as E
     loop_vars, st = [], nest
     while isinstance(st, S.For) and st.kind == S.PARALLEL:
+        if E.const_int_value(st.min) is None or E.const_int_value(st.extent) is None:
+            return set()   # the split over the threads would change with the extents
         loop_vars.append(st.var)
         st = st.body
     ids = [id(v) for v in loop_vars]
