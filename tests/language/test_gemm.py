@@ -6,6 +6,7 @@ import torch
 
 import tilelang
 import tilelang.language as T
+from tests.tf32 import tf32
 
 TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
          "int8": torch.int8, "int32": torch.int32}
@@ -90,6 +91,8 @@ def test_gemm_dtypes(in_dtype, out_dtype, accum, tol):
         ref = a.to(torch.int64) @ b.to(torch.int64)
         torch.testing.assert_close(c.to(torch.int64), ref, rtol=0, atol=0)
     else:
+        if in_dtype == "float32":   # a TF32 gemm: the operands' top 19 bits (ops/mma.py)
+            a, b = tf32(a), tf32(b)
         ref = (a.double() @ b.double())
         torch.testing.assert_close(c.double(), ref.to(TORCH[out_dtype]).double(), rtol=tol,
                                    atol=tol * max(1.0, float(ref.abs().max()) / 10))
@@ -152,9 +155,11 @@ def test_gemm_fragment_A_operand():
             T.gemm(A_f, B_s, C_f, clear_accum=True)
             T.copy(C_f, C)
     kern = tilelang.compile(main, out_idx=[2], target="cpu")
-    a = np.random.randn(M, K).astype(np.float32)
-    b = np.random.randn(K, N).astype(np.float32)
-    np.testing.assert_allclose(kern(a, b), np.exp(a) @ b, rtol=1e-4, atol=1e-4)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    ref = tf32(np.exp(a)).astype(np.float64) @ tf32(b)   # a TF32 gemm
+    np.testing.assert_allclose(kern(a, b), ref, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("stages", [2, 3])
@@ -210,7 +215,8 @@ def test_gemm_fragment_A_transposed(trans_B):
     kern = tilelang.compile(main, out_idx=[2], target="cpu")
     a = np.random.randn(K, M).astype(np.float32)
     b = np.random.randn(*((N, K) if trans_B else (K, N))).astype(np.float32)
-    np.testing.assert_allclose(kern(a, b), a.T @ (b.T if trans_B else b), rtol=1e-4, atol=1e-4)
+    ta, tb = tf32(a).astype(np.float64), tf32(b).astype(np.float64)   # a TF32 gemm
+    np.testing.assert_allclose(kern(a, b), ta.T @ (tb.T if trans_B else tb), rtol=1e-4, atol=1e-4)
 
 
 def test_gemm_operands_by_keyword():
@@ -234,4 +240,4 @@ def test_gemm_operands_by_keyword():
     y = np.random.rand(16, 16).astype(np.float32)
     z = np.zeros((16, 16), np.float32)
     kern(x, y, z)
-    np.testing.assert_allclose(z, x @ y, rtol=1e-5)
+    np.testing.assert_allclose(z, tf32(x).astype(np.float64) @ tf32(y), rtol=1e-5)   # a TF32 gemm

@@ -40,7 +40,8 @@ def test_implicit_gemm_ragged_with_explicit_slice(M, N, K):
                             out_idx=[2], target="cpu")
     a = np.random.randn(M, K).astype(np.float32)
     b = np.random.randn(K, N).astype(np.float32)
-    np.testing.assert_allclose(kern(a, b), a @ b, rtol=1e-4, atol=1e-4)
+    from tests.tf32 import tf32   # a float32 gemm is a TF32 gemm
+    np.testing.assert_allclose(kern(a, b), tf32(a).astype(np.float64) @ tf32(b), rtol=1e-4, atol=1e-4)
 
 
 def test_implicit_not_multiple_of_tile_is_clear_error():

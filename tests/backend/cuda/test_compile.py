@@ -39,9 +39,9 @@ def test_gemm_bf16_and_256_threads():
 
 
 @needs_nvrtc
-def test_gemm_fallback_is_simt_for_fp32():
+def test_fp32_gemm_runs_on_tf32_tensor_cores():
     art = build(K.gemm(dtype="float32", bk=16), "sm_80")
-    assert "tl::gemm_ss<" not in art.source
+    assert "tl::gemm_ss<" not in art.source and "tl::gemm_ss_tf32<128, 128, 16, 2, 2, false, false>" in art.source
 
 
 @needs_nvrtc

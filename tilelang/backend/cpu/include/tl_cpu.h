@@ -411,9 +411,31 @@ template <class T> inline T atomic_xor(T* addr, T v) { return __atomic_fetch_xor
 // transposed), B [K][ldb] (or [N][ldb]), C [M][ldc]. Products accumulate in float
 // (double for double inputs), like the tensor cores' fp32 accumulators; a float16
 // accumulator is rounded every 16 products, like their f16 form.
+//
+// 32-bit float operands (float32 and tfloat32 are both `float` here) with a float
+// accumulator are a TF32 gemm: each operand keeps its top 19 bits (sign, exponent, 10
+// mantissa bits; the low 13 bits dropped, rounding toward zero), which is what the CUDA
+// tensor cores read from a .tf32 register (mma.sync m16n8k8 / wgmma k8) and what the CUDA
+// SIMT fallback multiplies (tl::tf32_trunc); products are then exact in float.
+inline float tf32_trunc(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u &= 0xFFFFE000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+template <class TA, class TB, class TC>
+struct is_tf32_gemm
+    : std::integral_constant<bool, std::is_same<TA, float>::value && std::is_same<TB, float>::value &&
+                                       std::is_same<TC, float>::value> {};
+template <class T, bool TF32> inline compute_t<T> gemm_operand(T v) {
+  return TF32 ? (compute_t<T>)tf32_trunc((float)compute_t<T>(v)) : compute_t<T>(v);
+}
+
 template <class TA, class TB, class TC, bool TRANS_A, bool TRANS_B>
 inline void gemm(int M, int N, int K, const TA* A, int64_t lda, const TB* B, int64_t ldb, TC* C,
                  int64_t ldc) {
+  constexpr bool tf32 = is_tf32_gemm<TA, TB, TC>::value;
   using Acc = typename std::conditional<std::is_same<TC, double>::value || std::is_same<TA, double>::value,
                                         double, float>::type;
   thread_local std::vector<Acc> a, b, c;
@@ -422,10 +444,10 @@ inline void gemm(int M, int N, int K, const TA* A, int64_t lda, const TB* B, int
   c.resize((size_t)M * N);
   for (int i = 0; i < M; ++i)
     for (int k = 0; k < K; ++k)
-      a[(size_t)i * K + k] = (Acc)compute_t<TA>(TRANS_A ? A[(int64_t)k * lda + i] : A[(int64_t)i * lda + k]);
+      a[(size_t)i * K + k] = (Acc)gemm_operand<TA, tf32>(TRANS_A ? A[(int64_t)k * lda + i] : A[(int64_t)i * lda + k]);
   for (int k = 0; k < K; ++k)
     for (int j = 0; j < N; ++j)
-      b[(size_t)k * N + j] = (Acc)compute_t<TB>(TRANS_B ? B[(int64_t)j * ldb + k] : B[(int64_t)k * ldb + j]);
+      b[(size_t)k * N + j] = (Acc)gemm_operand<TB, tf32>(TRANS_B ? B[(int64_t)j * ldb + k] : B[(int64_t)k * ldb + j]);
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) c[(size_t)i * N + j] = (Acc)compute_t<TC>(C[(int64_t)i * ldc + j]);
   // a 16-bit float accumulator rounds after every 16 products, as the tensor cores'

@@ -612,6 +612,9 @@ class KernelCodegen:
         if getattr(cfg, "k32", False):   # fp8: A M x K, B N x K (gemm_lowering.mma_config)
             call = (f"tl::gemm_ss_k32<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}>"
                     f"({pa}, {lda}, {pb}, {ldb}, {{acc}}, tl_tid);")
+        if getattr(cfg, "tf32", False):   # float32 / tfloat32 operands (ops/mma.py MmaTf32Config)
+            call = (f"tl::gemm_ss_tf32<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}, {ta}, {tb}>"
+                    f"({pa}, {lda}, {pb}, {ldb}, {{acc}}, tl_tid);")
         return self._gemm_call(op, cfg, call)
 
     def wgmma_call(self, op, cfg, issue_only=False, acc=None):

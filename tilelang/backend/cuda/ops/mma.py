@@ -1,6 +1,15 @@
 """`T.gemm` on CUDA: tensor cores (ldmatrix + mma.sync m16n8k16, `tl::gemm_ss` in
-include/tl_cuda/mma.h; fp8: m16n8k32, `tl::gemm_ss_k32`) when the shapes, dtypes and arch allow, else a SIMT loop
-that is correct for any shapes and dtypes."""
+include/tl_cuda/mma.h; fp8: m16n8k32, `tl::gemm_ss_k32`; float32 / tfloat32: m16n8k8 .tf32,
+`tl::gemm_ss_tf32`) when the shapes, dtypes and arch allow, else a SIMT loop that is correct
+for any shapes and dtypes.
+
+TF32 semantics: a gemm whose A and B are 32-bit floats (float32 or tfloat32) and whose
+accumulator is float32 multiplies the operands' top 19 bits (sign, exponent, 10 mantissa
+bits: the low 13 bits dropped, i.e. rounded toward zero), as the tensor cores read a .tf32
+operand register and as the published TileLang runs such gemms (raw float32 bits into
+mma/wgmma .tf32); products are exact and sums float32. The SIMT loop (`tf32_operand`) and
+the CPU reference (`tl::gemm` in backend/cpu/include/tl_cpu.h) truncate the same way, so
+all three agree up to the order of the float32 sums."""
 from __future__ import annotations
 
 import math
@@ -25,6 +34,7 @@ class MmaConfig:
 
     kind = "mma"
     k32 = False   # MmaK32Config: 8-bit (fp8) operands
+    tf32 = False  # MmaTf32Config: 32-bit float operands
 
     @property
     def regs(self):
@@ -39,6 +49,19 @@ class MmaK32Config(MmaConfig):
     """8-bit operands (fp8, int8, uint8): m16n8k32 steps (`tl::gemm_ss_k32`), A stored M x K,
     B stored N x K; the accumulator layout is MmaConfig's."""
     k32 = True
+
+
+@dataclass(frozen=True)
+class MmaTf32Config(MmaConfig):
+    """32-bit float operands (float32 / tfloat32) into float32: m16n8k8 .tf32 steps
+    (`tl::gemm_ss_tf32`); K-major operands through ldmatrix, M/N-major ones one 32-bit
+    element per register; the accumulator layout is MmaConfig's."""
+    tf32 = True
+
+
+def is_tf32_gemm(da, db, dc) -> bool:
+    """A and B 32-bit floats and a float32 accumulator: the gemm runs in TF32."""
+    return da.name in _F32 and db.name in _F32 and dc.name == "float32"
 
 
 def mat_dims(r: BufferRegion):
@@ -86,6 +109,7 @@ def warp_partition(M, N, nwarps, policy="Square"):
 
 
 _FP8 = ("float8_e4m3fn", "float8_e5m2")
+_F32 = ("float32", "tfloat32")
 
 
 def _aligned(x, n):
@@ -116,9 +140,13 @@ def mma_config(op, arch, nthreads, row_stride):
                   op.trans_B)
     # fp16/bf16 inputs accumulate in fp32; fp16 inputs also in fp16 (mma .f16.f16.f16.f16)
     f16_acc = da is db and da.name == "float16" and dc.name == "float16"
-    if not k32 and not f16_acc and (da is not db or da.name not in ("float16", "bfloat16") or dc.name != "float32"):
+    # float32 / tfloat32 (mixed too) into float32: m16n8k8 .tf32
+    tf32 = is_tf32_gemm(da, db, dc)
+    if not k32 and not f16_acc and not tf32 and \
+            (da is not db or da.name not in ("float16", "bfloat16") or dc.name != "float32"):
         return None
-    kstep, vec = (32, 16) if k32 else (16, 8)     # K per mma; elements per 16-byte row piece
+    # K per mma; elements per 16-byte row piece
+    kstep, vec = (32, 16) if k32 else (8, 4) if tf32 else (16, 8)
     if op.A.buffer.scope != "shared" or op.B.buffer.scope != "shared" or K % kstep:
         return None
     for r in (op.A, op.B):
@@ -129,7 +157,7 @@ def mma_config(op, arch, nthreads, row_stride):
     wp = warp_partition(M, N, nthreads // 32, policy if policy in ("FullRow", "FullCol") else "Square")
     if wp is None:
         return None
-    return (MmaK32Config if k32 else MmaConfig)(M, N, K, wp[0], wp[1], dc.name)
+    return (MmaK32Config if k32 else MmaTf32Config if tf32 else MmaConfig)(M, N, K, wp[0], wp[1], dc.name)
 
 
 def simt_gemm(op):
@@ -170,6 +198,8 @@ def simt_gemm(op):
         ])
         loop = S.seq([S.DeclBuffer(part), S.For(k0, E.IntImm(0), E.IntImm((K + 15) // 16), S.SERIAL, chunk)])
     else:
+        if is_tf32_gemm(op.A.buffer.dtype, op.B.buffer.dtype, dt):
+            a, b = tf32_operand(a), tf32_operand(b)
         prod = E.binop("*", E.cast(a, dt), E.cast(b, dt))
         loop = S.For(k, E.IntImm(0), E.IntImm(K), S.SERIAL,
                      S.BufferStore(acc, E.binop("+", E.BufferLoad(acc, zero), prod), zero))
@@ -180,3 +210,9 @@ def simt_gemm(op):
         S.BufferStore(op.C.buffer, E.BufferLoad(acc, zero), c.indices),
     ])
     return S.For(i, E.IntImm(0), E.IntImm(M), S.PARALLEL, S.For(j, E.IntImm(0), E.IntImm(N), S.PARALLEL, body))
+
+
+def tf32_operand(x):
+    """The value a TF32 tensor core reads from the 32-bit float `x` (`tl::tf32_trunc`,
+    include/tl_cuda/common.h): the SIMT loop multiplies what the mma would."""
+    return E.call("tl::tf32_trunc", [E.cast(x, "float32")], "float32")

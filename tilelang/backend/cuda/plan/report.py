@@ -31,7 +31,8 @@ def _gemm(cfg):
     if kind == "wgmma":
         grid = f", warpgroups {cfg.WM // 4} x {cfg.WN}" if cfg.WN > 1 else ""
         return f"wgmma m64n{cfg.inst_n}k16{grid}, A from {'registers' if cfg.a_regs else 'shared'}"
-    form = "m16n8k32" if getattr(cfg, "k32", False) else "m16n8k16"
+    form = "m16n8k32" if getattr(cfg, "k32", False) else "m16n8k8 .tf32" if getattr(cfg, "tf32", False) else \
+        "m16n8k16"
     return f"mma.sync {form}, warps {cfg.WM} x {cfg.WN}, accumulate in {cfg.acc}"
 
 

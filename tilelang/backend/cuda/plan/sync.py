@@ -9,7 +9,14 @@ Global memory between two statements the user wrote per thread (indexed by the t
 index) is the user's to order, as in CUDA and in the published package (which syncs
 for shared memory only): a copy loop `B[row, tx] = A[row, tx]` gets no barrier per
 iteration. Tile ops and T.Parallel nests, whose elements we hand out to threads, are
-still ordered against everything else."""
+still ordered against everything else.
+
+A T.Parallel nest hands each element to the same thread every time it runs (its mapping
+depends on the nest only), so where every access of the nest to a buffer indexes it by the
+nest's own loop variables, one per dimension (`acc[i, j] += x[i, k * 4 + j]` in a serial
+loop over k, the shared-memory fragment of a row statistic), an iteration reads only what
+the same thread wrote in the previous one: that buffer needs no barrier between two runs
+of the nest (`_private_to_threads`)."""
 from __future__ import annotations
 
 from tilelang.ir import stmt as S
@@ -67,6 +74,8 @@ class SyncPlanner:
             for b2, m2, ex2 in pending:
                 if "w" not in (m, m2) or ex == ex2 == "t0":
                     continue
+                if ex == ex2 and isinstance(ex, tuple):
+                    continue   # the same elements on the same threads (_private_to_threads)
                 if ex == ex2 == "tid" and b in self.global_ids:
                     continue   # per-thread code on global memory: ordered by the user
                 if self._same_storage(b, b2):
@@ -97,7 +106,10 @@ class SyncPlanner:
         if isinstance(st, S.DeclBuffer):
             return pending
         if isinstance(st, S.For) and st.kind == S.PARALLEL:
-            return self.unit(st, self.unit_accesses(st, "all"), pending)
+            private = _private_to_threads(st)
+            acc = {(b, m, ("nest", id(st), b) if b in private else ex)
+                   for b, m, ex in self.unit_accesses(st, "all")}
+            return self.unit(st, acc, pending)
         if isinstance(st, S.For) and id(st) in plan.pipelines:
             # the codegen puts a barrier before the prologue and at the top of every
             # iteration; the async copies write slots that the rest of the body does not read
@@ -129,8 +141,19 @@ class SyncPlanner:
             if isinstance(st, S.IfThenElse):
                 return self.visit(st.then_body, pending) | self.visit(st.else_body, pending)
             if isinstance(st, (S.For, S.While)):
+                saved = set(self.before)
                 first = self.visit(st.body, pending)
                 second = self.visit(st.body, pending | first | hacc)
+                if pending and self.before - saved:
+                    # a barrier that only orders the loop after what came before it runs
+                    # once before the loop instead of once per iteration
+                    inside, self.before = self.before, set(saved)
+                    first = self.visit(st.body, hacc)
+                    second = self.visit(st.body, first | hacc)
+                    if len(self.before - saved) < len(inside - saved):
+                        self.before.add(id(st))
+                        return hacc | first | second
+                    self.before = inside
                 return pending | second
             return self.visit(st.body, pending)
         if self.single_thread(st):
@@ -172,6 +195,35 @@ class SyncPlanner:
                 found.append(n)
         walk(st, f)
         return bool(found)
+
+
+def _private_to_threads(nest):
+    """Root ids of the buffers that every access in the T.Parallel `nest` indexes by the
+    nest's loop variables exactly, one per dimension, the same way in every access: each
+    element is touched by one iteration, hence by one thread, the same one each time the nest runs
+    (the loops' bounds are constants, so the split over the threads is too)."""
+    from tilelang.ir.visitor import walk
+    from tilelang.ir import expr as E
+    loop_vars, st = [], nest
+    while isinstance(st, S.For) and st.kind == S.PARALLEL:
+        if E.const_int_value(st.min) is None or E.const_int_value(st.extent) is None:
+            return set()   # the split over the threads would change with the extents
+        loop_vars.append(st.var)
+        st = st.body
+    ids = [id(v) for v in loop_vars]
+    seen, bad = {}, set()
+
+    def f(n):
+        if not isinstance(n, (E.BufferLoad, S.BufferStore)):
+            return
+        key = SyncPlanner._root(n.buffer)
+        idx = [i if isinstance(i, E.Var) else None for i in n.indices]
+        own = [id(i) if i is not None else None for i in idx]
+        if getattr(n.buffer, "alias_of", None) is not None or None in own or len(set(own)) != len(own) or \
+                sorted(own) != sorted(ids) or seen.setdefault(key, own) != own:
+            bad.add(key)
+    walk(nest, f)
+    return set(seen) - bad
 
 
 def plan_barriers(body, plan):

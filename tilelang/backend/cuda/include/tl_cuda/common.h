@@ -40,6 +40,12 @@ TL_DEVICE double floordiv(double a, double b) { return floor(a / b); }
 TL_DEVICE float floormod(float a, float b) { return a - floorf(a / b) * b; }
 TL_DEVICE double floormod(double a, double b) { return a - floor(a / b) * b; }
 
+// The value a tensor core reads from a 32-bit float operand of a TF32 mma/wgmma: its top
+// 19 bits (sign, exponent, 10 mantissa bits); the low 13 mantissa bits are dropped
+// (rounding toward zero). T.gemm on float32/tfloat32 operands multiplies these values
+// whichever way it runs (the SIMT loop too; the CPU reference's tl::gemm does the same).
+TL_DEVICE float tf32_trunc(float x) { return __uint_as_float(__float_as_uint(x) & 0xFFFFE000u); }
+
 template <class T> TL_DEVICE T max(T a, T b) { return a > b ? a : b; }
 template <class T> TL_DEVICE T min(T a, T b) { return a < b ? a : b; }
 // fmaxf/fminf propagate the non-NaN operand like torch.maximum does not; keep a > b

@@ -218,4 +218,79 @@ TL_DEVICE void gemm_ss_k32(const TA* A, int lda, const TB* B, int ldb, TC* acc, 
   }
 }
 
+// TF32 (float32 / tfloat32 operands, float32 accumulators): mma.sync m16n8k8 .tf32, one
+// 32-bit register per element. The tensor core uses the top 19 bits of each operand
+// (tf32_trunc in common.h). Register order (PTX ISA, g = lane / 4, t = lane % 4):
+//   A 16 x 8: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
+//   B 8 x 8:  b0 (k t, n g), b1 (k t + 4, n g)
+// ldmatrix moves 8 x 8 matrices of 16-bit units: lane l receives the 32-bit word at row
+// l / 4, word l % 4 of a matrix whose 8 rows are 16-byte (4-float) pieces, which is the
+// tf32 fragment order above for a K-major operand (A stored M x K, B stored N x K).
+// ldmatrix .trans would swap 16-bit halves, so an M/N-major operand (A stored K x M,
+// B stored K x N) is read one 32-bit element per register instead.
+struct MmaTf32 {
+  TL_DEVICE static void run(float* d, const unsigned* a, const unsigned* b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+};
+
+// one 32-bit element of shared memory (through the shared window: 32-bit addresses, like ldmatrix)
+TL_DEVICE unsigned lds_u32(const float* p) {
+  unsigned r;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(r) : "r"(smem_u32(p)));
+  return r;
+}
+
+// C[M, N] += A[M, K] * B[K, N] on 32-bit float operands in shared memory (A stored K x M
+// when TA, B stored N x K when TB; lda/ldb row strides in elements, multiples of 4).
+template <int M, int N, int K, int WM, int WN, bool TA, bool TB>
+TL_DEVICE void gemm_ss_tf32(const float* A, int lda, const float* B, int ldb, float* acc, int tid = thread_linear()) {
+  using L = MmaAccLayout<M, N, WM, WN>;
+  static_assert(L::WTM % 16 == 0 && L::WTN % 16 == 0 && K % 8 == 0, "gemm_ss_tf32 tile shape");
+  const int lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int wr = (tid >> 5) / WN, wc = (tid >> 5) % WN;
+#pragma unroll
+  for (int k0 = 0; k0 < K; k0 += 8) {
+    unsigned a[L::MI][4];
+    unsigned b[L::NI][2];
+#pragma unroll
+    for (int mi = 0; mi < L::MI; ++mi) {
+      const int m0 = wr * L::WTM + mi * 16;
+      if (!TA) {
+        ldmatrix_x4(a[mi], A + (m0 + (lane & 15)) * lda + k0 + (lane >> 4) * 4);
+      } else {
+        const float* p = A + (k0 + t) * lda + m0 + g;
+        a[mi][0] = lds_u32(p);
+        a[mi][1] = lds_u32(p + 8);
+        a[mi][2] = lds_u32(p + 4 * lda);
+        a[mi][3] = lds_u32(p + 4 * lda + 8);
+      }
+    }
+#pragma unroll
+    for (int nj = 0; nj < L::NI / 2; ++nj) {
+      const int n0 = wc * L::WTN + nj * 16;
+      if (TB) {
+        unsigned r[4];
+        ldmatrix_x4(r, B + (n0 + (lane >> 4) * 8 + (lane & 7)) * ldb + k0 + ((lane >> 3) & 1) * 4);
+        b[2 * nj][0] = r[0]; b[2 * nj][1] = r[1];
+        b[2 * nj + 1][0] = r[2]; b[2 * nj + 1][1] = r[3];
+      } else {
+        const float* p = B + (k0 + t) * ldb + n0 + g;
+        b[2 * nj][0] = lds_u32(p);
+        b[2 * nj][1] = lds_u32(p + 4 * ldb);
+        b[2 * nj + 1][0] = lds_u32(p + 8);
+        b[2 * nj + 1][1] = lds_u32(p + 4 * ldb + 8);
+      }
+    }
+#pragma unroll
+    for (int mi = 0; mi < L::MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < L::NI; ++ni) MmaTf32::run(acc + (mi * L::NI + ni) * 4, a[mi], b[ni]);
+  }
+}
+
 }  // namespace tl
