@@ -76,3 +76,49 @@ def test_a_named_region_on_the_cpu_reference():
     ref[0, 4:8] = ref[0, 0:4]
     tilelang.compile(_region_alias(), target="cpu")(a)
     np.testing.assert_array_equal(a, ref)
+
+
+def gemv_tile(N=1024, K=1024, vec=8, offset=0):
+    """A thread's row strip of a GEMV (the published fp16xint4 GEMV's shape): its slice of
+    x and of a row of W into per-thread arrays, then a dot product."""
+    @T.prim_func
+    def k(X: T.Tensor((K,), "float16"), W: T.Tensor((N, K), "float16"), Y: T.Tensor((N,), "float32")):
+        with T.Kernel(N, threads=32) as bx:
+            tx = T.get_thread_binding(0)
+            xl = T.alloc_local((vec,), "float16")
+            wl = T.alloc_local((vec,), "float16")
+            acc = T.alloc_local((1,), "float32")
+            acc[0] = 0.0
+            for ko in T.serial(K // (32 * vec)):
+                for v in T.vectorized(vec):
+                    xl[v] = X[ko * 32 * vec + tx * vec + v]
+                for v in T.vectorized(vec):
+                    wl[v] = W[bx, ko * 32 * vec + tx * vec + v + offset]
+                for v in T.serial(vec):
+                    acc[0] += T.cast(xl[v], "float32") * T.cast(wl[v], "float32")
+            for off in [16, 8, 4, 2, 1]:
+                acc[0] += T.shfl_xor(acc[0], off)
+            if tx == 0:
+                Y[bx] = acc[0]
+    return k
+
+
+def test_per_thread_arrays_take_whole_vectors():
+    src = build(gemv_tile()).source
+    assert "__align__(16) half xl[8];" in src and "__align__(16) half wl[8];" in src
+    assert "*reinterpret_cast<uint4*>(&xl[v]) = *reinterpret_cast<const uint4*>(&X[" in src
+    assert "*reinterpret_cast<uint4*>(&wl[v_1]) = *reinterpret_cast<const uint4*>(&W[" in src
+    # a misaligned source stays element by element
+    src = build(gemv_tile(N=64, K=1024 + 1, offset=1)).source
+    assert "&wl[v_1]) = *reinterpret_cast" not in src and "half wl[8];" in src
+
+
+@pytest.mark.gpu
+def test_gemv_with_vector_loads_into_registers():
+    import torch
+    kern = tilelang.compile(gemv_tile(), target="cuda")
+    x = torch.randn(1024, dtype=torch.float16, device="cuda")
+    w = torch.randn(1024, 1024, dtype=torch.float16, device="cuda")
+    y = torch.empty(1024, dtype=torch.float32, device="cuda")
+    kern(x, w, y)
+    torch.testing.assert_close(y, w.float() @ x.float(), rtol=1e-3, atol=1e-2)

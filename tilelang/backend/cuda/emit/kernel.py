@@ -322,7 +322,7 @@ class KernelCodegen:
             for d in b.shape:
                 n *= E.const_int_value(d)
             # extern code may read it through wider types (T.access_ptr)
-            align = "__align__(16) " if id(b) in self.addressed() else ""
+            align = "__align__(16) " if id(b) in self.addressed() or id(b) in self.vector_locals() else ""
             self.w(f"{align}{ct} {name}[{n}];")
         else:
             raise NotImplementedError(f"T.alloc_global inside a kernel (`{b.name}`): allocate it at "
@@ -353,6 +353,13 @@ class KernelCodegen:
             walk(self.launch.body, f)
             self._addressed = out
         return self._addressed
+
+    def vector_locals(self):
+        """Per-thread arrays that vectorized copies move whole vectors of (ops/vector_copy.py)."""
+        if getattr(self, "_vector_locals", None) is None:
+            from tilelang.backend.cuda.ops.vector_copy import vector_locals
+            self._vector_locals = vector_locals(self.launch.body)
+        return self._vector_locals
 
     def _guard(self, block, st):
         """Block-level stores to shared/global memory happen once, on thread 0."""
@@ -449,7 +456,7 @@ class KernelCodegen:
         from tilelang.backend.cuda.ops.vector_copy import vector_width, emit_vector_copy
         if st.step is not None or E.const_int_value(st.min) != 0:
             return False
-        V = vector_width(self, [st.var], [st.min], [st.extent], st.body)
+        V = vector_width(self, [st.var], [st.min], [st.extent], st.body, registers=True)
         if not V:
             return False
         k = self.names.new(object(), "tl_v", True)

@@ -191,8 +191,10 @@ def without_assumes(body):
     return body
 
 
-def vector_width(cg, vars_, mins, exts, body):
-    """The number of elements per vector (>= 2) for this nest, or None."""
+def vector_width(cg, vars_, mins, exts, body, registers=False):
+    """The number of elements per vector (>= 2) for this nest, or None. `registers`: a
+    thread's own `T.vectorized` loop, whose per-thread arrays (`T.alloc_local`, declared
+    16-byte aligned: `vector_locals`) may be a side of the copy."""
     from tilelang.backend.cuda.ops import vector_atomic as vector_atomic
     body = without_assumes(body)
     if vector_atomic.match(body) is not None:
@@ -218,16 +220,33 @@ def vector_width(cg, vars_, mins, exts, body):
     for V in (16 // item, 8 // item, 4 // item, 2 // item):
         if V < 2 or ext % V:
             continue
-        if _misfit(cg, v, V, store, load, guard, sel) is None:
+        if _misfit(cg, v, V, store, load, guard, sel, registers) is None:
             return V
     return None
 
 
-def _misfit(cg, v, V, store, load, guard, sel):
+def vector_locals(body):
+    """ids of the per-thread arrays that a `T.vectorized` element copy reads or writes:
+    the codegen declares them 16-byte aligned so that the copy may move whole vectors."""
+    from tilelang.ir.visitor import walk
+    out = set()
+
+    def f(n):
+        if isinstance(n, S.For) and n.kind == S.VECTORIZED:
+            m = match_copy(without_assumes(n.body))
+            if m is not None:
+                out.update(id(x.buffer) for x in (m[1], m[2]) if x.buffer.scope == "local")
+    walk(body, f)
+    return out
+
+
+def _misfit(cg, v, V, store, load, guard, sel, registers=False):
     """Why V elements per vector do not fit the copy `store <- load`, or None."""
     for buf, idx in ((store.buffer, store.indices), (load.buffer, load.indices)):
         p = cg.placement(buf)
-        if p is not None and p.kind not in ("smem",) and not (p.kind == "view" and global_root(buf) is not None):
+        if registers and p is not None and p.kind == "local" and buf.scope == "local":
+            pass   # a thread's own array, aligned by its declaration (vector_locals)
+        elif p is not None and p.kind not in ("smem",) and not (p.kind == "view" and global_root(buf) is not None):
             return f"`{buf.name}` is not in memory that vector accesses reach (it lives in {p.kind})"
         if V * buf.dtype.itemsize not in VEC_TYPES:
             return f"{V} elements of {buf.dtype} are {V * buf.dtype.itemsize} bytes, not 2, 4, 8 or 16"
