@@ -53,6 +53,7 @@ def format_plan(entry, launch, plan) -> str:
         lines.append("pipelines:")
         for info in plan.pipelines.values():
             lines.append(f"  {info.stages} stages over {', '.join(b.name for b in info.bufs) or '-'}")
+            lines.extend(f"    note: {n}" for n in info.notes)
     for n in plan.notes:
         lines.append(f"note: {n}")
     return "\n".join(lines) + "\n"
