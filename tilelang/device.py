@@ -1,4 +1,5 @@
-"""Device properties of the current GPU (through torch when present)."""
+"""Device properties of the current GPU (through torch when present); also at the published
+path `tilelang.carver.arch.driver`."""
 from __future__ import annotations
 
 

@@ -180,8 +180,8 @@ class AutoTuner:
         try:
             kw, pc = space.split_config(rec["config"])
             pf = self._elaborate(kw)
-            import tilelang
-            kernel = tilelang.compile(pf, **self._compile_kwargs(target, pc))
+            from tilelang.jit import compile as tl_compile
+            kernel = tl_compile(pf, **self._compile_kwargs(target, pc))
         except Exception as e:  # noqa: BLE001 - a stale entry: tune again
             print(f"[tilelang.autotune] ignoring a cached result that no longer builds: {e}", file=sys.stderr)
             return None
@@ -195,7 +195,7 @@ class AutoTuner:
         return result
 
     def _tune(self, configs, target, warmup, rep, timeout, captured):
-        import tilelang
+        from tilelang.jit import compile as tl_compile
         records = [TuneRecord(index=i, config=c) for i, c in enumerate(configs)]
         items, funcs, kwargs = [], {}, {}
         for r in records:
@@ -219,7 +219,7 @@ class AutoTuner:
                 return None
             try:
                 with cache.preloaded({ckey: art}):
-                    kernel = tilelang.compile(funcs[index], **kwargs[index])
+                    kernel = tl_compile(funcs[index], **kwargs[index])
             except Exception as e:  # noqa: BLE001
                 r.status, r.error = "compile_error", f"{type(e).__name__}: {e}"
                 return None

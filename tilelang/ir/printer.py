@@ -270,7 +270,7 @@ class Printer:
                 if _is_zero(cur.min):
                     exts.append(self.expr(cur.extent))
                 else:
-                    from tilelang.arith.simplify import simplify
+                    from tilelang.ir.simplify import simplify
                     exts.append(f"({self.expr(cur.min)}, {self.expr(simplify(E.BinOp('+', cur.min, cur.extent)))})")
                 cur = cur.body
             names = ", ".join(self.var(v) for v in vars_)

@@ -3,7 +3,7 @@
 records an IR loop (the body runs once)."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir.expr import Var, convert, IntImm, PrimExpr
 from tilelang.ir.dtypes import int32, int64

@@ -1,4 +1,4 @@
-"""Index maps of the sm_80 mma fragments (published path
+"""Index maps of the sm_80 mma fragments (also at the published path
 `tilelang.cuda.intrinsics.layout.utils`); the fragments are `tilelang.layout.mma`."""
 from __future__ import annotations
 

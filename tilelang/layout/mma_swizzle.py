@@ -1,4 +1,4 @@
-"""Shared-memory swizzles for hand-written mma GEMMs (published path
+"""Shared-memory swizzles for hand-written mma GEMMs (also at the published path
 `tilelang.cuda.intrinsics.layout.mma_layout`). The same XOR pattern as
 `tilelang.layout.swizzle` (16-byte chunks permuted within 8-row atoms), written
 as a (strip, row, column-in-strip) memory index."""

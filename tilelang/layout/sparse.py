@@ -1,4 +1,4 @@
-"""2:4 structured sparsity metadata (published path
+"""2:4 structured sparsity metadata (also at the published path
 `tilelang.cuda.intrinsics.sparse_layout`), the contract between a compressor and
 `T.gemm_sp` (language/gemm_sp.py has the full format).
 

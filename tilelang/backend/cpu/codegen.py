@@ -63,6 +63,8 @@ def _cluster_call(n, args):
 
 
 class CodegenCPU:
+    ctype = staticmethod(ctype)   # C type of a dtype, for the emitters that work through this object
+
     def __init__(self, func):
         self.func = func
         self.namer = Namer()

@@ -13,6 +13,7 @@ from tilelang.backend.cuda.emit.kernel import KernelCodegen, Names
 from tilelang.ir import mbarrier as M
 from tilelang.backend.cuda.analysis.launch_config import COOPERATIVE_INCLUDE, called, launch_needs, with_cluster_dims
 from tilelang.backend.cuda.options import CudaOptions
+from tilelang.backend.cuda.host.py_expr import py_expr
 
 HEADER = '#include "tl_cuda/tl.h"\n'
 # short type names that device code written for nvcc gets from the host's <sys/types.h>
@@ -43,32 +44,6 @@ def _top_level(body):
 
 def scalar_class(dt):
     return "float" if dt.is_float else "int"
-
-
-def py_expr(e, env):
-    """An int expression as Python source over `ints` (for grid sizes and workspace
-    shapes that depend on dynamic dimensions). `env`: id(Var) -> Python name."""
-    if isinstance(e, int):
-        return str(e)
-    if isinstance(e, E.IntImm):
-        return str(int(e.value))
-    if isinstance(e, E.Var):
-        if id(e) not in env:
-            raise NotImplementedError(f"launch size depends on `{e.name}`, which is not a parameter")
-        return env[id(e)]
-    if isinstance(e, E.Cast):
-        return py_expr(e.value, env)
-    if isinstance(e, E.BinOp):
-        a, b = py_expr(e.a, env), py_expr(e.b, env)
-        if e.op in ("min", "max"):
-            return f"{e.op}({a}, {b})"
-        if e.op == "/":
-            return f"int(({a}) / ({b}))"
-        op = {"&&": "and", "||": "or"}.get(e.op, e.op)
-        return f"(({a}) {op} ({b}))"
-    if isinstance(e, E.Select):
-        return f"(({py_expr(e.t, env)}) if ({py_expr(e.cond, env)}) else ({py_expr(e.f, env)}))"
-    raise NotImplementedError(f"cannot evaluate `{e}` on the host")
 
 
 def generate(func, target, options=None):
