@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from tests.backend.cuda.conftest import needs_nvrtc
 from tilelang.backend.cuda.options import CudaOptions, switches_identity
 
 
@@ -98,7 +99,7 @@ def test_nvrtc_gets_lineinfo_from_the_options(monkeypatch):
     assert "-lineinfo" in nvrtc.compile_options("sm_90a", lineinfo=True)
     assert "-lineinfo" not in nvrtc.compile_options("sm_90a")
     seen = []
-    monkeypatch.setattr(nvrtc, "compile_options", lambda arch, extra=(), lineinfo=False: seen.append(lineinfo) or
+    monkeypatch.setattr(nvrtc, "compile_options", lambda arch, extra=(), lineinfo=False, fast_math=True: seen.append(lineinfo) or
                         (_ for _ in ()).throw(RuntimeError("stop")))
     with pytest.raises(RuntimeError, match="stop"):
         nvrtc.compile_cuda("", "sm_90a", options=CudaOptions(lineinfo=True))
@@ -120,3 +121,47 @@ def test_only_options_py_reads_the_switches_and_pass_configs():
                 readers.append(f"{p.relative_to(root)}: {m.group(0)}")
         readers += [f"{p.relative_to(root)}: {m.group(0)}" for m in re.finditer(r"\.get\(\"tl\.[a-z_]+\"", text)]
     assert readers == []
+
+
+def test_nvcc_compile_flags_become_nvrtc_options():
+    from tilelang.backend.cuda.options import nvrtc_flags
+    flags = ["-O3", "-Wno-deprecated-declarations", "-U__CUDA_NO_HALF_OPERATORS__", "-DNDEBUG", "--use_fast_math",
+             "--ptxas-options=-v,--register-usage-level=10", "--expt-relaxed-constexpr", "-Xcompiler", "-fPIC",
+             "-arch=sm_90a", "--maxrregcount=128", "-lineinfo"]
+    assert nvrtc_flags(flags) == ("-U__CUDA_NO_HALF_OPERATORS__", "-DNDEBUG", "--use_fast_math", "--ptxas-options=-v",
+                                  "--ptxas-options=--register-usage-level=10", "--maxrregcount=128", "-lineinfo")
+    assert nvrtc_flags("-O3 -DX=1") == ("-DX=1",)
+    o = CudaOptions.from_config({"compile_flags": ["-O3", "-DX=1"], "tl.disable_fast_math": True}, "sm_90a", env={})
+    assert (o.compile_flags, o.fast_math) == (("-DX=1",), False)
+    assert CudaOptions.from_config(None, "sm_90a", env={}).fast_math
+
+
+def test_the_compile_reaches_nvrtc_with_the_kernels_flags(monkeypatch):
+    from tilelang.backend.cuda import backend
+    from tilelang.backend.cuda.host import nvrtc
+    from tilelang.backend.registry import parse_target
+    assert "--use_fast_math" not in nvrtc.compile_options("sm_90a", fast_math=False)
+    assert "--use_fast_math" in nvrtc.compile_options("sm_90a")
+    seen = []
+    monkeypatch.setattr(nvrtc, "compile_options", lambda arch, extra=(), lineinfo=False, fast_math=True:
+                        seen.append((tuple(extra), fast_math)) or (_ for _ in ()).throw(RuntimeError("stop")))
+    with pytest.raises(RuntimeError, match="stop"):
+        backend.build(_two_kernels(), parse_target({"kind": "cuda", "arch": "sm_90a"}),
+                      {"compile_flags": ["-O3", "--maxrregcount=64"], "tl.disable_fast_math": True})
+    assert seen == [(("--maxrregcount=64",), False)]
+
+
+@needs_nvrtc
+def test_an_option_nvrtc_does_not_know_fails_with_its_name():
+    from tilelang.backend.cuda.host.nvrtc import CudaCompileError, compile_cuda
+    src = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] = 1.0f; }'
+    with pytest.raises(CudaCompileError, match="--no-such-flag") as e:
+        compile_cuda(src, "sm_90a", options=CudaOptions(compile_flags=("--no-such-flag",)))
+    assert "compile_flags" in str(e.value)
+    compile_cuda(src, "sm_90a", options=CudaOptions(compile_flags=nvrtc_flags_of(["-O3", "--ptxas-options=-v,--warn-on-spills",
+                                                                                   "-DNDEBUG", "--maxrregcount=64"])))
+
+
+def nvrtc_flags_of(flags):
+    from tilelang.backend.cuda.options import nvrtc_flags
+    return nvrtc_flags(flags)

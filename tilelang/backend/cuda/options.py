@@ -77,6 +77,8 @@ class CudaOptions:
     lineinfo: bool = False         # NVRTC -lineinfo: source lines in the cubin for profilers (TL_CUDA_LINEINFO=1)
     dump_dir: str | None = None    # keep every generated .cu here, and the source of a failed compile (TL_CUDA_DUMP)
     lower_trace: str | None = None  # directory of the lower trace (pass config tl.lower_trace, TL_LOWER_TRACE)
+    fast_math: bool = True         # NVRTC --use_fast_math (pass config tl.disable_fast_math turns it off)
+    compile_flags: tuple = ()      # the user's nvcc flags that mean something to NVRTC (nvrtc_flags)
 
     @classmethod
     def from_config(cls, config=None, arch=None, env=None) -> "CudaOptions":
@@ -90,6 +92,8 @@ class CudaOptions:
             bulk_tiles=tma and arch is not None and _arch_at_least(arch, 90),
             tma_atomics=not bool(config.get("tl.disable_tma_lower", False)),
             lower_trace=config.get("tl.lower_trace") or values["lower_trace"],
+            fast_math=not bool(config.get("tl.disable_fast_math", False)),
+            compile_flags=nvrtc_flags(config.get("compile_flags") or ()),
         )
         return cls(**values)
 
@@ -108,3 +112,33 @@ def switches_identity(env=None) -> str:
     sw = read_switches(env)
     return ",".join(f"{name}={sw[name]}" for name, (_, default, _, keyed) in _SWITCHES.items()
                     if keyed and sw[name] != default)
+
+
+# nvcc flags without a meaning for NVRTC's device-only compile: NVRTC always optimizes, the
+# target picks the architecture, host-compiler and host-warning flags have no host to reach
+_DROPPED = ("-O", "-W", "--expt-", "-fPIC", "--keep", "-arch", "--gpu-architecture", "-gencode", "--generate-code")
+
+
+def nvrtc_flags(flags) -> tuple:
+    """The NVRTC options of a kernel's nvcc `compile_flags` (`T.annotate_compile_flags`,
+    `compile_flags=`, pass config `tl.device_compile_flags`): `-D`, `-U`, `-I`, `-lineinfo`,
+    `-G`, `--maxrregcount`, `--ftz` / `--prec-*` / `--fmad`, `-Xptxas` and the others NVRTC
+    takes pass through (an option it does not know fails the compile, naming it);
+    `--ptxas-options=a,b` becomes one option per ptxas flag (NVRTC passes the value as one);
+    `-O3`, `-W...`, `--expt-*`, `-Xcompiler X`, `-fPIC`, `--keep` and the architecture
+    flags are dropped."""
+    if isinstance(flags, str):
+        flags = flags.split()
+    out, it = [], iter(flags)
+    for f in it:
+        if f == "-Xcompiler":
+            next(it, None)   # its argument is the host compiler's
+        elif f.startswith(("-Xcompiler=", "--compiler-options")):
+            continue
+        elif f.startswith(_DROPPED):
+            continue
+        elif f.startswith("--ptxas-options="):
+            out += [f"--ptxas-options={p}" for p in f.split("=", 1)[1].split(",") if p]
+        else:
+            out.append(f)
+    return tuple(out)

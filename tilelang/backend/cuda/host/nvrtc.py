@@ -69,9 +69,9 @@ def _check(nvrtc, err, what):
         raise CudaCompileError(f"{what} failed: {msg.decode() if isinstance(msg, bytes) else msg}")
 
 
-def compile_options(arch: str, extra=(), lineinfo=False) -> list:
-    opts = [f"--gpu-architecture={arch}", "-std=c++17", "-default-device", "--use_fast_math",
-            f"-I{INCLUDE_DIR}"] + [f"-I{d}" for d in cuda_include_dirs()]
+def compile_options(arch: str, extra=(), lineinfo=False, fast_math=True) -> list:
+    opts = [f"--gpu-architecture={arch}", "-std=c++17", "-default-device"] + (["--use_fast_math"] if fast_math else []) + \
+        [f"-I{INCLUDE_DIR}"] + [f"-I{d}" for d in cuda_include_dirs()]
     if lineinfo:
         opts.append("-lineinfo")
     return opts + list(extra)
@@ -88,7 +88,8 @@ def compile_cuda(source: str, arch: str, name: str = "kernel.cu", extra_options=
     except ImportError as e:
         raise CudaCompileError("the CUDA backend needs `cuda-bindings` and `nvidia-cuda-nvrtc`",
                                hint="pip install 'tilelang[cuda]'") from e
-    opts = compile_options(arch, extra_options, lineinfo=options.lineinfo)
+    opts = compile_options(arch, tuple(options.compile_flags) + tuple(extra_options), lineinfo=options.lineinfo,
+                           fast_math=options.fast_math)
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     _check(nvrtc, err, "nvrtcCreateProgram")
     try:
@@ -103,7 +104,9 @@ def compile_cuda(source: str, arch: str, name: str = "kernel.cu", extra_options=
         log = log.decode(errors="replace").rstrip("\x00 \n")
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             raise CudaCompileError(_format_failure(source, log, name, opts, options.dump_dir),
-                                   hint="set TL_CUDA_DUMP=<dir> to keep the generated source")
+                                   hint=(f"the kernel's compile_flags {list(options.compile_flags)} reach NVRTC: "
+                                         "check them" if options.compile_flags else
+                                         "set TL_CUDA_DUMP=<dir> to keep the generated source"))
         _, n = nvrtc.nvrtcGetCUBINSize(prog)
         cubin = bytearray(n)
         _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, cubin)[0], "nvrtcGetCUBIN")
