@@ -1,5 +1,5 @@
 """A pure-Python implementation of TileLang: `import tilelang; import tilelang.language as T`."""
-__version__ = "0.1.0"
+from tilelang.version import __version__  # noqa: E402,F401
 
 from tilelang import language  # noqa: E402
 from tilelang.jit import jit, compile, par_compile, JITKernel, lazy_jit  # noqa: E402,A004

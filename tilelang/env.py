@@ -11,8 +11,9 @@ TILELANG_AUTO_TUNING_DISABLE_CACHE  1: always re-tune (no best-config cache)
 TILELANG_AUTO_TUNING_PROGRESS       0: no progress bar
 TILELANG_AUTO_TUNING_CPU_COUNTS, _CPU_UTILITIES, _MAX_CPU_COUNT: compile-worker count for tuning
 
-CUDA code-generation switches (part of the kernel cache key; read once per compile into
-backend/cuda/options.py CudaOptions):
+CUDA backend switches (read once per compile into backend/cuda/options.py CudaOptions; those
+that change the generated code or the cubin are part of the kernel cache key; a
+TILELANG_CUDA_* name that is not one of them is warned about):
 TILELANG_CUDA_TMA=0            no bulk tensor copies (TMA) in sm_90a GEMM loops (cp.async instead)
 TILELANG_CUDA_TMA_COPY=1       T.tma_copy as bulk copies (default: the running threads copy)
 TILELANG_CUDA_TMA_REFILL=wait  thread 0 waits for every warp's release before refilling a TMA ring slot
@@ -24,7 +25,8 @@ TILELANG_CUDA_TMA_MULTICAST=1  pairs of blocks share GEMM tiles through TMA mult
 TILELANG_CUDA_OVERLAP_GEMM=1   attention loops defer the P V wgmma into the next iteration (slower today)
 TILELANG_CUDA_WGMMA_RS=0       wgmma reads A from shared memory even when it is a register fragment
 TILELANG_CUDA_DUMP_FRAGMENTS=1 print the fragment layouts the planner chose
-TL_CUDA_DUMP=<dir>             keep every generated .cu file
+TL_CUDA_DUMP=<dir>             keep every generated .cu file (and the source of a failed compile)
+TL_CUDA_LINEINFO=1             NVRTC -lineinfo (source lines in the cubin, for profilers)
 """
 from __future__ import annotations
 

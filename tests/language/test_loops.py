@@ -63,7 +63,8 @@ def _pipelined_gemm(M, N, K, pipelined, num_stages=0, order=None, stage=None):
 
 
 @pytest.mark.parametrize("num_stages,order,stage", [(0, None, None), (1, None, None), (3, None, None),
-                                                    (2, [-1, 0, 1], [-1, 0, 0])])
+                                                    (0, [0, 1, 2], [0, 0, 1]), (0, [1, 2, 0], [0, 0, 2]),
+                                                    (2, [0, 1, 2], [1, 0, 1])])
 def test_pipelined_equals_plain_loop(num_stages, order, stage):
     M, N, K = 64, 64, 80
     plain = _compile(_pipelined_gemm(M, N, K, False), [2])

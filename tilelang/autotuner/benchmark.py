@@ -24,9 +24,9 @@ class Candidate:
     def kernel_for_current_device(self):
         """A JITKernel whose launcher belongs to the current device (the CUDA launcher
         binds to the device that is current at its first launch)."""
-        import tilelang
+        from tilelang.jit import compile as tl_compile
         with cache.preloaded({self.kernel.cache_key(): self.kernel.artifact}):
-            return tilelang.compile(self.prim_func, **self.compile_kwargs)
+            return tl_compile(self.prim_func, **self.compile_kwargs)
 
 
 class InputSource:

@@ -62,14 +62,14 @@ def bench_task(result_key, index, config, compiled, payload, kwargs, profile_arg
     status, ckey, art, _secs, err = compiled
     if status != "ok":
         return dict(status=status, latency=None, error=err, device=None, ref_latency=None, reused=False)
-    import tilelang
+    from tilelang.jit import compile as tl_compile
     from tilelang.autotuner.benchmark import Bencher, Candidate
     from tilelang.autotuner.param import TuneRecord
     device = _device_name(kind)
     pf = pickle.loads(payload)
     try:
         with cache.preloaded({ckey: art}):
-            kernel = tilelang.compile(pf, **kwargs)
+            kernel = tl_compile(pf, **kwargs)
     except Exception as e:  # noqa: BLE001
         return dict(status="bench_error", latency=None, error=f"loading the kernel on {device}: {e}", device=device,
                     ref_latency=None, reused=False)
@@ -187,18 +187,18 @@ class RayExecutor:
 
     def best_kernel(self, index):
         """The winner, built on the driver from the artifact its compile task made."""
-        import tilelang
+        from tilelang.jit import compile as tl_compile
         from tilelang.jit import cache
         status, key, art, _, err = self.ray.get(self._compiled[index])
         with cache.preloaded({key: art}):
-            return tilelang.compile(self._funcs[index], **self._kwargs[index]), self._funcs[index]
+            return tl_compile(self._funcs[index], **self._kwargs[index]), self._funcs[index]
 
     def close(self):
         self._payloads.clear()
 
 
 def _package_root():
-    import tilelang
+    from tilelang.jit import compile as tl_compile
     return os.path.dirname(os.path.dirname(os.path.abspath(tilelang.__file__)))
 
 

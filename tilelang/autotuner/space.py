@@ -5,7 +5,7 @@ import hashlib
 import inspect
 import itertools
 
-from tilelang.utils.identity import callable_identity, normalize  # noqa: F401 (re-exported)
+from tilelang.identity import callable_identity, normalize  # noqa: F401 (re-exported)
 
 PASS_CONFIGS = "pass_configs"   # a config key that is not a kernel argument
 
@@ -81,7 +81,7 @@ def device_identity(target):
 
 
 def tuning_key(fn, args, kwargs, configs, compile_args, profile_args) -> str:
-    from tilelang import __version__
+    from tilelang.version import __version__
     p = profile_args
     parts = (
         "tilelang-autotune", __version__, callable_identity(fn), normalize(list(args)), normalize(kwargs or {}),

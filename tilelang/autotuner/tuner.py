@@ -192,8 +192,8 @@ class AutoTuner:
         try:
             kw, pc = space.split_config(rec["config"])
             pf = self._elaborate(kw)
-            import tilelang
-            kernel = tilelang.compile(pf, **self._compile_kwargs(target, pc))
+            from tilelang.jit import compile as tl_compile
+            kernel = tl_compile(pf, **self._compile_kwargs(target, pc))
         except Exception as e:  # noqa: BLE001 - a stale entry: tune again
             print(f"[tilelang.autotune] ignoring a cached result that no longer builds: {e}", file=sys.stderr)
             return None

@@ -35,5 +35,5 @@ def identity(lang):
     fn = _HOOKS.get(lang)
     if fn is None:
         return ""
-    from tilelang.utils.identity import callable_identity
+    from tilelang.identity import callable_identity
     return repr(callable_identity(fn))

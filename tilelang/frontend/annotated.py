@@ -10,7 +10,7 @@ import inspect
 import textwrap
 
 from tilelang.arith.simplify import Simplifier, simplify
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.frontend.loop_scope import check_loop_var_scope
 from tilelang.frontend.parser import rewritten_function, run_traced, raise_clean
 from tilelang.ir import stmt as S

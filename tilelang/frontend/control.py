@@ -2,7 +2,7 @@
 decides at trace time whether each control-flow construct is Python or IR."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir import expr as E
 from tilelang.ir.expr import PrimExpr, IntImm, FloatImm, as_bool, select, binop, Not, convert

@@ -9,7 +9,7 @@ import sys
 import textwrap
 import types
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.frontend.control import HELPERS
 from tilelang.frontend.rewriter import rewrite
 from tilelang.ir.errors import TileLangError, UnknownNameError, UnsupportedConstructError, located_error_class

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import inspect
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.frontend.loop_scope import check_loop_var_scope
 from tilelang.frontend.parser import rewritten_function, run_traced, raise_clean
 from tilelang.ir.buffer import Buffer

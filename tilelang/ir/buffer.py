@@ -20,7 +20,7 @@ _store_handler = None
 
 
 def set_store_handler(fn):
-    """The frontend's builder records `buf[i] = v` through this hook."""
+    """How `buf[i] = v` in a kernel body is recorded (language/store.py installs it)."""
     global _store_handler
     _store_handler = fn
 
@@ -151,9 +151,13 @@ class Buffer:
         return BufferData(self)
 
     def access_ptr(self, access_mask="r", ptr_type="handle", content_lanes=1, offset=0, extent=None):
-        """TVM's `buffer.access_ptr(mask)`: a pointer to the first element (plus `offset`)."""
-        from tilelang.language.extern import buffer_access_ptr
-        return buffer_access_ptr(self, access_mask, ptr_type, content_lanes, offset, extent)
+        """TVM's `buffer.access_ptr(mask)`: a pointer to the first element (plus `offset`
+        elements), as `T.access_ptr(buf, mask, offset=offset)`."""
+        from tilelang.ir.expr import access_ptr
+        load = BufferLoad(self, [IntImm(0)] * self.ndim)
+        if not (isinstance(offset, int) and offset == 0):
+            load = element_offset(load, offset)
+        return access_ptr(load, access_mask_value(access_mask))
 
     def __repr__(self):
         return f"Buffer({self.name}, {list(self.shape)}, {self.dtype}, {self.scope})"
@@ -223,7 +227,7 @@ def _extent(start, stop):
     s, e = const_int_value(start), const_int_value(stop)
     if s is not None and e is not None:
         return IntImm(e - s)
-    from tilelang.arith.simplify import simplify
+    from tilelang.ir.simplify import simplify
     return simplify(convert(stop) - convert(start))
 
 
@@ -311,3 +315,33 @@ def to_region(x, like_extents=None) -> BufferRegion:
                 raise ValueError("region rank mismatch")
         return BufferRegion(buf, list(zip(x.indices, exts)))
     raise TypeError(f"expected a buffer, a region or an element, got {type(x).__name__}")
+
+
+def access_mask_value(access_type) -> int:
+    """How a callee uses the memory behind a pointer, as the IR's mask: "r" 1, "w" 2,
+    "rw" 3 (or the number itself)."""
+    from tilelang.ir.errors import TileLangError
+    from tilelang.ir.expr import ACCESS_MASKS
+    if isinstance(access_type, int) and not isinstance(access_type, bool) and access_type in (1, 2, 3):
+        return access_type
+    m = ACCESS_MASKS.get(access_type) if isinstance(access_type, str) else None
+    if m is None:
+        raise TileLangError(f"access type {access_type!r} must be \"r\", \"w\", \"rw\" or 1, 2, 3")
+    return m
+
+
+def element_offset(load, offset):
+    """`load` moved `offset` elements further in row-major order."""
+    buf = load.buffer
+    if buf.ndim == 1:
+        return BufferLoad(buf, [load.indices[0] + offset])
+    strides = buf.get_strides()
+    flat = load.indices[0] * strides[0]
+    for i, s in zip(load.indices[1:], strides[1:]):
+        flat = flat + i * s
+    flat = flat + offset
+    out = []
+    for s in strides:
+        out.append(flat // s)
+        flat = flat % s
+    return BufferLoad(buf, out)

@@ -123,7 +123,7 @@ class DataType(str):
     def __call__(self, value=None, *more):
         from tilelang.ir.expr import cast, const, Var
         if more or (self.lanes > 1 and isinstance(value, (list, tuple))):   # T.float16x2(a, b): one per lane
-            from tilelang.language.lanes import make_vector
+            from tilelang.ir.expr import make_vector
             return make_vector(self, list(value) if not more else [value, *more])
         if value is None:  # `x = T.int32()`: a fresh scalar variable (a parameter as an annotation)
             return Var((_variable_namer() if _variable_namer else None) or "v", self)

@@ -57,7 +57,7 @@ class PrimExpr:
     __hash__ = object.__hash__
 
     def __bool__(self):
-        from tilelang.arith.simplify import simplify
+        from tilelang.ir.simplify import simplify
         v = simplify(self)
         if isinstance(v, (IntImm, FloatImm)):
             return bool(v.value)
@@ -65,7 +65,7 @@ class PrimExpr:
         raise RuntimeValueAsPythonBool(self)
 
     def __index__(self):
-        from tilelang.arith.simplify import simplify
+        from tilelang.ir.simplify import simplify
         v = simplify(self)
         if isinstance(v, IntImm):
             return v.value
@@ -75,7 +75,7 @@ class PrimExpr:
         return self.__index__()
 
     def __float__(self):
-        from tilelang.arith.simplify import simplify
+        from tilelang.ir.simplify import simplify
         v = simplify(self)
         if isinstance(v, (IntImm, FloatImm)):
             return float(v.value)
@@ -359,7 +359,7 @@ def const_int_value(x):
     if isinstance(x, IntImm):
         return x.value
     if isinstance(x, PrimExpr):
-        from tilelang.arith.simplify import simplify
+        from tilelang.ir.simplify import simplify
         s = simplify(x)
         if isinstance(s, IntImm):
             return s.value
@@ -426,3 +426,13 @@ def shuffle_parts(call):
     """(vectors, indices) of a SHUFFLE call."""
     n = call.args[-1].value
     return call.args[:n], call.args[n:-1]
+
+
+def make_vector(dtype, values):
+    """`dtype(v0, v1, ...)` for a vector dtype: one value per lane, each cast to the
+    element type."""
+    if len(values) != dtype.lanes:
+        raise ValueError(f"{dtype}(...) takes {dtype.lanes} values (one per lane), got {len(values)}")
+    lanes = [cast(convert(v), dtype.element) if not isinstance(v, (int, float, bool))
+             else const(v, dtype.element) for v in values]
+    return Shuffle(lanes, list(range(dtype.lanes)), dtype)

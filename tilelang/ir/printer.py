@@ -7,6 +7,7 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, BufferRegion
+from tilelang.ir.pipeline_spec import PIPELINE, pipeline_spec
 
 _PREC = {"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6, "<": 7, "<=": 7, ">": 7,
          ">=": 7, "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "//": 10, "%": 10}
@@ -271,7 +272,7 @@ class Printer:
                 if _is_zero(cur.min):
                     exts.append(self.expr(cur.extent))
                 else:
-                    from tilelang.arith.simplify import simplify
+                    from tilelang.ir.simplify import simplify
                     exts.append(f"({self.expr(cur.min)}, {self.expr(simplify(E.BinOp('+', cur.min, cur.extent)))})")
                 cur = cur.body
             names = ", ".join(self.var(v) for v in vars_)
@@ -286,7 +287,8 @@ class Printer:
               S.PIPELINED: "T.Pipelined"}[s.kind]
         extra = ""
         if s.kind == S.PIPELINED:
-            extra = "".join(f", {k}={v!r}" for k, v in s.annotations.items() if v is not None)
+            kw = {**pipeline_spec(s).kwargs(), **{k: v for k, v in s.annotations.items() if k != PIPELINE}}
+            extra = "".join(f", {k}={v!r}" for k, v in kw.items() if v is not None)
         self.emit(f"for {self.var(s.var)} in {fn}({rng}{extra}):", ind)
         self.body(s.body, ind + 1)
 

@@ -1,7 +1,7 @@
 """`T.gemm_sp`: C += decompress(A_sparse, E) @ B for 2:4 (fp32: 1:2) structured-sparse A.
 
 A_sparse keeps the nonzeros of A along K (K / 2 columns, or rows when `trans_A`);
-E is the metadata in the natural row-major format of `cuda/intrinsics/sparse_layout.py`
+E is the metadata in the natural row-major format of `layout/sparse.py`
 (one row of K / e_factor integers per row of A; stored transposed when `trans_E`).
 Lowered by `transform/lower_gemm_sp.py`."""
 from __future__ import annotations

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from tilelang import __version__
+from tilelang.version import __version__
 from tilelang.backend.registry import parse_target, get_backend
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.expr import Var, const_int_value, PrimExpr

@@ -5,6 +5,7 @@ from tilelang.ir.dtypes import (bool_ as bool, int8, int16, int32, int64, uint8,
                                 float16, bfloat16, float32, float64, float8_e4m3fn, float8_e5m2)
 from tilelang.ir.expr import Var, PrimExpr
 from tilelang.ir.buffer import Ramp
+from tilelang.language import store as _store  # noqa: F401 (records `buf[i] = v` in kernel bodies)
 from tilelang.frontend.prim_func import prim_func
 from tilelang.language.proxy import (Tensor, Buffer_ as Buffer, StridedTensor, dyn, dynamic, symbolic, const,
                                      empty, ptr, handle, match_buffer)
@@ -36,7 +37,7 @@ from tilelang.language.misc import (print, device_assert, assume, let, func_attr
                                     sync_threads, sync_warp,
                                     sync_global, set_max_nreg, no_set_max_nreg, disable_warp_group_reg_alloc,
                                     inc_max_nreg, dec_max_nreg, annotate_producer_reg_dealloc,
-                                    annotate_consumer_reg_alloc, evaluate, macro, Ref)
+                                    annotate_consumer_reg_alloc, evaluate)
 
 float = float32  # noqa: A001 - `T.float` is float32 as in the published API
 half = float16
@@ -76,7 +77,8 @@ from tilelang.language.loops import Serial, Unroll, Vectorized  # noqa: E402
 from tilelang.language.proxy import (SharedBuffer, LocalBuffer, FragmentBuffer, make_tensor,  # noqa: E402
                                      make_tensor_from_addr)
 from tilelang.language.transpose import transpose  # noqa: E402
-from tilelang.language.tir_compat import allocate, inline, get_let_value, has_let_value  # noqa: E402
+from tilelang.language.tir_compat import allocate, get_let_value, has_let_value  # noqa: E402
+from tilelang.frontend.macro import macro, inline, Ref  # noqa: E402
 from tilelang.language.im2col import im2col, c2d_im2col  # noqa: E402
 from tilelang.language.cluster import (ClusterKernel, cluster_arrive, cluster_arrive_relaxed,  # noqa: E402
                                        cluster_wait, cluster_sync, block_rank_in_cluster, sync_grid,
@@ -87,8 +89,8 @@ from tilelang.language.warpgroup import (warpgroup_arrive, warpgroup_commit_batc
                                          warpgroup_fence_operand)
 from tilelang.language.descriptor import (alloc_descriptor, alloc_wgmma_desc, initialize_wgmma_descriptor,  # noqa: E402
                                           increase_descriptor_offset)
-from tilelang.cuda.intrinsics import (get_ldmatrix_offset, get_mma_micro_size, mma_store_index_map,  # noqa: E402
-                                      make_mma_swizzle_layout, get_swizzle_layout)
+from tilelang.layout.mma_index import get_ldmatrix_offset, get_mma_micro_size, mma_store_index_map  # noqa: E402
+from tilelang.layout.mma_swizzle import make_mma_swizzle_layout, get_swizzle_layout  # noqa: E402
 from tilelang.language.tile_schedule import BaseTileScheduler, PersistentTileScheduler, meta_class  # noqa: E402
 long = int64  # noqa: A001 - C spellings of the published API
 short = int16

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer

@@ -1,7 +1,7 @@
 """`T.atomic_add/max/min`: read-modify-write that is safe across blocks."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, BufferRegion, to_region

@@ -13,7 +13,7 @@ that reaches it. On the CPU backend a cluster of one block makes them no-ops; la
 clusters and grid barriers are refused there."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir import mbarrier as M
 from tilelang.ir import stmt as S
 from tilelang.ir.cluster import BLOCK_RANK_IN_CLUSTER, ST_CLUSTER

@@ -1,7 +1,7 @@
 """Smaller published `T.*` names with the same meaning on every backend."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir.buffer import BufferRegion
 from tilelang.ir.expr import BufferLoad, convert

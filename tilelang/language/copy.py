@@ -1,7 +1,7 @@
 """`T.copy`: a tile copy between any two scopes (casting when dtypes differ)."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, BufferRegion, to_region
 from tilelang.ir.expr import BufferLoad, const_int_value

@@ -3,12 +3,11 @@ put before the kernels), `T.call_extern` (a call by name), `T.access_ptr` (the
 address of a buffer element, to pass to such a call) and `T.dp4a`."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir.extern import import_source_stmt
-from tilelang.ir.buffer import Buffer, BufferRegion
+from tilelang.ir.buffer import Buffer, BufferRegion, access_mask_value, element_offset
 from tilelang.ir.dtypes import as_dtype
-from tilelang.ir.expr import (PrimExpr, BufferLoad, StringImm, IntImm, call, convert, access_ptr as _ptr,
-                              ACCESS_MASKS)
+from tilelang.ir.expr import PrimExpr, BufferLoad, StringImm, IntImm, call, convert, access_ptr as _ptr
 from tilelang.ir.errors import TileLangError
 
 
@@ -55,15 +54,6 @@ def _arg(a):
     return convert(a)
 
 
-def _mask(access_type) -> int:
-    if isinstance(access_type, int) and not isinstance(access_type, bool) and access_type in (1, 2, 3):
-        return access_type
-    m = ACCESS_MASKS.get(access_type) if isinstance(access_type, str) else None
-    if m is None:
-        raise TileLangError(f"access type {access_type!r} must be \"r\", \"w\", \"rw\" or 1, 2, 3")
-    return m
-
-
 def _element(base, what) -> BufferLoad:
     """The first element of `base`: an element access, a region or a whole buffer."""
     if isinstance(base, BufferLoad):
@@ -81,31 +71,8 @@ def access_ptr(base, access_type="r", *extents, offset=0, extent=None, ignore_la
     first element; `offset` elements further). Extents only document the range."""
     load = _element(base, "T.access_ptr")
     if not (isinstance(offset, int) and offset == 0):
-        load = _offset(load, offset)
-    return _ptr(load, _mask(access_type))
-
-
-def _offset(load, offset):
-    """`load` moved `offset` elements further in row-major order."""
-    buf = load.buffer
-    if buf.ndim == 1:
-        return BufferLoad(buf, [load.indices[0] + offset])
-    strides = buf.get_strides()
-    flat = load.indices[0] * strides[0]
-    for i, s in zip(load.indices[1:], strides[1:]):
-        flat = flat + i * s
-    flat = flat + offset
-    out = []
-    for s in strides:
-        out.append(flat // s)
-        flat = flat % s
-    return BufferLoad(buf, out)
-
-
-def buffer_access_ptr(buf, access_mask="r", ptr_type="handle", content_lanes=1, offset=0, extent=None):
-    """`buffer.access_ptr(mask, ...)` (the TVM form): a pointer `offset` elements past the
-    buffer's first element."""
-    return access_ptr(buf, access_mask, offset=offset)
+        load = element_offset(load, offset)
+    return _ptr(load, access_mask_value(access_type))
 
 
 def dp4a(A, B_, C):

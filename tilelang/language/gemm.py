@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import enum
 
-from tilelang.frontend import builder as _builder
+from tilelang.ir import builder as _builder
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, BufferRegion, to_region
 from tilelang.ir.expr import const_int_value, BufferLoad

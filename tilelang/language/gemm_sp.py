@@ -1,7 +1,7 @@
 """`T.gemm_sp`: GEMM with a 2:4 structured-sparse A (compressed values + metadata)."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as _builder
+from tilelang.ir import builder as _builder
 from tilelang.ir.sparse_ops import GemmSp
 from tilelang.ir.buffer import Buffer, BufferRegion, to_region
 from tilelang.ir.expr import BufferLoad, const_int_value
@@ -27,7 +27,7 @@ def gemm_sp(A_sparse, E, B, C, transpose_A=False, transpose_E=False, transpose_B
     """C += A @ B where A (M x K) is given by its nonzeros `A_sparse` (M x K/2; K/2 x M
     with `transpose_A`) and metadata `E` (M x K/e_factor; transposed with `transpose_E`),
     in the format of `tilelang.cuda.intrinsics.sparse_layout`."""
-    from tilelang.cuda.intrinsics.sparse_layout import group_config, get_e_factor
+    from tilelang.layout.sparse import group_config, get_e_factor
     b = _builder.require("T.gemm_sp")
     (ra, a0, a1), (re, e0, e1) = _operand(A_sparse, "A_sparse"), _operand(E, "E")
     (rb, b0, b1), (rc, c0, c1) = _operand(B, "B"), _operand(C, "C")

@@ -7,7 +7,7 @@ rows or columns past the matrix) read 0. It becomes an ordinary T.Parallel nest,
 backends lower it like any element-wise copy."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.buffer import Buffer, BufferRegion

@@ -1,7 +1,7 @@
 """`T.Kernel`: a launch of a grid of blocks; the body runs once per block."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir.expr import Var, convert, PrimExpr
 from tilelang.ir.errors import TileLangError, located

@@ -1,6 +1,6 @@
 """Vector values, lane by lane: `T.extract_lane(v, i)` reads lane `i` of a vector-typed
 value (`T.alloc_var(T.float16x2)`), and a vector dtype called with one value per lane,
-`T.float16x2(a, b)`, builds one. Both are `Shuffle` expressions (ir/expr.py)."""
+`T.float16x2(a, b)`, builds one (ir/expr.py `make_vector`). Both are `Shuffle` expressions."""
 from __future__ import annotations
 
 from tilelang.ir import expr as E
@@ -26,13 +26,3 @@ def extract_lane(vector, lane):
         raise IndexError(f"T.extract_lane: lane {lane} is out of bounds for {vector.dtype} "
                          f"({vector.dtype.lanes} lanes)")
     return E.Shuffle([vector], [lane])
-
-
-def make_vector(dtype, values):
-    """`dtype(v0, v1, ...)` for a vector dtype: one value per lane, each cast to the
-    element type."""
-    if len(values) != dtype.lanes:
-        raise ValueError(f"{dtype}(...) takes {dtype.lanes} values (one per lane), got {len(values)}")
-    lanes = [E.cast(E.convert(v), dtype.element) if not isinstance(v, (int, float, bool))
-             else E.const(v, dtype.element) for v in values]
-    return E.Shuffle(lanes, list(range(dtype.lanes)), dtype)

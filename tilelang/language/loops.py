@@ -3,11 +3,13 @@
 records an IR loop (the body runs once)."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir.expr import Var, convert, IntImm, PrimExpr
 from tilelang.ir.dtypes import int32, int64
 from tilelang.ir.errors import TileLangError, located
+from tilelang.ir.pipeline_spec import PIPELINE, make_pipeline_spec
+from tilelang.ir.span import current_span
 from tilelang.arith.simplify import simplify
 
 
@@ -26,8 +28,9 @@ def _integer(x, what):
 
 
 class LoopFrame(B.Frame):
-    def __init__(self, kind, mins, extents, step=None, annotations=None):
+    def __init__(self, kind, mins, extents, step=None, annotations=None, span=None):
         self.kind = kind
+        self.span = span
         self.mins = [_integer(m, "a loop start") for m in mins]
         self.extents = [simplify(_integer(e, "a loop extent")) for e in extents]
         self.step = convert(step) if step is not None else None
@@ -62,6 +65,9 @@ class LoopFrame(B.Frame):
             b.vectorized_depth -= vectorized
             body = b.pop()
             if completed:
+                spec = self.annotations.get(PIPELINE)
+                if spec is not None:   # T.Pipelined: its order/stage/sync/group must fit the body
+                    self.annotations = {**self.annotations, PIPELINE: spec.for_body(body, self.span)}
                 for i in reversed(range(len(vars_))):
                     ann = self.annotations if i == 0 else {}
                     body = S.For(vars_[i], self.mins[i], self.extents[i], self.kind, body, ann,
@@ -173,21 +179,17 @@ def Parallel(*extents, coalesced_width=None, loop_layout=None, prefer_async=None
 
 def Pipelined(start, stop=None, num_stages=0, order=None, stage=None, sync=None, group=None,
               annotations=None):
+    """A loop whose global -> shared copies for later iterations overlap the work of
+    earlier ones; its arguments travel as one PipelineSpec (ir/pipeline_spec.py), checked
+    against the body when the loop ends."""
     if stop is None:
         lo, ext = 0, start
     else:
         lo, ext = start, simplify(convert(stop) - convert(start))
-    if isinstance(num_stages, bool) or not isinstance(num_stages, int) or num_stages < 0:
-        raise located(ValueError, f"T.Pipelined: num_stages must be an int >= 0, got {num_stages!r}")
-    ann = {"num_stages": int(num_stages)}
-    if order is not None:
-        ann["order"] = list(order)
-    if stage is not None:
-        ann["stage"] = list(stage)
-    if group is not None:
-        ann["group"] = [list(g) for g in group]
+    span = current_span()
+    ann = {PIPELINE: make_pipeline_spec(num_stages, order, stage, sync, group, span)}
     ann.update(annotations or {})
-    return LoopFrame(S.PIPELINED, [lo], [ext], None, ann)
+    return LoopFrame(S.PIPELINED, [lo], [ext], None, ann, span=span)
 
 
 def grid(*extents):

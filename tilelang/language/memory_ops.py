@@ -10,7 +10,7 @@ The CUDA backend emits `ld/st.global.v*.b32` and 16-byte shared accesses; the CP
 backend copies the bytes."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir.buffer import Buffer, BufferRegion
 from tilelang.ir.dtypes import DataType

@@ -8,7 +8,7 @@ Elsewhere (the CPU, sm_80) both do nothing, which is always correct: kernels the
 run one after another."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir import mbarrier as M
 

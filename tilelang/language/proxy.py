@@ -2,7 +2,7 @@
 the eager-mode bindings (`T.const`, `T.dynamic`, `T.empty`)."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.dtypes import DataType, as_dtype, int32
 from tilelang.ir.expr import Var, PrimExpr, IntImm, const_int_value

@@ -1,7 +1,7 @@
 """Thin wrappers over single PTX instructions from the published API."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir.async_copy import CP_ASYNC_BYTES, PTX_CP_ASYNC_LANE, cp_async_call
 from tilelang.ir.buffer import Buffer, BufferRegion, is_packed
 from tilelang.ir.errors import TileLangError

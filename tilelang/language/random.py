@@ -11,7 +11,7 @@ The generator's state is a hidden per-thread array declared at the top of the ke
 where it is written, once, as a statement of its own."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.dtypes import DataType

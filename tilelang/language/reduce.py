@@ -1,7 +1,7 @@
 """Block-level reductions (`T.reduce_*`), `T.cumsum`, `T.fill`/`T.clear`."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, BufferRegion, to_region
 from tilelang.ir.expr import const_int_value, convert, cast, literal, PrimExpr

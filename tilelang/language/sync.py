@@ -13,7 +13,7 @@ still inserts itself.
 of the block's threads, in program order."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir import mbarrier as M
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.errors import TileLangError, located

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.language.descriptor import descriptor_element, shared_reads
 from tilelang.language.register_operand import (PTX_BITS, check_room, const_bool, const_int, const_str,
                                                  element, ptx_type, registers)

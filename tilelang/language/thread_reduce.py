@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.expr import PrimExpr, Var, BufferLoad, IntImm, convert, cast, as_bool, const_int_value

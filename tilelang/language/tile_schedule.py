@@ -95,8 +95,8 @@ class PersistentTileScheduler(BaseTileScheduler):
         super().__init__(stateful=stateful, name=name)
         from tilelang.language.math import ceildiv
         if num_workers is None:
-            from tilelang.carver.arch import driver
-            num_workers = driver.get_num_sms() // cluster_size
+            from tilelang.device import get_num_sms
+            num_workers = get_num_sms() // cluster_size
         self.num_workers, self.swizzle_size, self.cluster_size = num_workers, swizzle_size, cluster_size
         self._column_major = column_major
         rows = ceildiv(num_m_tiles, cluster_size) if cluster_size != 1 else num_m_tiles

@@ -2,13 +2,12 @@
 `T.get_let_value`, `T.has_let_value`."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.dtypes import as_dtype
 from tilelang.ir.errors import TileLangError
 from tilelang.ir.expr import PrimExpr, Var
-from tilelang.language.misc import Macro
 
 _SCOPES = {"global": "global", "shared": "shared", "shared.dyn": "shared", "local": "local",
            "local.fragment": "local.fragment", "local.var": "local.var"}
@@ -40,12 +39,6 @@ def allocate(extents, dtype, scope="global", condition=None, annotations=None):
     buf = Buffer(names[0] if names else "buf", extents, as_dtype(dtype), _SCOPES[scope])
     b.emit(S.DeclBuffer(buf))
     return _Allocation(buf)
-
-
-def inline(func):
-    """A method (or function) whose body is inlined where it is called, `self` bound:
-    `T.macro` for methods that read and write a helper object's buffers."""
-    return Macro(func)
 
 
 def has_let_value(var) -> bool:

@@ -4,7 +4,7 @@ other parallel loop (on the GPU: over the block's threads, with the barriers the
 surrounding code needs)."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir.buffer import Buffer, BufferRegion, full_region
 from tilelang.ir.errors import ShapeMismatchError, TileLangError

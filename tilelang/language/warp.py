@@ -7,7 +7,7 @@ CUDA intrinsics of the same names; every thread of the warp (block) must reach t
 The CPU backend, which runs such kernels one thread after another, rejects them."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.ir import stmt as S
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.errors import TileLangError, located

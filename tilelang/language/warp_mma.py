@@ -11,7 +11,7 @@ Each call records one warp-level op (`ir/warp_ops.py`) acting on all warps of th
 block; the register layout is `layout/mma_tiling.py`."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as _builder
+from tilelang.ir import builder as _builder
 from tilelang.ir import warp_ops as W
 from tilelang.ir.buffer import Buffer, BufferRegion, to_region
 from tilelang.ir.dtypes import as_dtype

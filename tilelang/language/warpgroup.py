@@ -6,7 +6,7 @@ from moving reads or writes of the accumulator registers across the asynchronous
 mma. Every thread of the warpgroup runs each of them."""
 from __future__ import annotations
 
-from tilelang.frontend import builder as B
+from tilelang.ir import builder as B
 from tilelang.language.register_operand import const_int, registers
 from tilelang.ir import tensor_core_calls as TC
 from tilelang.ir.buffer import Buffer, BufferData

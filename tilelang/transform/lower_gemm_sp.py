@@ -30,7 +30,7 @@ def _at(region, row, col):
 
 def decompress(op: GemmSp, dense: Buffer):
     """The T.Parallel nest filling `dense` (A's storage orientation) from A_sparse and E."""
-    from tilelang.cuda.intrinsics.sparse_layout import group_config
+    from tilelang.layout.sparse import group_config
     elem, group = group_config(op.A.buffer.dtype)
     nibbles = op.E.buffer.dtype.bits // 4
     rows, cols = dense.shape

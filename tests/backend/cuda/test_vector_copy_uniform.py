@@ -3,7 +3,7 @@
 `(v + multiples of V) % m` (consecutive) when m is a multiple of V: the channel, row
 and column of an im2col tile. Checked on IR expressions."""
 from tilelang.ir import expr as E
-from tilelang.backend.cuda.ops.vector_copy import _mult_except, _steps_with, _uniform, consecutive
+from tilelang.backend.cuda.ops.vector_access import _mult_except, _steps_with, _uniform, consecutive
 
 v = E.Var("j", "int32")
 k = E.Var("k", "int32")

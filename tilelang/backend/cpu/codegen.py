@@ -18,6 +18,8 @@ from tilelang.backend.cpu.expr import CpuExprPrinter, cpu_names, ctype
 
 
 class CodegenCPU:
+    ctype = staticmethod(ctype)   # C type of a dtype, for the emitters that work through this object
+
     def __init__(self, func):
         self.func = func
         self.names = cpu_names()

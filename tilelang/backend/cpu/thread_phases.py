@@ -296,7 +296,7 @@ class ThreadPhases:
         cg.emit(f"const int64_t tl_tid = {' + '.join(tid)};")
         cg.emit("(void)tl_tid;")
         for let in self.lets:
-            cg.emit(f"const {self._ctype(let.var.dtype)} {cg.vname(let.var)} = {cg.expr(let.value)};")
+            cg.emit(f"const {self.cg.ctype(let.var.dtype)} {cg.vname(let.var)} = {cg.expr(let.value)};")
         prev = cg.cur_lane
         cg.cur_lane = names[0]
         body()
@@ -311,7 +311,7 @@ class ThreadPhases:
         cg, k = self.cg, self.k
         n = self.reductions.index(r)
         scratch = f"tl_red{n}"
-        t = self._ctype(r.value.dtype)
+        t = self.cg.ctype(r.value.dtype)
         ident = cg.expr(E.cast(r.identity, r.value.dtype))
         self._thread_loop(lambda: cg.emit(f"{scratch}[tl_tid] = ({cg.expr(r.cond)}) ? ({t})({cg.expr(r.value)}) "
                                           f": ({t})({ident});"))
@@ -341,14 +341,9 @@ class ThreadPhases:
                 cg.emit("}")
             dst = r.dst
             cg.emit(f"{cg.bname(dst.buffer)}[{cg.offset(dst.buffer, dst.indices)}] = "
-                    f"({self._ctype(dst.buffer.dtype)})tl_acc;")
+                    f"({self.cg.ctype(dst.buffer.dtype)})tl_acc;")
         self._thread_loop(combine)
 
     def scratch_decls(self):
         """The all-reduce scratch rows, one value per thread (block prologue)."""
-        return [f"{self._ctype(r.value.dtype)} tl_red{i}[{self.nthreads}];" for i, r in enumerate(self.reductions)]
-
-    @staticmethod
-    def _ctype(dt):
-        from tilelang.backend.cpu.codegen import ctype
-        return ctype(dt)
+        return [f"{self.cg.ctype(r.value.dtype)} tl_red{i}[{self.nthreads}];" for i, r in enumerate(self.reductions)]

@@ -9,6 +9,9 @@ from tilelang.backend.base import Artifact, Backend
 from tilelang.backend.registry import register
 from tilelang.backend.cuda import target as _target
 from tilelang.backend.cuda import pipeline as _pipeline
+from tilelang.backend.cuda.options import OPTIONS, CudaOptions, switches_identity
+from tilelang.transform.pass_manager import PassContext
+
 class CudaBackend(Backend):
     name = "cuda"
 
@@ -31,10 +34,8 @@ class CudaBackend(Backend):
             nv = f"nvrtc-{major}.{minor}"
         except Exception:  # noqa: BLE001
             nv = "nvrtc-unknown"
-        # the environment switches that change the generated code
-        import os
-        env = ",".join(f"{k}={os.environ[k]}" for k in sorted(os.environ) if k.startswith("TILELANG_CUDA_"))
-        return nv + postproc.identity("cuda") + env
+        # the environment switches that change the generated code or the cubin (options.py)
+        return nv + postproc.identity("cuda") + switches_identity()
 
     def lower(self, func, target, ctx):
         return _pipeline.lower(func, target, ctx)
@@ -44,17 +45,20 @@ class CudaBackend(Backend):
         if isinstance(target, str) or isinstance(target, dict):
             from tilelang.backend.registry import parse_target
             target = parse_target(target)
+        if ctx is None or isinstance(ctx, dict):
+            ctx = PassContext(config=dict(ctx or {}))
+        # the compile's options, read once: the passes, the planner, codegen and NVRTC share them
+        options = ctx.config[OPTIONS] = CudaOptions.from_config(ctx.config, target.arch)
         lowered = self.lower(func, target, ctx)
-        config = ctx.config if ctx is not None and hasattr(ctx, "config") else (ctx or {})
-        source, meta = generate(lowered, target, config)
+        source, meta = generate(lowered, target, options)
         source = postproc.apply("cuda", source, target)
-        trace = config.get("tl.lower_trace") or os.environ.get("TL_LOWER_TRACE")
+        trace = options.lower_trace
         if trace:   # the last page of the lower trace: what the backend prints
             os.makedirs(trace, exist_ok=True)
             n = len([f for f in os.listdir(trace) if f[:2].isdigit()])
             with open(os.path.join(trace, f"{n:02d}_cuda_source.cu"), "w") as f:
                 f.write(source)
-        dump = os.environ.get("TL_CUDA_DUMP")
+        dump = options.dump_dir
         if dump:
             os.makedirs(dump, exist_ok=True)
             with open(os.path.join(dump, f"{func.name}.cu"), "w") as f:
@@ -66,8 +70,10 @@ class CudaBackend(Backend):
         if isinstance(target, str) or isinstance(target, dict):
             from tilelang.backend.registry import parse_target
             target = parse_target(target)
+        if ctx is None or isinstance(ctx, dict):
+            ctx = PassContext(config=dict(ctx or {}))
         _, source, meta = self.generate(func, target, ctx)
-        compiled = compile_cuda(source, target.arch, name=f"{func.name}.cu")
+        compiled = compile_cuda(source, target.arch, name=f"{func.name}.cu", options=ctx.config[OPTIONS])
         meta["ptx"] = compiled.ptx
         meta["arch"] = target.arch
         return Artifact(target, source, compiled.cubin, meta["kernels"][0]["entry"], meta)

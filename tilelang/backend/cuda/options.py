@@ -1,32 +1,73 @@
-"""The CUDA backend's code-generation options, typed and read once per compile from the
-pass configs and the `TILELANG_CUDA_*` environment switches (listed in tilelang/env.py;
-they are part of the kernel cache key). Planning and code generation read `plan.options`
-and never the environment."""
+"""The CUDA backend's options, typed and read once per compile from the pass configs and
+the environment switches (listed in tilelang/env.py). `CudaBackend.generate` builds one
+`CudaOptions` and hands it to the passes (`ctx.config[OPTIONS]`), the planner and code
+generation (`plan.options`, `cg.options`) and NVRTC; nothing else in this folder reads the
+environment or a pass config. The kernel cache key (`CudaBackend.identity`) is the switches
+that change the generated code or the cubin, read off the same table."""
 from __future__ import annotations
 
 import os
+import re
+import warnings
 from dataclasses import dataclass, fields
 
+OPTIONS = "_cuda_options"   # the PassContext config entry that carries this compile's CudaOptions
 
-def _flag(env, name, default):
-    v = env.get(name)
+
+def _flag(v, default):
     if v is None or v == "":
         return default
     return v.strip().lower() in ("1", "true", "yes", "on")
 
 
-def _count(env, name):
-    """A non-negative int switch (0 when unset)."""
-    v = (env.get(name) or "").strip()
+def _path(v, default):
+    return v or default
+
+
+def _count(v, default):
+    """A non-negative int switch."""
+    v = (v or "").strip()
     if not v:
-        return 0
+        return default
     if not v.isdigit():
-        raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
+        raise ValueError(f"must be a non-negative integer, got {v!r}")
     return int(v)
 
 
+# environment switch -> (parse(value, default), default, the CudaOptions field it sets,
+# whether it changes the generated code or the cubin: then it is part of the cache key)
+_SWITCHES = {
+    "TILELANG_CUDA_TMA": (_flag, True, "tma", True),
+    "TILELANG_CUDA_TMA_COPY": (_flag, False, "tma_copy", True),
+    "TILELANG_CUDA_TMA_REFILL": (lambda v, d: v == "wait" if v else d, False, "tma_refill_wait", True),
+    "TILELANG_CUDA_TMA_RING": (_flag, True, "tma_ring", True),
+    "TILELANG_CUDA_TMA_L2_PREFETCH": (_count, 0, "tma_l2_prefetch", True),
+    "TILELANG_CUDA_PINGPONG": (_flag, False, "pingpong", True),
+    "TILELANG_CUDA_TMA_MULTICAST": (_flag, False, "tma_multicast", True),
+    "TILELANG_CUDA_OVERLAP_GEMM": (_flag, False, "overlap_gemm", True),
+    "TILELANG_CUDA_WGMMA_RS": (_flag, True, "wgmma_rs", True),
+    "TILELANG_CUDA_DUMP_FRAGMENTS": (_flag, False, "dump_fragments", True),   # prints while planning
+    "TL_CUDA_LINEINFO": (_flag, False, "lineinfo", True),
+    "TL_CUDA_DUMP": (_path, None, "dump_dir", False),
+    "TL_LOWER_TRACE": (_path, None, "lower_trace", False),
+}
+_warned: set = set()
+
+
+def read_switches(env=None) -> dict:
+    """{switch: parsed value} for every switch in the table; a `TILELANG_CUDA_*` variable
+    the table does not know is warned about once (a misspelt switch does nothing)."""
+    env = os.environ if env is None else env
+    for k in env:
+        if k.startswith("TILELANG_CUDA_") and k not in _SWITCHES and k not in _warned:
+            _warned.add(k)
+            warnings.warn(f"environment variable {k} is not a CUDA backend switch (ignored); "
+                          f"known: {', '.join(s for s in _SWITCHES if s.startswith('TILELANG_CUDA_'))}",
+                          stacklevel=3)
+    return {k: parse(env.get(k), default) for k, (parse, default, _, _) in _SWITCHES.items()}
+
+
 def _arch_at_least(arch, n):
-    import re
     m = re.match(r"sm_(\d+)", str(arch))
     return m is not None and int(m.group(1)) >= n
 
@@ -36,6 +77,7 @@ class CudaOptions:
     tma: bool = True               # bulk tensor copies in sm_90a GEMM loops (TILELANG_CUDA_TMA, tl.disable_tma_lower)
     tma_copy: bool = False         # T.tma_copy as bulk copies (TILELANG_CUDA_TMA_COPY)
     bulk_tiles: bool = True        # whole-tile copies and tile reductions as bulk copies on sm_90+ (as `tma`)
+    tma_atomics: bool = True       # T.atomic_*(use_tma=True) as bulk reductions (not tl.disable_tma_lower)
     tma_refill_wait: bool = False  # thread 0 waits for every warp before refilling a ring slot (..._TMA_REFILL=wait)
     tma_ring: bool = True          # register-only pipelined bodies load through the TMA ring (..._TMA_RING)
     tma_l2_prefetch: int = 0       # the TMA ring also prefetches iteration k + n into L2 (..._TMA_L2_PREFETCH=n)
@@ -44,25 +86,28 @@ class CudaOptions:
     overlap_gemm: bool = False     # attention defers the P V wgmma into the next iteration (..._OVERLAP_GEMM)
     wgmma_rs: bool = True          # wgmma reads A from registers when it is a fragment (..._WGMMA_RS)
     dump_fragments: bool = False   # print the fragment layouts the planner chose (..._DUMP_FRAGMENTS)
+    lineinfo: bool = False         # NVRTC -lineinfo: source lines in the cubin for profilers (TL_CUDA_LINEINFO=1)
+    dump_dir: str | None = None    # keep every generated .cu here, and the source of a failed compile (TL_CUDA_DUMP)
+    lower_trace: str | None = None  # directory of the lower trace (pass config tl.lower_trace, TL_LOWER_TRACE)
+    fast_math: bool = True         # NVRTC --use_fast_math (pass config tl.disable_fast_math turns it off)
+    compile_flags: tuple = ()      # the user's nvcc flags that mean something to NVRTC (nvrtc_flags)
 
     @classmethod
     def from_config(cls, config=None, arch=None, env=None) -> "CudaOptions":
-        env = os.environ if env is None else env
+        """The options of one compile for `arch` from its pass configs and the environment."""
         config = config or {}
-        tma = _flag(env, "TILELANG_CUDA_TMA", True) and not bool(config.get("tl.disable_tma_lower", False))
-        return cls(
+        sw = read_switches(env)
+        values = {field: sw[name] for name, (_, _, field, _) in _SWITCHES.items()}
+        tma = values["tma"] and not bool(config.get("tl.disable_tma_lower", False))
+        values.update(
             tma=tma and arch is not None and str(arch).startswith("sm_90a"),
             bulk_tiles=tma and arch is not None and _arch_at_least(arch, 90),
-            tma_copy=_flag(env, "TILELANG_CUDA_TMA_COPY", False),
-            tma_refill_wait=env.get("TILELANG_CUDA_TMA_REFILL", "") == "wait",
-            tma_ring=_flag(env, "TILELANG_CUDA_TMA_RING", True),
-            tma_l2_prefetch=_count(env, "TILELANG_CUDA_TMA_L2_PREFETCH"),
-            pingpong=_flag(env, "TILELANG_CUDA_PINGPONG", False),
-            tma_multicast=_flag(env, "TILELANG_CUDA_TMA_MULTICAST", False),
-            overlap_gemm=_flag(env, "TILELANG_CUDA_OVERLAP_GEMM", False),
-            wgmma_rs=_flag(env, "TILELANG_CUDA_WGMMA_RS", True),
-            dump_fragments=_flag(env, "TILELANG_CUDA_DUMP_FRAGMENTS", False),
+            tma_atomics=not bool(config.get("tl.disable_tma_lower", False)),
+            lower_trace=config.get("tl.lower_trace") or values["lower_trace"],
+            fast_math=not bool(config.get("tl.disable_fast_math", False)),
+            compile_flags=nvrtc_flags(config.get("compile_flags") or ()),
         )
+        return cls(**values)
 
     def describe(self) -> str:
         """The options that differ from the defaults, e.g. `tma=False, pingpong=True`."""
@@ -70,3 +115,42 @@ class CudaOptions:
         diff = [f"{f.name}={getattr(self, f.name)}" for f in fields(self)
                 if getattr(self, f.name) != getattr(default, f.name)]
         return ", ".join(diff) or "defaults"
+
+
+def switches_identity(env=None) -> str:
+    """The environment switches that change the generated code or the cubin, where they
+    differ from their defaults (part of the kernel cache key; the pass configs and the
+    target are in the key already)."""
+    sw = read_switches(env)
+    return ",".join(f"{name}={sw[name]}" for name, (_, default, _, keyed) in _SWITCHES.items()
+                    if keyed and sw[name] != default)
+
+
+# nvcc flags without a meaning for NVRTC's device-only compile: NVRTC always optimizes, the
+# target picks the architecture, host-compiler and host-warning flags have no host to reach
+_DROPPED = ("-O", "-W", "--expt-", "-fPIC", "--keep", "-arch", "--gpu-architecture", "-gencode", "--generate-code")
+
+
+def nvrtc_flags(flags) -> tuple:
+    """The NVRTC options of a kernel's nvcc `compile_flags` (`T.annotate_compile_flags`,
+    `compile_flags=`, pass config `tl.device_compile_flags`): `-D`, `-U`, `-I`, `-lineinfo`,
+    `-G`, `--maxrregcount`, `--ftz` / `--prec-*` / `--fmad`, `-Xptxas` and the others NVRTC
+    takes pass through (an option it does not know fails the compile, naming it);
+    `--ptxas-options=a,b` becomes one option per ptxas flag (NVRTC passes the value as one);
+    `-O3`, `-W...`, `--expt-*`, `-Xcompiler X`, `-fPIC`, `--keep` and the architecture
+    flags are dropped."""
+    if isinstance(flags, str):
+        flags = flags.split()
+    out, it = [], iter(flags)
+    for f in it:
+        if f == "-Xcompiler":
+            next(it, None)   # its argument is the host compiler's
+        elif f.startswith(("-Xcompiler=", "--compiler-options")):
+            continue
+        elif f.startswith(_DROPPED):
+            continue
+        elif f.startswith("--ptxas-options="):
+            out += [f"--ptxas-options={p}" for p in f.split("=", 1)[1].split(",") if p]
+        else:
+            out.append(f)
+    return tuple(out)

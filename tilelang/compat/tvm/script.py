@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import types
 
-from tilelang.frontend.builder import Frame as IRBuilderFrame
+from tilelang.ir.builder import Frame as IRBuilderFrame
 
 ir_builder = types.ModuleType("tvm.script.ir_builder")
 base = types.ModuleType("tvm.script.ir_builder.base")

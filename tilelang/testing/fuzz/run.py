@@ -86,13 +86,13 @@ def cuda_target(arch="sm_90a"):
 
 def build(func, target, compile_only=False, arch="sm_90a"):
     """A callable kernel, or (compile_only on CUDA) the NVRTC artifact."""
-    import tilelang
+    from tilelang.jit import compile as tl_compile
     if target == "cpu":
-        return tilelang.compile(func, target="cpu")
+        return tl_compile(func, target="cpu")
     if compile_only:
         from tilelang.backend.registry import get_backend, parse_target
         return get_backend("cuda").build(func, parse_target(cuda_target(arch)))
-    return tilelang.compile(func, target="cuda")
+    return tl_compile(func, target="cuda")
 
 
 # ------------------------------------------------------------------ calling

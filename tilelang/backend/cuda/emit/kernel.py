@@ -57,10 +57,10 @@ def _guarded_store(body):
 
 
 class KernelCodegen:
-    def __init__(self, launch, entry, target, params, names, config=None, param_bufs=()):
+    def __init__(self, launch, entry, target, params, names, options=None, param_bufs=()):
         self.launch, self.entry, self.target = launch, entry, target
         from tilelang.backend.cuda.options import CudaOptions
-        self.options = CudaOptions.from_config(config, target.arch)
+        self.options = options if options is not None else CudaOptions.from_config(None, target.arch)
         self.use_tma = self.options.tma
         self.param_bufs = set(param_bufs)   # ids of the function's tensor parameters
         self.tmaps = []                       # TmaCopy per tensor-map parameter (trailing)

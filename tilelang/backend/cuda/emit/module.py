@@ -13,6 +13,8 @@ from tilelang.backend.cuda.emit.expr import ctype
 from tilelang.backend.cuda.emit.kernel import KernelCodegen, Names
 from tilelang.ir import mbarrier as M
 from tilelang.backend.cuda.analysis.launch_config import COOPERATIVE_INCLUDE, called, launch_needs, with_cluster_dims
+from tilelang.backend.cuda.options import CudaOptions
+from tilelang.backend.cuda.host.py_expr import py_expr
 
 HEADER = '#include "tl_cuda/tl.h"\n'
 # short type names that device code written for nvcc gets from the host's <sys/types.h>
@@ -45,8 +47,10 @@ def scalar_class(dt):
     return "float" if dt.is_float else "int"
 
 
-def generate(func, target, config=None):
-    """(source, meta) for a lowered function."""
+def generate(func, target, options=None):
+    """(source, meta) for a lowered function, with this compile's CudaOptions."""
+    if options is None:
+        options = CudaOptions.from_config(None, target.arch)
     workspaces, launches = _top_level(func.body)
     names = Names()
     params = []          # (class, obj, C declaration)
@@ -75,9 +79,9 @@ def generate(func, target, config=None):
             sources.append(launch.annotations["cuda_source"].strip() + "\n")
             continue
         entry = f"{func.name}_kernel" if len(launches) == 1 else f"{func.name}_kernel_{k}"
-        kc = KernelCodegen(launch, entry, target, params, names.child(), config, {id(b) for b in bufs})
+        kc = KernelCodegen(launch, entry, target, params, names.child(), options, {id(b) for b in bufs})
         src, m = kc.emit()
-        _trace_plan(config, entry, launch, kc.plan)
+        _trace_plan(options.lower_trace, entry, launch, kc.plan)
         m.update(launch_needs(launch, target, entry))   # cluster / cooperative / pdl (analysis/launch_config.py)
         auto = m.pop("auto_cluster")
         m["cluster"] = m["cluster"] or auto      # pairs the codegen chose for TMA multicast
@@ -121,10 +125,9 @@ def tensor_map_spec(t, bufs, env):
             "strides": strides, "box": box[::-1], "elem_bytes": es}
 
 
-def _trace_plan(config, entry, launch, plan):
-    """Under the lower trace, the kernel's backend decisions (plan/report.py) as a page."""
+def _trace_plan(d, entry, launch, plan):
+    """Under the lower trace (directory `d`), the kernel's backend decisions (plan/report.py) as a page."""
     import os
-    d = (config or {}).get("tl.lower_trace") or os.environ.get("TL_LOWER_TRACE")
     if not d:
         return
     from tilelang.backend.cuda.plan.report import format_plan

@@ -70,22 +70,27 @@ def _check(nvrtc, err, what):
         raise CudaCompileError(f"{what} failed: {msg.decode() if isinstance(msg, bytes) else msg}")
 
 
-def compile_options(arch: str, extra=()) -> list:
-    opts = [f"--gpu-architecture={arch}", "-std=c++17", "-default-device", "--use_fast_math",
-            f"-I{INCLUDE_DIR}", f"-I{SHARED_INCLUDE_DIR}"] + [f"-I{d}" for d in cuda_include_dirs()]
-    if os.environ.get("TL_CUDA_LINEINFO") == "1":
+def compile_options(arch: str, extra=(), lineinfo=False, fast_math=True) -> list:
+    opts = [f"--gpu-architecture={arch}", "-std=c++17", "-default-device"] + (["--use_fast_math"] if fast_math else []) + \
+        [f"-I{INCLUDE_DIR}", f"-I{SHARED_INCLUDE_DIR}"] + [f"-I{d}" for d in cuda_include_dirs()]
+    if lineinfo:
         opts.append("-lineinfo")
     return opts + list(extra)
 
 
-def compile_cuda(source: str, arch: str, name: str = "kernel.cu", extra_options=()) -> Compiled:
-    """Compile `source` to a cubin for `arch` (e.g. 'sm_90a')."""
+def compile_cuda(source: str, arch: str, name: str = "kernel.cu", extra_options=(), options=None) -> Compiled:
+    """Compile `source` to a cubin for `arch` (e.g. 'sm_90a') with the compile's
+    CudaOptions (`lineinfo`, `dump_dir`; read from the environment when not given)."""
+    if options is None:
+        from tilelang.backend.cuda.options import CudaOptions
+        options = CudaOptions.from_config(None, arch)
     try:
         from cuda.bindings import nvrtc
     except ImportError as e:
         raise CudaCompileError("the CUDA backend needs `cuda-bindings` and `nvidia-cuda-nvrtc`",
                                hint="pip install 'tilelang[cuda]'") from e
-    opts = compile_options(arch, extra_options)
+    opts = compile_options(arch, tuple(options.compile_flags) + tuple(extra_options), lineinfo=options.lineinfo,
+                           fast_math=options.fast_math)
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     _check(nvrtc, err, "nvrtcCreateProgram")
     try:
@@ -99,8 +104,10 @@ def compile_cuda(source: str, arch: str, name: str = "kernel.cu", extra_options=
         nvrtc.nvrtcGetProgramLog(prog, log)
         log = log.decode(errors="replace").rstrip("\x00 \n")
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise CudaCompileError(_format_failure(source, log, name, opts),
-                                   hint="set TL_CUDA_DUMP=<dir> to keep the generated source")
+            raise CudaCompileError(_format_failure(source, log, name, opts, options.dump_dir),
+                                   hint=(f"the kernel's compile_flags {list(options.compile_flags)} reach NVRTC: "
+                                         "check them" if options.compile_flags else
+                                         "set TL_CUDA_DUMP=<dir> to keep the generated source"))
         _, n = nvrtc.nvrtcGetCUBINSize(prog)
         cubin = bytearray(n)
         _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, cubin)[0], "nvrtcGetCUBIN")
@@ -116,7 +123,7 @@ def compile_cuda(source: str, arch: str, name: str = "kernel.cu", extra_options=
         nvrtc.nvrtcDestroyProgram(prog)
 
 
-def _format_failure(source, log, name, opts, context=2):
+def _format_failure(source, log, name, opts, dump_dir=None, context=2):
     """The NVRTC log, then each referenced line of the generated source with context,
     then how to reproduce with nvcc."""
     lines = source.splitlines()
@@ -133,7 +140,7 @@ def _format_failure(source, log, name, opts, context=2):
             out.append(f"{'>' if i == ln else ' '}{i:5d} | {lines[i - 1]}")
         if len(seen) >= 5:
             break
-    dump = _dump_source(source, name)
+    dump = _dump_source(source, name, dump_dir)
     if dump:
         out.append(f"source written to {dump}; reproduce with: nvcc -cubin "
                    + " ".join(o.replace("--gpu-architecture=", "-arch=") for o in opts if o != "-default-device")
@@ -141,8 +148,8 @@ def _format_failure(source, log, name, opts, context=2):
     return "\n".join(out)
 
 
-def _dump_source(source, name):
-    d = os.environ.get("TL_CUDA_DUMP") or tempfile.gettempdir()
+def _dump_source(source, name, dump_dir=None):
+    d = dump_dir or tempfile.gettempdir()
     try:
         os.makedirs(d, exist_ok=True)
         path = os.path.join(d, f"tl_failed_{abs(hash(source)) & 0xffffffff:08x}_{name}")

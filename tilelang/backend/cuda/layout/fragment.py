@@ -42,7 +42,7 @@ from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.visitor import walk
 from tilelang.backend.cuda.analysis.facts import parallel_nest
-from tilelang.backend.cuda.layout.tile import infer_tiles, canon_shape
+from tilelang.backend.cuda.layout.tile import infer_tiles, canon_shape, whole_region, reduce_dim
 
 
 @dataclass(frozen=True)
@@ -122,11 +122,6 @@ class FragmentLayouts:
 
 def _shape(buf):
     return [E.const_int_value(d) for d in buf.shape]
-
-
-def _whole(region):
-    return all(E.const_int_value(s) == 0 for s in region.starts) and \
-        [E.const_int_value(e) for e in region.extents] == _shape(region.buffer)
 
 
 def _fits(buf, lay):
@@ -289,7 +284,7 @@ def infer(launch, gemm_cfgs, depends, regions=None):
             cfg = gemm_cfgs.get(id(g))
             c = id(g.C.buffer)
             lay = acc_layout_of(cfg)
-            if c in frags and lay is not None and _whole(g.C) and _fits(frags[c], lay):
+            if c in frags and lay is not None and whole_region(g.C) and _fits(frags[c], lay):
                 want.setdefault(c, []).append(lay)
             if cfg is not None and getattr(cfg, "a_regs", False) and id(g.A.buffer) in frags:
                 want.setdefault(id(g.A.buffer), []).append(AccLayout(cfg.M, cfg.K, cfg.WM, 1))
@@ -346,8 +341,8 @@ def infer(launch, gemm_cfgs, depends, regions=None):
                             changed |= assign(f, R)
             for r in reduces:
                 L = lay.get(id(r.src.buffer))
-                if isinstance(L, AccLayout) and id(r.dst.buffer) in frags and _reduce_dim(r) == 1 and \
-                        _whole(r.src) and _whole(r.dst):
+                if isinstance(L, AccLayout) and id(r.dst.buffer) in frags and reduce_dim(r) == 1 and \
+                        whole_region(r.src) and whole_region(r.dst):
                     changed |= assign(id(r.dst.buffer), L.row_layout())
         if conflict:
             mark([conflict[0]], conflict[1])
@@ -414,11 +409,6 @@ def _scalar_store(st, frags):
     return ok[0]
 
 
-def _reduce_dim(r):
-    nd = len(r.src.extents)
-    return r.dim + nd if r.dim < 0 else r.dim
-
-
 def _validate(lay, loops, reduces, gemms, gemm_cfgs, frags):
     """[(id, reason)] of register fragments some use cannot follow."""
     bad = []
@@ -452,16 +442,16 @@ def _validate(lay, loops, reduces, gemms, gemm_cfgs, frags):
         # shared memory that the reduction's row holders store
         ok = isinstance(L, AccLayout) and (lay.get(d) == L.row_layout() or
                                            d not in lay and r.dst.buffer.ndim == 1) and \
-            _reduce_dim(r) == 1 and _whole(r.src) and _whole(r.dst)
+            reduce_dim(r) == 1 and whole_region(r.src) and whole_region(r.dst)
         if not ok:
             bad += [(f, "a reduction other than dim=1 of an accumulator into its rows") for f in (s, d) if f in lay]
     for g in gemms:
         cfg = gemm_cfgs.get(id(g))
         c, a, b = id(g.C.buffer), id(g.A.buffer), id(g.B.buffer)
-        if c in lay and (lay[c] != acc_layout_of(cfg) or not _whole(g.C)):
+        if c in lay and (lay[c] != acc_layout_of(cfg) or not whole_region(g.C)):
             bad.append((c, "gemm accumulator of another layout"))
         if a in lay and not (cfg is not None and getattr(cfg, "a_regs", False) and
-                             lay[a] == AccLayout(cfg.M, cfg.K, cfg.WM, 1) and _whole(g.A)):
+                             lay[a] == AccLayout(cfg.M, cfg.K, cfg.WM, 1) and whole_region(g.A)):
             bad.append((a, "gemm A operand that this gemm cannot read from registers"))
         if b in lay:
             bad.append((b, "gemm B operand"))

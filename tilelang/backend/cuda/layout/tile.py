@@ -367,12 +367,23 @@ class _Conflict(Exception):
         self.fids, self.why = list(fids), why
 
 
+def whole_region(region):
+    """Does `region` cover its whole buffer (constant shape)?"""
+    return all(E.const_int_value(s) == 0 for s in region.starts) and \
+        [E.const_int_value(e) for e in region.extents] == [E.const_int_value(d) for d in region.buffer.shape]
+
+
+def reduce_dim(r):
+    """The reduced dimension of T.reduce_* `r`, counted from 0."""
+    nd = len(r.src.extents)
+    return r.dim + nd if r.dim < 0 else r.dim
+
+
 def _reduce_ok(r):
-    from tilelang.backend.cuda.layout.fragment import _whole, _reduce_dim
     src, dst = r.src.buffer, r.dst.buffer
-    if not (_whole(r.src) and _whole(r.dst)):
+    if not (whole_region(r.src) and whole_region(r.dst)):
         return False
-    d = _reduce_dim(r)
+    d = reduce_dim(r)
     sc = [k for k, x in enumerate(src.shape) if E.const_int_value(x) != 1]
     if not sc or sc[-1] != d or len(sc) > 2:
         return False

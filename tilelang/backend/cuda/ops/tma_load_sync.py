@@ -28,7 +28,7 @@ def match(cg, st):
 def has_tma_load_sync(cg) -> bool:
     """Whether the kernel has a copy nest that becomes a bulk load (its recorded form,
     plan/copy_forms.py; a nest without one: whether it matches)."""
-    from tilelang.backend.cuda.plan.copy_forms import copy_form
+    from tilelang.backend.cuda.plan.copy_form import copy_form
     found = []
 
     def f(n):

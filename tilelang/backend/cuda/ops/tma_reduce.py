@@ -24,6 +24,7 @@ from tilelang.ir import tile_ops as TO
 from tilelang.ir.errors import LoweringError
 from tilelang.ir.visitor import Mutator
 from tilelang.transform.pass_manager import function_pass
+from tilelang.backend.cuda.options import OPTIONS, CudaOptions
 
 # element type -> CUtensorMapDataType (the type the reduction adds in)
 TENSOR_MAP_TYPES = {"float16": 6, "bfloat16": 9, "float32": 7, "int32": 3, "uint32": 2, "uint64": 4}
@@ -119,7 +120,8 @@ def plan_tma_atomics(func, ctx=None):
     target = getattr(ctx, "target", None)
     if target is None or getattr(target, "kind", "cuda") != "cuda":
         return func
-    enabled = not bool(ctx.get("tl.disable_tma_lower", False))
+    options = ctx.get(OPTIONS) or CudaOptions.from_config(ctx.config, target.arch)
+    enabled = options.tma_atomics
     params = {id(p) for p in func.params}
     return func.with_body(_Plan(target.arch, params, enabled).visit(func.body))
 
@@ -134,7 +136,7 @@ class TmaReduce:
     def spec(self, bufs, env):
         """What the launcher needs to encode the map (runtime.TensorMap): extents, byte
         strides and box innermost first, the element type, no swizzle."""
-        from tilelang.backend.cuda.emit.module import py_expr
+        from tilelang.backend.cuda.host.py_expr import py_expr
         g = self.dst
         shape, es = g.shape, g.dtype.itemsize
         strides, acc = [], es

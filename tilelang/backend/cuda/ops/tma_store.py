@@ -45,7 +45,7 @@ class TmaStore:
     def spec(self, bufs, env):
         """The tensor map (runtime.TensorMap): extents, byte strides and box innermost
         first, no swizzle (the element type only sizes a copy)."""
-        from tilelang.backend.cuda.emit.module import py_expr
+        from tilelang.backend.cuda.host.py_expr import py_expr
         g = self.dst
         strides, acc = [], g.dtype.itemsize
         for d in range(g.ndim - 1, 0, -1):
@@ -234,7 +234,7 @@ def is_tma_store(st, cg) -> bool:
 def has_tma_store(cg) -> bool:
     """Whether the kernel has a copy nest that becomes a bulk store (its recorded form,
     plan/copy_forms.py; a nest without one: whether it matches)."""
-    from tilelang.backend.cuda.plan.copy_forms import copy_form
+    from tilelang.backend.cuda.plan.copy_form import copy_form
     found = []
 
     def f(n):

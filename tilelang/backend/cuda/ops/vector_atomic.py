@@ -89,7 +89,7 @@ def match_lanes(loop):
 def emit_lanes(cg, loop, block) -> bool:
     """Print the lane loop as one vector atomic (False: not one, or its first element not
     provably aligned to the vector: the caller prints the loop)."""
-    from tilelang.backend.cuda.ops.vector_copy import _vector_access, _require_aligned
+    from tilelang.backend.cuda.ops.vector_access import _vector_access, _require_aligned
     m = match_lanes(loop)
     if m is None:
         return False

@@ -14,7 +14,7 @@ from __future__ import annotations
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.visitor import walk
-from tilelang.backend.cuda.ops.vector_copy import (VEC_TYPES, _cond_ok, _has, _mult_except, _require_aligned,
+from tilelang.backend.cuda.ops.vector_access import (VEC_TYPES, _cond_ok, _has, _mult_except, _require_aligned,
                                              _vector_access, global_root, kernel_divisors, vec_type)
 
 LANES = "xyzw"

@@ -31,7 +31,6 @@ carry none and keep the printer's choice."""
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
@@ -43,39 +42,7 @@ from tilelang.transform.lower_tile_ops import COPY_ARGS
 from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
 from tilelang.backend.cuda.target import arch_number
 
-COPY_FORM = "copy_form"
-
-_TITLES = {"tma_load": "TMA load", "tma_store": "TMA store", "tma_ring": "TMA ring (pipelined)",
-           "cp_async": "cp.async", "vector": "vector", "scalar": "scalar", "registers": "registers",
-           "per_thread": "per-thread"}
-
-
-@dataclass(frozen=True)
-class CopyForm:
-    kind: str                  # a key of _TITLES
-    width: int | None = None   # elements per instruction (cp_async, vector)
-    nbytes: int | None = None  # bytes per instruction (cp_async, vector)
-    eviction: str | None = None   # "evict_first" ...: the L2 hint of its global accesses
-    why: str = ""              # for a scalar form: why no vector form holds
-
-    @property
-    def tma(self):
-        return self.kind in ("tma_load", "tma_store", "tma_ring")
-
-    def __str__(self):
-        s = _TITLES[self.kind]
-        if self.width:
-            s += f" x{self.width} ({self.nbytes} B)"
-        if self.eviction:
-            s += f", {self.eviction}"
-        if self.why:
-            s += f" ({self.why})"
-        return s
-
-
-def copy_form(st):
-    """The CopyForm this pass recorded on nest `st`, or None."""
-    return st.annotations.get(COPY_FORM) if isinstance(st, S.For) else None
+from tilelang.backend.cuda.plan.copy_form import COPY_FORM, CopyForm, copy_form  # noqa: F401 (the record)
 
 
 class _Kernel:
@@ -308,11 +275,11 @@ def take_plan(launch, options):
 
 @function_pass("plan_copy_forms")
 def plan_copy_forms(func, ctx=None):
-    from tilelang.backend.cuda.options import CudaOptions
+    from tilelang.backend.cuda.options import OPTIONS, CudaOptions
     target = getattr(ctx, "target", None)
     if target is None or getattr(target, "arch", None) is None:
         return func
-    options = CudaOptions.from_config(ctx.config, target.arch)
+    options = ctx.config.get(OPTIONS) or CudaOptions.from_config(ctx.config, target.arch)
     body = _Fresh().visit(func.body)
     if body is func.body:   # no T.Parallel loop: no copy to plan
         return func

@@ -22,13 +22,16 @@ from dataclasses import dataclass, field
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.visitor import walk
+from tilelang.ir.pipeline_spec import PipelineSpec, pipeline_spec
 from tilelang.backend.cuda.analysis.facts import parallel_nest, accesses
 from tilelang.backend.cuda.target import arch_number
 
 
 @dataclass
 class PipelineInfo:
-    stages: int
+    stages: int                                  # the depth used: spec.depth, capped to fit shared memory
+    spec: PipelineSpec = PipelineSpec()          # the loop's T.Pipelined arguments
+    notes: list = field(default_factory=list)    # what of the spec this plan could not follow
     copies: list = field(default_factory=list)   # the T.Parallel copy nests issued asynchronously
     bufs: list = field(default_factory=list)     # the shared buffers they fill (multi-buffered)
     rest: list = field(default_factory=list)     # the other statements of the body, in order
@@ -98,25 +101,67 @@ def find_pipelines(launch, plan, arch, vector_width, max_stages=None):
     walk(launch.body, lambda n: aliased.add(id(n.buffer.alias_of)) if isinstance(n, S.DeclBuffer) and
          getattr(n.buffer, "alias_of", None) is not None else None)
     for loop in loops:
-        stages = int(loop.annotations.get("num_stages", 0) or 0)
+        spec = pipeline_spec(loop)
+        stages = spec.depth
         if max_stages is not None:
             stages = min(stages, max_stages)
         if stages < 2 or loop.step is not None or plan.depends(loop.min) or plan.depends(loop.extent):
             continue
-        guard, stmts = _guarded_body(loop, plan, writes)
-        info = PipelineInfo(stages, guard=guard)
+        # a manual schedule (order/stage) names the body's own statements: no `if cond:` lifting then
+        guard, stmts = _guarded_body(loop, plan, writes) if spec.stage is None else (None, body_stmts(loop))
+        info = PipelineInfo(stages, spec=spec, guard=guard)
+        sched = _scheduled(stmts, spec, info.notes)   # body index -> index in order/stage
         seen = []   # statements before the current one
-        for st in stmts:
-            if _is_async_copy(st, plan, writes, aliased, seen, vector_width):
+        for k, st in enumerate(stmts):
+            ahead = k not in sched or spec.stage[sched[k]] < max(spec.stage)
+            if ahead and _is_async_copy(st, plan, writes, aliased, seen, vector_width):
                 vars_, mins, exts, inner = parallel_nest(st)
                 info.copies.append(st)
                 info.bufs.append(inner.buffer)
             else:
+                if ahead and k in sched:
+                    info.notes.append(f"statement {sched[k]} (stage {spec.stage[sched[k]]}) runs in its own "
+                                      f"iteration: only global -> shared copies the ring can hold are issued ahead")
                 info.rest.append(st)
             seen.append(st)
+        _note_schedule(info, stmts, sched)
         if info.copies:
             out[id(loop)] = info
+        else:   # not pipelined: what it could not follow goes to the kernel's notes
+            plan.notes.extend(n for n in info.notes if n not in plan.notes)
     return out
+
+
+def _scheduled(stmts, spec, notes):
+    """{body index: index into spec.order / spec.stage} of the scheduled statements
+    (declarations take no entry); empty without a manual schedule, or when a pass has
+    rewritten the body into a different number of statements (then noted)."""
+    if spec.stage is None:
+        return {}
+    ks = [k for k, st in enumerate(stmts) if not isinstance(st, S.DeclBuffer)]
+    if len(ks) != len(spec.stage):
+        notes.append(f"stage={list(spec.stage)} not applied: the lowered loop body has {len(ks)} statements; "
+                     f"every eligible copy is issued ahead")
+        return {}
+    return {k: j for j, k in enumerate(ks)}
+
+
+def _note_schedule(info, stmts, sched):
+    """Notes for the parts of a manual schedule this pipeliner does not follow (they
+    change when work is issued, never the results)."""
+    spec, copies = info.spec, {id(c) for c in info.copies}
+    if sched and len({spec.stage[sched[k]] for k, st in enumerate(stmts) if id(st) in copies}) > 1:
+        info.notes.append(f"copies of stages {sorted({spec.stage[sched[k]] for k, st in enumerate(stmts) if id(st) in copies})} "
+                          f"are all issued {info.stages - 1} iteration{'s' * (info.stages != 2)} ahead")
+    if sched:
+        ours = [k for k in sched if id(stmts[k]) in copies] + [k for k in sched if id(stmts[k]) not in copies]
+        if [spec.order[sched[k]] for k in ours] != list(range(len(ours))):
+            info.notes.append(f"order={list(spec.order)} not followed: the copies for later iterations are "
+                              f"issued first, then the rest of the body in program order (results are those "
+                              f"of the plain loop either way)")
+    if spec.sync is not None or spec.group is not None:
+        info.notes.append("sync= / group= have no effect: barriers are placed by plan/sync.py, "
+                          "copies are grouped per iteration")
 
 
 def _is_async_copy(st, plan, writes, aliased, seen, vector_width):

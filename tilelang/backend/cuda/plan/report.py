@@ -65,6 +65,7 @@ def format_plan(entry, launch, plan) -> str:
         for info in plan.pipelines.values():
             guard = f" (each iteration under `if {expr_str(info.guard)}`)" if info.guard is not None else ""
             lines.append(f"  {info.stages} stages over {', '.join(b.name for b in info.bufs) or '-'}{guard}")
+            lines.extend(f"    note: {n}" for n in info.notes)
     for n in plan.notes:
         lines.append(f"note: {n}")
     return "\n".join(lines) + "\n"

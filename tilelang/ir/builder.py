@@ -9,9 +9,7 @@ from contextlib import contextmanager
 
 from tilelang.ir import stmt as S
 from tilelang.ir.span import Span, frame_span, set_span_provider  # noqa: F401 (frame_span re-exported)
-from tilelang.ir.buffer import BufferRegion, set_store_handler
 from tilelang.ir.dtypes import set_variable_namer
-from tilelang.ir.expr import convert, cast, literal, PrimExpr
 
 _tls = threading.local()
 
@@ -111,30 +109,7 @@ def _user_span() -> Span | None:
     return None
 
 
-def _store(buffer, value, indices):
-    b = require("a buffer store")
-    if isinstance(indices, BufferRegion):   # a store to a slice: a tile copy or fill
-        from tilelang.ir.buffer import Buffer
-        if isinstance(value, (BufferRegion, Buffer)) and not (isinstance(value, Buffer) and value.is_var()):
-            from tilelang.language.copy import copy
-            copy(value, indices)
-        else:
-            from tilelang.language.reduce import fill
-            fill(indices, value)
-        return
-    if not isinstance(value, PrimExpr):
-        from tilelang.ir.buffer import Buffer
-        if isinstance(value, Buffer) and value.is_var():
-            value = value.load()
-        else:
-            value = literal(value, buffer.dtype) if isinstance(value, (int, float, bool)) else convert(value)
-    if value.dtype is not buffer.dtype:
-        value = cast(value, buffer.dtype)
-    b.emit(S.BufferStore(buffer, value, indices))
-
-
 set_span_provider(_user_span)
-set_store_handler(_store)
 set_variable_namer(lambda: (source_names("assign") or [None])[0] if current() is not None else None)
 
 

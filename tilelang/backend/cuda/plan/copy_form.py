@@ -1,0 +1,42 @@
+"""The record plan/copy_forms.py leaves on each copy nest: how that copy runs (`CopyForm`,
+annotation `copy_form`). A module of its own so that the ops/ emitters read the record
+without importing the pass that writes it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilelang.ir import stmt as S
+
+COPY_FORM = "copy_form"
+
+_TITLES = {"tma_load": "TMA load", "tma_store": "TMA store", "tma_ring": "TMA ring (pipelined)",
+           "cp_async": "cp.async", "vector": "vector", "scalar": "scalar", "registers": "registers",
+           "per_thread": "per-thread"}
+
+
+@dataclass(frozen=True)
+class CopyForm:
+    kind: str                  # a key of _TITLES
+    width: int | None = None   # elements per instruction (cp_async, vector)
+    nbytes: int | None = None  # bytes per instruction (cp_async, vector)
+    eviction: str | None = None   # "evict_first" ...: the L2 hint of its global accesses
+    why: str = ""              # for a scalar form: why no vector form holds
+
+    @property
+    def tma(self):
+        return self.kind in ("tma_load", "tma_store", "tma_ring")
+
+    def __str__(self):
+        s = _TITLES[self.kind]
+        if self.width:
+            s += f" x{self.width} ({self.nbytes} B)"
+        if self.eviction:
+            s += f", {self.eviction}"
+        if self.why:
+            s += f" ({self.why})"
+        return s
+
+
+def copy_form(st):
+    """The CopyForm this pass recorded on nest `st`, or None."""
+    return st.annotations.get(COPY_FORM) if isinstance(st, S.For) else None
