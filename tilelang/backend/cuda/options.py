@@ -64,7 +64,13 @@ def read_switches(env=None) -> dict:
             warnings.warn(f"environment variable {k} is not a CUDA backend switch (ignored); "
                           f"known: {', '.join(s for s in _SWITCHES if s.startswith('TILELANG_CUDA_'))}",
                           stacklevel=3)
-    return {k: parse(env.get(k), default) for k, (parse, default, _, _) in _SWITCHES.items()}
+    out = {}
+    for k, (parse, default, _, _) in _SWITCHES.items():
+        try:
+            out[k] = parse(env.get(k), default)
+        except ValueError as e:
+            raise ValueError(f"environment variable {k}: {e}") from None
+    return out
 
 
 def _arch_at_least(arch, n):
