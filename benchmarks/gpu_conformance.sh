@@ -5,7 +5,7 @@
 # to .pub/testing/python/ and its examples/ to .pub/examples (git-excluded), write its
 # `git describe` into .pub/REVISION, and carry .pub. Results (md/json) and logs.tgz under $OUT.
 cd "$(dirname "$0")/.."
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/out}
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/out} TL_COMMIT=${TL_COMMIT:-$(cat .commit 2>/dev/null)}
 mkdir -p $OUT/logs
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > $OUT/device.txt 2>&1
 if [ "${SKIP_CONFORMANCE:-0}" != 1 ]; then
