@@ -439,7 +439,7 @@ class KernelCodegen:
         if st.step is None:
             self.w(f"for ({ct} {v} = {self.expr(st.min)}; {v} < {self.expr(simplify(st.min + st.extent))}; ++{v}) {{")
         else:
-            k = self.names.new(object(), "tl_k", True)
+            k = self.names.fresh("tl_k")
             self.w(f"for ({ct} {k} = 0; {k} < {self.expr(st.extent)}; ++{k}) {{")
             self.indent += 1
             self.w(f"const {ct} {v} = {self.expr(st.min)} + {k} * {self.expr(st.step)};")
@@ -459,7 +459,7 @@ class KernelCodegen:
         V = vector_width(self, [st.var], [st.min], [st.extent], st.body, registers=True)
         if not V:
             return False
-        k = self.names.new(object(), "tl_v", True)
+        k = self.names.fresh("tl_v")
         ct = ctype(st.var.dtype)
         if head:
             self.w(head + "{")
@@ -749,10 +749,10 @@ class KernelCodegen:
         for e in exts:
             total = simplify(E.binop("*", total, e))
         tc = E.const_int_value(total)
-        it = self.names.new(object(), "tl_i", True)
+        it = self.names.fresh("tl_i")
         if tc is not None and tc % nt == 0 and tc // nt <= 8:
             # exact split: no bound check, fully unrolled
-            j = self.names.new(object(), "tl_j", True)
+            j = self.names.fresh("tl_j")
             self.w("#pragma unroll")
             self.w(f"for (int {j} = 0; {j} < {tc // nt}; ++{j}) {{")
             self.indent += 1
@@ -797,7 +797,7 @@ class KernelCodegen:
                  if isinstance(n, (E.BufferLoad, S.BufferStore)) and any(n.buffer is b for b in regs) else None)
             if found and found[0] is not None and any(E.const_int_value(c) != 0 for c in found[0]):
                 shift = found[0]
-        slot = self.names.new(object(), "tl_r", True)
+        slot = self.names.fresh("tl_r")
         # sm_80: ptxas then trades a small spill for occupancy in some GEMMs; keep scalar stores
         if acc and shift is None and len(vars_) == 2 and arch_number(self.target.arch) >= 90 and \
                 self._pair_store(vars_, body, regs, L, lt, slot):

@@ -65,7 +65,7 @@ def _slot(L, lay, s):
 
 
 def _rows_loop(cg, L, iv, body, regs, lays):
-    s = cg.names.new(object(), "tl_s", True)
+    s = cg.names.fresh("tl_s")
     cg.w("#pragma unroll")
     cg.w(f"for (int {s} = 0; {s} < {L.row_regs}; ++{s}) {{")
     cg.indent += 1
@@ -83,16 +83,16 @@ def _rows_loop(cg, L, iv, body, regs, lays):
 def _chunk_loop(cg, L, mode, cv, body, regs, lays):
     """Tile or cols mode: chunks of V contiguous elements along the row."""
     nch = L.K if mode == "tile" else L.G // L.V
-    c = cg.names.new(object(), "tl_c", True)
+    c = cg.names.fresh("tl_c")
     cg.w("#pragma unroll")
     cg.w(f"for (int {c} = 0; {c} < {nch}; ++{c}) {{")
     cg.indent += 1
-    f = cg.names.new(object(), "tl_f", True)
+    f = cg.names.fresh("tl_f")
     cg.w(f"const int {f} = ({c} * {L.T} + tl_tid) * {L.V};")
     jv = cv[-1]
     if len(cv) == 2:
         cg.w(f"const int {cg.bind(cv[0])} = {f} / {L.N};")
-    j0 = cg.names.new(object(), "tl_j0", True)
+    j0 = cg.names.fresh("tl_j0")
     cg.w(f"const int {j0} = {f} % {L.N};" if L.M > 1 else f"const int {j0} = {f};")
     W, vec = L.V, None
     while W >= 2 and vec is None:   # the widest vector that divides the chunk and the row stride
@@ -106,7 +106,7 @@ def _chunk_loop(cg, L, mode, cv, body, regs, lays):
     elif _atomic_width(cg, body, jv, L):
         _emit_register_atomic(cg, body, jv, j0, c, L, mode, regs, lays, _atomic_width(cg, body, jv, L))
     else:
-        e = cg.names.new(object(), "tl_e", True)
+        e = cg.names.fresh("tl_e")
         hoisted = _hoist_shared_loads(cg, body, cv, jv, j0, L, e)
         cg.w("#pragma unroll")
         cg.w(f"for (int {e} = 0; {e} < {L.V}; ++{e}) {{")
@@ -162,7 +162,7 @@ def _emit_register_cast(cg, body, jv, j0, c, L, mode, lays):
         del cg.acc_index[id(buf)]
         return ref
     for e in range(0, L.V, 2):
-        p = cg.names.new(object(), "tl_p", True)
+        p = cg.names.fresh("tl_p")
         cg.w("{ " + pair_cast(load.buffer.dtype, store.buffer.dtype, elem(load.buffer, e), elem(load.buffer, e + 1),
                               elem(store.buffer, e), elem(store.buffer, e + 1), p) + " }")
 
@@ -253,7 +253,7 @@ def _hoist_shared_loads(cg, body, cv, jv, j0, L, e):
             continue
         piece = min(nbytes, 16)
         vt, _ = vec_type(b.dtype, piece)
-        v = cg.names.new(object(), "tl_h", True)
+        v = cg.names.fresh("tl_h")
         cg.names.alias(jv, j0)
         addr = f"&{cg.access(ls[0])}"
         cg.w(f"{vt} {v}[{nbytes // piece}];")
@@ -334,7 +334,7 @@ def _emit_vector_copy(cg, m, jv, j0, c, L, V, e0):
     cg.names.alias(jv, j0)
     addr = f"&{cg.access(mem)}"
     slot = lambda e: f"{c} * {L.V} + {e0 + e}"  # noqa: E731  (a tile or cols fragment: chunk c, element e)
-    v = cg.names.new(object(), "tl_v", True)
+    v = cg.names.fresh("tl_v")
     cg.w(f"{vt} {v}[{np_}];")
     if side == "dst":   # memory -> registers
         pred = " && ".join(f"({cg.expr(x)})" for x in (guard, sel) if x is not None)

@@ -44,8 +44,8 @@ def _barrier(cg):
     if getattr(cg, "_tma_sync_bar", None) is None:
         off = (cg.plan.smem_bytes + 7) // 8 * 8
         cg.plan.smem_bytes = off + 8
-        bar = cg.names.new(object(), "tl_copy_bar", True)
-        phase = cg.names.new(object(), "tl_copy_phase", True)
+        bar = cg.names.fresh("tl_copy_bar")
+        phase = cg.names.fresh("tl_copy_phase")
         cg.prologue += [f"unsigned long long* {bar} = reinterpret_cast<unsigned long long*>(tl_smem + {off});",
                         f"if (tl_tid == 0) {{ tl::mbar_init({bar}, 1); tl::mbar_init_fence(); }}",
                         "__syncthreads();",

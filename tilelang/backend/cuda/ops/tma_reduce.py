@@ -178,7 +178,7 @@ def emit_tma_reduce(cg, op, block) -> bool:
     if same:   # one map per tensor and box
         name = same[0].param_name
     else:
-        name = cg.names.new(object(), f"{g.name}_desc", True)
+        name = cg.names.fresh(f"{g.name}_desc")
         cg.tmaps.append(TmaReduce(g, box, name))
         cg.aligned[g.name] = max(cg.aligned.get(g.name, 1), 16)
     coords = ", ".join(cg.expr(s) for s in reversed(op.dst.starts))

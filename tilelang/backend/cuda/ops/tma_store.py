@@ -279,7 +279,7 @@ def tensor_map_param(cg, t):
     if same:
         t.param_name = same[0].param_name
     else:
-        t.param_name = cg.names.new(object(), f"{t.dst.name}_desc", True)
+        t.param_name = cg.names.fresh(f"{t.dst.name}_desc")
         cg.tmaps.append(t)
     return t.param_name
 

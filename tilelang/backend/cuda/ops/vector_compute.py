@@ -132,7 +132,7 @@ def emit(cg, body, V, v):
     lines, overrides = [], {}
     for ld in loads:
         t = ctype(ld.buffer.dtype)
-        name = cg.names.new(object(), "tl_vl", True)
+        name = cg.names.fresh("tl_vl")
         if all(_group_invariant(i, v, V) for i in ld.indices):   # one value for all lanes
             lines.append(f"const {t} {name} = {cg.access(ld)};")
             overrides[id(ld.buffer)] = [name] * V
@@ -146,7 +146,7 @@ def emit(cg, body, V, v):
     nbytes = V * dt.itemsize
     vt, _ = vec_type(dt, nbytes)
     _require_aligned(cg, store.buffer, nbytes)
-    r = cg.names.new(object(), "tl_vr", True)
+    r = cg.names.fresh("tl_vr")
     lines.append(f"{vt} {r};")
     saved = {k: cg.load_override.get(k) for k in overrides}
     for k in range(V):

@@ -196,7 +196,7 @@ def _emit_vector_atomic(cg, body, V, v):
             _require_aligned(cg, val.buffer, nbytes)
             vt, _ = vec_type(val.buffer.dtype, nbytes)
             hint = getattr(val, "name_hint", None)   # the user's name (frontend/control.py)
-            name = cg.names.new(object(), hint) if hint else cg.names.new(object(), "tl_vl", True)
+            name = cg.names.fresh(cg.names.identifier(hint)) if hint else cg.names.fresh("tl_vl")
             lines.append(f"const {vt} {name} = *reinterpret_cast<const {vt}*>(&{cg.access(val)});")
             values = [_lane(vt, f"const {ctype(val.buffer.dtype)}", name, t) for t in range(V)]
     if values is None:
@@ -264,7 +264,7 @@ def emit_vector_copy(cg, body, V, v=None, eviction=None):
         return f"*reinterpret_cast<{vt}*>(&{cg.access(store)}) = {value};"
     hint = getattr(load, "name_hint", None)
     if hint:   # `b = A[0, 0:4]; A[0, 4:8] = b`: the vector is a variable named b
-        name = cg.names.new(object(), hint)
+        name = cg.names.fresh(cg.names.identifier(hint))
         lines = [f"{vt} {name} = {src};", put(name)]
         if guard is not None:
             lines = [f"if ({cg.expr(guard)}) {{"] + ["  " + ln for ln in lines] + ["}"]
@@ -284,12 +284,12 @@ def _emit_vector_cast(cg, body, V):
     (vs, _), (vd, _) = vec_type(st, V * st.itemsize), vec_type(dt, V * dt.itemsize)
     for buf in (store.buffer, load.buffer):
         _require_aligned(cg, buf, V * buf.dtype.itemsize)
-    a, d = cg.names.new(object(), "tl_cs", True), cg.names.new(object(), "tl_cd", True)
+    a, d = cg.names.fresh("tl_cs"), cg.names.fresh("tl_cd")
     src = lambda k: f"reinterpret_cast<const {ctype(st)}*>(&{a})[{k}]"  # noqa: E731
     dst = lambda k: f"reinterpret_cast<{ctype(dt)}*>(&{d})[{k}]"  # noqa: E731
     lines = [f"const {vs} {a} = *reinterpret_cast<const {vs}*>(&{cg.access(load)});", f"{vd} {d};"]
     for k in range(0, V, 2):
-        p = cg.names.new(object(), "tl_p", True)
+        p = cg.names.fresh("tl_p")
         lines.append("{ " + pair_cast(st, dt, src(k), src(k + 1), dst(k), dst(k + 1), p) + " }")
     lines.append(f"*reinterpret_cast<{vd}*>(&{cg.access(store)}) = {d};")
     if guard is not None:
