@@ -8,13 +8,12 @@ from tilelang.ir import stmt as S
 from tilelang.ir.errors import located
 from tilelang.ir.buffer import is_packed
 from tilelang.ir.extern import imported_sources
-from tilelang.backend.c.launch import LaunchABI, py_expr  # noqa: F401 (py_expr: ops/tma_*.py)
+from tilelang.backend.c.launch import LaunchABI, py_expr
 from tilelang.backend.cuda.emit.expr import ctype
 from tilelang.backend.cuda.emit.kernel import KernelCodegen, Names
 from tilelang.ir import mbarrier as M
 from tilelang.backend.cuda.analysis.launch_config import COOPERATIVE_INCLUDE, called, launch_needs, with_cluster_dims
 from tilelang.backend.cuda.options import CudaOptions
-from tilelang.backend.cuda.host.py_expr import py_expr
 
 HEADER = '#include "tl_cuda/tl.h"\n'
 # short type names that device code written for nvcc gets from the host's <sys/types.h>

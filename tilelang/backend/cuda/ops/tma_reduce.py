@@ -136,7 +136,7 @@ class TmaReduce:
     def spec(self, bufs, env):
         """What the launcher needs to encode the map (runtime.TensorMap): extents, byte
         strides and box innermost first, the element type, no swizzle."""
-        from tilelang.backend.cuda.host.py_expr import py_expr
+        from tilelang.backend.c.launch import py_expr
         g = self.dst
         shape, es = g.shape, g.dtype.itemsize
         strides, acc = [], es

@@ -45,7 +45,7 @@ class TmaStore:
     def spec(self, bufs, env):
         """The tensor map (runtime.TensorMap): extents, byte strides and box innermost
         first, no swizzle (the element type only sizes a copy)."""
-        from tilelang.backend.cuda.host.py_expr import py_expr
+        from tilelang.backend.c.launch import py_expr
         g = self.dst
         strides, acc = [], g.dtype.itemsize
         for d in range(g.ndim - 1, 0, -1):
