@@ -44,12 +44,15 @@ def main(argv=None):
         path = os.path.join(args.examples, folder)
         sys.path.insert(0, path)
         state["dir"], state["n"] = os.path.join(args.out, name), 0
+        argv, sys.argv = sys.argv, [name]   # entry points that parse arguments see none
         try:
             m = importlib.import_module(name)
             r = m.run_regression_perf()
-            print(f"{mod}: {r}")
-        except Exception:  # noqa: BLE001 - report and go on with the next example
+            print(f"{mod}: {r}", flush=True)
+        except BaseException:  # noqa: BLE001 - SystemExit included: report, go on with the next
             traceback.print_exc()
+        finally:
+            sys.argv = argv
         sys.path.remove(path)
 
 
