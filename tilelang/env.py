@@ -7,6 +7,8 @@ TL_LOWER_TRACE           directory: dump the IR after every pass
 TILELANG_PASS_PROFILE    1 prints a per-pass timing table
 TILELANG_REMOTE_CACHE    redis://host:port: share compiled kernels and tuning results between hosts
                          (_TIMEOUT connect timeout in s, _SECRET signs entries, _TTL entry lifetime in s)
+TILELANG_CPU_PCH=0       the CPU backend compiles without its precompiled header of tl_cpu.h
+TILELANG_PCH_DIR         where that header is kept (default <tmp>/tilelang-pch-<uid>; content-keyed)
 TILELANG_AUTO_TUNING_DISABLE_CACHE  1: always re-tune (no best-config cache)
 TILELANG_AUTO_TUNING_PROGRESS       0: no progress bar
 TILELANG_AUTO_TUNING_CPU_COUNTS, _CPU_UTILITIES, _MAX_CPU_COUNT: compile-worker count for tuning

@@ -1,6 +1,8 @@
 """Compile generated C++ to a shared object with the system compiler."""
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import shutil
 import subprocess
@@ -49,6 +51,58 @@ def flags(extra=()):
     return f + env + _host_flags(list(extra))
 
 
+# Every generated kernel starts with `#include "tl_cpu.h"`, whose C++ standard headers are
+# ~37k lines: parsing them is most of a small kernel's compile time. A precompiled header,
+# built once per (compiler, flags, header contents) in TILELANG_PCH_DIR (default: the
+# temporary directory; its name is the content key, so kernel cache directories can change
+# without rebuilding it) and found
+# before the real header on the include path, removes that cost. g++ ignores a .gch that
+# does not match the compile's flags and falls back to the header itself, so this can only
+# save time. TILELANG_CPU_PCH=0 turns it off.
+_PCH_HEADER = "tl_cpu.h"
+
+
+@functools.lru_cache(maxsize=None)
+def _headers_digest() -> str:
+    h = hashlib.sha1()
+    for d in (INCLUDE_DIR, SHARED_INCLUDE_DIR):
+        for name in sorted(os.listdir(d)):
+            path = os.path.join(d, name)
+            if os.path.isfile(path):
+                h.update(name.encode())
+                with open(path, "rb") as f:
+                    h.update(f.read())
+    return h.hexdigest()
+
+
+def precompiled_header_key(cxx, pch_flags) -> str:
+    return hashlib.sha1("\0".join([_compiler_version(cxx), _headers_digest(), *pch_flags]).encode()).hexdigest()[:20]
+
+
+def precompiled_header_dir(cxx, compile_flags) -> str | None:
+    """A directory holding tl_cpu.h.gch for these flags (built on first use), or None."""
+    if os.environ.get("TILELANG_CPU_PCH", "1") == "0" or "g++" not in os.path.basename(os.path.realpath(cxx)):
+        return None
+    pch_flags = [f for f in compile_flags if f != "-shared"]
+    key = precompiled_header_key(cxx, pch_flags)
+    root = os.environ.get("TILELANG_PCH_DIR") or os.path.join(tempfile.gettempdir(), f"tilelang-pch-{os.getuid()}")
+    d = os.path.join(root, key)
+    gch = os.path.join(d, _PCH_HEADER + ".gch")
+    if os.path.exists(gch):
+        return d
+    try:
+        os.makedirs(d, exist_ok=True)
+        tmp = f"{gch}.{os.getpid()}.tmp"
+        r = subprocess.run([cxx, *pch_flags, "-x", "c++-header", os.path.join(INCLUDE_DIR, _PCH_HEADER), "-o", tmp],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            return None
+        os.replace(tmp, gch)   # atomic: a concurrent compile sees the whole file or none
+    except OSError:
+        return None   # an unwritable cache only costs time
+    return d
+
+
 def compile_source(source: str, extra_flags=()) -> bytes:
     cxx = find_compiler()
     with tempfile.TemporaryDirectory(prefix="tilelang_cpu_") as d:
@@ -56,7 +110,9 @@ def compile_source(source: str, extra_flags=()) -> bytes:
         so = os.path.join(d, "kernel.so")
         with open(src, "w") as f:
             f.write(source)
-        cmd = [cxx, *flags(extra_flags), src, "-o", so]
+        compile_flags = flags(extra_flags)
+        pch = precompiled_header_dir(cxx, compile_flags)
+        cmd = [cxx, *([f"-I{pch}"] if pch else []), *compile_flags, src, "-o", so]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             keep = os.path.join(tempfile.gettempdir(), f"tilelang_failed_{os.getpid()}.cpp")
@@ -68,6 +124,14 @@ def compile_source(source: str, extra_flags=()) -> bytes:
                 f"{r.stderr[-4000:]}\nsource kept at {keep}\nreproduce: {' '.join(cmd[:-3])} {keep} -o out.so")
         with open(so, "rb") as f:
             return f.read()
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler_version(cxx) -> str:
+    try:
+        return cxx + ":" + subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    except Exception:  # noqa: BLE001
+        return cxx
 
 
 def compiler_identity() -> str:
