@@ -126,10 +126,28 @@ def test_halving_finds_the_optimum_through_noisy_short_benchmarks():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_model_finds_the_optimum_with_a_third_of_the_benchmarks(seed):
-    ctx, bench, best = search("model", budget=len(SPACE) // 3, seed=seed)
+    ctx, bench, best = search("model", budget=len(SPACE) // 3, seed=seed, bench=FakeBench(noise=0.08, seed=seed))
     assert best == OPT
-    idx = [i for i, _ in bench.calls]
-    assert len(idx) == len(set(idx)) <= len(SPACE) // 3
+    assert len(bench.calls) == len(set(bench.calls))          # no (config, fidelity) pair twice
+    assert ctx.spent <= len(SPACE) // 3
+    screen = [i for i, f in bench.calls if f == (1, 3)]       # a tenth of (9, 27), rounded
+    full = [i for i, f in bench.calls if f == (WARMUP, REP)]
+    assert sorted(screen) == list(range(len(SPACE))) and 1 <= len(full) < len(SPACE) // 3 - 14
+    assert all(TRUE[i] is not None for i in full)             # a config that failed its screen is not re-timed
+
+
+def test_model_costs_count_short_benchmarks_by_their_length():
+    ctx, bench, _ = search("model", budget=len(SPACE) // 3, seed=0)
+    cost = sum((w + r) / (WARMUP + REP) for _, (w, r) in bench.calls)
+    assert ctx.spent == pytest.approx(cost) and ctx.used == len(bench.calls)
+
+
+def test_model_without_a_screen_or_with_a_budget_too_small_for_one_starts_at_random():
+    for kw in (dict(budget=len(SPACE) // 3, screen=False), dict(budget=20)):   # 128 screens cost 14.2 > 20 / 2
+        ctx, bench, _ = search("model", seed=1, **kw)
+        assert {f for _, f in bench.calls} == {(WARMUP, REP)} and ctx.used == kw["budget"]
+    with pytest.raises(ValueError, match="screen_divisor"):
+        make_strategy("model", 10, 0, screen_divisor=1)
 
 
 def test_model_beats_random_on_a_small_budget():

@@ -63,7 +63,7 @@ def test_random_compiles_and_times_only_its_budget(fake_timing):
     res = _tuner().run(strategy="random", budget=6, seed=1)
     timed = [i for i, _, _ in fake_timing["timed"]]
     assert len(timed) == len(set(timed)) == 6 and sorted(fake_timing["compiled"]) == sorted(timed)
-    assert res.search == dict(strategy="random", budget=6, evaluations=6, configs_evaluated=6,
+    assert res.search == dict(strategy="random", budget=6, evaluations=6, benchmark_cost=6.0, configs_evaluated=6,
                               timed_iterations=6 * 12)
     assert res.config == min((res.records[i].config for i in timed), key=landscape)
     assert sum(r.status == "pending" for r in res.records) == 18 - 6
@@ -88,7 +88,12 @@ def test_model_strategy_through_the_decorator(fake_timing):
     kernel = matmul(M, N, K)
     assert matmul.last_result.config == dict(bm=32, bn=64, bk=32)
     assert kernel.config == matmul.last_result.config
-    assert len(fake_timing["timed"]) == 12 == len(set(fake_timing["timed"]))
+    timed = fake_timing["timed"]
+    assert len(timed) == len(set(timed))                     # no config timed twice at one length
+    assert sorted(i for i, _, r in timed if r == 1) == list(range(18))   # the screen: a tenth of (3, 9)
+    full = [i for i, _, r in timed if r == 9]
+    assert 3 <= len(full) <= 12 - 3
+    assert matmul.last_result.search["benchmark_cost"] == pytest.approx(18 * 2 / 12 + len(full))
 
 
 def test_the_tuning_cache_keeps_strategies_apart(fake_timing):
@@ -134,7 +139,8 @@ def test_strategies_on_the_gpu_time_real_kernels(strategy):
     t.set_compile_args(out_idx=[-1], target="cuda").set_profile_args(warmup=5, rep=27, ref_prog=gemm_ref)
     res = t.run(strategy=strategy, budget=6 if strategy != "halving" else None, seed=0)
     timed = [r for r in res.records if r.status == "ok"]
-    assert timed and res.search["evaluations"] <= (6 if strategy != "halving" else 8 + 3 + 1)
+    assert timed and res.search["evaluations"] <= {"random": 6, "halving": 8 + 3 + 1, "model": 8 + 5}[strategy]
+    assert res.search["benchmark_cost"] <= (6 if strategy != "halving" else 8 + 3 + 1)
     best = next(r for r in res.records if r.config == res.config)
     assert best.rep == 27 and res.latency == best.latency
     a = torch.randn(1024, 512, dtype=torch.float16, device="cuda")

@@ -10,13 +10,21 @@ keeps the budget and never evaluates a (config, fidelity) pair twice.
     halving     successive halving: many configs with short benchmarks, the best
                 1/eta of them again with eta times longer ones, ... the last rung at
                 full fidelity
-    model       a seeded random start, then rounds of configs proposed by a surrogate
-                model (a Gaussian process over config features, `surrogate.py`)
-                by expected improvement
+    model       multi-fidelity model-guided search: every config timed once with a short
+                benchmark (a tenth of the warm-up and repetitions: the screen), then
+                full benchmarks of the configs with the highest expected improvement
+                under a Gaussian process over config features (`surrogate.py`) that
+                learns how full latencies differ from the screen; it stops early when
+                no config is expected to improve on the best by more than 0.05%. Where
+                the screen does not fit in half the budget: a seeded random start and
+                the same model without a screen.
 
-budget: the number of evaluations (an evaluation = one config at one fidelity:
-compile once, check, time), an int >= 1, or a float in (0, 1] = that fraction of the
-space. Strategies are deterministic for a given seed and given latencies.
+budget: benchmark cost counted in full benchmarks — an evaluation (one config at one
+fidelity: compile once, check, time) at (warm-up w, repetitions r) costs
+(w + r) / (warmup + rep), so a full benchmark costs 1 and a screen a tenth; an int >= 1,
+or a float in (0, 1] = that fraction of the space. For strategies that only time at full
+fidelity (exhaustive, random) it is the number of evaluations. Strategies are
+deterministic for a given seed and given latencies.
 """
 from __future__ import annotations
 
@@ -39,11 +47,17 @@ class SearchContext:
         self.warmup, self.rep = warmup, rep
         self._features = features
         self.results = {}      # (index, (warmup, rep)) -> latency
-        self.used = 0
+        self.used = 0          # evaluations
+        self.spent = 0.0       # their cost in full benchmarks
 
     @property
     def remaining(self):
-        return self.budget - self.used
+        return self.budget - self.spent
+
+    def cost(self, fidelity=None):
+        """What one evaluation at `fidelity` costs, in full benchmarks."""
+        w, r = fidelity if fidelity is not None else (self.warmup, self.rep)
+        return (w + r) / max(1, self.warmup + self.rep)
 
     @property
     def features(self):
@@ -64,15 +78,17 @@ class SearchContext:
         already evaluated are answered from memory; new ones beyond the budget are
         dropped (not evaluated, absent from the answer)."""
         fid = tuple(fidelity) if fidelity is not None else (self.warmup, self.rep)
+        each = self.cost(fid)
         new = []
         for i in dict.fromkeys(int(i) for i in indices):
             if not 0 <= i < self.n:
                 raise IndexError(f"config index {i} is outside the space of {self.n} configs")
-            if (i, fid) not in self.results and len(new) < self.remaining:
+            if (i, fid) not in self.results and (len(new) + 1) * each <= self.remaining + 1e-9:
                 new.append(i)
         if new:
             got = self._evaluate(new, fid)
             self.used += len(new)
+            self.spent += len(new) * each
             for i in new:
                 lat = got.get(i)
                 self.results[(i, fid)] = INF if lat is None or not math.isfinite(lat) else float(lat)
@@ -170,26 +186,74 @@ class SuccessiveHalving(Strategy):
 
 
 class ModelGuided(Strategy):
-    """`n_init` random configs, then rounds of `batch_size` configs with the highest
-    expected improvement under a Gaussian process fitted to the log-latencies so far
-    (a batch is chosen one config at a time, each pretending the previous ones came
-    out at their predicted mean). Configs that failed count as the worst latency seen,
-    so the model steers away from their neighbourhood."""
+    """Screen, then model (see the module docstring). `screen_divisor`: how much shorter the
+    screen's benchmarks are; `screen=False`: no screen, `n_init` random configs first.
+    Configs that failed count as the worst latency seen, so the model steers away from
+    their neighbourhood; a config that failed its screen is not timed again."""
     name = "model"
+    STOP_EI = 5e-4   # expected improvement (in log-latency) below which a search stops early
+    MIN_FULL = 3     # ... but not before this many full benchmarks
 
-    def __init__(self, budget=None, seed=0, n_init=None, batch_size=None):
+    def __init__(self, budget=None, seed=0, n_init=None, batch_size=None, screen=True, screen_divisor=10):
         super().__init__(budget, seed)
+        if isinstance(screen_divisor, bool) or not isinstance(screen_divisor, (int, float)) or screen_divisor < 2:
+            raise ValueError(f"model: screen_divisor must be a number >= 2, got {screen_divisor!r}")
         self.n_init, self.batch_size = n_init, batch_size
+        self.screen, self.screen_divisor = bool(screen), screen_divisor
 
     def search(self, ctx):
+        low = ctx.fidelity(self.screen_divisor)
+        if self.screen and ctx.cost(low) < 1 and ctx.n * ctx.cost(low) <= 0.5 * ctx.budget + 1e-9:
+            screened = ctx.evaluate(range(ctx.n), low)
+            prior = {i: math.log(v) for i, v in screened.items() if math.isfinite(v)}
+            if prior:
+                return self._refine(ctx, prior)
+            return None   # nothing compiled and passed its check: nothing left to time
+        return self._from_random_start(ctx)
+
+    def _refine(self, ctx, prior):
+        """Full benchmarks, chosen by expected improvement of prior + GP(residual)."""
         from tilelang.autotuner.surrogate import GaussianProcess, expected_improvement
-        budget = ctx.budget
+        x = ctx.features
+        ranked = sorted(prior, key=lambda i: (prior[i], i))
+        ctx.evaluate(ranked[:1])
+        while ctx.remaining >= 1 - 1e-9:
+            full = {i: v for i, v in ctx.measured().items() if i in prior}
+            todo = [i for i in ranked if i not in full]
+            ok = {i: v for i, v in full.items() if math.isfinite(v)}
+            if not todo:
+                return
+            if not ok:    # the best screened configs failed at full length: next in the ranking
+                ctx.evaluate(todo[:1])
+                continue
+            worst = max(ok.values())
+            idx = list(full)
+            resid = [math.log(full[i] if math.isfinite(full[i]) else worst) - prior[i] for i in idx]
+            best = min(math.log(v) for v in ok.values())
+            if len(idx) >= 2:
+                mean_r, std_r = GaussianProcess().fit(x[idx], resid).predict(x[todo])
+            else:   # one point: the screen's bias is that point's; its spread unknown yet
+                mean_r = np.full(len(todo), resid[0])
+                std_r = np.full(len(todo), 0.1)
+            mean = np.array([prior[i] for i in todo]) + mean_r
+            # a screen is a short, noisy benchmark: its error is the config's own, not smooth
+            # over the features, so the model is never surer than the residuals' spread
+            floor = max(0.03, 1.5 * float(np.std(resid))) if len(idx) >= self.MIN_FULL else 0.05
+            std = np.maximum(std_r, floor)
+            ei = expected_improvement(mean, std, best)
+            if ei.max() < self.STOP_EI and len(idx) >= self.MIN_FULL:
+                return
+            ctx.evaluate([todo[int(np.argmax(ei))]])
+
+    def _from_random_start(self, ctx):
+        from tilelang.autotuner.surrogate import GaussianProcess, expected_improvement
+        budget = int(ctx.budget)
         n_init = self.n_init or max(3, min(budget, budget // 4))
         batch = self.batch_size or max(1, min(8, budget // 10))
         order = np.random.default_rng(self.seed).permutation(ctx.n)
         ctx.evaluate(order[:n_init])
         x = ctx.features
-        while ctx.remaining > 0:
+        while ctx.remaining >= 1 - 1e-9:
             seen = ctx.measured()
             todo = np.array([i for i in range(ctx.n) if i not in seen])
             if len(todo) == 0:
@@ -202,7 +266,7 @@ class ModelGuided(Strategy):
             idx = list(seen)
             y = [math.log(seen[i] if math.isfinite(seen[i]) else worst) for i in idx]
             picks = []
-            for _ in range(min(batch, ctx.remaining, len(todo))):
+            for _ in range(min(batch, int(ctx.remaining + 1e-9), len(todo))):
                 gp = GaussianProcess().fit(x[idx], y)
                 cand = np.array([i for i in todo if i not in picks])
                 mean, std = gp.predict(x[cand])
@@ -214,7 +278,7 @@ class ModelGuided(Strategy):
             ctx.evaluate(picks)
 
     def describe(self):
-        return (self.name, self.budget, self.seed, self.n_init, self.batch_size)
+        return (self.name, self.budget, self.seed, self.n_init, self.batch_size, self.screen, self.screen_divisor)
 
 
 STRATEGIES = {s.name: s for s in (Exhaustive, RandomSearch, SuccessiveHalving, ModelGuided)}

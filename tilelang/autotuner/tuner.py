@@ -136,10 +136,11 @@ class AutoTuner:
         processes compile the rest (on one device); enable_grouped_compile: send
         group_compile_size configs to a compile worker per task.
         strategy: "exhaustive" (every config), "random", "halving" or "model" (see
-        `tilelang.autotuner.search`), or a `Strategy` object; budget: evaluations
-        allowed (an int, or a float in (0, 1] = that fraction of the configs); seed:
-        makes the search repeatable; strategy_options: e.g. {"eta": 3} for halving,
-        {"n_init": 8, "batch_size": 4} for model.
+        `tilelang.autotuner.search`), or a `Strategy` object; budget: benchmark cost
+        allowed, in full benchmarks (a shorter benchmark costs its share; an int, or a
+        float in (0, 1] = that fraction of the configs); seed: makes the search
+        repeatable; strategy_options: e.g. {"eta": 3} for halving, {"screen_divisor": 10}
+        or {"screen": False, "n_init": 8, "batch_size": 4} for model.
         executor: "local" (this host's worker processes and GPUs) or "ray" (compile and
         benchmark tasks on a Ray cluster, `ray_address` or RAY_ADDRESS or a local one)."""
         if enable_grouped_compile and (not isinstance(group_compile_size, int) or group_compile_size < 1):
@@ -252,6 +253,7 @@ class AutoTuner:
                                 libcode=kernel.get_kernel_source(), func=func, kernel=kernel, records=records)
         result.phase_times = dict(executor.phase_times)  # wall time per phase
         result.search = dict(strategy=strategy.name, budget=ctx.budget, evaluations=ctx.used,
+                             benchmark_cost=round(ctx.spent, 6),
                              configs_evaluated=len({i for i, _ in ctx.results}),
                              timed_iterations=sum(w + r for _, (w, r) in ctx.results))
         _annotate(kernel, result)
