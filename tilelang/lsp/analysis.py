@@ -68,7 +68,8 @@ class LoopInfo:
 
     def label(self):
         if self.kind == "pipelined":
-            return f"{self.extents[0]} iterations" + (f", {self.stages} stages" if self.stages else "")
+            n = self.stages
+            return f"{self.extents[0]} iterations" + (f", {n} stage{'s' if n != 1 else ''}" if n else "")
         return " × ".join(self.extents)
 
 
@@ -558,7 +559,7 @@ def analyze(text: str, path: str, time_limit: float | None = 10.0) -> Analysis:
         an.result.elapsed_ms = (time.perf_counter() - t0) * 1e3
         return an.result
     lines = text.splitlines()
-    comments = find_comments(text)
+    comments = find_comments(text, tree)
     for c in comments:
         if c.error:
             an.add(an.pos.range(c.line, c.col, c.line, c.end_col), f"`# tilelang:` comment: {c.error}",

@@ -43,21 +43,34 @@ def parse_comment_body(body: str) -> dict:
     return out
 
 
-def find_comments(text: str) -> list[ParamComment]:
-    """Every `# tilelang:` comment of the document (tokenized, so a `#` inside a string
-    is not one)."""
+def find_comments(text: str, tree: ast.AST | None = None) -> list[ParamComment]:
+    """Every `# tilelang:` comment of the document. Only the lines that mention `tilelang`
+    after a `#` are tokenized (a whole document takes tens of milliseconds), and lines inside
+    a multi-line string of `tree` (the document's AST) are not comments."""
+    lines = text.splitlines()
+    inside = set()
+    if tree is not None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.end_lineno > node.lineno:
+                inside.update(range(node.lineno + 1, node.end_lineno + 1))
     out = []
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        tokens = []
-    for tok in tokens:
-        if tok.type != tokenize.COMMENT:
+    for n, line in enumerate(lines, 1):
+        if "#" not in line or "tilelang" not in line or n in inside:
             continue
-        m = _MARK.match(tok.string)
+        try:
+            tokens = list(tokenize.generate_tokens(io.StringIO(line + "\n").readline))
+        except (tokenize.TokenError, SyntaxError, IndentationError):
+            tokens = []   # (a line that opens a bracket or a string: its comment still counts)
+        comment = next((t for t in tokens if t.type == tokenize.COMMENT), None)
+        if comment is None and not tokens:
+            k = line.find("#")
+            comment = tokenize.TokenInfo(tokenize.COMMENT, line[k:], (n, k), (n, len(line)), line)
+        if comment is None:
+            continue
+        m = _MARK.match(comment.string)
         if not m:
             continue
-        c = ParamComment(tok.start[0], tok.start[1], tok.end[1])
+        c = ParamComment(n, comment.start[1], comment.end[1])
         try:
             c.values = parse_comment_body(m.group(1))
         except ValueError as e:
