@@ -349,23 +349,28 @@ class _Analyzer:
                 obj = obj.jit_impl
             if isinstance(obj, PrimFunc):
                 if obj.source and obj.source[0] == self.path:
-                    out.append((obj.source[2], "traced", obj, name))
+                    out.append((obj.source[2], "traced", obj, name, None))
             elif isinstance(obj, (JITImpl, EagerKernel)) and name in defs:
-                out.append((defs[name][0], "factory", obj, name))
+                out.append((defs[name][0], "factory", obj, name, defs[name][1]))
             elif isinstance(obj, types.FunctionType) and name in defs and _defines_prim_func(defs[name][1]):
-                out.append((defs[name][0], "factory", obj, name))
+                out.append((defs[name][0], "factory", obj, name, defs[name][1]))
         out.sort(key=lambda x: x[0])
         return out
 
-    def trace_factory(self, obj, name, def_line, comments, lines):
-        """The PrimFunc a factory builds with the comment's values / its defaults, or None
-        (with a diagnostic)."""
+    def trace_factory(self, obj, name, node, def_line, comments, lines):
+        """The PrimFunc a factory (defined by the AST `node`) builds with the comment's
+        values / its defaults, or None (with a diagnostic unless the module's code already
+        called it: the kernel it compiled is shown)."""
         from tilelang.ir.function import PrimFunc
         from tilelang.jit import JITImpl, not_a_prim_func
         from tilelang.jit.eager import EagerKernel
         values = values_for(comments, lines, def_line)
         fn = obj.func if isinstance(obj, (JITImpl, EagerKernel)) else obj
         sig = inspect.signature(fn)
+        tensors = set()   # eager tensor parameters: bound by their annotation, not by a value
+        if isinstance(obj, EagerKernel):
+            from tilelang.frontend.annotated import annotated_names
+            tensors = {n for n in sig.parameters if _is_tensor_param(fn, n)} | annotated_names(fn)
         args, missing = {}, []
         for p in sig.parameters.values():
             if p.name in values:
@@ -374,12 +379,14 @@ class _Analyzer:
                 args[p.name] = p.default
             elif p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 continue
-            elif not (isinstance(obj, EagerKernel) and _is_tensor_param(fn, p.name)):
+            elif p.name not in tensors:
                 missing.append(p.name)
         def_node_line = fn.__code__.co_firstlineno
         if missing:
+            if any(node.lineno <= pf.source[2] <= node.end_lineno for pf in self.recorded if pf.source):
+                return None, args
             example = ", ".join(f"{m}=..." for m in missing)
-            self.add(self._def_name_range(def_node_line, fn.__name__),
+            self.add(self._def_name_range(node),
                      f"`{name}` is not traced: no value for {', '.join(missing)}. Add a comment "
                      f"`# tilelang: {example}` above it, or give the parameters defaults.",
                      "information", "MissingParameters")
@@ -387,7 +394,7 @@ class _Analyzer:
         try:
             if isinstance(obj, EagerKernel):
                 consts = {k: v for k, v in values.items() if k not in sig.parameters}
-                bound = sig.bind_partial(**{k: v for k, v in args.items() if not _is_tensor_param(fn, k)})
+                bound = sig.bind_partial(**{k: v for k, v in args.items() if k not in tensors})
                 pf = obj.trace(bound, consts)[0]
             else:
                 pf = fn(**args)
@@ -403,14 +410,12 @@ class _Analyzer:
             return None, args
         return pf, args
 
-    def _def_name_range(self, line1, name):
-        s = self.pos.lines[line1 - 1] if 1 <= line1 <= len(self.pos.lines) else ""
-        k = s.find(f"def {name}")
-        if k < 0:
-            return self.pos.range(line1, self.pos.first_code_col(line1))
-        k += 4
-        b = len(s[:k].encode("utf-8"))
-        return self.pos.range(line1, b, line1, b + len(name.encode("utf-8")))
+    def _def_name_range(self, node):
+        """The name in `def name(`."""
+        line = self.pos.lines[node.lineno - 1]
+        k = line.find(f"def {node.name}")
+        start = len(line[:k + 4].encode("utf-8")) if k >= 0 else node.col_offset
+        return self.pos.range(node.lineno, start, node.lineno, start + len(node.name.encode("utf-8")))
 
 
 def _defines_prim_func(fdef):
@@ -470,23 +475,27 @@ class _SourceIndex:
         return (node.end_lineno - 1, self.pos.col16(node.end_lineno, node.end_col_offset))
 
     def buffer_hint(self, buf, fdef, kind):
-        """(line, col) after the name (or the annotation) that declares `buf`."""
+        """((line, col) after the name or the annotation that declares `buf`, the name the
+        source gives it) or (None, buf.name)."""
+        bare_arg = None
         if fdef is not None and kind == "parameter":
             for a in fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs:
                 if a.arg == buf.name:
-                    return self._after(a.annotation or a)
+                    if a.annotation is not None:
+                        return self._after(a.annotation), a.arg
+                    bare_arg = a   # annotated in the body (eager style), else here
         sp = buf.span
         if sp is not None and sp.file is not None:
             for node, target in self.assigns:
                 value = node.value if node.value is not None else node.annotation
                 if _contains(value, sp.line, sp.col):
-                    return self._after(target if node.value is not None else node.annotation)
+                    return self._after(target if node.value is not None else node.annotation), target.id
         if fdef is not None:   # by name: eager annotations (`A: T.Tensor(...)`), outputs
             for node, target in self.assigns:
                 if target.id == buf.name and _contains(fdef, node.lineno, node.col_offset):
                     return self._after(node.annotation if isinstance(node, ast.AnnAssign) and node.value is None
-                                       else target)
-        return None
+                                       else target), target.id
+        return (self._after(bare_arg), bare_arg.arg) if bare_arg is not None else (None, buf.name)
 
 
 def _contains(node, line, col):
@@ -515,9 +524,9 @@ def kernel_info(pf, index: _SourceIndex, params: dict, path: str) -> KernelInfo 
         if id(buf) in seen:
             return
         seen.add(id(buf))
-        hint = index.buffer_hint(buf, fdef, kind)
+        hint, name = index.buffer_hint(buf, fdef, kind)
         line = hint[0] if hint else ((buf.span.line - 1) if buf.span is not None else info.first_line)
-        info.buffers.append(BufferInfo(buf.name, scope_name(buf.scope), [_dim(d) for d in buf.shape],
+        info.buffers.append(BufferInfo(name, scope_name(buf.scope), [_dim(d) for d in buf.shape],
                                        str(buf.dtype), kind, line, hint))
     for p in pf.params:
         if isinstance(p, Buffer):
@@ -570,12 +579,12 @@ def analyze(text: str, path: str, time_limit: float | None = 10.0) -> Analysis:
         with _document_module(path, text) as mod, _kernels_not_run(an.recorded), _time_limit(time_limit):
             an.run_module(tree, mod.__dict__)
             traced += [(f, {}) for f in an.recorded]
-            for line, how, obj, name in an.kernels_of(tree, mod.__dict__):
+            for line, how, obj, name, node in an.kernels_of(tree, mod.__dict__):
                 if how == "traced":
                     traced.append((obj, {}))
                     continue
                 n = len(an.recorded)
-                pf, args = an.trace_factory(obj, name, line, comments, lines)
+                pf, args = an.trace_factory(obj, name, node, line, comments, lines)
                 del an.recorded[n:]
                 if pf is not None:
                     traced.append((pf, args))
