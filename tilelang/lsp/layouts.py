@@ -6,6 +6,7 @@ or the shared-memory offset, stages, padding and swizzle of a shared buffer (the
 backend's `KernelPlan`, backend/cuda/plan/kernel.py)."""
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 from tilelang.lsp.analysis import Diagnostic, _Analyzer
@@ -51,11 +52,17 @@ def lower_kernels(funcs, text, path, target_name=None) -> Lowered:
     out = Lowered(target_name or DEFAULT_ARCH)
     an = _Analyzer(text, path)   # (positions and exception -> diagnostic)
     for pf in funcs:
-        try:
-            out.layouts.append(_lower_cuda(pf, arch) if kind == "cuda" else _lower_cpu(pf))
-        except Exception as e:  # noqa: BLE001 - every lowering failure is the kernel's diagnostic
-            an.add_exception(e, pf.source[2] if pf.source else 1)
-            out.layouts.append({})
+        line = pf.source[2] if pf.source else 1
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                out.layouts.append(_lower_cuda(pf, arch) if kind == "cuda" else _lower_cpu(pf))
+            except Exception as e:  # noqa: BLE001 - every lowering failure is the kernel's diagnostic
+                an.add_exception(e, line)
+                out.layouts.append({})
+        for w in caught:   # the compiler's decisions the user should hear about (stages capped, ...)
+            an.add(an.pos.range(line, an.pos.first_code_col(line)), f"{out.target}: {w.message}", "warning",
+                   w.category.__name__)
     out.diagnostics = an.result.diagnostics
     return out
 
