@@ -7,7 +7,8 @@ and scope and each T.Parallel / T.Pipelined loop's extents; failures become diag
 the user's line. Kernels are never compiled for a device nor run: creating a `JITKernel` or
 autotuning stops the statement that does it (the kernel it was given is still shown).
 
-Positions in the results are 0-based lines and UTF-16 columns (what LSP speaks)."""
+Positions in the results are 0-based lines and columns in characters (code points); the
+server converts columns to the encoding its client negotiated."""
 from __future__ import annotations
 
 import __future__ as future_flags
@@ -133,26 +134,26 @@ class _Text:
     def __init__(self, text):
         self.lines = text.splitlines()
 
-    def col16(self, line1, byte_col):
-        """UTF-16 column of a UTF-8 byte column (Python's AST and code positions) on 1-based line."""
+    def col(self, line1, byte_col):
+        """The character column of a UTF-8 byte column (Python's AST and code positions)
+        on 1-based line `line1`."""
         if not 1 <= line1 <= len(self.lines) or byte_col is None:
             return 0
         s = self.lines[line1 - 1]
-        chars = s.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore")
-        return len(chars.encode("utf-16-le")) // 2
+        return len(s.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
 
-    def line_end16(self, line1):
+    def line_end(self, line1):
         if not 1 <= line1 <= len(self.lines):
             return 0
-        return len(self.lines[line1 - 1].rstrip().encode("utf-16-le")) // 2
+        return len(self.lines[line1 - 1].rstrip())
 
     def range(self, line1, col, end_line1=None, end_col=None) -> Range:
         """A Range from 1-based lines and byte columns; no end column: to the line's end."""
         end_line1 = end_line1 or line1
-        start = self.col16(line1, col)
-        end = self.col16(end_line1, end_col) if end_col is not None else self.line_end16(end_line1)
+        start = self.col(line1, col)
+        end = self.col(end_line1, end_col) if end_col is not None else self.line_end(end_line1)
         if end_line1 == line1 and end <= start:
-            end = self.line_end16(line1)
+            end = self.line_end(line1)
         return Range(line1 - 1, start, end_line1 - 1, max(end, start))
 
     def first_code_col(self, line1):
@@ -472,7 +473,7 @@ class _SourceIndex:
         return None
 
     def _after(self, node):
-        return (node.end_lineno - 1, self.pos.col16(node.end_lineno, node.end_col_offset))
+        return (node.end_lineno - 1, self.pos.col(node.end_lineno, node.end_col_offset))
 
     def buffer_hint(self, buf, fdef, kind):
         """((line, col) after the name or the annotation that declares `buf`, the name the
@@ -546,7 +547,7 @@ def kernel_info(pf, index: _SourceIndex, params: dict, path: str) -> KernelInfo 
             if entry is None:
                 spec = n.annotations.get("pipeline")
                 stages = getattr(spec, "depth", None) or None if n.kind == S.PIPELINED else None
-                at = (node.iter.end_lineno - 1, index.pos.col16(node.iter.end_lineno, node.iter.end_col_offset))
+                at = (node.iter.end_lineno - 1, index.pos.col(node.iter.end_lineno, node.iter.end_col_offset))
                 entry = loops[id(node)] = LoopInfo(n.kind, [], stages, at)
                 info.loops.append(entry)
             if len(entry.extents) < depth:

@@ -124,14 +124,24 @@ class TileLangLanguageServer(LanguageServer):
         if st.lowered is not None and st.lowered_version == st.analysis_version:
             diags += st.lowered.diagnostics
         version = st.analysis_version[0] if st.analysis_version else None
+        doc = self.workspace.get_text_document(uri)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, diagnostics=[_diagnostic(d) for d in diags], version=version))
+            uri=uri, diagnostics=[_diagnostic(doc, d) for d in diags], version=version))
 
     def close(self, uri):
         st = self.docs.pop(uri, None)
         if st is not None and st.task is not None:
             st.task.cancel()
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        if self.worker.proc is not None:   # the worker drops the document's traced kernels
+            path = self.workspace.get_text_document(uri).path
+            asyncio.get_running_loop().create_task(self._forget(path))
+
+    async def _forget(self, path):
+        try:
+            await asyncio.to_thread(self.worker.request, "forget", path=path)
+        except WorkerError:
+            pass
 
 
 def _worker_failure(e):
@@ -139,29 +149,32 @@ def _worker_failure(e):
     return Diagnostic(Range(0, 0, 0, 0), f"tilelang: {e}", "error", "WorkerError")
 
 
-def _range(r):
-    return types.Range(start=types.Position(line=r.line, character=r.col),
-                       end=types.Position(line=r.end_line, character=r.end_col))
+def _position(doc, line, col):
+    """A character column of the analysis in the client's position encoding."""
+    return doc.position_codec.position_to_client_units(doc.lines, types.Position(line=line, character=col))
 
 
-def _diagnostic(d):
-    return types.Diagnostic(range=_range(d.range), message=d.message, severity=_SEVERITY.get(d.severity),
-                            source="tilelang", code=d.code or None)
+def _diagnostic(doc, d):
+    r = d.range
+    return types.Diagnostic(range=types.Range(start=_position(doc, r.line, r.col),
+                                              end=_position(doc, r.end_line, r.end_col)),
+                            message=d.message, severity=_SEVERITY.get(d.severity), source="tilelang",
+                            code=d.code or None)
 
 
-def inlay_hints(an: Analysis, start_line: int, end_line: int) -> list[types.InlayHint]:
+def inlay_hints(doc, an: Analysis, start_line: int, end_line: int) -> list[types.InlayHint]:
     out = []
     for k in an.kernels:
         traced = ", ".join(f"{n}={v}" for n, v in k.params.items())
         for b in k.buffers:
             if b.hint_at and start_line <= b.hint_at[0] <= end_line:
                 label = (f"→ {b.label()}" if b.kind == "parameter" else f": {b.label()}")
-                out.append(types.InlayHint(position=types.Position(line=b.hint_at[0], character=b.hint_at[1]),
+                out.append(types.InlayHint(position=_position(doc, *b.hint_at),
                                            label=label, kind=types.InlayHintKind.Type, padding_left=True,
                                            tooltip=f"kernel `{k.name}`" + (f" traced with {traced}" if traced else "")))
         for lp in k.loops:
             if start_line <= lp.hint_at[0] <= end_line:
-                out.append(types.InlayHint(position=types.Position(line=lp.hint_at[0], character=lp.hint_at[1]),
+                out.append(types.InlayHint(position=_position(doc, *lp.hint_at),
                                            label=f"→ {lp.label()}", kind=types.InlayHintKind.Type,
                                            padding_left=True))
     out.sort(key=lambda h: (h.position.line, h.position.character))
@@ -231,13 +244,16 @@ def make_server(options: Options | None = None) -> TileLangLanguageServer:
         an = await ls.analysis(params.text_document.uri)
         if an is None:
             return []
-        return inlay_hints(an, params.range.start.line, params.range.end.line)
+        return inlay_hints(ls.workspace.get_text_document(params.text_document.uri), an,
+                           params.range.start.line, params.range.end.line)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: TileLangLanguageServer, params: types.HoverParams):
-        uri, pos = params.text_document.uri, params.position
+        uri = params.text_document.uri
         an = await ls.analysis(uri)
-        word = word_at(ls.workspace.get_text_document(uri).source, pos.line, pos.character)
+        doc = ls.workspace.get_text_document(uri)
+        pos = doc.position_codec.position_from_client_units(doc.lines, params.position)
+        word = word_at(doc.source, pos.line, pos.character)
         if an is None or word is None or an.kernel_at(pos.line) is None:
             return None
         lowered = await ls.lowered(uri)
