@@ -117,6 +117,27 @@ def test_module_prim_func_and_eager_kernel():
     assert got["t"] == ("alloc", "fragment float16[32, 16]", 16)
 
 
+def test_eager_kernel_without_sizes_says_which():
+    doc = textwrap.dedent('''\
+        import tilelang
+        import tilelang.language as T
+
+        @tilelang.jit
+        def copy(X):
+            M, N = T.const("M, N")
+            X: T.Tensor((M, N), "float16")
+            Y = T.empty((M, N), "float16")
+            with T.Kernel(1, threads=128) as bx:
+                T.copy(X, Y)
+            return Y
+        ''')
+    an = analyze(doc, PATH)
+    [d] = an.diagnostics
+    assert (d.severity, d.code) == ("information", "MissingParameters") and "no value for M, N" in d.message
+    an = analyze("# tilelang: M=64, N=32\n" + doc, PATH)
+    assert an.diagnostics == [] and an.kernels[0].buffer("Y").label() == "global float16[64, 32]"
+
+
 def _one(an, severity="error"):
     ds = [d for d in an.diagnostics if d.severity == severity]
     assert len(ds) == 1, an.diagnostics
@@ -188,3 +209,13 @@ def test_columns_are_characters():
     doc = GEMM.replace("T.clear(C_local)", 'note = "é🙂"; T.clear(C_locl)')
     d = _one(analyze(doc, PATH))
     assert _range_text(doc, d.range) == "C_locl"
+
+
+def test_imports_do_not_count_against_the_time_limit(tmp_path):
+    """A module interrupted half-imported (torch takes seconds to import on a loaded machine)
+    would break every later analysis in the process: imports get extra time."""
+    (tmp_path / "slow_import_for_lsp_test.py").write_text("import time\ntime.sleep(0.6)\nVALUE = 3\n")
+    doc = "import slow_import_for_lsp_test as m\nx = m.VALUE\nwhile x:\n    pass\n"
+    an = analyze(doc, str(tmp_path / "doc.py"), time_limit=0.3)
+    [d] = an.diagnostics
+    assert d.code == "AnalysisTimeout" and d.range.line in (2, 3)   # the loop, not the import

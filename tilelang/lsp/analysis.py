@@ -209,14 +209,31 @@ def _kernels_not_run(recorded):
         JITKernel.__init__, AutoTuneImpl.__call__, AutoTuner.run = saved
 
 
+IMPORT_ALLOWANCE = 60.0   # s of imports (torch takes seconds, more on a loaded machine) beyond the limit
+
+
+def _importing(frame):
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 @contextlib.contextmanager
 def _time_limit(seconds):
-    """Interrupt the document's code after `seconds` (the main thread only: a signal)."""
+    """Interrupt the document's code after `seconds` (the main thread only: a signal).
+    Time spent importing modules does not count, up to IMPORT_ALLOWANCE more: a module
+    interrupted half-imported would break every later analysis in the process."""
     if not seconds or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
+    deadline = time.monotonic() + seconds + IMPORT_ALLOWANCE
 
     def on_alarm(signum, frame):
+        if _importing(frame) and time.monotonic() < deadline:
+            signal.setitimer(signal.ITIMER_REAL, 0.2)   # look again once the import is done
+            return
         raise AnalysisTimeout(f"the document's code did not finish within {seconds:g} s")
     old = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -382,6 +399,8 @@ class _Analyzer:
                 continue
             elif p.name not in tensors:
                 missing.append(p.name)
+        if isinstance(obj, EagerKernel):   # sizes read off tensors: the language server has none
+            missing += [c for c in _const_names(node) if c not in values]
         def_node_line = fn.__code__.co_firstlineno
         if missing:
             if any(node.lineno <= pf.source[2] <= node.end_lineno for pf in self.recorded if pf.source):
@@ -425,6 +444,16 @@ def _defines_prim_func(fdef):
             if any("prim_func" in ast.unparse(d) for d in sub.decorator_list):
                 return True
     return False
+
+
+def _const_names(fdef):
+    """The names an eager body declares with `T.const("M N")`."""
+    out = []
+    for sub in ast.walk(fdef):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "const" \
+                and sub.args and isinstance(sub.args[0], ast.Constant) and isinstance(sub.args[0].value, str):
+            out += sub.args[0].value.replace(",", " ").split()
+    return out
 
 
 def _is_tensor_param(fn, name):

@@ -81,7 +81,10 @@ class Worker:
     """The server's handle on the child process: one request at a time, each with a
     deadline; a process that misses it, or dies, is replaced on the next request."""
 
-    def __init__(self, time_limit: float = 10.0, grace: float = 5.0):
+    def __init__(self, time_limit: float = 10.0, grace: float | None = None):
+        from tilelang.lsp.analysis import IMPORT_ALLOWANCE
+        if grace is None:   # the child's own limit comes first; this catches code stuck outside Python
+            grace = IMPORT_ALLOWANCE + 5.0
         self.time_limit, self.grace = time_limit, grace
         self.proc = None
         self.lines = None
