@@ -219,8 +219,11 @@ def make_server(options: Options | None = None) -> TileLangLanguageServer:
     def initialize(ls: TileLangLanguageServer, params: types.InitializeParams):
         opts = params.initialization_options or {}
         if isinstance(opts, dict) and opts.get("target"):
-            parse_target_name(str(opts["target"]))   # a bad name fails the initialize request
-            ls.options.target = str(opts["target"])
+            try:
+                parse_target_name(str(opts["target"]))
+                ls.options.target = str(opts["target"])
+            except ValueError as e:   # keep the command line's target; the client's log says why
+                log.warning("tilelang-lsp: initializationOptions.target ignored: %s", e)
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: TileLangLanguageServer, params):
