@@ -545,7 +545,7 @@ def kernel_info(pf, index: _SourceIndex, params: dict, path: str) -> KernelInfo 
     fdef = index.def_at(first)
     info = KernelInfo(pf.name, first - 1, first - 1 + max(n_lines, 1) - 1,
                       {k: repr(v) for k, v in params.items()})
-    declared = set(inspect.signature(lambda: None).parameters)   # (empty)
+    declared = set()   # the parameter names the source declares (others are T.empty outputs)
     if fdef is not None:
         declared = {a.arg for a in fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs}
     seen = set()
@@ -575,7 +575,7 @@ def kernel_info(pf, index: _SourceIndex, params: dict, path: str) -> KernelInfo 
             entry = loops.get(id(node))
             if entry is None:
                 spec = n.annotations.get("pipeline")
-                stages = getattr(spec, "depth", None) or None if n.kind == S.PIPELINED else None
+                stages = (getattr(spec, "depth", None) or None) if n.kind == S.PIPELINED else None
                 at = (node.iter.end_lineno - 1, index.pos.col(node.iter.end_lineno, node.iter.end_col_offset))
                 entry = loops[id(node)] = LoopInfo(n.kind, [], stages, at)
                 info.loops.append(entry)

@@ -178,7 +178,13 @@ def inlay_hints(doc, an: Analysis, start_line: int, end_line: int) -> list[types
                                            label=f"→ {lp.label()}", kind=types.InlayHintKind.Type,
                                            padding_left=True))
     out.sort(key=lambda h: (h.position.line, h.position.character))
-    return out
+    seen, unique = set(), []
+    for h in out:   # a macro's buffer or loop, traced once per call: one hint
+        key = (h.position.line, h.position.character, h.label)
+        if key not in seen:
+            seen.add(key)
+            unique.append(h)
+    return unique
 
 
 def word_at(text: str, line: int, character: int) -> str | None:
