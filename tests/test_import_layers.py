@@ -36,6 +36,7 @@ LAYERS = [
     {"jit"},                            # tilelang.jit / compile, JITKernel, the kernel cache
     {"autotuner", "testing", "rocm"},
     {"contrib"},
+    {"lsp"},                            # the language server: runs documents, traces and lowers their kernels
     {"utils", "compat"},                # published paths (tilelang.utils.tensor), the tvm shim
     {"(root)"},                         # the package: `tilelang.jit`, `tilelang.compile`, ...
     {"__main__"},                       # python -m tilelang

@@ -156,3 +156,16 @@ def run_traced(fn, /, *args, **kwargs):
 def raise_clean(e: TileLangError):
     """Re-raise a user error without our internal frames."""
     raise e.with_traceback(None) from None
+
+
+def forget_source(filename):
+    """Drop what was cached for the kernels of `filename` (rewritten code, the user code
+    set, code positions): the language server runs a document again on every edit, and
+    each run compiles new code objects."""
+    from tilelang.ir import span as _span
+    for key in [k for k, entry in _cache.items() if entry[2].file == filename]:
+        del _cache[key]
+    for code in [c for c in B.USER_CODES if c.co_filename == filename]:
+        B.USER_CODES.discard(code)
+    for code in [c for c in _span._positions_cache if c.co_filename == filename]:
+        del _span._positions_cache[code]

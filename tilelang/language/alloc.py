@@ -24,6 +24,8 @@ def _alloc(shape, dtype, scope, default_name):
         shape = (shape,)
     try:
         dtype = as_dtype(dtype)
+    except TileLangError:
+        raise   # already says where and what (an unknown name: the close ones)
     except ValueError as e:
         raise TileLangError(str(e), hint="use a dtype such as 'float16', 'float32' or T.bfloat16") from None
     buf = Buffer(_name(default_name), tuple(shape), dtype, scope)
