@@ -50,14 +50,14 @@ def describe(name, got, expected, tile, atol, rtol, show=5):
     shown = ", ".join(str(t) for t in tiles[:8]) + (", ..." if len(tiles) > 8 else "")
     lines.append(f"  wrong elements fall in {len(tiles)} of the {n_tiles} output tiles "
                  f"(tile shape {tuple(t or n for t, n in zip(tile, shape))}, grid {grid}): {shown}")
-    lines += hints(bad, unwritten, tiles, grid, tile, shape)
+    lines += hints(got, expected, bad, unwritten, tiles, grid, tile, shape, atol, rtol)
     return lines
 
 
-def hints(bad, unwritten, tiles, grid, tile, shape):
+def hints(got, expected, bad, unwritten, tiles, grid, tile, shape, atol, rtol):
     out = []
-    if bad.all():
-        out.append("  hint: every element is wrong; compare your formula with the docstring's definition")
+    shifted = shift_hints(got, expected, bad, tile, atol, rtol)
+    out += shifted
     if unwritten.any():
         n = int(unwritten.sum())
         out.append(f"  hint: {n} elements were never written: does the grid cover the whole output "
@@ -71,4 +71,29 @@ def hints(bad, unwritten, tiles, grid, tile, shape):
         if all(ti[d] == 0 for ti in tiles) and not bad.all():
             out.append(f"  hint: only the first tile along dimension {d} is wrong: check the block's "
                        f"offset (block index times tile size)")
+    if bad.all() and not out:
+        out.append("  hint: every element is wrong; compare your formula with the docstring's definition")
+    return out
+
+
+def shift_hints(got, expected, bad, tile, atol, rtol):
+    """An output written one tile away from where it belongs (an off-by-one in a block's
+    offset): the wrong elements hold the values of the neighbouring tile."""
+    out = []
+    got = got.astype(np.float64)
+    for d, t in enumerate(tile):
+        n = expected.shape[d]
+        if not t or n <= t:
+            continue
+        for sign, word in ((1, "forward"), (-1, "backward")):
+            # got[i + sign*t] == expected[i] for the wrong elements that have such a neighbour
+            src = [slice(None)] * expected.ndim
+            dst = [slice(None)] * expected.ndim
+            src[d], dst[d] = (slice(0, n - t), slice(t, n)) if sign > 0 else (slice(t, n), slice(0, n - t))
+            moved = np.isclose(got[tuple(dst)], expected[tuple(src)], atol=atol, rtol=rtol)
+            wrong_there = bad[tuple(dst)]
+            if wrong_there.sum() and (moved & wrong_there).sum() >= 0.9 * wrong_there.sum():
+                out.append(f"  hint: the output is shifted {word} by one tile ({t}) along dimension {d}: "
+                           f"each block writes its tile where the {'next' if sign > 0 else 'previous'} block's "
+                           f"belongs — an off-by-one in the block offset")
     return out

@@ -2,7 +2,7 @@
 import tilelang.language as T
 
 
-def dequant_gemm(M, N, K=96, block_M=32, block_N=32, block_K=32, dtype="float16", accum_dtype="float32"):
+def dequant_gemm(M, N, K=80, block_M=32, block_N=32, block_K=32, dtype="float16", accum_dtype="float32"):
     @T.prim_func
     def kernel(A: T.Tensor((M, K), dtype), Wq: T.Tensor((N, K // 2), "uint8"), Scale: T.Tensor((N,), dtype),
                C: T.Tensor((M, N), accum_dtype)):
