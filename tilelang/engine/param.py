@@ -19,6 +19,7 @@ class KernelParam:
         shape = []
         for d in buffer.shape:
             v = const_int_value(d) if isinstance(d, PrimExpr) else d
+            v = d if v is None else v
             if not isinstance(v, (int, PrimExpr)):
                 raise ValueError(f"KernelParam.from_buffer: unsupported dimension {d!r} of {buffer.name}")
             shape.append(v)

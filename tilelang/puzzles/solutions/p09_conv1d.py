@@ -2,7 +2,7 @@
 import tilelang.language as T
 
 
-def conv1d(batch, L, C=32, F=32, KW=3, block_L=32, block_F=32, dtype="float16", accum_dtype="float32"):
+def conv1d(batch, L, C=32, F=64, KW=3, block_L=32, block_F=32, dtype="float16", accum_dtype="float32"):
     L_out = L - KW + 1
 
     @T.prim_func
