@@ -39,7 +39,7 @@ LAYERS = [
     {"lsp"},                            # the language server: runs documents, traces and lowers their kernels
     {"utils", "compat"},                # published paths (tilelang.utils.tensor), the tvm shim
     {"(root)"},                         # the package: `tilelang.jit`, `tilelang.compile`, ...
-    {"__main__"},                       # python -m tilelang
+    {"__main__", "puzzles"},            # python -m tilelang; the learners' exercises and their checker
 ]
 LAYER = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}
 # inside these packages no two modules import each other, directly or through others

@@ -46,3 +46,30 @@ def cache_dir() -> str:
 
 def cache_disabled() -> bool:
     return os.environ.get("TILELANG_DISABLE_CACHE", "0").lower() in ("1", "true", "yes", "on")
+
+
+def _find_cuda_home():
+    """A CUDA toolkit directory, as the published `tilelang.env.CUDA_HOME` reports it (we
+    compile with NVRTC from pip wheels and need none; scripts print it)."""
+    import shutil
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    if home:
+        return home
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        return os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
+    return "/usr/local/cuda" if os.path.isdir("/usr/local/cuda") else None
+
+
+class Environment:
+    """`from tilelang.env import env`: the published package's settings object, for the
+    attributes scripts read."""
+    CUDA_HOME = _find_cuda_home()
+
+    @property
+    def TILELANG_CACHE_DIR(self):  # noqa: N802 - the published attribute name
+        return cache_dir()
+
+
+env = Environment()
+CUDA_HOME = env.CUDA_HOME

@@ -35,3 +35,20 @@ def test_factory_source():
     src = factory.get_kernel_source(128, block=32)
     assert "1.0f" in src
     assert src == factory(128, block=32).get_kernel_source()
+
+
+def test_show_source_which_and_print_source_code(capsys, tmp_path):
+    kernel = factory(64, block=32)
+    kernel.show_source("both")
+    both = capsys.readouterr().out
+    assert "===== Kernel Source =====" in both and "===== Host Source =====" in both
+    kernel.print_source_code()   # the published package's older name
+    assert capsys.readouterr().out.strip() == kernel.get_kernel_source().strip()
+    path = tmp_path / "sub" / "kernel.cc"
+    kernel.print_source_code(file=str(path))
+    assert path.read_text() == kernel.get_kernel_source()
+    import pytest
+    with pytest.raises(ValueError, match="which"):
+        kernel.show_source("device")
+    with pytest.raises(ValueError, match="kernel_path or host_path"):
+        kernel.export_sources()

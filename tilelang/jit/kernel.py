@@ -2,6 +2,7 @@
 against the signature, binds dynamic dimensions, allocates `out_idx` outputs."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -604,8 +605,37 @@ class JITKernel:
         from tilelang.profiler import Profiler, TensorSupplyType
         return Profiler(self, tensor_supply_type or TensorSupplyType.Auto)
 
-    def show_source(self):
-        print(self.get_kernel_source())
+    def show_source(self, which="kernel"):
+        """Print the generated source: "kernel", "host" or "both"."""
+        if which == "kernel":
+            print(self.get_kernel_source())
+        elif which == "host":
+            print(self.get_host_source())
+        elif which == "both":
+            print("===== Kernel Source =====")
+            print(self.get_kernel_source())
+            print("===== Host Source =====")
+            print(self.get_host_source())
+        else:
+            raise ValueError(f"show_source: `which` must be 'kernel', 'host' or 'both', got {which!r}")
+
+    def export_sources(self, kernel_path=None, host_path=None):
+        """Write the kernel and/or host source to files (directories are created)."""
+        if kernel_path is None and host_path is None:
+            raise ValueError("export_sources: give kernel_path or host_path")
+        for path, text in ((kernel_path, self.get_kernel_source), (host_path, self.get_host_source)):
+            if path is not None:
+                os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+                with open(path, "w") as f:
+                    f.write(text())
+
+    def print_source_code(self, which="kernel", file=None):
+        """The published package's older name: prints the source, or writes the kernel
+        source to `file`."""
+        if file is not None:
+            self.export_sources(kernel_path=file)
+        else:
+            self.show_source(which)
 
     def run_once(self, func=None):
         return self.get_profiler().run_once(func)

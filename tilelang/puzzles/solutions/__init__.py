@@ -1,0 +1,1 @@
+"""Reference solutions of the puzzles, checked in CI (`python -m tilelang.puzzles verify`)."""
