@@ -41,6 +41,7 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.visitor import walk
+from tilelang.layout import Fragment, make_mma_accumulator_fragment
 from tilelang.backend.cuda.analysis.facts import parallel_nest
 from tilelang.backend.cuda.layout.tile import infer_tiles, canon_shape, whole_region, reduce_dim
 
@@ -89,6 +90,12 @@ class AccLayout:
     def row_slot(self, r):
         return ((r >> 2) // self.NI) * 2 + ((r >> 1) & 1)
 
+    def fragment(self):
+        """This layout as a `tilelang.layout.Fragment` (element -> thread, register):
+        the published contiguous mma accumulator over a WM x WN warp grid."""
+        return make_mma_accumulator_fragment(self.M, self.N, self.WM, self.WN, style="contiguous",
+                                             warp_col_major=self.wg_cols)
+
 
 @dataclass(frozen=True)
 class RowLayout:
@@ -107,6 +114,18 @@ class RowLayout:
     def row(self, tid, s):
         lane, wr = tid & 31, (tid >> 5) % self.WM if self.wg_cols else (tid >> 5) // self.WN
         return wr * (self.M // self.WM) + (s >> 1) * 16 + (lane >> 2) + (s & 1) * 8
+
+    def fragment(self):
+        """This layout as a `tilelang.layout.Fragment`: row i lives in the quad of lanes
+        4 * (i % 8) .. + 3 of the warps at its warp-grid row, replicated over those 4
+        lanes and the WN warps of that row (replica = lane % 4 + 4 * warp column)."""
+        WTM, WM, WN, wg = self.M // self.WM, self.WM, self.WN, self.wg_cols
+
+        def fwd(i, rep):
+            wr, ii, wc = i // WTM, i % WTM, rep // 4
+            warp = wc * WM + wr if wg else wr * WN + wc
+            return warp * 32 + (ii % 8) * 4 + rep % 4, (ii // 16) * 2 + (ii % 16) // 8
+        return Fragment([self.M], forward_fn=fwd, replicate=4 * WN)
 
 
 def acc_layout_of(cfg):

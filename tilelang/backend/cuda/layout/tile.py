@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.visitor import walk
+from tilelang.layout import Fragment, make_fully_replicated_layout_fragment
 
 MAX_TILE_REGS = 128   # elements per thread and fragment; larger tiles stay in shared memory,
 # unless no GPU's shared memory holds them (227 KB on sm_90): then registers, spilling to
@@ -83,6 +84,17 @@ class ThreadTile:
     def col(self, t, r):
         return (((r // self.V) * self.T + t) * self.V + r % self.V) % self.N
 
+    def fragment(self):
+        """This layout as a `tilelang.layout.Fragment` over the canonical M x N tile:
+        element f = i * N + j is lane f % V of chunk f // V, chunk q on thread q % T
+        at registers (q // T) * V + f % V."""
+        M, N, T, V = self.M, self.N, self.T, self.V
+
+        def fwd(i, j):
+            f = i * N + j
+            return (f // V) % T, (f // (V * T)) * V + f % V
+        return Fragment([M, N], forward_fn=fwd)
+
 
 @dataclass(frozen=True)
 class TileRows:
@@ -98,6 +110,17 @@ class TileRows:
     def row(self, t, s):
         L = self.tile
         return (s * (L.G // L.V) * L.T * L.V + t * L.V) // L.N
+
+    def fragment(self):
+        """This layout as a `tilelang.layout.Fragment` over the tile's M rows: when a
+        round of chunks (T * V elements) covers R = T V / N >= 1 rows, row i is held by
+        the N / V threads of its place i % R in the round, at slot i // R; otherwise
+        every thread touches every row (slot i, replicated over all T threads)."""
+        L = self.tile
+        if L.T * L.V <= L.N:
+            return Fragment([L.M], forward_fn=lambda i, rep: (rep, i), replicate=L.T)
+        R, g = L.T * L.V // L.N, L.N // L.V
+        return Fragment([L.M], forward_fn=lambda i, rep: ((i % R) * g + rep, i // R), replicate=g)
 
 
 @dataclass(frozen=True)
@@ -115,6 +138,16 @@ class TileCols:
         L = self.tile
         return (((s // L.V) * L.T + t) * L.V) % L.N + s % L.V
 
+    def fragment(self):
+        """This layout as a `tilelang.layout.Fragment` over the tile's N columns: chunk
+        q = j // V of a row is on thread q % T (the same for every row, N / V being a
+        multiple of T or T of N / V), replicated over the T V / N rows of a round."""
+        L = self.tile
+        g, rep = L.N // L.V, max(1, L.T * L.V // L.N)
+        if rep == 1:
+            return Fragment([L.N], forward_fn=lambda j: ((j // L.V) % L.T, (j // (L.V * L.T)) * L.V + j % L.V))
+        return Fragment([L.N], forward_fn=lambda j, r: (j // L.V + r * g, j % L.V), replicate=rep)
+
 
 @dataclass(frozen=True)
 class Scalar:
@@ -122,6 +155,10 @@ class Scalar:
 
     def layout(self):
         return "Scalar (replicated)"
+
+    def fragment(self, nthreads):
+        """This layout as a `tilelang.layout.Fragment`: one element on all `nthreads`."""
+        return make_fully_replicated_layout_fragment([1], nthreads)
 
 
 TILE_LAYOUTS = (ThreadTile, TileRows, TileCols, Scalar)
