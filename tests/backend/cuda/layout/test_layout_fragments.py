@@ -1,7 +1,8 @@
 """Every register layout of the CUDA backend is a `tilelang.layout.Fragment`: its
-`.fragment()` places each element on the thread and register that the backend's own
-row/col/thread formulas (and the device header `tl::MmaAccLayout` / `tl::MmaRowLayout`)
-give, element by element."""
+`.fragment()` places each element on the thread and register that the specification
+below (the mma accumulator numbering of the PTX ISA over the backend's warp grid; the
+chunked thread tiles of layout/tile.py) and the device header `tl::MmaAccLayout` /
+`tl::MmaRowLayout` that the generated code indexes with give, element by element."""
 import re
 import shutil
 import subprocess
@@ -18,6 +19,40 @@ ACC = [AccLayout(64, 64, 2, 2), AccLayout(128, 128, 4, 2), AccLayout(64, 256, 4,
 ROWS = [a.row_layout() for a in ACC]
 TILES = [ThreadTile(128, 128, 128, 8), ThreadTile(8, 64, 128, 4), ThreadTile(1, 1024, 256, 4),
          ThreadTile(16, 512, 128, 4), ThreadTile(4, 32, 64, 2)]
+
+
+# the specification: register r of thread t holds ...
+def acc_row(L, t, r):
+    w, lane = t >> 5, t & 31
+    wr = w % L.WM if L.wg_cols else w // L.WN
+    return wr * (L.M // L.WM) + ((r >> 2) // L.NI) * 16 + (lane >> 2) + ((r >> 1) & 1) * 8
+
+
+def acc_col(L, t, r):
+    w, lane = t >> 5, t & 31
+    wc = w // L.WM if L.wg_cols else w % L.WN
+    return wc * (L.N // L.WN) + ((r >> 2) % L.NI) * 8 + (lane & 3) * 2 + (r & 1)
+
+
+def acc_row_slot(L, r):
+    return ((r >> 2) // L.NI) * 2 + ((r >> 1) & 1)
+
+
+def rows_row(R, t, s):
+    wr = (t >> 5) % R.WM if R.wg_cols else (t >> 5) // R.WN
+    return wr * (R.M // R.WM) + (s >> 1) * 16 + ((t & 31) >> 2) + (s & 1) * 8
+
+
+def tile_flat(L, t, r):       # chunk r // V of thread t, lane r % V
+    return ((r // L.V) * L.T + t) * L.V + r % L.V
+
+
+def tile_rows_row(L, t, s):
+    return (s * (L.G // L.V) * L.T * L.V + t * L.V) // L.N
+
+
+def tile_cols_col(L, t, s):
+    return (((s // L.V) * L.T + t) * L.V) % L.N + s % L.V
 
 
 def _grid(nthreads, regs):
@@ -37,13 +72,14 @@ def _holds(frag, t, r, *idx):
 @pytest.mark.parametrize("lay", ACC, ids=str)
 def test_acc_layout_is_its_fragment(lay):
     t, r = _grid(lay.WM * lay.WN * 32, lay.regs)
-    _holds(lay.fragment(), t, r, lay.row(t, r), lay.col(t, r))
+    _holds(lay.fragment(), t, r, acc_row(lay, t, r), acc_col(lay, t, r))
+    assert (lay.row(t, r) == acc_row(lay, t, r)).all() and (lay.col(t, r) == acc_col(lay, t, r)).all()
 
 
 @pytest.mark.parametrize("lay", ROWS, ids=str)
 def test_row_layout_is_its_fragment(lay):
     t, s = _grid(lay.WM * lay.WN * 32, lay.regs)
-    _holds(lay.fragment(), t, s, lay.row(t, s))
+    _holds(lay.fragment(), t, s, rows_row(lay, t, s))
 
 
 @pytest.mark.parametrize("acc", ACC, ids=str)
@@ -52,8 +88,9 @@ def test_row_slot_of_accumulator_register(acc):
     on the same thread."""
     t, r = _grid(acc.WM * acc.WN * 32, acc.regs)
     rows = acc.row_layout().fragment()
-    i = acc.row(t, r)
-    assert (rows.slot_table()[i] == acc.row_slot(r)).all()
+    i = acc_row(acc, t, r)
+    assert (rows.slot_table()[i] == acc_row_slot(acc, r)).all()
+    assert all(acc.row_slot(x) == acc_row_slot(acc, x) for x in range(acc.regs))
     assert (rows.thread_table()[:, i] == t).any(axis=0).all()
 
 
@@ -61,12 +98,12 @@ def test_row_slot_of_accumulator_register(acc):
 def test_thread_tile_rows_cols_are_their_fragments(tile):
     assert ThreadTile.fits(tile.M, tile.N, tile.T, tile.V)
     t, r = _grid(tile.T, tile.regs)
-    _holds(tile.fragment(), t, r, tile.row(t, r), tile.col(t, r))
+    _holds(tile.fragment(), t, r, tile_flat(tile, t, r) // tile.N, tile_flat(tile, t, r) % tile.N)
     rows, cols = TileRows(tile), TileCols(tile)
     t, s = _grid(tile.T, rows.regs)
-    _holds(rows.fragment(), t, s, rows.row(t, s))
+    _holds(rows.fragment(), t, s, tile_rows_row(tile, t, s))
     t, s = _grid(tile.T, cols.regs)
-    _holds(cols.fragment(), t, s, cols.col(t, s))
+    _holds(cols.fragment(), t, s, tile_cols_col(tile, t, s))
     for th in (0, tile.T - 1):   # the rows / columns a thread's tile registers touch
         held = [(tile.row(th, x), tile.col(th, x)) for x in range(tile.regs)]
         assert {rows.row(th, x) for x in range(rows.regs)} == {i for i, _ in held}

@@ -26,12 +26,32 @@ index, a reduction over another dimension, a replicated loop with atomics, a til
 T and V cannot split evenly); the inference then runs again without it."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.visitor import walk
 from tilelang.layout import Fragment, make_fully_replicated_layout_fragment
+
+def owner(layout, t, r):
+    """The logical index (a tuple of ints or int arrays) that register r of thread t
+    holds in a register layout, read off its Fragment (the one model of the element
+    placement; the device header's formulas are checked against it)."""
+    table = _owner_table(layout)
+    return tuple(table[t, r, k] for k in range(table.shape[-1]))
+
+
+@functools.lru_cache(maxsize=64)
+def fragment_of(layout):
+    """layout.fragment(), built once per layout (they are frozen dataclasses)."""
+    return layout.fragment()
+
+
+@functools.lru_cache(maxsize=64)
+def _owner_table(layout):
+    return fragment_of(layout).owner_table()
+
 
 MAX_TILE_REGS = 128   # elements per thread and fragment; larger tiles stay in shared memory,
 # unless no GPU's shared memory holds them (227 KB on sm_90): then registers, spilling to
@@ -77,12 +97,12 @@ class ThreadTile:
     def layout(self):
         return f"ThreadTile<{self.M}, {self.N}, T={self.T}, V={self.V}>"
 
-    # Python mirror of the generated index arithmetic (tests)
+    # the element each register holds (from the Fragment; tests, debug dumps)
     def row(self, t, r):
-        return (((r // self.V) * self.T + t) * self.V + r % self.V) // self.N
+        return owner(self, t, r)[0]
 
     def col(self, t, r):
-        return (((r // self.V) * self.T + t) * self.V + r % self.V) % self.N
+        return owner(self, t, r)[1]
 
     def fragment(self):
         """This layout as a `tilelang.layout.Fragment` over the canonical M x N tile:
@@ -108,8 +128,7 @@ class TileRows:
         return f"TileRows<{self.tile.layout()}>"
 
     def row(self, t, s):
-        L = self.tile
-        return (s * (L.G // L.V) * L.T * L.V + t * L.V) // L.N
+        return owner(self, t, s)[0]
 
     def fragment(self):
         """This layout as a `tilelang.layout.Fragment` over the tile's M rows: when a
@@ -135,8 +154,7 @@ class TileCols:
         return f"TileCols<{self.tile.layout()}>"
 
     def col(self, t, s):
-        L = self.tile
-        return (((s // L.V) * L.T + t) * L.V) % L.N + s % L.V
+        return owner(self, t, s)[0]
 
     def fragment(self):
         """This layout as a `tilelang.layout.Fragment` over the tile's N columns: chunk
