@@ -130,6 +130,32 @@ def test_compiles_for_sm_90a(name):
     assert build(kernel(LAYOUTS[name][0], gemm=True)).binary
 
 
+def pipelined(make, K=256):
+    """D = the sum over K tiles of A's tile transposed, the tiles copied into the annotated
+    buffer by a 2-stage pipeline."""
+    @T.prim_func
+    def k(A: T.Tensor((N, K), "float16"), D: T.Tensor((N, N), "float32")):
+        with T.Kernel(1, threads=128):
+            s = T.alloc_shared((N, N), "float16")
+            acc = T.alloc_fragment((N, N), "float32")
+            T.annotate_layout({s: make(s)})
+            T.clear(acc)
+            for ko in T.Pipelined(K // N, num_stages=2):
+                T.copy(A[0, ko * N], s)
+                for i, j in T.Parallel(N, N):
+                    acc[i, j] += s[j, i]
+            T.copy(acc, D)
+    return k
+
+
+def test_cp_async_stages_through_a_swizzle(tmp_path, monkeypatch):
+    text, _ = plan_page(pipelined(make_half_bank_swizzled_layout), tmp_path, monkeypatch)
+    assert "2 stages of 8192 B, annotated 64B swizzle" in _line(text, "s ")
+    assert "cp.async x8 (16 B)" in _line(text, "A -> s")
+    text, _ = plan_page(pipelined(_permutation), tmp_path / "p", monkeypatch)
+    assert "no vector accesses" in _line(text, "s ") and "scalar" in _line(text, "A -> s")
+
+
 def _reference(a, b):
     return (a.astype(np.float32) @ b.astype(np.float32)), a.T.copy()
 
@@ -142,6 +168,18 @@ def test_cpu_results_do_not_depend_on_annotations():
     want_c, want_d = _reference(a, b)
     np.testing.assert_allclose(c, want_c, rtol=1e-2, atol=1e-2)
     assert (d == want_d).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_pipelined_annotated_layouts_gpu(name):
+    import torch
+    k = tilelang.compile(pipelined(LAYOUTS[name][0]), target="cuda")
+    a = torch.randn(N, 4 * N, device="cuda", dtype=torch.float16)
+    d = torch.empty(N, N, device="cuda", dtype=torch.float32)
+    k(a, d)
+    want = sum(a[:, q * N:(q + 1) * N].float().T for q in range(4))
+    torch.testing.assert_close(d, want, rtol=1e-3, atol=1e-3)
 
 
 @pytest.mark.gpu

@@ -54,8 +54,8 @@ class SharedLayout:
             return "annotated 128B swizzle (tl::sw128)"
         if self.kind == "strided":
             return f"annotated {self.name}, strides {list(self.strides)}"
-        return (f"annotated {self.name} {self.layout!r}: accesses through its index, "
-                f"vectors of at most {self.contiguous} elements")
+        vec = f"vectors of at most {self.contiguous} elements" if self.contiguous > 1 else "no vector accesses"
+        return f"annotated {self.name} {self.layout!r}: accesses through its index, {vec}"
 
 
 def sw128_layout(buf):
