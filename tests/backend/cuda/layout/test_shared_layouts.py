@@ -110,3 +110,37 @@ def test_sw128_layout_is_the_device_headers_sw128(tmp_path):
                    dtype=np.int64).reshape(64, 128)
     buf = Buffer("t", [64, 128], as_dtype("float16"), scope="shared")
     assert np.array_equal(sw128_layout(buf).offsets(), out)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no host C++ compiler")
+def test_printed_offsets_of_custom_layouts_are_the_layouts(tmp_path):
+    """The C index formula the CUDA printer writes for a buffer read through its layout
+    (emit/kernel.py `flat`), compiled for the host with the header's floordiv/floormod,
+    gives every element the Layout's offset."""
+    from tilelang.backend.cuda.emit.expr import ExprPrinter
+    from tilelang.backend.cuda.emit.kernel import Names
+    from tilelang.ir import expr as E
+    layouts = [make_quarter_bank_swizzled_layout(Buffer("a", [32, 64], as_dtype("float16"), scope="shared")),
+               make_half_bank_swizzled_layout(Buffer("b", [16, 32], as_dtype("float32"), scope="shared")),
+               Layout((64, 64), lambda i, j: [(i + j) % 64, (j * 5 + 3) % 64]),
+               Layout((24, 40), lambda i, j: [(i * 7 + j) % 24, (j * 3 + i // 5) % 40])]
+    names = Names()
+    r, c = E.Var("r"), E.Var("c")
+    names.new(r, "r")
+    names.new(c, "c")
+    printer = ExprPrinter(names, lambda load: None)
+    common = (Path(tilelang.__file__).parent / "backend/cuda/include/tl_cuda/common.h").read_text()
+    helpers = "\n".join(m.group(0) for m in re.finditer(r"template <class T> TL_DEVICE T floor(div|mod)\(T a, T b\) \{.*?\n\}",
+                                                         common, re.S))
+    fns = "\n".join(f"int f{k}(int r, int c) {{ return {printer(lay.offset_expr(r, c))}; }}"
+                    for k, lay in enumerate(layouts))
+    loops = "\n".join(f"  for (int r = 0; r < {lay.input_shape[0]}; ++r) for (int c = 0; c < {lay.input_shape[1]}; ++c) "
+                      f"std::printf(\"%d\\n\", f{k}(r, c));" for k, lay in enumerate(layouts))
+    src = (f"#include <cstdio>\n#define TL_DEVICE inline\nnamespace tl {{\n{helpers}\n}}\n{fns}\n"
+           f"int main() {{\n{loops}\n}}\n")
+    (tmp_path / "o.cpp").write_text(src)
+    subprocess.run(["g++", "-O1", "-o", str(tmp_path / "o"), str(tmp_path / "o.cpp")], check=True)
+    out = np.array(subprocess.run([str(tmp_path / "o")], check=True, capture_output=True, text=True).stdout.split(),
+                   dtype=np.int64)
+    want = np.concatenate([lay.offsets().ravel() for lay in layouts])
+    assert np.array_equal(out, want)
