@@ -196,3 +196,47 @@ def test_annotated_layouts_gpu(name, gemm):
     assert torch.equal(d, a.T)
     if gemm:
         torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=1e-2)
+
+
+def _placements(func, arch="sm_90a"):
+    """{buffer name: (buffer, Placement)} of the plan of the (one) kernel of `func`."""
+    from tilelang.backend.cuda.plan.kernel import plan_kernel
+    from tilelang.ir import stmt as S
+    from tilelang.ir.visitor import walk
+    launches, decls = [], []
+    walk(func.body, lambda n: launches.append(n) if isinstance(n, S.KernelLaunch) else None)
+    walk(func.body, lambda n: decls.append(n.buffer) if isinstance(n, S.DeclBuffer) else None)
+    plan = plan_kernel(launches[0], arch)
+    return {b.name: (b, plan.placements[id(b)]) for b in decls if id(b) in plan.placements}
+
+
+@pytest.mark.parametrize("arch,want", [("sm_90a", "sw128"), ("sm_80", "padded")])
+def test_every_shared_placement_is_a_public_layout(arch, want):
+    """The compiler's own choices are tilelang.layout Layouts too: wgmma operands the
+    128-byte swizzle (TMA- and wgmma-compatible), mma.sync operands padded rows."""
+    from tilelang.backend.cuda.layout.shared import placed_layout
+    from tilelang.layout.swizzle import SwizzleMode, detect_swizzle_mode, is_tma_wgmma_compatible
+    planned = _placements(_plain_gemm(), arch)
+    for name in ("s", "b"):
+        buf, p = planned[name]
+        lay = placed_layout(buf, p)
+        if want == "sw128":
+            assert detect_swizzle_mode(lay, buf) is SwizzleMode.SWIZZLE_128B and is_tma_wgmma_compatible(lay, buf)
+        else:
+            assert np.array_equal(lay.offsets(), make_padded_layout(N, N, 16).offsets())
+    buf, p = _placements(kernel(_permutation))["s"]
+    assert placed_layout(buf, p).is_equal(_permutation(buf))
+
+
+def _plain_gemm():
+    @T.prim_func
+    def k(A: T.Tensor((N, N), "float16"), B: T.Tensor((N, N), "float16"), C: T.Tensor((N, N), "float32")):
+        with T.Kernel(1, threads=128):
+            s = T.alloc_shared((N, N), "float16")
+            b = T.alloc_shared((N, N), "float16")
+            c = T.alloc_fragment((N, N), "float32")
+            T.copy(A, s)
+            T.copy(B, b)
+            T.gemm(s, b, c, clear_accum=True)
+            T.copy(c, C)
+    return k

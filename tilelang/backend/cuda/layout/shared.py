@@ -136,3 +136,16 @@ def annotated_shared_layout(buf):
         strides = tuple(s if n > 1 else r for s, n, r in zip(strides, shape, _row_major(shape)))
         return SharedLayout("strided", lay, strides, run, size, mode)
     return SharedLayout("custom", lay, run_strides(buf.ndim, run), run, size, mode)
+
+
+def placed_layout(buf, placement):
+    """The `tilelang.layout.Layout` of a shared buffer as the plan placed it (one model
+    for every shared placement): the sw128 swizzle, the user's layout read through its
+    index, or the element strides (row-major, padded rows)."""
+    if placement.swizzle:
+        return sw128_layout(buf)
+    if placement.layout is not None:
+        return placement.layout
+    strides = [E.const_int_value(E.convert(s)) for s in placement.strides]
+    shape = [E.const_int_value(d) for d in buf.shape]
+    return Layout(shape, lambda *idx: sum((i * s for i, s in zip(idx[1:], strides[1:])), idx[0] * strides[0]))
