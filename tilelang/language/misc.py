@@ -89,11 +89,14 @@ def annotate_compile_flags(flags):
 
 
 def annotate_layout(layout_map: dict, allow_reannotation=False, allow_buffer_region=False):
-    """Fix the layout of shared/fragment buffers (used by the GPU backend; no effect
-    on results)."""
+    """Fix the layout of shared/fragment buffers: where each element is stored (the GPU
+    backend honours it or says why not; no effect on results)."""
+    from tilelang.ir.span import current_span, caller_span
+    span = current_span() or caller_span()
     for buf, layout in layout_map.items():
         if isinstance(buf, Buffer):
             buf.layout = layout
+            buf.layout_span = span   # where a backend that cannot honour it points its error
 
 
 def annotate_padding(*a, **k):

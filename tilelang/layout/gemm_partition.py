@@ -71,9 +71,11 @@ def compute_warp_partition(M, N, num_warps, policy="Square", instruction="mma"):
     return m, num_warps // m
 
 
-def make_mma_accumulator_fragment(M, N, m_warp, n_warp, style="tilelang"):
+def make_mma_accumulator_fragment(M, N, m_warp, n_warp, style="tilelang", warp_col_major=False):
     """The M x N accumulator of an sm_80 mma.sync gemm over m_warp x n_warp
-    warps (see the module note for the two styles)."""
+    warps (see the module note for the two styles). `warp_col_major` (contiguous
+    style): warp w sits at row w % m_warp, column w // m_warp of the warp grid, as
+    the warpgroups of a wgmma split along N do."""
     wm, wn = M // m_warp, N // n_warp
     if M % m_warp or N % n_warp or wm % M_PER_WARP or wn % N_PER_WARP:
         raise ValueError(f"{M}x{N} does not split into {m_warp}x{n_warp} warps of 16x8 multiples")
@@ -83,7 +85,7 @@ def make_mma_accumulator_fragment(M, N, m_warp, n_warp, style="tilelang"):
         return warps.repeat([wm // 16, wn // 8], repeat_on_thread=False, lower_dim_first=False)
     if style == "contiguous":
         per_warp = atom.repeat([wm // 16, wn // 8], repeat_on_thread=False, lower_dim_first=True)
-        return per_warp.repeat([m_warp, n_warp], repeat_on_thread=True, lower_dim_first=True)
+        return per_warp.repeat([m_warp, n_warp], repeat_on_thread=True, lower_dim_first=not warp_col_major)
     raise ValueError(f"unknown accumulator style {style!r}")
 
 

@@ -184,10 +184,16 @@ def _annotated_kernel(dt, make_layout):
     return k
 
 
-def test_a_tma_encodable_annotated_swizzle_gives_the_same_kernel():
+def test_a_tma_encodable_annotated_swizzle_is_kept_and_encoded():
+    """The 16 x 16 float32 tile's make_swizzled_layout is the 64-byte swizzle: the tile is
+    written through it and the tensor map of the reduction says so (swizzle 64B = 2)."""
     import tilelang.layout as L
-    plain = _lower(_annotated_kernel("float32", None)).kernel_source
-    assert _lower(_annotated_kernel("float32", L.make_swizzled_layout)).kernel_source == plain
+    art = _lower(_annotated_kernel("float32", L.make_swizzled_layout))
+    assert "tl::tma_store_add(&out_desc, s" in art.kernel_source and " ^ " in art.kernel_source
+    (spec,) = art.meta["kernels"][0]["tmaps"]
+    assert spec["swizzle"] == 2
+    (plain,) = _lower(_annotated_kernel("float32", None)).meta["kernels"][0]["tmaps"]
+    assert plain["swizzle"] == 0
 
 
 def test_an_annotated_layout_no_tensor_map_describes_is_rejected():

@@ -115,6 +115,8 @@ class KernelCodegen:
 
     def flat(self, buf, indices):
         p = self.placement(buf)
+        if p is not None and p.layout is not None:   # an annotated layout (layout/shared.py)
+            return self.expr(p.layout.offset_expr(*[simplify(i) for i in indices]))
         if p is not None and p.swizzle:
             rows = E.const_int_value(buf.shape[0])
             return f"tl::sw128<{rows}>({self.expr(simplify(indices[0]))}, {self.expr(simplify(indices[1]))})"
@@ -158,7 +160,7 @@ class KernelCodegen:
         if bp is None or bp.kind != "smem":
             return False
         rm = base.get_strides()
-        return bp.swizzle or any(E.const_int_value(a) != E.const_int_value(b) for a, b in zip(self.strides(base), rm))
+        return bp.swizzle or bp.layout is not None or any(E.const_int_value(a) != E.const_int_value(b) for a, b in zip(self.strides(base), rm))
 
     def _view_through_base(self, view, idx):
         """An element of a view (T.reshape / T.view) of a swizzled or padded shared buffer:

@@ -41,8 +41,9 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.visitor import walk
+from tilelang.layout import Fragment, make_mma_accumulator_fragment
 from tilelang.backend.cuda.analysis.facts import parallel_nest
-from tilelang.backend.cuda.layout.tile import infer_tiles, canon_shape, whole_region, reduce_dim
+from tilelang.backend.cuda.layout.tile import infer_tiles, canon_shape, whole_region, reduce_dim, owner, fragment_of
 
 
 @dataclass(frozen=True)
@@ -75,19 +76,23 @@ class AccLayout:
         """C++ for the warp-grid column of thread `tid` (a C++ expression)."""
         return f"({tid} >> 5) / {self.WM}" if self.wg_cols else f"({tid} >> 5) % {self.WN}"
 
-    # Python mirror of the header (tests, debug dumps)
+    # the element each register holds, from the Fragment (tests, debug dumps; the
+    # header tl::MmaAccLayout prints the same formulas into the kernel)
     def row(self, tid, r):
-        w = tid >> 5
-        lane, wr, mi = tid & 31, w % self.WM if self.wg_cols else w // self.WN, (r >> 2) // self.NI
-        return wr * (self.M // self.WM) + mi * 16 + (lane >> 2) + ((r >> 1) & 1) * 8
+        return owner(self, tid, r)[0]
 
     def col(self, tid, r):
-        w = tid >> 5
-        lane, wc, ni = tid & 31, w // self.WM if self.wg_cols else w % self.WN, (r >> 2) % self.NI
-        return wc * (self.N // self.WN) + ni * 8 + (lane & 3) * 2 + (r & 1)
+        return owner(self, tid, r)[1]
 
     def row_slot(self, r):
-        return ((r >> 2) // self.NI) * 2 + ((r >> 1) & 1)
+        """The RowLayout slot of the row that register r holds (the same on every thread)."""
+        return fragment_of(self.row_layout()).slot_table()[self.row(0, r)]
+
+    def fragment(self):
+        """This layout as a `tilelang.layout.Fragment` (element -> thread, register):
+        the published contiguous mma accumulator over a WM x WN warp grid."""
+        return make_mma_accumulator_fragment(self.M, self.N, self.WM, self.WN, style="contiguous",
+                                             warp_col_major=self.wg_cols)
 
 
 @dataclass(frozen=True)
@@ -105,8 +110,19 @@ class RowLayout:
         return f"tl::MmaRowLayout<{self.M}, {self.WM}, {self.WN}{', true' if self.wg_cols else ''}>"
 
     def row(self, tid, s):
-        lane, wr = tid & 31, (tid >> 5) % self.WM if self.wg_cols else (tid >> 5) // self.WN
-        return wr * (self.M // self.WM) + (s >> 1) * 16 + (lane >> 2) + (s & 1) * 8
+        return owner(self, tid, s)[0]
+
+    def fragment(self):
+        """This layout as a `tilelang.layout.Fragment`: row i lives in the quad of lanes
+        4 * (i % 8) .. + 3 of the warps at its warp-grid row, replicated over those 4
+        lanes and the WN warps of that row (replica = lane % 4 + 4 * warp column)."""
+        WTM, WM, WN, wg = self.M // self.WM, self.WM, self.WN, self.wg_cols
+
+        def fwd(i, rep):
+            wr, ii, wc = i // WTM, i % WTM, rep // 4
+            warp = wc * WM + wr if wg else wr * WN + wc
+            return warp * 32 + (ii % 8) * 4 + rep % 4, (ii // 16) * 2 + (ii % 16) // 8
+        return Fragment([self.M], forward_fn=fwd, replicate=4 * WN)
 
 
 def acc_layout_of(cfg):

@@ -26,11 +26,32 @@ index, a reduction over another dimension, a replicated loop with atomics, a til
 T and V cannot split evenly); the inference then runs again without it."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.visitor import walk
+from tilelang.layout import Fragment, make_fully_replicated_layout_fragment
+
+def owner(layout, t, r):
+    """The logical index (a tuple of ints or int arrays) that register r of thread t
+    holds in a register layout, read off its Fragment (the one model of the element
+    placement; the device header's formulas are checked against it)."""
+    table = _owner_table(layout)
+    return tuple(table[t, r, k] for k in range(table.shape[-1]))
+
+
+@functools.lru_cache(maxsize=64)
+def fragment_of(layout):
+    """layout.fragment(), built once per layout (they are frozen dataclasses)."""
+    return layout.fragment()
+
+
+@functools.lru_cache(maxsize=64)
+def _owner_table(layout):
+    return fragment_of(layout).owner_table()
+
 
 MAX_TILE_REGS = 128   # elements per thread and fragment; larger tiles stay in shared memory,
 # unless no GPU's shared memory holds them (227 KB on sm_90): then registers, spilling to
@@ -76,12 +97,23 @@ class ThreadTile:
     def layout(self):
         return f"ThreadTile<{self.M}, {self.N}, T={self.T}, V={self.V}>"
 
-    # Python mirror of the generated index arithmetic (tests)
+    # the element each register holds (from the Fragment; tests, debug dumps)
     def row(self, t, r):
-        return (((r // self.V) * self.T + t) * self.V + r % self.V) // self.N
+        return owner(self, t, r)[0]
 
     def col(self, t, r):
-        return (((r // self.V) * self.T + t) * self.V + r % self.V) % self.N
+        return owner(self, t, r)[1]
+
+    def fragment(self):
+        """This layout as a `tilelang.layout.Fragment` over the canonical M x N tile:
+        element f = i * N + j is lane f % V of chunk f // V, chunk q on thread q % T
+        at registers (q // T) * V + f % V."""
+        M, N, T, V = self.M, self.N, self.T, self.V
+
+        def fwd(i, j):
+            f = i * N + j
+            return (f // V) % T, (f // (V * T)) * V + f % V
+        return Fragment([M, N], forward_fn=fwd)
 
 
 @dataclass(frozen=True)
@@ -96,8 +128,18 @@ class TileRows:
         return f"TileRows<{self.tile.layout()}>"
 
     def row(self, t, s):
+        return owner(self, t, s)[0]
+
+    def fragment(self):
+        """This layout as a `tilelang.layout.Fragment` over the tile's M rows: when a
+        round of chunks (T * V elements) covers R = T V / N >= 1 rows, row i is held by
+        the N / V threads of its place i % R in the round, at slot i // R; otherwise
+        every thread touches every row (slot i, replicated over all T threads)."""
         L = self.tile
-        return (s * (L.G // L.V) * L.T * L.V + t * L.V) // L.N
+        if L.T * L.V <= L.N:
+            return Fragment([L.M], forward_fn=lambda i, rep: (rep, i), replicate=L.T)
+        R, g = L.T * L.V // L.N, L.N // L.V
+        return Fragment([L.M], forward_fn=lambda i, rep: ((i % R) * g + rep, i // R), replicate=g)
 
 
 @dataclass(frozen=True)
@@ -112,8 +154,17 @@ class TileCols:
         return f"TileCols<{self.tile.layout()}>"
 
     def col(self, t, s):
+        return owner(self, t, s)[0]
+
+    def fragment(self):
+        """This layout as a `tilelang.layout.Fragment` over the tile's N columns: chunk
+        q = j // V of a row is on thread q % T (the same for every row, N / V being a
+        multiple of T or T of N / V), replicated over the T V / N rows of a round."""
         L = self.tile
-        return (((s // L.V) * L.T + t) * L.V) % L.N + s % L.V
+        g, rep = L.N // L.V, max(1, L.T * L.V // L.N)
+        if rep == 1:
+            return Fragment([L.N], forward_fn=lambda j: ((j // L.V) % L.T, (j // (L.V * L.T)) * L.V + j % L.V))
+        return Fragment([L.N], forward_fn=lambda j, r: (j // L.V + r * g, j % L.V), replicate=rep)
 
 
 @dataclass(frozen=True)
@@ -122,6 +173,10 @@ class Scalar:
 
     def layout(self):
         return "Scalar (replicated)"
+
+    def fragment(self, nthreads):
+        """This layout as a `tilelang.layout.Fragment`: one element on all `nthreads`."""
+        return make_fully_replicated_layout_fragment([1], nthreads)
 
 
 TILE_LAYOUTS = (ThreadTile, TileRows, TileCols, Scalar)

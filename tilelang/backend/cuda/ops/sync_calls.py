@@ -82,7 +82,7 @@ def _check_linear(cg, v, *bufs):
     for b in bufs:
         p = cg.placement(b)
         natural = [E.const_int_value(x) for x in b.get_strides()]
-        if p is not None and (p.swizzle or (p.strides is not None and
+        if p is not None and (p.swizzle or p.layout is not None or (p.strides is not None and
                                             [E.const_int_value(x) for x in p.strides] != natural)):
             from tilelang.ir.errors import LoweringError
             raise LoweringError(f"T.copy_cluster(..., remote_barrier=...) copies `{b.name}` as bytes, but the "

@@ -132,10 +132,11 @@ class TmaReduce:
     dst: object          # the global Buffer (a kernel parameter)
     box: list            # box extent per dimension of dst (outermost first)
     param_name: str      # the kernel parameter's C name
+    swizzle: int = 0     # CU_TENSOR_MAP_SWIZZLE_* of the shared tile (0: none, 1/2/3: 32/64/128B)
 
     def spec(self, bufs, env):
         """What the launcher needs to encode the map (runtime.TensorMap): extents, byte
-        strides and box innermost first, the element type, no swizzle."""
+        strides and box innermost first, the element type, the shared tile's swizzle."""
         from tilelang.backend.c.launch import py_expr
         g = self.dst
         shape, es = g.shape, g.dtype.itemsize
@@ -145,7 +146,7 @@ class TmaReduce:
             strides.append(acc)
         return {"buffer": bufs.index(g), "dims": [py_expr(E.convert(shape[d]), env) for d in range(g.ndim - 1, -1, -1)],
                 "strides": strides, "box": self.box[::-1], "elem_bytes": es,
-                "data_type": TENSOR_MAP_TYPES[g.dtype.name], "swizzle": 0}
+                "data_type": TENSOR_MAP_TYPES[g.dtype.name], "swizzle": self.swizzle}
 
 
 def has_tma_reduce(body) -> bool:
@@ -156,30 +157,42 @@ def has_tma_reduce(body) -> bool:
     return bool(found)
 
 
-def _row_major(cg, buf):
+def _tensor_map_swizzle(cg, buf):
+    """The tensor map's swizzle field for the shared tile (0: row-major), or None where
+    no tensor map describes its layout: padded or strided rows, several stages, a layout
+    that is not one of the public swizzles or whose rows are wider than one swizzle atom
+    (one box would need one strip)."""
     p = cg.placement(buf)
     if p is None or p.kind != "smem" or p.swizzle or p.stages != 1:
-        return False
+        return None
+    if p.layout is not None:
+        from tilelang.layout.swizzle import detect_swizzle_mode, is_tma_wgmma_compatible
+        mode = detect_swizzle_mode(p.layout, buf)
+        row_bytes = (_const(buf.shape)[-1] or 0) * buf.dtype.itemsize
+        if mode.is_none() or row_bytes != mode.value or not is_tma_wgmma_compatible(p.layout, buf):
+            return None
+        return {32: 1, 64: 2, 128: 3}[mode.value]
     shape = _const(buf.shape)
     want, acc = [], 1
     for d in reversed(shape):
         want.append(acc)
         acc *= d
-    return list(p.strides) == want[::-1]
+    return 0 if list(p.strides) == want[::-1] else None
 
 
 def emit_tma_reduce(cg, op, block) -> bool:
     """The bulk tensor reduction of a kept `use_tma` atomic; False where the shared tile
     is not a plain row-major tile (the caller lowers it to the threads' atomics)."""
-    if not block or not _row_major(cg, op.value.buffer):
+    sw = _tensor_map_swizzle(cg, op.value.buffer) if block else None
+    if sw is None:
         return False
     g, box = op.dst.buffer, _const(op.dst.extents)
-    same = [t for t in cg.tmaps if isinstance(t, TmaReduce) and t.dst is g and t.box == box]
-    if same:   # one map per tensor and box
+    same = [t for t in cg.tmaps if isinstance(t, TmaReduce) and t.dst is g and t.box == box and t.swizzle == sw]
+    if same:   # one map per tensor, box and swizzle
         name = same[0].param_name
     else:
         name = cg.names.fresh(f"{g.name}_desc")
-        cg.tmaps.append(TmaReduce(g, box, name))
+        cg.tmaps.append(TmaReduce(g, box, name, sw))
         cg.aligned[g.name] = max(cg.aligned.get(g.name, 1), 16)
     coords = ", ".join(cg.expr(s) for s in reversed(op.dst.starts))
     cg.w("if (tl_tid == 0) {")

@@ -57,7 +57,7 @@ class TmaStore:
 
 def _row_major(plan, buf):
     p = plan.placements.get(id(buf))
-    if p is None or p.kind != "smem" or p.swizzle or p.stages != 1:
+    if p is None or p.kind != "smem" or p.swizzle or p.layout is not None or p.stages != 1:
         return False
     shape = [E.const_int_value(d) for d in buf.shape]
     want, acc = [], 1

@@ -28,6 +28,7 @@ from tilelang.backend.cuda.ops.mma import mma_config
 from tilelang.backend.cuda.ops.wgmma import wgmma_config, swizzle_ok
 from tilelang.backend.cuda.plan.pipeline import find_pipelines
 from tilelang.backend.cuda.layout.fragment import AccLayout, infer as infer_fragment_layouts, format_report
+from tilelang.backend.cuda.layout.shared import annotated_shared_layout
 from tilelang.backend.cuda.options import CudaOptions
 from tilelang.backend.cuda.layout.tile import TILE_LAYOUTS, ThreadTile
 from tilelang.backend.cuda.analysis.thread_ranges import find_regions
@@ -44,6 +45,9 @@ class Placement:
     acc: object = None        # AccLayout (acc) | RowLayout (row): layout/fragment.py;
                               # ThreadTile | TileRows | TileCols | Scalar (tile): layout/tile.py
     swizzle: bool = False     # smem in the tl::sw128 layout (wgmma operand)
+    layout: object = None     # smem: a user's Layout every access goes through (layout/shared.py;
+                              # `strides` then only encode its vector runs)
+    annotated: str = ""       # what became of the buffer's T.annotate_layout (plan report)
     stages: int = 1           # slots of a pipelined buffer (smem)
     stage_bytes: int = 0      # bytes between slots
 
@@ -128,10 +132,13 @@ def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None
     # register A operand: a gemm whose A fragment cannot live in registers reads it
     # from shared memory instead, and the layouts are inferred again.
     shared_a = set() if plan.options.wgmma_rs else {id(g) for g in gemms}
-    annotated = {id(b): k for b in decls for k in [_annotated_layout(b, plan)] if k is not None}
+    annotated = {id(b): a for b in decls for a in [annotated_shared_layout(b)] if a is not None}
+    # layouts the gemms must read as annotated (a swizzle of the public family on a
+    # tensor-core operand gives way to that path's own operand layout instead: below)
+    pinned = {i: a for i, a in annotated.items() if a.kind != "sw128" and a.swizzle.is_none()}
     while True:
         swizzled = _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride,
-                                 {i for i, k in annotated.items() if k == "sw128"})
+                                 {i for i, a in annotated.items() if a.kind == "sw128"}, pinned)
         frag = infer_fragment_layouts(launch, plan.gemms, plan.depends, plan.regions)
         lost = {id(g) for g in gemms if getattr(plan.gemms[id(g)], "a_regs", False) and
                 id(g.A.buffer) not in frag.layouts}
@@ -161,9 +168,9 @@ def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None
          n.src.buffer.dtype.bits == 16 and n.src.buffer.ndim >= 2 and
          (E.const_int_value(n.src.buffer.shape[-1]) or 0) * 2 % 32 == 0 else None)
     scalar_only = _scalar_only_fragments(launch, decls)
-    for buf in decls:   # T.annotate_layout on shared buffers (sw128 ones are in `swizzled` already)
-        if annotated.get(id(buf)) == "linear" and id(buf) not in swizzled:
-            padded.discard(id(buf))   # (a wgmma operand keeps the swizzle wgmma needs)
+    kept, gave_way = _kept_annotations(decls, annotated, gemms, plan, swizzled)
+    padded.difference_update(kept)
+    gave_way.update(_check_fragment_annotations(decls, frag, plan))
     smem = []
     for buf in decls:
         if id(buf) in plan.placements:
@@ -179,10 +186,16 @@ def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None
             plan.placements[id(buf)] = Placement("pointer", None)   # T.make_tensor at an address
         elif buf.scope == "global":
             plan.placements[id(buf)] = Placement("workspace", None)
+        elif id(buf) in kept:
+            a = kept[id(buf)]
+            plan.placements[id(buf)] = Placement("smem", list(a.strides), 0, layout=a.layout if a.kind == "custom"
+                                                 else None, annotated=a.describe(),
+                                                 stage_bytes=a.size * buf.dtype.itemsize)
+            smem.append(buf)
         elif id(buf) in frag.layouts:
             lay = frag.layouts[id(buf)]
             kind = "tile" if isinstance(lay, TILE_LAYOUTS) else "acc" if isinstance(lay, AccLayout) else "row"
-            plan.placements[id(buf)] = Placement(kind, None, acc=lay)
+            plan.placements[id(buf)] = Placement(kind, None, acc=lay, annotated=gave_way.get(id(buf), ""))
         elif buf.scope == "local.fragment" and id(buf) in scalar_only:
             # only scalar code touches it: every thread keeps its own copy (a fully
             # replicated fragment), e.g. indices a producer range prefetches per thread
@@ -191,7 +204,8 @@ def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None
             shape = _const_shape(buf)
             sw = id(buf) in swizzled
             strides, n = _row_major(shape, 16 // buf.dtype.itemsize if id(buf) in padded and not sw else 0)
-            plan.placements[id(buf)] = Placement("smem", strides, 0, swizzle=sw,
+            note = gave_way.get(id(buf)) or (annotated[id(buf)].describe() if sw and id(buf) in annotated else "")
+            plan.placements[id(buf)] = Placement("smem", strides, 0, swizzle=sw, annotated=note,
                                                  stage_bytes=n * buf.dtype.itemsize)
             smem.append(buf)
     # Every shared buffer gets its own storage unless that does not fit: then buffers
@@ -368,7 +382,7 @@ def _assign_offsets(smem, plan, live):
     end = 0
     for buf in order:
         p = plan.placements[id(buf)]
-        align = 1024 if p.swizzle else SMEM_ALIGN
+        align = 1024 if p.swizzle or p.layout is not None else SMEM_ALIGN   # (a TMA swizzle needs it)
         p.stage_bytes = (p.stage_bytes + align - 1) // align * align
         size = p.stage_bytes * p.stages
         a, z = live[id(buf)]
@@ -384,28 +398,80 @@ def _assign_offsets(smem, plan, live):
     return end
 
 
-def _annotated_layout(buf, plan):
-    """"sw128" or "linear" for a shared buffer whose T.annotate_layout we can keep (the
-    layout maps every element exactly as tl::sw128 does, 16-bit tiles, or as the
-    unpadded row-major layout), None when there is none; other layouts are noted and
-    ignored (the compiler picks the layout)."""
-    lay = getattr(buf, "layout", None)
-    if lay is None or not buf.scope.startswith("shared") or buf.ndim != 2:
-        return None
+def _kept_annotations(decls, annotated, gemms, plan, swizzled):
+    """({id(buf): SharedLayout}, {id(buf): report text}): the annotated shared layouts the
+    buffers keep as they are (strided or custom; sw128 ones are in `swizzled`), and those
+    that give way: a swizzle of the public family (make_swizzled_layout & co., whose
+    purpose is a layout the tensor cores read well) on an operand of a tensor-core gemm
+    that reads another one takes that gemm's operand layout; the plan report says so."""
+    tc = set()
+    for g in gemms:
+        if plan.gemms.get(id(g)) is not None:
+            tc |= {id(g.A.buffer), id(g.B.buffer)}
+    kept, gave_way = {}, {}
+    for buf in decls:
+        a = annotated.get(id(buf))
+        if a is None:
+            continue
+        if a.kind == "sw128" and id(buf) in swizzled:
+            continue
+        if id(buf) in tc and (a.kind == "sw128" or not a.swizzle.is_none()):
+            gave_way[id(buf)] = f"annotated {a.name} replaced by the operand layout of its tensor-core gemm"
+            continue
+        kept[id(buf)] = a if a.kind != "sw128" else _as_custom(a, buf)
+    return kept, gave_way
+
+
+def _as_custom(a, buf):
+    """An sw128 annotation on a buffer that is not a wgmma operand: read through the layout."""
+    from tilelang.backend.cuda.layout.shared import SharedLayout, run_strides
+    return SharedLayout("custom", a.layout, run_strides(buf.ndim, a.contiguous), a.contiguous, a.size, a.swizzle)
+
+
+def _check_fragment_annotations(decls, frag, plan):
+    """A Fragment annotated on a local.fragment is honoured when it places every element
+    on the threads of the register layout inference chose (the register order within a
+    thread is the backend's); otherwise the fragment layout report (in the plan report)
+    says that the compiler's layout is used. A fragment's placement never changes a
+    result (its elements are only reached through tile ops and T.Parallel loops), and the
+    published examples annotate accumulators (make_dq_layout) whose move to shared
+    memory would cost their gemm the tensor cores."""
     import numpy as np
-    rows, cols = (E.const_int_value(d) for d in buf.shape)
-    try:
-        off = np.asarray(lay.offsets(), dtype=np.int64)
-    except Exception:  # noqa: BLE001 - a layout we cannot evaluate is one we cannot keep
-        off = None
-    if off is not None and rows and cols and off.shape == (rows, cols):
-        r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
-        if (off == r * cols + c).all():
-            return "linear"
-        sw = (c >> 6) * (rows * 64) + r * 64 + ((((c >> 3) ^ r) & 7) << 3) + (c & 7)   # tl::sw128
-        if swizzle_ok(buf) and (off == sw).all():
-            return "sw128"
-    return None   # a layout we do not keep: the compiler chooses one (README)
+    from tilelang.layout import Fragment
+    out = {}   # id(buf) -> what became of the annotation (plan report)
+    for buf in decls:
+        user = getattr(buf, "layout", None)
+        if buf.scope != "local.fragment" or user is None:
+            continue
+        line = getattr(getattr(buf, "layout_span", None), "line", None)
+        where = f" (line {line})" if line else ""
+        if not isinstance(user, Fragment):
+            raise located(ValueError, f"T.annotate_layout on the fragment `{buf.name}`: got a "
+                          f"{type(user).__name__}; a local.fragment takes a Fragment (thread and register "
+                          f"of each element)", span=getattr(buf, "layout_span", None) or buf.span,
+                          hint="T.Fragment(shape, forward_thread_fn=..., forward_index_fn=...)")
+        lay = frag.layouts.get(id(buf))
+        mine = _fragment_of(lay, plan.nthreads)
+        same = False
+        if mine is not None:
+            try:
+                a, b = user.thread_table(), mine.thread_table()
+                same = a.shape[0] == b.shape[0] and a[0].size == b[0].size and \
+                    np.array_equal(np.sort(a.reshape(a.shape[0], -1), 0), np.sort(b.reshape(b.shape[0], -1), 0))
+            except (ValueError, TypeError, NotImplementedError):
+                same = False
+        why = f"annotated Fragment{where} honoured" if same else \
+            f"annotated Fragment{where} not honoured: no register layout of this backend matches it"
+        frag.report[:] = [(n, l, f"{w}; {why}" if n == buf.name else w) for n, l, w in frag.report]
+        out[id(buf)] = why
+    return out
+
+
+def _fragment_of(lay, nthreads):
+    if lay is None:
+        return None
+    from tilelang.backend.cuda.layout.tile import Scalar
+    return lay.fragment(nthreads) if isinstance(lay, Scalar) else lay.fragment()
 
 
 def _scalar_only_fragments(launch, decls):
@@ -486,7 +552,7 @@ def _as_shared_view(g):
     return v
 
 
-def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride, forced=()):
+def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride, forced=(), pinned=None):
     """Fill plan.gemms; returns the ids of shared buffers that take the sw128 layout
     (`forced`: those whose annotated layout it is). A wgmma with a fragment A reads it
     from registers unless its gemm is in `shared_a`. A gemm that cannot use wgmma but
@@ -495,7 +561,8 @@ def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride, forced
     mma.sync too (MLA decode with block_N = 32: the P V gemm's 32-column P)."""
     no_wgmma = set()
     while True:
-        swizzled, blocked = _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_wgmma)
+        swizzled, blocked = _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_wgmma,
+                                               pinned or {})
         if not blocked:
             return swizzled
         # every wgmma gemm connected to a blocked one through an operand or the
@@ -515,12 +582,15 @@ def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride, forced
         no_wgmma = grown
 
 
-def _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_wgmma):
+def _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_wgmma, pinned):
     """One round of _gemm_configs: (swizzled buffer ids, the gemms left to the SIMT
-    loop only because an operand has wgmma's swizzle)."""
+    loop only because an operand has wgmma's swizzle). `pinned`: {id(buf): SharedLayout}
+    of operands whose annotated layout the gemm must read as it is: wgmma cannot (it
+    reads sw128 tiles), mma.sync can when it is strided with 16-byte rows (ldmatrix)."""
     swizzled, for_wgmma, blocked = set(forced), set(), []
     for g in gemms:
-        cfg = None if id(g) in no_wgmma else wgmma_config(g, arch, plan.threads_of(g))
+        ops = [pinned[id(r.buffer)] for r in (g.A, g.B) if id(r.buffer) in pinned]
+        cfg = None if id(g) in no_wgmma or ops else wgmma_config(g, arch, plan.threads_of(g))
         if cfg is not None and cfg.a_regs and (id(g) in shared_a or cfg.WN > 1):
             # the fragment lives in shared memory: read A as a shared tile (also when
             # warpgroups split N: each would need all of A's rows and columns)
@@ -533,6 +603,14 @@ def _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_
         plan.gemms[id(g)] = cfg
     swizzled |= for_wgmma
     for g in gemms:
+        ops = [(r.buffer, pinned[id(r.buffer)]) for r in (g.A, g.B) if id(r.buffer) in pinned]
+        if any(a.kind != "strided" or a.strides[-1] != 1 or (a.strides[-2] * b.dtype.itemsize) % 16
+               for b, a in ops if b.ndim >= 2):
+            note = f"T.gemm reading {', '.join(b.name for b, _ in ops)} through the annotated layout: SIMT loop"
+            if note not in plan.notes:
+                plan.notes.append(note)
+            plan.gemms[id(g)] = None
+            continue
         if plan.gemms[id(g)] is None:
             cfg = mma_config(_as_shared_view(g), arch, plan.threads_of(g), unpadded_stride)
             both = {id(g.A.buffer), id(g.B.buffer)} & swizzled

@@ -16,11 +16,11 @@ from tilelang.ir.printer import expr_str
 def _placement(p):
     if p.kind == "smem":
         extra = (f", {p.stages} stages of {p.stage_bytes} B" if p.stages > 1 else f", {p.stage_bytes} B") + \
-            (", sw128" if p.swizzle else "")
+            (", sw128" if p.swizzle else "") + (f", {p.annotated}" if p.annotated else "")
         return f"shared @ {p.offset}{extra}"
     if p.kind in ("tile", "acc", "row"):
         lay = p.acc.layout() if hasattr(p.acc, "layout") else type(p.acc).__name__
-        return f"registers ({p.kind}): {lay}"
+        return f"registers ({p.kind}): {lay}" + (f", {p.annotated}" if p.annotated else "")
     return p.kind
 
 
