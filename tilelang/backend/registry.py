@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 
 _BACKENDS: dict = {}
 _KNOWN = {"cpu": "tilelang.backend.cpu", "c": "tilelang.backend.cpu", "llvm": "tilelang.backend.cpu",
-          "cuda": "tilelang.backend.cuda"}
+          "cuda": "tilelang.backend.cuda", "hip": "tilelang.backend.hip", "rocm": "tilelang.backend.hip"}
 
 
 @dataclass
 class Target:
-    kind: str                 # backend name: "cpu", "cuda"
-    arch: str | None = None   # e.g. "sm_90a"
+    kind: str                 # backend name: "cpu", "cuda", "hip"
+    arch: str | None = None   # e.g. "sm_90a", "gfx90a"
     options: dict = field(default_factory=dict)
 
     def key(self):
