@@ -42,6 +42,8 @@ class KernelCodegen:
         self.in_thread = False      # inside per-thread code (a T.Parallel body)
         self.slots = {}             # id(register fragment) -> (loop vars, C lvalue of the current slot)
         self.storage = {}           # id(buffer) -> buffer whose storage it reads (a reduce's LDS staging)
+        self.staging = {}           # id(register fragment) -> its LDS copy for reductions
+        self.top = []               # declarations at the top of the kernel (the staging copies)
 
     # expressions ------------------------------------------------------------------
     def expr(self, e):
@@ -132,6 +134,7 @@ class KernelCodegen:
         self.names.reserve("tl_tid")
         self.emit(f"const int tl_tid = {tid};")
         self.stmt(L.body)
+        self.lines[1:1] = ["  " + t for t in self.top]
         head = [f'extern "C" __global__ void __launch_bounds__({self.plan.threads}) {self.entry}(',
                 "    " + ",\n    ".join(params) + ") {"]
         return "\n".join(head + self.lines + ["}"])
@@ -279,28 +282,26 @@ class KernelCodegen:
                             "backend yet", span=s.span, hint="use T.reduce_* on a fragment")
 
 
-def _launches(func):
-    """The T.Kernel launches of a function body, in order (host-side lets allowed)."""
-    out = []
-
-    def visit(s):
-        if isinstance(s, S.KernelLaunch):
-            out.append(s)
-        elif isinstance(s, S.SeqStmt):
-            for x in s.stmts:
-                visit(x)
-        elif isinstance(s, (S.LetStmt,)):
-            raise LoweringError("host-side `let` bindings outside T.Kernel are not supported by the HIP backend",
-                                span=s.span)
-        elif isinstance(s, (S.Assume, S.DeclBuffer)) or s is None:
+def _top_level(func):
+    """(workspaces, launches): the function-level global buffers (the launcher allocates
+    them) and the T.Kernel launches, in order."""
+    body = func.body
+    stmts = body.stmts if isinstance(body, S.SeqStmt) else [body]
+    workspaces, launches = [], []
+    for s in stmts:
+        if isinstance(s, S.DeclBuffer) and s.buffer.scope == "global":
+            workspaces.append(s.buffer)
+        elif isinstance(s, S.KernelLaunch):
+            launches.append(s)
+        elif isinstance(s, S.Assume) or s is None:
             pass
         else:
-            raise LoweringError(f"{type(s).__name__} outside T.Kernel: the HIP backend runs only kernel code",
-                                span=getattr(s, "span", None))
-    visit(func.body)
-    if not out:
+            raise LoweringError(f"{type(s).__name__} outside T.Kernel: on the HIP backend statements run inside "
+                                f"`with T.Kernel(...)`", span=getattr(s, "span", None),
+                                hint="move it into the T.Kernel block")
+    if not launches:
         raise LoweringError(f"`{func.name}` has no T.Kernel to run on the GPU", span=func.span)
-    return out
+    return workspaces, launches
 
 
 HEADER = '#include "tl_hip.h"\n'
@@ -309,11 +310,12 @@ HEADER = '#include "tl_hip.h"\n'
 def generate(func, arch):
     """(HIP source, meta): one `__global__` function per T.Kernel; meta lists each
     kernel's entry, grid (Python over `ints`) and threads, and the parameter classes."""
-    abi = LaunchABI.of(func)
+    workspaces, launches = _top_level(func)
+    abi = LaunchABI.of(func, workspaces)
     names = hip_names()
     parts, kernels = [HEADER], []
     env = abi.int_env()
-    for k, launch in enumerate(_launches(func)):
+    for k, launch in enumerate(launches):
         entry = f"{func.name}_kernel" + (f"_{k}" if k else "")
         cg = KernelCodegen(func, launch, abi, entry, arch, names)
         parts.append(cg.generate())
@@ -321,6 +323,8 @@ def generate(func, arch):
         threads = [E.const_int_value(t) for t in launch.threads] + [1] * (3 - len(launch.threads))
         kernels.append({"entry": entry, "grid": grid, "threads": threads, "lds": cg.plan.lds_bytes(),
                         "mfma": sorted({f"{t.shape.m}x{t.shape.n}x{t.shape.k}" for t in cg.plan.tilings.values()})})
-    meta = {"kernels": kernels, "arch": arch, "param_types": [(c, str(o.dtype)) for c, o in abi.slots()],
+    meta = {"kernels": kernels, "arch": arch,
+            "workspaces": [{"shape": [py_expr(E.convert(d), env) for d in w.shape], "dtype": w.dtype.name}
+                           for w in workspaces], "param_types": [(c, str(o.dtype)) for c, o in abi.slots()],
             **abi.counts()}
     return "\n\n".join(parts) + "\n", meta

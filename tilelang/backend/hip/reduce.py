@@ -96,12 +96,17 @@ def emit_reduce(cg, op):
 
 
 def _stage(cg, buf, op):
-    """Write the register fragment `buf` to an LDS copy of its logical shape; the reduce
+    """Write the register fragment `buf` to an LDS copy of its logical shape (one per
+    fragment, declared at the top of the kernel and shared by its reductions); the reduce
     reads the copy."""
-    copy = Buffer(f"{buf.name}_lds", buf.shape, buf.dtype, "shared")
-    cg.plan.buffers[id(copy)] = copy
-    name = cg.names.new(copy, f"tl_{buf.name}_lds", True)
-    cg.emit(f"__shared__ __attribute__((aligned(16))) {ctype(buf.dtype)} {name}[{cg.plan.numel(copy)}];")
+    copy = cg.staging.get(id(buf))
+    if copy is None:
+        copy = Buffer(f"{buf.name}_lds", buf.shape, buf.dtype, "shared")
+        cg.staging[id(buf)] = copy
+        cg.plan.buffers[id(copy)] = copy
+        name = cg.names.new(copy, f"tl_{buf.name}_lds", True)
+        cg.top.append(f"__shared__ __attribute__((aligned(16))) {ctype(buf.dtype)} {name}[{cg.plan.numel(copy)}];"
+                      f"   // {buf.name} staged for reductions")
     vars_ = [E.Var(f"tl_s{k}") for k in range(len(buf.shape))]
     from tilelang.ir import stmt as S
     store = S.BufferStore(copy, E.BufferLoad(buf, vars_), vars_)

@@ -136,11 +136,22 @@ class HipLauncher:
         self._drv, self._module = drv, module
         return funcs
 
+    def _workspaces(self, env, buffers):
+        """Function-level global buffers (T.alloc_global...): fresh zeroed device tensors."""
+        if not self.meta.get("workspaces"):
+            return []
+        import torch
+        dev = next((b.device for b in buffers if isinstance(b, torch.Tensor)), "cuda")
+        return [torch.zeros([int(eval(x, {"__builtins__": {}}, env)) for x in w["shape"]],  # noqa: S307
+                            dtype=getattr(torch, w["dtype"]), device=dev) for w in self.meta["workspaces"]]
+
     def __call__(self, buffers, ints=(), floats=(), stream=None):
         if self._funcs is None:
             with self._lock:
                 if self._funcs is None:
                     self._funcs = self._load()
+        env = {"ints": list(ints), "min": min, "max": max, "int": int}
+        buffers = list(buffers) + self._workspaces(env, buffers)
         args, bi, ii, fi = [], 0, 0, 0
         for cls, dt in self.meta["param_types"]:
             if cls == "buffer":
@@ -152,7 +163,6 @@ class HipLauncher:
             else:
                 args.append(_SCALARS.get(dt, ctypes.c_float)(float(floats[fi])))
                 fi += 1
-        env = {"ints": list(ints), "min": min, "max": max, "int": int}
         s = _current_stream() if stream is None else stream
         for fn, k in zip(self._funcs, self.meta["kernels"]):
             grid = [int(eval(g, {"__builtins__": {}}, env)) for g in k["grid"]]   # noqa: S307 - our own py_expr
