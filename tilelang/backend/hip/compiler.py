@@ -117,3 +117,36 @@ def kernel_resources(asm):
 def scratch_sizes(asm):
     """ScratchSize of every function in the listing (bytes of spill/stack memory)."""
     return [int(x) for x in re.findall(r"; ScratchSize: (\d+)", asm)]
+
+
+# many kernels in one hipcc run (checks over a family of kernels) ------------------------
+_ENTRY = re.compile(r'(extern "C" __global__ void __launch_bounds__\(\d+\) )(\w+)\(')
+
+
+def compile_many(sources, arch):
+    """{tag: assembly of that source's functions} for {tag: HIP source}, compiled as one
+    translation unit (one hipcc start instead of one per kernel): each source's entries
+    are renamed `<tag>__<entry>`."""
+    parts, owners = [], {}
+    for tag, src in sources.items():
+        def rename(m, tag=tag):
+            owners[f"{tag}__{m.group(2)}"] = tag
+            return f"{m.group(1)}{tag}__{m.group(2)}("
+        parts.append(_ENTRY.sub(rename, src))
+    _, asm = compile_source("\n".join(parts), arch)
+    bodies = function_bodies(asm)
+    out = {tag: "" for tag in sources}
+    for name, text in bodies.items():
+        if name in owners:
+            out[owners[name]] += text
+    resources = kernel_resources(asm)
+    return out, {n: resources.get(n, {}) for n in owners}, owners
+
+
+def function_bodies(asm):
+    """{function: its instructions and trailing comments (ScratchSize ...)} of a listing."""
+    out = {}
+    for m in re.finditer(r"^(\w+):[ \t]*(?:;[^\n]*)?\n(.*?)^\.Lfunc_end\d+:(.*?)(?=; -- Begin function|\.amdgpu_metadata|\Z)",
+                         asm, re.M | re.S):
+        out[m.group(1)] = m.group(2) + m.group(3)
+    return out
