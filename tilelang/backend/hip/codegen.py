@@ -20,6 +20,7 @@ from tilelang.ir.buffer import Buffer
 from tilelang.ir.errors import LoweringError, TargetFeatureError
 from tilelang.ir.visitor import walk
 from tilelang.ir.extern import is_import_source
+from tilelang.arith.divisibility import assumed_divisors
 from tilelang.backend.c.launch import LaunchABI, py_expr
 from tilelang.backend.hip.expr import HipExprPrinter, hip_names, ctype
 from tilelang.backend.hip.plan import plan_kernel
@@ -44,6 +45,9 @@ class KernelCodegen:
         self.storage = {}           # id(buffer) -> buffer whose storage it reads (a reduce's LDS staging)
         self.staging = {}           # id(register fragment) -> its LDS copy for reductions
         self.top = []               # declarations at the top of the kernel (the staging copies)
+        # T.assume(n % d == 0) promises about parameters: {id(var): d} (vector alignment)
+        params = {id(p) for p in func.params} | {id(v) for v in func.dynamic_vars()}
+        self.divisors = assumed_divisors(func.body, lambda v: id(v) in params)
 
     # expressions ------------------------------------------------------------------
     def expr(self, e):

@@ -53,6 +53,11 @@ def emit_nest(cg, loop):
 
 
 def _round_robin(cg, loop, vars_, exts, body):
+    from tilelang.backend.hip.vector_copy import plan_vector, emit_vector
+    V = plan_vector(cg, vars_, exts, body)
+    if V is not None:
+        emit_vector(cg, vars_, exts, body, V)
+        return
     total = exts[0]
     for x in exts[1:]:
         total = total * x

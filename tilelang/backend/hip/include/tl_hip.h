@@ -164,6 +164,15 @@ __device__ inline float atomic_min(float* p, float v) {
   return __uint_as_float(old);
 }
 
+// vectors of N elements moved as one aligned load / store (T.copy) ---------------------
+template <typename T, int N> struct alignas(sizeof(T) * N) vec { T v[N]; };
+template <typename D, typename S, int N> __device__ inline vec<D, N> vec_cast(const vec<S, N>& x) {
+  vec<D, N> y;
+#pragma unroll
+  for (int i = 0; i < N; ++i) y.v[i] = static_cast<D>(x.v[i]);
+  return y;
+}
+
 // MFMA operands: `a_regs` elements of one lane as the instruction's register type --------
 template <typename V, typename T> __device__ inline V load_operand(const T* p) {
   return *(const V*)p;   // consecutive and aligned (the planner checked)
