@@ -16,8 +16,13 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(emulator.clang() is None, reason="clang++ (C++20) not installed")
 
 
+def fp8_gemm(*args):
+    from tests.backend.hip.test_compile import fp8_gemm as make
+    return make(*args)
+
+
 def _tir(folder, factory, *args, **kwargs):
-    fn = getattr(_example(folder), factory)
+    fn = getattr(_example(folder, "mla_decode" if folder == "deepseek_mla" else None), factory)
     return fn.get_tir(*args, **kwargs) if hasattr(fn, "get_tir") else fn(*args, **kwargs)
 
 
@@ -28,6 +33,11 @@ PROGRAMS = {
     "fa_causal": lambda: _tir("flash_attention", "flash_attention", 1, 1, 128, 128, 64, is_causal=True),
     "softmax": lambda: _tir("softmax", "softmax", 32, 160),
     "rms_norm": lambda: _tir("rms_norm", "rms_norm", 32, 128),
+    # split-KV decode: two kernels, workspaces, a ragged last split (seqlen 100 = 3 x 32 + 4)
+    "mla": lambda: _tir("deepseek_mla", "mla_decode", 1, 16, 100, 64, 16, block_H=16, block_N=16, num_split=3,
+                        threads=64),
+    "fp8_gemm": lambda: fp8_gemm(64, 64, 64, 64, 64, 64),
+    "splitk": lambda: _tir("gemm_splitk", "matmul_splitk", 64, 64, 128, split_k=2),
 }
 
 
@@ -35,7 +45,7 @@ PROGRAMS = {
 def lib():
     progs, metas = [], {}
     for tag, make in PROGRAMS.items():
-        _, src, meta = hip_source(make())
+        _, src, meta = hip_source(make(), "gfx940" if tag.startswith("fp8") else "gfx90a")
         src, meta = emulator.rename(src, meta, tag)
         progs.append((src, meta))
         metas[tag] = meta
@@ -100,3 +110,37 @@ def test_rms_norm(lib):
     emulator.run(L, metas["rms_norm"], [X, W, Y])
     ref = X / np.sqrt((X * X).mean(1, keepdims=True) + 1e-6) * W
     np.testing.assert_allclose(Y, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_mla_decode_split_kv(lib):
+    L, metas = lib
+    rng = np.random.default_rng(5)
+    Q, Qpe = rng.standard_normal((1, 16, 64)), rng.standard_normal((1, 16, 16))
+    KV, Kpe = rng.standard_normal((1, 100, 64)), rng.standard_normal((1, 100, 16))
+    Q, Qpe, KV, Kpe = (x.astype(np.float16) for x in (Q, Qpe, KV, Kpe))
+    O = np.zeros((1, 16, 64), np.float16)
+    emulator.run(L, metas["mla"], [Q, Qpe, KV, Kpe, O])
+    ref = _example("deepseek_mla", "mla_decode").ref_program(*(torch.from_numpy(x) for x in (Q, Qpe, KV, Kpe)))
+    np.testing.assert_allclose(O.astype(np.float32), ref.float().numpy(), rtol=2e-2, atol=2e-2)
+
+
+def test_fp8_gemm_gfx940(lib):
+    """float8_e4m3fnuz operands (bias 8), values exactly representable: the MFMA sum is exact."""
+    import ml_dtypes
+    L, metas = lib
+    rng = np.random.default_rng(6)
+    A = (rng.integers(-8, 8, (64, 64)) / 4).astype(ml_dtypes.float8_e4m3fnuz)
+    B = (rng.integers(-8, 8, (64, 64)) / 4).astype(ml_dtypes.float8_e4m3fnuz)   # N x K
+    C = np.zeros((64, 64), np.float32)
+    emulator.run(L, metas["fp8_gemm"], [A.view(np.uint8), B.view(np.uint8), C])
+    np.testing.assert_array_equal(C, A.astype(np.float32) @ B.astype(np.float32).T)
+
+
+def test_split_k_gemm_atomic_add(lib):
+    L, metas = lib
+    rng = np.random.default_rng(7)
+    A = rng.standard_normal((64, 128)).astype(np.float16)
+    B = rng.standard_normal((128, 64)).astype(np.float16)
+    C = np.zeros((64, 64), np.float32)
+    emulator.run(L, metas["splitk"], [A, B, C])
+    np.testing.assert_allclose(C, A.astype(np.float32) @ B.astype(np.float32), rtol=1e-4, atol=1e-4)
