@@ -16,12 +16,16 @@ class HIPBackend(Backend):
     def parse_target(self, kind, arch=None, options=None):
         return _target.parse_target(kind, arch, options)
 
+    _available = None
+
     def device_available(self) -> bool:
-        try:
-            _runtime.default_driver()
-        except Exception:  # noqa: BLE001 - no library or no GPU: not available
-            return False
-        return True
+        if self._available is None:   # asked by every target="auto": look once
+            try:
+                _runtime.default_driver()
+                self._available = True
+            except Exception:  # noqa: BLE001 - no library or no GPU: not available
+                self._available = False
+        return self._available
 
     def lower(self, func, target, ctx):
         return _pipeline.lower(func, target, ctx)
