@@ -38,7 +38,40 @@ PROGRAMS = {
                         threads=64),
     "fp8_gemm": lambda: fp8_gemm(64, 64, 64, 64, 64, 64),
     "splitk": lambda: _tir("gemm_splitk", "matmul_splitk", 64, 64, 128, split_k=2),
+    "acc_reductions": lambda: acc_reductions(),
 }
+
+
+def acc_reductions():
+    """Row reductions of an accumulator on 2x2 waves (registers + LDS across waves) and a
+    column reduction (staged through LDS), max / sum / absmax, one with clear=False."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def acc_red(A: T.Tensor((64, 32), "float16"), B: T.Tensor((64, 32), "float16"),
+                Y: T.Tensor((4, 64), "float32")):
+        with T.Kernel(1, threads=256) as bx:
+            As = T.alloc_shared((64, 32), "float16")
+            Bs = T.alloc_shared((64, 32), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            m = T.alloc_fragment((64,), "float32")
+            s = T.alloc_fragment((64,), "float32")
+            c = T.alloc_fragment((64,), "float32")
+            a = T.alloc_fragment((64,), "float32")
+            T.copy(A, As)
+            T.copy(B, Bs)
+            T.gemm(As, Bs, acc, transpose_B=True, clear_accum=True)
+            T.reduce_max(acc, m, dim=1)
+            T.fill(s, 1.0)
+            T.reduce_sum(acc, s, dim=1, clear=False)
+            T.reduce_sum(acc, c, dim=0)
+            T.reduce_absmax(acc, a, dim=1)
+            for i in T.Parallel(64):
+                Y[0, i] = m[i]
+                Y[1, i] = s[i]
+                Y[2, i] = c[i]
+                Y[3, i] = a[i]
+    return acc_red
 
 
 @pytest.fixture(scope="module")
@@ -144,3 +177,15 @@ def test_split_k_gemm_atomic_add(lib):
     C = np.zeros((64, 64), np.float32)
     emulator.run(L, metas["splitk"], [A, B, C])
     np.testing.assert_allclose(C, A.astype(np.float32) @ B.astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+def test_accumulator_reductions(lib):
+    L, metas = lib
+    rng = np.random.default_rng(8)
+    A = rng.standard_normal((64, 32)).astype(np.float16)
+    B = rng.standard_normal((64, 32)).astype(np.float16)
+    Y = np.zeros((4, 64), np.float32)
+    emulator.run(L, metas["acc_reductions"], [A, B, Y])
+    P = A.astype(np.float32) @ B.astype(np.float32).T
+    ref = np.stack([P.max(1), 1 + P.sum(1), P.sum(0), np.abs(P).max(1)])
+    np.testing.assert_allclose(Y, ref, rtol=1e-4, atol=1e-4)

@@ -55,7 +55,10 @@ def test_non_accumulator_fragments_live_in_lds():
     assert "tl_ob += 2" in src     # two groups of 64 lanes in a block of 128
 
 
-def test_reduction_of_an_accumulator_is_staged_once():
+def test_reductions_of_an_accumulator():
+    """Row reductions stay in registers (shuffles over the 32 lanes of a row of the 32x32
+    MFMA layout, one LDS array for the 2 waves sharing a row); a column reduction reads
+    the accumulator staged once in LDS."""
     @T.prim_func
     def attn_like(A: T.Tensor((64, 64), "float16"), Y: T.Tensor((64,), "float32")):
         with T.Kernel(1, threads=256) as bx:
@@ -63,11 +66,15 @@ def test_reduction_of_an_accumulator_is_staged_once():
             acc = T.alloc_fragment((64, 64), "float32")
             m = T.alloc_fragment((64,), "float32")
             s = T.alloc_fragment((64,), "float32")
+            c = T.alloc_fragment((64,), "float32")
             T.copy(A, S_)
             T.gemm(S_, S_, acc, transpose_B=True, clear_accum=True)
             T.reduce_max(acc, m, dim=1)
             T.reduce_sum(acc, s, dim=1)
+            T.reduce_sum(acc, c, dim=0)
             for i in T.Parallel(64):
-                Y[i] = m[i] + s[i]
+                Y[i] = m[i] + s[i] + c[i]
     _, src, _ = hip_source(attn_like)
+    assert src.count("in registers: __shfl_xor over the 32 lanes of a row, LDS across 2 waves") == 2
+    assert src.count("row partials of each wave") == 1
     assert src.count("acc staged for reductions") == 1

@@ -34,6 +34,9 @@ def emit_reduce(cg, op):
     if ext is None:
         raise LoweringError("T.reduce over a dimension of dynamic size is not supported by the HIP backend",
                             span=op.span)
+    if cg.plan.in_registers(src.buffer) and _rows_in_registers(cg, op):
+        _emit_rows_from_registers(cg, op)
+        return
     cg.emit(f"{{   // T.reduce_{op.kind}({src.buffer.name} -> {dst.buffer.name}, dim={op.dim})")
     cg.ind += 1
     staged = None
@@ -91,6 +94,98 @@ def emit_reduce(cg, op):
     cg.emit("}")
     if staged is not None:
         cg.storage.pop(id(src.buffer), None)
+    cg.ind -= 1
+    cg.emit("}")
+
+
+def _rows_in_registers(cg, op):
+    """A row reduction (dim 1) of a whole accumulator into a fragment in LDS."""
+    src = op.src
+    return op.dim == 1 and len(src.extents) == 2 and all(E.const_int_value(x) == 0 for x in src.starts) and \
+        [E.const_int_value(x) for x in src.extents] == [E.const_int_value(d) for d in src.buffer.shape] and \
+        cg.plan.in_lds(op.dst.buffer)
+
+
+def _emit_rows_from_registers(cg, op):
+    """Row reduction of an MFMA accumulator without leaving registers: each lane combines
+    its slots of one row across its N tiles, the `n` lanes holding a row (lane % n) combine
+    with `__shfl_xor` (offsets n/2 .. 1), and the WN waves sharing a row through a small
+    LDS array."""
+    from tilelang.backend.hip.parallel import _c
+    src, dst = op.src, op.dst
+    tl = cg.plan.tilings[id(src.buffer)]
+    s = tl.shape
+    dt = dst.buffer.dtype
+    adt = accumulator_dtype(op.kind, dt)
+    merge = _MERGE.get(op.kind, op.kind)
+    clear = op.clear if isinstance(op.clear, bool) else bool(E.const_int_value(op.clear))
+    cg.emit(f"{{   // T.reduce_{op.kind}({src.buffer.name} -> {dst.buffer.name}, dim=1) in registers: "
+            f"__shfl_xor over the {s.n} lanes of a row" + (f", LDS across {tl.WN} waves" if tl.WN > 1 else ""))
+    cg.ind += 1
+    red = None
+    if tl.WN > 1:
+        key = ("rows", tl.WN * tl.M, adt.name)
+        red = cg.staging.get(key)
+        if red is None:
+            red = cg.names.fresh("tl_rows")
+            cg.staging[key] = red
+            cg.top.append(f"__shared__ {ctype(adt)} {red}[{tl.WN * tl.M}];   // row partials of each wave")
+    acc_b, oth_b = Buffer("tl_racc", (1,), adt, "local"), Buffer("tl_rother", (1,), adt, "local")
+    acc, oth = (E.BufferLoad(b, [E.IntImm(0)]) for b in (acc_b, oth_b))
+    acc_n, oth_n = cg.names.new(acc_b, "tl_racc", True), cg.names.new(oth_b, "tl_rother", True)
+    mt, r, nt, wn = (cg.names.fresh(x) for x in ("tl_mt", "tl_r", "tl_nt", "tl_wn"))
+    iv, jv = E.Var("tl_i"), E.Var("tl_j")
+    ov = E.Var("tl_ov")
+    _, didx, _ = reduce_indices(op, [ov], E.Var("tl_unused"))
+    cg.emit(f"const int {wn} = (tl_tid / 64) / {tl.WM};")
+    for v, ext in ((mt, tl.MT), (r, s.c_regs)):
+        cg.emit("#pragma unroll")
+        cg.emit(f"for (int {v} = 0; {v} < {ext}; ++{v}) {{")
+        cg.ind += 1
+    row = _c(tl.logical(E.Var("tl_tid"), E.Var(mt), E.IntImm(0), E.Var(r))[0])
+    cg.emit(f"{ctype(adt)} {acc_n}[1] = {{{cg.expr(_reduce_init(op.kind, adt))}}}, {oth_n}[1];")
+    cg.emit("#pragma unroll")
+    cg.emit(f"for (int {nt} = 0; {nt} < {tl.NT}; ++{nt}) {{")
+    cg.ind += 1
+    saved = dict(cg.slots)
+    cg.slots[id(src.buffer)] = ([iv, jv], f"{cg.bname(src.buffer)}[{mt} * {tl.NT} + {nt}][{r}]")
+    try:
+        x = E.cast(E.BufferLoad(src.buffer, [iv, jv]), adt)
+        cg.emit(f"{acc_n}[0] = {cg.expr(_combine(op.kind, acc, x, op.nan_propagate))};")
+    finally:
+        cg.slots = saved
+    cg.ind -= 1
+    cg.emit("}")
+    off = s.n // 2
+    while off >= 1:
+        cg.emit(f"{oth_n}[0] = tl::shfl_xor({acc_n}[0], {off});")
+        cg.emit(f"{acc_n}[0] = {cg.expr(_combine(merge, acc, oth, op.nan_propagate))};")
+        off //= 2
+
+    def store(value_c, row_c):
+        with cg.names.bound(ov, row_c), cg.names.bound(acc_b, value_c):
+            d = E.BufferLoad(dst.buffer, didx)
+            val = E.cast(acc, dt) if clear else E.cast(_combine(merge, E.cast(d, adt), acc, op.nan_propagate), dt)
+            return f"{cg.elem(dst.buffer, didx, op.span)} = {cg.expr(val)};"
+    if red is None:
+        cg.emit(f"if (tl_tid % {s.n} == 0) {store(acc_n, row)}")
+    else:
+        cg.emit(f"if (tl_tid % {s.n} == 0) {red}[{wn} * {tl.M} + {row}] = {acc_n}[0];")
+    for _ in range(2):
+        cg.ind -= 1
+        cg.emit("}")
+    if red is not None:   # combine the waves' partials of each row
+        cg.sync()
+        i = cg.names.fresh("tl_row")
+        cg.emit(f"for (int {i} = tl_tid; {i} < {tl.M}; {i} += {cg.plan.threads}) {{")
+        cg.ind += 1
+        cg.emit(f"{ctype(adt)} {acc_n}[1] = {{{red}[{i}]}}, {oth_n}[1];")
+        for w in range(1, tl.WN):
+            cg.emit(f"{oth_n}[0] = {red}[{w * tl.M} + {i}];")
+            cg.emit(f"{acc_n}[0] = {cg.expr(_combine(merge, acc, oth, op.nan_propagate))};")
+        cg.emit(store(acc_n, i))
+        cg.ind -= 1
+        cg.emit("}")
     cg.ind -= 1
     cg.emit("}")
 
