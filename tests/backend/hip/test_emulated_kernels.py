@@ -11,6 +11,7 @@ import pytest
 from tests.examples.test_examples_cuda import _example
 from tests.backend.hip.helpers import hip_source
 from tests.backend.hip import emulator
+from tests.backend.cuda import kernels as CK
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(emulator.clang() is None, reason="clang++ (C++20) not installed")
@@ -39,7 +40,14 @@ PROGRAMS = {
     "fp8_gemm": lambda: fp8_gemm(64, 64, 64, 64, 64, 64),
     "splitk": lambda: _tir("gemm_splitk", "matmul_splitk", 64, 64, 128, split_k=2),
     "acc_reductions": lambda: acc_reductions(),
+    # against the CPU backend (test_same_as_cpu_backend)
+    "gemm_tA_tB": lambda: CK.gemm(128, 64, 64, 64, 64, 32, trans_A=True, trans_B=True),
+    "copy_2d": lambda: CK.copy_2d(),
+    "scalar_dyn": lambda: CK.scalar_and_dynamic(),
+    "rowstats_dim0": lambda: CK.gemm_row_stats(M=128, reduce_dim=0),
+    "row_sum_atomic": lambda: CK.row_sum_atomic(),
 }
+CPU_CHECKED = ["gemm_tA_tB", "copy_2d", "scalar_dyn", "rowstats_dim0", "row_sum_atomic"]
 
 
 def acc_reductions():
@@ -189,3 +197,41 @@ def test_accumulator_reductions(lib):
     P = A.astype(np.float32) @ B.astype(np.float32).T
     ref = np.stack([P.max(1), 1 + P.sum(1), P.sum(0), np.abs(P).max(1)])
     np.testing.assert_allclose(Y, ref, rtol=1e-4, atol=1e-4)
+
+
+def _inputs(func, rng, n_dynamic=300):
+    """Random arrays for the tensor parameters (dynamic dimensions = n_dynamic), ints 3,
+    floats 0.5."""
+    from tilelang.ir.buffer import Buffer
+    arrays, ints, floats = [], [], []
+    for p in func.params:
+        if isinstance(p, Buffer):
+            shape = [d if isinstance(d, int) else getattr(d, "value", n_dynamic) for d in p.shape]
+            arrays.append(rng.standard_normal(shape).astype(str(p.dtype)))
+        elif p.dtype.is_float:
+            floats.append(0.5)
+        else:
+            ints.append(3)
+    dyn = [n_dynamic for _ in func.dynamic_vars()]
+    return arrays, ints, floats, dyn
+
+
+@pytest.mark.parametrize("tag", CPU_CHECKED)
+def test_same_as_cpu_backend(lib, tag):
+    """The HIP program run by the emulator gives the CPU backend's results (the reference
+    semantics) on the same random inputs."""
+    import tilelang
+    L, metas = lib
+    func = PROGRAMS[tag]()
+    arrays, ints, floats, dyn = _inputs(func, np.random.default_rng(9))
+    mine = [a.copy() for a in arrays]
+    emulator.run(L, metas[tag], mine, ints + dyn, floats)
+    ref = [torch.from_numpy(a.copy()) for a in arrays]
+    kernel = tilelang.compile(func, target="cpu")
+    from tilelang.ir.buffer import Buffer
+    args, it = [], iter(ref)
+    for p in func.params:
+        args.append(next(it) if isinstance(p, Buffer) else (0.5 if p.dtype.is_float else 3))
+    kernel(*args)
+    for got, want in zip(mine, ref):
+        np.testing.assert_allclose(got.astype(np.float32), want.numpy().astype(np.float32), rtol=2e-3, atol=2e-3)

@@ -64,14 +64,14 @@ def build(programs):
     return ctypes.CDLL(lib)
 
 
-def run(lib, meta, arrays, ints=()):
+def run(lib, meta, arrays, ints=(), floats=()):
     """Launch every kernel of `meta` on numpy `arrays` (in parameter order), in place."""
     work = [np.zeros([int(eval(s, {"__builtins__": {}}, {"ints": list(ints), "min": min, "max": max}))
                       for s in w["shape"]], dtype=w["dtype"]) for w in meta.get("workspaces", [])]
     bufs = [np.ascontiguousarray(a) for a in list(arrays) + work]
     for a, b in zip(arrays, bufs):
         assert a is b, "arrays must be C-contiguous"
-    vals, bi, ii = [], 0, 0
+    vals, bi, ii, fi = [], 0, 0, 0
     for cls, dt in meta["param_types"]:
         if cls == "buffer":
             vals.append(ctypes.c_void_p(bufs[bi].ctypes.data))
@@ -80,7 +80,8 @@ def run(lib, meta, arrays, ints=()):
             vals.append({"int32": ctypes.c_int32, "int64": ctypes.c_int64}[dt](int(ints[ii])))
             ii += 1
         else:
-            raise NotImplementedError("float scalar parameters")
+            vals.append({"float32": ctypes.c_float, "float64": ctypes.c_double}[dt](float(floats[fi])))
+            fi += 1
     argv = (ctypes.c_void_p * len(vals))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in vals])
     env = {"ints": list(ints), "min": min, "max": max, "int": int}
     for k in meta["kernels"]:
