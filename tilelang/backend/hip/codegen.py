@@ -5,8 +5,9 @@ pitches); this file prints:
 
 - block-level statements run by every thread; a block-level store to global memory or
   LDS by thread 0 only (as on the CUDA backend);
-- `__syncthreads()` after every block-level statement that touches LDS, so a T.Pipelined
-  loop (a serial loop here) and every producer/consumer pair are ordered;
+- `__syncthreads()` where a block-level statement touches LDS that the statements since
+  the last barrier used (`barriers.py`: read after write, write after read or write), so a
+  T.Pipelined loop (a serial loop here) and every producer/consumer pair are ordered;
 - a T.Parallel nest spread over the block: by the MFMA accumulator layout when it touches
   a register fragment (`parallel.py`), else round-robin over the flattened iterations;
 - T.gemm on MFMA (`gemm.py`), reductions with `__shfl_xor` over wavefront lanes
@@ -25,6 +26,7 @@ from tilelang.backend.c.launch import LaunchABI, py_expr
 from tilelang.backend.hip.expr import HipExprPrinter, hip_names, ctype
 from tilelang.backend.hip.plan import plan_kernel
 from tilelang.backend.hip import parallel as _parallel, gemm as _gemm, reduce as _reduce
+from tilelang.backend.hip.barriers import BarrierPlanner
 
 _THREAD_DIMS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 _BLOCK_DIMS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -45,6 +47,7 @@ class KernelCodegen:
         self.storage = {}           # id(buffer) -> buffer whose storage it reads (a reduce's LDS staging)
         self.staging = {}           # id(register fragment) -> its LDS copy for reductions
         self.top = []               # declarations at the top of the kernel (the staging copies)
+        self.barriers = BarrierPlanner(self)
         # T.assume(n % d == 0) promises about parameters: {id(var): d} (vector alignment)
         params = {id(p) for p in func.params} | {id(v) for v in func.dynamic_vars()}
         self.divisors = assumed_divisors(func.body, lambda v: id(v) in params)
@@ -103,19 +106,8 @@ class KernelCodegen:
         self.lines.append("  " * self.ind + line)
 
     def sync(self):
-        self.emit("__syncthreads();")
-
-    def touches_lds(self, s) -> bool:
-        found = []
-
-        def f(n):
-            if isinstance(n, (TO.Gemm, TO.Reduce)):
-                found.append(n)
-            elif isinstance(n, (E.BufferLoad, S.BufferStore)) and self.plan.in_lds(self.storage.get(
-                    id(n.buffer), n.buffer)):
-                found.append(n)
-        walk(s, f)
-        return bool(found)
+        """A barrier the printing of an op needs inside itself (a reduction's staging)."""
+        self.barriers.sync()
 
     # the kernel ---------------------------------------------------------------------
     def generate(self):
@@ -154,10 +146,13 @@ class KernelCodegen:
         m(s)
 
     def block_leaf(self, s, emit):
-        """A block-level statement: emitted, then a barrier when it touches LDS."""
+        """A statement: at block level, after the barrier its LDS accesses need."""
+        if self.in_thread:
+            emit()
+            return
+        acc = self.barriers.before(s)
         emit()
-        if not self.in_thread and self.touches_lds(s):
-            self.sync()
+        self.barriers.after(acc)
 
     def s_SeqStmt(self, s):
         for x in s.stmts:
@@ -204,7 +199,7 @@ class KernelCodegen:
             raise TargetFeatureError("T.import_source brings CUDA device code; the HIP backend cannot compile it",
                                      s.span)
         if isinstance(v, E.Call) and v.name in ("tl.sync_threads", "tl_sync_threads", "__syncthreads"):
-            self.sync()
+            self.barriers.sync()
             return
         text = f"(void)({self.expr(v)});"
         has_atomic = []
@@ -215,7 +210,7 @@ class KernelCodegen:
     def s_Barrier(self, s):
         if s.kind not in ("block", None):
             raise TargetFeatureError(f"a {s.kind} barrier has no HIP equivalent", s.span)
-        self.sync()
+        self.barriers.sync()
 
     def s_For(self, s):
         if s.kind == S.PARALLEL and not self.in_thread:
@@ -224,40 +219,54 @@ class KernelCodegen:
         v = self.names.name(s.var, s.var.name)
         t = ctype(s.var.dtype)
         lo, ext = self.expr(s.min), self.expr(s.extent)
+        head = []
         if s.kind == S.UNROLL or (self.in_thread and E.const_int_value(s.extent) is not None
                                   and E.const_int_value(s.extent) <= 8):
-            self.emit("#pragma unroll")
+            head.append("#pragma unroll")
         step = "1" if s.step is None else self.expr(s.step)
         if s.step is None:
-            self.emit(f"for ({t} {v} = {lo}; {v} < {lo} + {ext}; ++{v}) {{" if lo != "0" else
-                      f"for ({t} {v} = 0; {v} < {ext}; ++{v}) {{")
+            head.append(f"for ({t} {v} = {lo}; {v} < {lo} + {ext}; ++{v}) {{" if lo != "0" else
+                        f"for ({t} {v} = 0; {v} < {ext}; ++{v}) {{")
         else:
             k = self.names.fresh(f"{v}_k")
-            self.emit(f"for ({t} {k} = 0; {k} < {ext}; ++{k}) {{")
-            self.emit(f"  const {t} {v} = {lo} + {k} * ({step});")
-        self.ind += 1
-        self.stmt(s.body)
-        self.ind -= 1
-        self.emit("}")
+            head.append(f"for ({t} {k} = 0; {k} < {ext}; ++{k}) {{")
+            head.append(f"  const {t} {v} = {lo} + {k} * ({step});")
+        self.body_of_loop(s, lambda: [self.emit(h) for h in head])
+
+    def body_of_loop(self, s, open_loop):
+        def body():
+            open_loop()
+            self.ind += 1
+            self.stmt(s.body)
+            self.ind -= 1
+            self.emit("}")
+        if self.in_thread:
+            body()
+        else:
+            self.barriers.loop(s, body)
 
     def s_IfThenElse(self, s):
-        self.emit(f"if ({self.expr(s.cond)}) {{")
-        self.ind += 1
-        self.stmt(s.then_body)
-        self.ind -= 1
-        if s.else_body is not None:
+        def then():
+            self.emit(f"if ({self.expr(s.cond)}) {{")
+            self.ind += 1
+            self.stmt(s.then_body)
+            self.ind -= 1
+
+        def other():
             self.emit("} else {")
             self.ind += 1
             self.stmt(s.else_body)
             self.ind -= 1
+        if self.in_thread:
+            then()
+            if s.else_body is not None:
+                other()
+        else:
+            self.barriers.branch(then, other if s.else_body is not None else None)
         self.emit("}")
 
     def s_While(self, s):
-        self.emit(f"while ({self.expr(s.cond)}) {{")
-        self.ind += 1
-        self.stmt(s.body)
-        self.ind -= 1
-        self.emit("}")
+        self.body_of_loop(s, lambda: self.emit(f"while ({self.expr(s.cond)}) {{"))
 
     def s_Break(self, s):
         self.emit("break;")

@@ -1,8 +1,8 @@
 """The HIP backend's pass list: NVIDIA-only features refused first, then the generic
 passes, keeping the tile ops the HIP codegen lowers itself (T.gemm -> MFMA, reductions ->
 __shfl_xor across the 64 lanes of a wavefront). T.Pipelined becomes a plain serial loop
-(pipelined_to_serial): the barriers codegen places after every LDS statement make it
-correct; overlapping loads with MFMA (register double-buffering) is not done yet."""
+(pipelined_to_serial), ordered by the barriers codegen places (barriers.py); overlapping
+the next tile's loads with MFMA (register double-buffering) is not done yet."""
 from __future__ import annotations
 
 from tilelang.ir import tile_ops as TO
