@@ -14,12 +14,21 @@ def _nodes(func, cls):
     return out
 
 
-def test_pipeline_keeps_gemm_and_reduce_and_serializes_pipelined():
-    low, _, _ = hip_source(gemm_func())
+def test_pipeline_keeps_gemm_reduce_and_pipelined_loops():
+    low, src, _ = hip_source(gemm_func())
     assert len(_nodes(low, TO.Gemm)) == 1
     assert not _nodes(low, TO.Copy) and not _nodes(low, TO.Fill)          # lowered to T.Parallel nests
     kinds = {f.kind for f in _nodes(low, S.For)}
-    assert S.PIPELINED not in kinds and S.SERIAL in kinds and S.PARALLEL in kinds
+    assert S.PIPELINED in kinds and S.PARALLEL in kinds
+    # num_stages=2: the next A and B tiles are loaded into registers during the MFMA
+    assert "register double-buffering of 2 tile copies" in src
+
+
+def test_pipelined_with_one_stage_is_a_serial_loop():
+    _, src, _ = hip_source(gemm_func(), "gfx90a")
+    from tests.backend.cuda.kernels import gemm
+    _, src1, _ = hip_source(gemm(128, 128, 64, 64, 64, 32, stages=1))
+    assert "double-buffering" not in src1 and src1.count("__syncthreads();") == 2
 
 
 def test_plan_places_accumulator_in_registers_and_pads_the_a_operand():

@@ -27,6 +27,7 @@ from tilelang.backend.hip.expr import HipExprPrinter, hip_names, ctype
 from tilelang.backend.hip.plan import plan_kernel
 from tilelang.backend.hip import parallel as _parallel, gemm as _gemm, reduce as _reduce
 from tilelang.backend.hip.barriers import BarrierPlanner
+from tilelang.backend.hip import pipeline_regs as _pipeline_regs
 
 _THREAD_DIMS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 _BLOCK_DIMS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -216,6 +217,11 @@ class KernelCodegen:
         if s.kind == S.PARALLEL and not self.in_thread:
             self.block_leaf(s, lambda: _parallel.emit_nest(self, s))
             return
+        if s.kind == S.PIPELINED and not self.in_thread:
+            planned = _pipeline_regs.plan(self, s)
+            if planned is not None:
+                _pipeline_regs.emit(self, s, planned)
+                return
         v = self.names.name(s.var, s.var.name)
         t = ctype(s.var.dtype)
         lo, ext = self.expr(s.min), self.expr(s.extent)

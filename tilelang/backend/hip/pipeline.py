@@ -1,15 +1,13 @@
 """The HIP backend's pass list: NVIDIA-only features refused first, then the generic
 passes, keeping the tile ops the HIP codegen lowers itself (T.gemm -> MFMA, reductions ->
-__shfl_xor across the 64 lanes of a wavefront). T.Pipelined becomes a plain serial loop
-(pipelined_to_serial), ordered by the barriers codegen places (barriers.py); overlapping
-the next tile's loads with MFMA (register double-buffering) is not done yet."""
+__shfl_xor across the 64 lanes of a wavefront) and the T.Pipelined loops, which codegen
+double-buffers in registers (pipeline_regs.py) or runs as serial loops."""
 from __future__ import annotations
 
 from tilelang.ir import tile_ops as TO
 from tilelang.transform.pass_manager import PassContext, run_passes
 from tilelang.transform.implicit_kernel import implicit_kernel
 from tilelang.transform.lower_tile_ops import lower_tile_ops
-from tilelang.transform.pipelined_to_serial import pipelined_to_serial
 from tilelang.transform.simplify import simplify
 from tilelang.transform.legalize_safe_memory_access import legalize_safe_memory_access
 from tilelang.transform.widen_indices import widen_indices
@@ -22,7 +20,7 @@ from tilelang.backend.hip.reject_features import reject_nvidia_features
 KEEP_TILE_OPS = (TO.Gemm, TO.Reduce)
 
 PASSES = [reject_nvidia_features, implicit_kernel, sink_address_tensors, lower_reducers, rasterize_blocks,
-          lower_tile_ops, pipelined_to_serial, simplify, widen_indices, legalize_safe_memory_access, simplify,
+          lower_tile_ops, simplify, widen_indices, legalize_safe_memory_access, simplify,
           broadcast_block_effects]
 
 
