@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
-from tilelang.ir import tile_ops as TO
-from tilelang.ir.buffer import Buffer
 from tilelang.ir.errors import LoweringError, TargetFeatureError
 from tilelang.ir.visitor import walk
 from tilelang.ir.extern import is_import_source

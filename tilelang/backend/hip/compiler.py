@@ -146,7 +146,7 @@ def compile_many(sources, arch):
 def function_bodies(asm):
     """{function: its instructions and trailing comments (ScratchSize ...)} of a listing."""
     out = {}
-    for m in re.finditer(r"^(\w+):[ \t]*(?:;[^\n]*)?\n(.*?)^\.Lfunc_end\d+:(.*?)(?=; -- Begin function|\.amdgpu_metadata|\Z)",
-                         asm, re.M | re.S):
+    pattern = r"^(\w+):[ \t]*(?:;[^\n]*)?\n(.*?)^\.Lfunc_end\d+:(.*?)(?=; -- Begin function|\.amdgpu_metadata|\Z)"
+    for m in re.finditer(pattern, asm, re.M | re.S):
         out[m.group(1)] = m.group(2) + m.group(3)
     return out

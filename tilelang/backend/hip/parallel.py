@@ -66,7 +66,6 @@ def _round_robin(cg, loop, vars_, exts, body):
     cg.emit(f"for (int {e} = tl_tid; {e} < {cg.expr(total)}; {e} += {n}) {{")
     cg.ind += 1
     rest = e
-    binds = []
     for k in range(len(vars_) - 1, -1, -1):
         v = cg.names.name(vars_[k], vars_[k].name)
         ext = cg.expr(exts[k])
@@ -75,7 +74,6 @@ def _round_robin(cg, loop, vars_, exts, body):
         else:
             cg.emit(f"const int {v} = {rest} % {ext};")
             rest = f"({rest} / {ext})"
-        binds.append(v)
     cg.stmt(body)
     cg.ind -= 1
     cg.emit("}")
