@@ -1,6 +1,7 @@
 """Where the HIP kernel needs `__syncthreads()`: before a block-level statement that
-reads LDS written, or writes LDS read or written, by the statements since the last
-barrier (other threads may still be at them). Loops count their body's accesses as
+reads memory written, or writes memory read or written, by the statements since the last
+barrier (other threads may still be at them): LDS, and global buffers that the block
+both writes and reads (the barrier is also a workgroup fence on AMD GPUs). Loops count their body's accesses as
 pending at the top of every iteration (the previous iteration's tail), so the barrier a
 producer needs against the consumer of the iteration before lands at the top of the
 body; branches merge what either side leaves pending. Reductions and their internal
@@ -46,7 +47,7 @@ def accesses(cg, s) -> Accesses:
 
     def lds(b):
         b = cg.storage.get(id(b), b)
-        return id(b) if cg.plan.in_lds(b) else None
+        return id(b) if cg.plan.in_lds(b) or b.scope == "global" else None
 
     def f(n):
         if isinstance(n, TO.Reduce):
