@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 
 _BACKENDS: dict = {}
 _KNOWN = {"cpu": "tilelang.backend.cpu", "c": "tilelang.backend.cpu", "llvm": "tilelang.backend.cpu",
-          "cuda": "tilelang.backend.cuda"}
+          "cuda": "tilelang.backend.cuda", "hip": "tilelang.backend.hip", "rocm": "tilelang.backend.hip"}
 
 
 @dataclass
 class Target:
-    kind: str                 # backend name: "cpu", "cuda"
-    arch: str | None = None   # e.g. "sm_90a"
+    kind: str                 # backend name: "cpu", "cuda", "hip"
+    arch: str | None = None   # e.g. "sm_90a", "gfx90a"
     options: dict = field(default_factory=dict)
 
     def key(self):
@@ -55,6 +55,14 @@ def cuda_available() -> bool:
         return False
 
 
+def hip_available() -> bool:
+    """An AMD GPU that the HIP runtime sees (libamdhip64 loads and counts a device)."""
+    try:
+        return bool(get_backend("hip").device_available())
+    except Exception:  # noqa: BLE001 - any failure means no usable GPU
+        return False
+
+
 _target_stack: list = []
 
 
@@ -76,7 +84,8 @@ def known_kinds():
 
 
 def parse_target(spec) -> Target:
-    """'auto' | 'cpu' | 'cuda' | 'cuda -arch=sm_80' | {'kind': 'cuda', 'arch': 'sm_90a'} | Target."""
+    """'auto' | 'cpu' | 'cuda' | 'cuda -arch=sm_80' | 'hip -arch=gfx940' | {'kind': 'cuda', 'arch': 'sm_90a'} |
+    Target. 'auto': the CUDA GPU if present, else an AMD GPU, else the CPU."""
     import os
     if isinstance(spec, Target):
         return spec
@@ -99,7 +108,7 @@ def parse_target(spec) -> Target:
         env = os.environ.get("TILELANG_DEFAULT_TARGET")
         if env and env != "auto":
             return _from_environment(env)
-        return parse_target("cuda" if cuda_available() else "cpu")
+        return parse_target("cuda" if cuda_available() else "hip" if hip_available() else "cpu")
     parts = spec.split()
     kind = parts[0]
     arch, opts = None, {}

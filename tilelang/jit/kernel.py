@@ -661,6 +661,13 @@ class JITKernel:
         with open(path, "w") as f:
             f.write(self.get_ptx())
 
+    def get_asm(self):
+        """The device assembly: AMDGPU ISA for target 'hip' (the SASS for 'cuda')."""
+        fn = getattr(self.backend, "asm", None) or getattr(self.backend, "sass", None)
+        if fn is None:
+            raise TileLangError(f"no device assembly for target {self.target}")
+        return fn(self.artifact)
+
     def get_sass(self):
         fn = getattr(self.backend, "sass", None)
         if fn is None:

@@ -1,0 +1,140 @@
+"""Where each buffer of one T.Kernel lives on a CDNA GPU, decided before printing:
+
+- a fragment that is the accumulator of a T.gemm: registers, in the MFMA accumulator
+  layout of its `MfmaTiling` (tilelang/layout/mfma.py);
+- every other fragment and every shared buffer: LDS (a fragment there is visible to the
+  whole block, so T.Parallel loops, reductions and gemm operands need no layout inference);
+- LDS tiles read by MFMA along their rows (A, or B stored N x K): a padded row pitch
+  (`padded_pitch`) so that the 16 or 32 lanes reading one column of rows hit distinct banks;
+- local / var buffers: per-thread registers."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.errors import LoweringError, TargetFeatureError
+from tilelang.ir.visitor import walk
+from tilelang.layout.mfma import choose_tiling, padded_pitch, shapes_for, WAVE
+from tilelang.backend.hip.target import LDS_BYTES
+
+
+@dataclass
+class KernelPlan:
+    threads: int
+    tilings: dict = field(default_factory=dict)     # id(fragment) -> MfmaTiling
+    pitches: dict = field(default_factory=dict)     # id(LDS buffer) -> padded row pitch (elements)
+    buffers: dict = field(default_factory=dict)     # id(buffer) -> buffer (every DeclBuffer of the kernel)
+
+    def in_registers(self, b) -> bool:
+        return id(b) in self.tilings
+
+    def in_lds(self, b) -> bool:
+        return b.scope == "shared" or (b.scope == "local.fragment" and id(b) not in self.tilings)
+
+    def lds_bytes(self) -> int:
+        total = 0
+        for b in self.buffers.values():
+            if self.in_lds(b) and getattr(b, "alias_of", None) is None:
+                total += self.numel(b) * max(1, b.dtype.bits // 8)
+        return total
+
+    def numel(self, b) -> int:
+        shape = [E.const_int_value(d) for d in b.shape]
+        if any(d is None for d in shape):
+            raise LoweringError(f"buffer `{b.name}` ({b.scope}) needs a constant shape on the HIP backend")
+        p = self.pitches.get(id(b))
+        if p is not None:
+            shape[-1] = p
+        n = 1
+        for d in shape:
+            n *= d
+        return n
+
+
+def _const(e, what, span):
+    v = E.const_int_value(e)
+    if v is None:
+        raise LoweringError(f"{what} must be a compile-time constant on the HIP backend", span=span)
+    return v
+
+
+def plan_kernel(launch: S.KernelLaunch, arch: str) -> KernelPlan:
+    threads = 1
+    for t in launch.threads:
+        threads *= _const(t, "T.Kernel's threads", launch.span)
+    plan = KernelPlan(threads)
+    gemms = []
+
+    def visit(n):
+        if isinstance(n, S.DeclBuffer):
+            plan.buffers[id(n.buffer)] = n.buffer
+        elif isinstance(n, TO.Gemm):
+            gemms.append(n)
+    walk(launch.body, visit)
+    for g in gemms:
+        _plan_gemm(plan, g, arch)
+    used = plan.lds_bytes()
+    if used > LDS_BYTES:
+        raise LoweringError(f"the kernel's shared buffers and non-accumulator fragments need {used} bytes of LDS; "
+                            f"a CDNA block has {LDS_BYTES}", span=launch.span,
+                            hint="use smaller tiles (the HIP backend keeps fragments that are not T.gemm "
+                                 "accumulators in LDS)")
+    return plan
+
+
+def gemm_dims(g):
+    a, c = g.A.extents, g.C.extents
+    M, N = (_const(x, "T.gemm's tile sizes", g.span) for x in c[-2:])
+    K = _const(a[-2] if g.trans_A else a[-1], "T.gemm's K", g.span)
+    return M, N, K
+
+
+def _plan_gemm(plan, g, arch):
+    A, B, C = g.A.buffer, g.B.buffer, g.C.buffer
+    if C.scope != "local.fragment":
+        raise LoweringError(f"T.gemm accumulates into a fragment (T.alloc_fragment); `{C.name}` is {C.scope}",
+                            span=g.span)
+    if C.dtype.name != "float32":
+        raise TargetFeatureError(f"T.gemm into `{C.name}` ({C.dtype}): CDNA's MFMA accumulates in float32 here",
+                                 g.span, hint="allocate the accumulator as float32 and cast when storing")
+    if A.dtype.name != B.dtype.name:
+        raise TargetFeatureError(f"T.gemm of {A.dtype} by {B.dtype}: MFMA needs both operands of one dtype", g.span)
+    if not shapes_for(A.dtype.name, arch):
+        fp8 = A.dtype.name.startswith("float8")
+        raise TargetFeatureError(
+            f"T.gemm on {A.dtype} operands has no MFMA form on {arch} in the HIP backend", g.span,
+            hint=("fp8 MFMA needs gfx940+ and the FNUZ formats (float8_e4m3fnuz / float8_e5m2fnuz)" if fp8 else
+                  "use float16 or bfloat16 operands (float8_*fnuz on gfx940)"))
+    for buf in (A, B):
+        if buf.scope not in ("shared", "local.fragment") or id(buf) in plan.tilings:
+            raise LoweringError(f"T.gemm operand `{buf.name}` must be a shared buffer or a fragment that is not a "
+                                f"gemm accumulator on the HIP backend", span=g.span,
+                                hint="copy it into a T.alloc_shared / T.alloc_fragment tile first")
+    if len(C.shape) != 2 or any(E.const_int_value(s) != E.const_int_value(x) for s, x in zip(C.shape, g.C.extents)):
+        raise LoweringError(f"T.gemm's accumulator must be a whole 2-D fragment (`{C.name}`)", span=g.span)
+    M, N, K = gemm_dims(g)
+    waves = plan.threads // WAVE
+    if plan.threads % WAVE or waves == 0:
+        raise LoweringError(f"T.gemm needs whole wavefronts: {plan.threads} threads is not a multiple of {WAVE}",
+                            span=g.span, hint="use threads=64, 128, 256, ...")
+    tiling = choose_tiling(A.dtype.name, arch, M, N, K, waves)
+    if tiling is None:
+        sizes = ", ".join(f"{s.m}x{s.n}x{s.k}" for s in shapes_for(A.dtype.name, arch))
+        raise LoweringError(f"T.gemm {M}x{N}x{K} on {waves} wavefronts: no MFMA tiling ({sizes}) divides it",
+                            span=g.span, hint="use tile sizes that are multiples of 16 (M, N) and of the MFMA K")
+    old = plan.tilings.get(id(C))
+    if old is not None and old != tiling:
+        raise LoweringError(f"`{C.name}` accumulates two gemms with different MFMA tilings ({old} / {tiling})",
+                            span=g.span)
+    plan.tilings[id(C)] = tiling
+    plan.buffers[id(C)] = C
+    # operands read along their rows get a padded pitch (when the whole buffer is the operand)
+    for buf, along_rows in ((A, not g.trans_A), (B, g.trans_B)):
+        if along_rows and len(buf.shape) == 2 and getattr(buf, "alias_of", None) is None:
+            rows, cols = (E.const_int_value(d) for d in buf.shape)
+            if rows and cols:
+                p = padded_pitch(rows, cols, max(1, buf.dtype.bits // 8), tiling.shape)
+                if p != cols:
+                    plan.pitches[id(buf)] = p
