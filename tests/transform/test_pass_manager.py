@@ -8,7 +8,7 @@ def test_lower_trace_dumps_ir_after_every_pass(tmp_path):
     d = tmp_path / "trace"
     tilelang.compile(add_func(), out_idx=[-1], target="cpu", pass_configs={"tl.lower_trace": str(d)})
     files = sorted(os.listdir(d))
-    assert files[0].endswith("cpuinput.py")
+    assert files[0].endswith("_input.py")
     names = [f.split("_", 1)[1] for f in files]
     for p in ("implicit_kernel.py", "lower_tile_ops.py", "pipelined_to_serial.py", "simplify.py"):
         assert p in names

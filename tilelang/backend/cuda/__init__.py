@@ -11,6 +11,16 @@ from tilelang.backend.cuda import target as _target
 from tilelang.backend.cuda import pipeline as _pipeline
 from tilelang.backend.cuda.options import OPTIONS, CudaOptions, switches_identity
 from tilelang.transform.pass_manager import PassContext
+from tilelang.transform.lower_trace import TracePage, trace_of
+
+
+def _sass_or_why(cubin):
+    """The SASS page of the lower trace, or why there is none (no cuobjdump here)."""
+    from tilelang.backend.cuda.host.nvrtc import sass
+    try:
+        return sass(cubin)
+    except RuntimeError as e:
+        return f"// no SASS: {e}\n"
 
 class CudaBackend(Backend):
     name = "cuda"
@@ -52,12 +62,12 @@ class CudaBackend(Backend):
         lowered = self.lower(func, target, ctx)
         source, meta = generate(lowered, target, options)
         source = postproc.apply("cuda", source, target)
-        trace = options.lower_trace
-        if trace:   # the last page of the lower trace: what the backend prints
-            os.makedirs(trace, exist_ok=True)
-            n = len([f for f in os.listdir(trace) if f[:2].isdigit()])
-            with open(os.path.join(trace, f"{n:02d}_cuda_source.cu"), "w") as f:
-                f.write(source)
+        plan_pages = meta.pop("plan_pages", [])
+        trace = trace_of(ctx, func)
+        if trace is not None:   # the last pages of the lower trace: the decisions, what the backend prints
+            for entry, text in plan_pages:
+                trace.add(TracePage(f"cuda_plan_{entry}", "plan", text, stage="cuda"))
+            trace.add(TracePage("cuda_source", "cuda", source, stage="cuda"))
         dump = options.dump_dir
         if dump:
             os.makedirs(dump, exist_ok=True)
@@ -75,6 +85,10 @@ class CudaBackend(Backend):
         _, source, meta = self.generate(func, target, ctx)
         compiled = compile_cuda(source, target.arch, name=f"{func.name}.cu", options=ctx.config[OPTIONS])
         meta["ptx"] = compiled.ptx
+        trace = trace_of(ctx, func)
+        if trace is not None:
+            trace.add(TracePage("ptx", "ptx", compiled.ptx, stage="nvrtc"))
+            trace.add(TracePage("sass", "sass", _sass_or_why(compiled.cubin), stage="cuobjdump"))
         meta["arch"] = target.arch
         return Artifact(target, source, compiled.cubin, meta["kernels"][0]["entry"], meta)
 

@@ -1,0 +1,176 @@
+"""`tilelang.tools.plot_layout` (published call shape): a picture of a layout, one cell per
+element of the tile.
+
+- a `Fragment`: each cell is coloured by the thread that holds the element (one colour
+  per thread) and labelled `T<thread>` / `R<register slot>`; replicated elements list
+  every thread that holds a copy.
+- a `Layout` (shared memory): each cell is coloured by the shared-memory bank of its
+  offset (`element_bytes` per element, 32 banks of 4 bytes: a swizzle shows as the
+  banks' diagonal pattern) and labelled with its offset. `view="output"` draws the
+  memory side instead: cells in offset order, labelled with the logical index.
+
+Saved as `<save_directory>/<name>.<fmt>` for each of `formats` ("pdf", "png", "svg", a
+comma-separated list, or "all"); in an SVG every cell is a group `cell-<row>-<col>`.
+Returns the written paths. Needs matplotlib (the `tools` extra)."""
+from __future__ import annotations
+
+import colorsys
+import os
+
+import numpy as np
+
+BANKS = 32
+BANK_BYTES = 4
+
+
+def plot_layout(layout, save_directory="./tmp", name: str = "layout", colormap: str | None = None,
+                verbose: bool = False, formats: str = "pdf", view: str = "input",
+                grid_shape: tuple | None = None, element_bytes: int = 2) -> list:
+    from tilelang.layout.fragment import Fragment
+    from tilelang.layout.layout import Layout
+    if isinstance(layout, Fragment):
+        cells = _fragment_cells(layout)
+        title = (f"Fragment {tuple(int(s) for s in layout.get_input_shape())}: {layout.thread_extent} threads x "
+                 f"{layout.num_slots} registers" + (f", {layout.replicate_size} replicas" if layout.replicate_size > 1 else ""))
+    elif isinstance(layout, Layout):
+        if view not in ("input", "output"):
+            raise ValueError(f"plot_layout: view must be 'input' or 'output', got {view!r}")
+        cells = _layout_cells(layout, view, element_bytes, colormap)
+        title = (f"Layout {tuple(int(s) for s in layout.get_input_shape())} -> offsets, coloured by bank "
+                 f"({element_bytes}-byte elements)" if view == "input" else "Layout: memory order, labelled by index")
+    else:
+        raise TypeError(f"plot_layout expects a tilelang.layout Layout or Fragment, got {type(layout).__name__}")
+    colours, labels = cells
+    colours, labels = _to_grid(colours, labels, grid_shape)
+    if verbose:
+        for idx in np.ndindex(labels.shape):
+            print(f"{idx} -> {labels[idx]}")
+    return _save(_draw(colours, labels, title), save_directory, name, formats)
+
+
+def thread_colours(n):
+    """n distinct colours (RGB floats): hues spread by the golden ratio over three
+    saturation/value rings, so neighbouring threads differ; a colour that rounds to
+    one already taken (8 bits per channel, as a PNG stores it) moves its hue on."""
+    rings = ((0.55, 0.95), (0.35, 0.85), (0.75, 0.75))
+    out, taken = [], set()
+    for t in range(n):
+        h = (t * 0.618033988749895) % 1.0
+        sat, val = rings[t % 3]
+        while True:
+            rgb = colorsys.hsv_to_rgb(h, sat, val)
+            key = tuple(round(c * 255) for c in rgb)
+            if key not in taken:
+                break
+            h = (h + 1 / 997) % 1.0
+        taken.add(key)
+        out.append(tuple(k / 255 for k in key))
+    return out
+
+
+def _fragment_cells(frag):
+    threads = frag.thread_table()            # (replicas, *shape)
+    slots = np.broadcast_to(frag.slot_table(), threads.shape[1:])
+    palette = thread_colours(frag.thread_extent)
+    colours = np.empty(threads.shape[1:] + (3,), float)
+    labels = np.empty(threads.shape[1:], object)
+    for idx in np.ndindex(labels.shape):
+        owners = [int(t) for t in threads[(slice(None),) + idx]]
+        colours[idx] = palette[owners[0]]
+        who = "T" + ",".join(str(t) for t in owners) if len(owners) <= 2 else f"T{owners[0]}+{len(owners) - 1}"
+        labels[idx] = f"{who}\nR{int(slots[idx])}"
+    return colours, labels
+
+
+def _layout_cells(layout, view, element_bytes, colormap):
+    import matplotlib
+    offsets = layout.offsets()
+    bank = (offsets * element_bytes // BANK_BYTES) % BANKS
+    cmap = matplotlib.colormaps[colormap or "Spectral"].resampled(BANKS)
+    if view == "input":
+        colours = np.array([[cmap(int(b))[:3] for b in row] for row in bank.reshape(-1, bank.shape[-1])])
+        colours = colours.reshape(bank.shape + (3,))
+        labels = np.vectorize(str, otypes=[object])(offsets)
+        return colours, labels
+    # output view: memory in offset order, the row length of the layout's last output dim
+    flat_off = offsets.ravel()
+    size = int(flat_off.max()) + 1
+    cols = int(layout.get_output_shape()[-1])
+    coords = np.stack(np.unravel_index(np.arange(offsets.size), offsets.shape), axis=-1)
+    labels = np.full((size,), "", object)
+    colours = np.ones((size, 3))
+    for k, off in enumerate(flat_off):
+        labels[off] = ",".join(str(int(c)) for c in coords[k])
+        colours[off] = cmap(int((off * element_bytes // BANK_BYTES) % BANKS))[:3]
+    rows = -(-size // cols)
+    pad = rows * cols - size
+    labels = np.concatenate([labels, np.full((pad,), "", object)]).reshape(rows, cols)
+    colours = np.concatenate([colours, np.ones((pad, 3))]).reshape(rows, cols, 3)
+    return colours, labels
+
+
+def _to_grid(colours, labels, grid_shape):
+    """2-D: 1-D tiles become one row, leading dimensions of N-D tiles fold into rows."""
+    shape = labels.shape
+    if grid_shape is not None:
+        r, c = (int(x) for x in grid_shape)
+        if r * c != labels.size:
+            raise ValueError(f"plot_layout: grid_shape {grid_shape} holds {r * c} cells, the layout has {labels.size}")
+    elif len(shape) == 1:
+        r, c = 1, shape[0]
+    else:
+        r, c = int(np.prod(shape[:-1])), shape[-1]
+    return colours.reshape(r, c, 3), labels.reshape(r, c)
+
+
+def _draw(colours, labels, title):
+    # a Figure of its own (no pyplot): no GUI backend, no global figure state
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+    rows, cols = labels.shape
+    cell = 0.55
+    fig = Figure(figsize=(max(3.0, cols * cell + 1.0), max(2.0, rows * cell + 1.0)))
+    ax = fig.add_subplot()
+    font = 7 if max(len(str(x)) for x in labels.ravel()) <= 6 else 5
+    for i in range(rows):
+        for j in range(cols):
+            rgb = colours[i, j]
+            ax.add_patch(Rectangle((j, i), 1, 1, facecolor=rgb, edgecolor="white", linewidth=0.6, gid=f"cell-{i}-{j}"))
+            lum = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]
+            ax.text(j + 0.5, i + 0.5, labels[i, j], ha="center", va="center", fontsize=font,
+                    color="black" if lum > 0.5 else "white")
+    ax.set_xlim(0, cols)
+    ax.set_ylim(rows, 0)
+    ax.set_aspect("equal")
+    ax.set_xticks(np.arange(cols) + 0.5, [str(j) for j in range(cols)], fontsize=6)
+    ax.set_yticks(np.arange(rows) + 0.5, [str(i) for i in range(rows)], fontsize=6)
+    ax.tick_params(length=0)
+    ax.xaxis.tick_top()
+    for s in ax.spines.values():
+        s.set_visible(False)
+    ax.set_title(title, fontsize=9, pad=14)
+    return fig
+
+
+def _formats(formats):
+    if not isinstance(formats, str):
+        raise TypeError(f"plot_layout: formats must be a string such as 'png', 'pdf,svg' or 'all', "
+                        f"got {type(formats).__name__}")
+    f = formats.strip().lower()
+    out = ["pdf", "png", "svg"] if f == "all" else [x.strip() for x in f.split(",") if x.strip()]
+    bad = [x for x in out if x not in ("pdf", "png", "svg")]
+    if bad:
+        raise ValueError(f"plot_layout: unknown format(s) {bad}; use pdf, png, svg or all")
+    return out
+
+
+def _save(fig, directory, name, formats):
+    os.makedirs(directory, exist_ok=True)
+    paths = []
+    for fmt in _formats(formats):
+        path = os.path.join(directory, f"{name}.{fmt}")
+        fig.savefig(path, bbox_inches="tight", dpi=150 if fmt == "png" else None, format=fmt,
+                    metadata={"Date": None} if fmt == "svg" else None)
+        print(f"Saved {fmt} format into {path}")
+        paths.append(path)
+    return paths
