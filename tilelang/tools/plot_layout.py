@@ -7,7 +7,8 @@ element of the tile.
 - a `Layout` (shared memory): each cell is coloured by the shared-memory bank of its
   offset (`element_bytes` per element, 32 banks of 4 bytes: a swizzle shows as the
   banks' diagonal pattern) and labelled with its offset. `view="output"` draws the
-  memory side instead: cells in offset order, labelled with the logical index.
+  memory side instead: cells in offset order (rows as long as the tile's), labelled with
+  the logical index stored there.
 
 Saved as `<save_directory>/<name>.<fmt>` for each of `formats` ("pdf", "png", "svg", a
 comma-separated list, or "all"); in an SVG every cell is a group `cell-<row>-<col>`.
@@ -92,10 +93,10 @@ def _layout_cells(layout, view, element_bytes, colormap):
         colours = colours.reshape(bank.shape + (3,))
         labels = np.vectorize(str, otypes=[object])(offsets)
         return colours, labels
-    # output view: memory in offset order, the row length of the layout's last output dim
+    # output view: memory in offset order, in rows as long as the tile's rows
     flat_off = offsets.ravel()
     size = int(flat_off.max()) + 1
-    cols = int(layout.get_output_shape()[-1])
+    cols = int(offsets.shape[-1])
     coords = np.stack(np.unravel_index(np.arange(offsets.size), offsets.shape), axis=-1)
     labels = np.full((size,), "", object)
     colours = np.ones((size, 3))
@@ -128,9 +129,10 @@ def _draw(colours, labels, title):
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
     rows, cols = labels.shape
-    cell = 0.55
-    fig = Figure(figsize=(max(3.0, cols * cell + 1.0), max(2.0, rows * cell + 1.0)))
-    ax = fig.add_subplot()
+    cell, left, bottom, top = 0.55, 0.45, 0.15, 0.75   # inches; fixed margins: no second (tight) draw
+    w, h = max(3.0, cols * cell + left + 0.2), rows * cell + bottom + top
+    fig = Figure(figsize=(w, h))
+    ax = fig.add_axes((left / w, bottom / h, cols * cell / w, rows * cell / h))
     font = 7 if max(len(str(x)) for x in labels.ravel()) <= 6 else 5
     for i in range(rows):
         for j in range(cols):
@@ -148,7 +150,7 @@ def _draw(colours, labels, title):
     ax.xaxis.tick_top()
     for s in ax.spines.values():
         s.set_visible(False)
-    ax.set_title(title, fontsize=9, pad=14)
+    ax.set_title(title, fontsize=9, pad=14, loc="left")
     return fig
 
 
@@ -165,12 +167,14 @@ def _formats(formats):
 
 
 def _save(fig, directory, name, formats):
+    from matplotlib import rc_context
     os.makedirs(directory, exist_ok=True)
     paths = []
     for fmt in _formats(formats):
         path = os.path.join(directory, f"{name}.{fmt}")
-        fig.savefig(path, bbox_inches="tight", dpi=150 if fmt == "png" else None, format=fmt,
-                    metadata={"Date": None} if fmt == "svg" else None)
+        with rc_context({"svg.fonttype": "none"}):   # SVG text as text: small files, fast
+            fig.savefig(path, dpi=150 if fmt == "png" else None, format=fmt,
+                        metadata={"Date": None} if fmt == "svg" else None)
         print(f"Saved {fmt} format into {path}")
         paths.append(path)
     return paths

@@ -24,9 +24,11 @@ DEFAULT_DIR = os.path.join(".", "tmp", "lower_trace_dir")
 @dataclass(frozen=True)
 class TraceSetting:
     """What a `TL_LOWER_TRACE` value asks for: a rendering `mode` (terminal / html /
-    both) or `mode == "dir"` with the directory that receives one file per page."""
+    both) or `mode == "dir"` with the directory that receives one file per page;
+    `mode == "collect"` hands finished traces to the list `collected` (the pass viewer)."""
     mode: str
     directory: str
+    collected: list | None = field(default=None, compare=False)
 
 
 def parse_setting(value, trace_dir=None) -> TraceSetting | None:
@@ -49,12 +51,13 @@ _override: list = []
 
 
 @contextlib.contextmanager
-def tracing(mode="html", directory=None):
-    """Trace every compile inside the block whatever the environment says (the pass
-    viewer); `directory` receives the reports."""
-    _override.append(TraceSetting(mode, directory or DEFAULT_DIR))
+def tracing(mode="collect", directory=None):
+    """Trace every compile inside the block whatever the environment says; yields the
+    list that collects the finished traces in "collect" mode (the pass viewer)."""
+    collected = [] if mode == "collect" else None
+    _override.append(TraceSetting(mode, directory or DEFAULT_DIR, collected))
     try:
-        yield
+        yield collected
     finally:
         _override.pop()
 

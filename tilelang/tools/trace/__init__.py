@@ -33,6 +33,8 @@ def finish(ctx):
     if trace is None or trace.finished:
         return None
     trace.finished = True
+    if trace.setting.collected is not None:
+        trace.setting.collected.append(trace)
     if trace.setting.mode in ("terminal", "both"):
         print_trace(trace)
     if trace.setting.mode in ("html", "both") and trace.pages:
