@@ -2,6 +2,7 @@
 Map of the folder: ARCHITECTURE.md."""
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from tilelang.backend import postproc
@@ -11,7 +12,7 @@ from tilelang.backend.cuda import target as _target
 from tilelang.backend.cuda import pipeline as _pipeline
 from tilelang.backend.cuda.options import OPTIONS, CudaOptions, switches_identity
 from tilelang.transform.pass_manager import PassContext
-from tilelang.transform.lower_trace import TracePage, trace_of
+from tilelang.transform.lower_trace import TracePage, current_setting, trace_of
 
 
 def _sass_or_why(cubin):
@@ -58,7 +59,11 @@ class CudaBackend(Backend):
         if ctx is None or isinstance(ctx, dict):
             ctx = PassContext(config=dict(ctx or {}))
         # the compile's options, read once: the passes, the planner, codegen and NVRTC share them
-        options = ctx.config[OPTIONS] = CudaOptions.from_config(ctx.config, target.arch)
+        options = CudaOptions.from_config(ctx.config, target.arch)
+        setting = current_setting(ctx.config)
+        if setting is not None and not options.lower_trace:   # a trace asked for in code (the pass viewer)
+            options = dataclasses.replace(options, lower_trace=setting.mode)
+        ctx.config[OPTIONS] = options
         lowered = self.lower(func, target, ctx)
         source, meta = generate(lowered, target, options)
         source = postproc.apply("cuda", source, target)
