@@ -77,3 +77,30 @@ def test_output_view_and_errors(tmp_path):
         plot_layout(lin, str(tmp_path), formats="gif")
     with pytest.raises(ValueError, match="view must be"):
         plot_layout(lin, str(tmp_path), view="sideways")
+
+
+def test_the_compilers_layouts_of_a_kernel(tmp_path):
+    import tilelang.language as T
+    from tilelang.tools.plot_layout import plot_kernel_layouts
+
+    @T.prim_func
+    def mm(A: T.Tensor((16, 16), "float16"), B: T.Tensor((16, 16), "float16"), C: T.Tensor((16, 16), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            As = T.alloc_shared((16, 16), "float16")
+            Bs = T.alloc_shared((16, 16), "float16")
+            Cl = T.alloc_fragment((16, 16), "float32")
+            T.copy(A, As)
+            T.copy(B, Bs)
+            T.clear(Cl)
+            T.gemm(As, Bs, Cl)
+            T.copy(Cl, C)
+
+    paths = plot_kernel_layouts(mm, save_directory=str(tmp_path), formats="svg")
+    assert sorted(p.rsplit("/", 1)[1] for p in paths) == ["mm_As.svg", "mm_Bs.svg", "mm_Cl.svg"]
+    acc = _svg_cells(str(tmp_path / "mm_Cl.svg"))
+    # the mma accumulator of one warp: 256 elements, 32 threads x 8 registers, each thread its colour
+    assert len(acc) == 256 and len(set(acc.values())) == 32
+    assert sorted(list(acc.values()).count(c) for c in set(acc.values())) == [8] * 32
+    # the mma.sync accumulator pattern: a thread holds two neighbouring columns of a row
+    assert acc[(0, 0)] == acc[(0, 1)] != acc[(0, 2)] and acc[(0, 0)] == acc[(8, 0)]
+    assert len(_svg_cells(str(tmp_path / "mm_As.svg"))) == 256

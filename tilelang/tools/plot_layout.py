@@ -72,14 +72,25 @@ def thread_colours(n):
 def _fragment_cells(frag):
     threads = frag.thread_table()            # (replicas, *shape)
     slots = np.broadcast_to(frag.slot_table(), threads.shape[1:])
-    palette = thread_colours(frag.thread_extent)
-    colours = np.empty(threads.shape[1:] + (3,), float)
-    labels = np.empty(threads.shape[1:], object)
-    for idx in np.ndindex(labels.shape):
-        owners = [int(t) for t in threads[(slice(None),) + idx]]
-        colours[idx] = palette[owners[0]]
-        who = "T" + ",".join(str(t) for t in owners) if len(owners) <= 2 else f"T{owners[0]}+{len(owners) - 1}"
-        labels[idx] = f"{who}\nR{int(slots[idx])}"
+    owners = np.empty(threads.shape[1:], object)
+    for idx in np.ndindex(owners.shape):
+        owners[idx] = [(int(t), int(slots[idx])) for t in threads[(slice(None),) + idx]]
+    return _ownership_cells(owners, frag.thread_extent)
+
+
+def _ownership_cells(owners, nthreads):
+    """Colours and labels of cells given each cell's [(thread, register slot), ...]."""
+    palette = thread_colours(nthreads)
+    colours = np.ones(owners.shape + (3,), float)
+    labels = np.full(owners.shape, "", object)
+    for idx in np.ndindex(owners.shape):
+        own = owners[idx]
+        if not own:
+            continue
+        ts = [t for t, _ in own]
+        colours[idx] = palette[ts[0]]
+        who = "T" + ",".join(str(t) for t in ts) if len(ts) <= 2 else f"T{ts[0]}+{len(ts) - 1}"
+        labels[idx] = f"{who}\nR{own[0][1]}"
     return colours, labels
 
 
@@ -178,3 +189,66 @@ def _save(fig, directory, name, formats):
         print(f"Saved {fmt} format into {path}")
         paths.append(path)
     return paths
+
+
+def plot_kernel_layouts(func, target="cuda -arch=sm_90a", save_directory="./tmp", formats="png",
+                        pass_configs=None, element_bytes=None) -> list:
+    """Pictures of the layouts the compiler chose for a kernel: every register fragment
+    (thread / register of each element) and every shared buffer (banks, swizzle
+    included), as `<save_directory>/<kernel>_<buffer>.<fmt>`. `func` is a PrimFunc;
+    the kernel is lowered for `target` (no GPU, no NVRTC needed). Returns the paths."""
+    import tilelang
+    from tilelang.layout import make_full_bank_swizzled_layout, make_linear_layout
+    from tilelang.transform.lower_trace import tracing
+    with tracing() as traces:
+        tilelang.lower(func, target=target, pass_configs=pass_configs)
+    records = [r for t in traces for p in t.pages for r in p.layouts]
+    if not records:
+        raise ValueError(f"plot_kernel_layouts: the {target!r} backend reported no tile layouts for "
+                         f"{getattr(func, 'name', func)!r} (the CUDA backend does)")
+    paths = []
+    for r in records:
+        name = f"{func.name}_{r.name}"
+        if r.layout is not None:
+            colours, labels = _ownership_cells(_register_owners(r), _thread_count(r))
+            title = f"{r.name} {r.shape} {r.dtype}: {r.layout.layout()}"
+            colours, labels = _to_grid(colours, labels, None)
+            paths += _save(_draw(colours, labels, title), save_directory, name, formats)
+        else:
+            from tilelang.ir.dtypes import DataType
+            rows, cols = int(np.prod(r.shape[:-1])), r.shape[-1]
+            lay = (make_full_bank_swizzled_layout((rows, cols), r.dtype) if r.swizzle
+                   else make_linear_layout((rows, cols)))
+            eb = element_bytes or DataType(r.dtype).itemsize
+            colours, labels = _layout_cells(lay, "input", eb, None)
+            title = f"{r.name} {r.shape} {r.dtype} in shared memory ({r.swizzle or 'linear'}), coloured by bank"
+            paths += _save(_draw(colours, labels, title), save_directory, name, formats)
+    return paths
+
+
+def _thread_count(r):
+    lay = r.layout
+    if hasattr(lay, "WM"):
+        return lay.WM * lay.WN * 32
+    return getattr(lay, "T", None) or getattr(getattr(lay, "tile", None), "T", None) or r.threads
+
+
+def _register_owners(r):
+    """[(thread, register)] of every element of a register tile, from its layout's
+    row(t, r) / col(t, r) (the Python mirror of the CUDA header)."""
+    lay = r.layout
+    owners = np.empty(r.shape, object)
+    for idx in np.ndindex(r.shape):
+        owners[idx] = []
+    for t in range(_thread_count(r)):
+        for k in range(lay.regs):
+            if len(r.shape) == 2:
+                idx = (lay.row(t, k), lay.col(t, k))
+            elif hasattr(lay, "row"):
+                idx = (lay.row(t, k),)
+            else:
+                idx = (lay.col(t, k),)
+            if all(0 <= i < n for i, n in zip(idx, r.shape)):
+                owners[idx].append((t, k))
+    return owners
+

@@ -84,6 +84,21 @@ class TracePage:
     time_s: float | None = None
     stage: str = ""
     spans: dict = field(default_factory=dict)
+    layouts: list = field(default_factory=list)   # a plan page: the LayoutRecords of its buffers
+
+
+@dataclass(frozen=True)
+class LayoutRecord:
+    """Where a backend put one tile buffer (the layout pictures of tools/plot_layout.py):
+    `layout` is a register layout with `regs` and `row(t, r)` / `col(t, r)` over
+    `threads` threads (None for shared memory); `swizzle` names a shared-memory swizzle."""
+    name: str
+    scope: str
+    shape: tuple
+    dtype: str
+    layout: object = None
+    threads: int = 0
+    swizzle: str | None = None
 
 
 _EXT = {"ir": "py", "cuda": "cu", "plan": "txt", "ptx": "ptx", "sass": "sass", "cpp": "cpp"}

@@ -70,8 +70,8 @@ class CudaBackend(Backend):
         plan_pages = meta.pop("plan_pages", [])
         trace = trace_of(ctx, func)
         if trace is not None:   # the last pages of the lower trace: the decisions, what the backend prints
-            for entry, text in plan_pages:
-                trace.add(TracePage(f"cuda_plan_{entry}", "plan", text, stage="cuda"))
+            for entry, text, layouts in plan_pages:
+                trace.add(TracePage(f"cuda_plan_{entry}", "plan", text, stage="cuda", layouts=layouts))
             trace.add(TracePage("cuda_source", "cuda", source, stage="cuda"))
         dump = options.dump_dir
         if dump:

@@ -81,8 +81,8 @@ def generate(func, target, options=None):
         kc = KernelCodegen(launch, entry, target, params, names.child(), options, {id(b) for b in bufs})
         src, m = kc.emit()
         if options.lower_trace:   # the kernel's backend decisions: a page of the lower trace
-            from tilelang.backend.cuda.plan.report import format_plan
-            plan_pages.append((entry, format_plan(entry, launch, kc.plan)))
+            from tilelang.backend.cuda.plan.report import format_plan, layout_records
+            plan_pages.append((entry, format_plan(entry, launch, kc.plan), layout_records(launch, kc.plan)))
         m.update(launch_needs(launch, target, entry))   # cluster / cooperative / pdl (analysis/launch_config.py)
         auto = m.pop("auto_cluster")
         m["cluster"] = m["cluster"] or auto      # pairs the codegen chose for TMA multicast
@@ -99,7 +99,7 @@ def generate(func, target, options=None):
         "param_types": [(cls, obj.dtype.name) for cls, obj, _ in params],
         "param_names": [obj.name for _, obj, _ in params],
         **abi.counts(), "n_buffers": len(bufs),   # the caller's tensors (the launcher allocates workspaces)
-        "plan_pages": plan_pages,   # [(entry, text)] under the lower trace (the backend takes them out)
+        "plan_pages": plan_pages,   # [(entry, text, layouts)] under the lower trace (the backend takes them out)
     }
     # T.import_source texts: after our header, before the kernels that call into them
     imported = "".join(t.rstrip() + "\n\n" for t in imported_sources(func.body))
