@@ -23,9 +23,9 @@ from tilelang.transform.lower_trace import tracing
 def view(func, target="cpu", output="passes.html", pass_configs=None, out_idx=None):
     """Compile `func` (a PrimFunc) for `target` with every pass traced and write the
     page to `output`; returns its path."""
-    import tilelang
+    from tilelang.jit import compile as compile_kernel
     with tracing() as traces:
-        tilelang.compile(func, out_idx=out_idx, target=target, pass_configs=pass_configs)
+        compile_kernel(func, out_idx=out_idx, target=target, pass_configs=pass_configs)
     if not traces:
         raise RuntimeError("pass_viewer: the compile recorded no passes")
     return write_html(traces[-1], output, title=f"passes: {traces[-1].kernel}")

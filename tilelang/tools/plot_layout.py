@@ -197,11 +197,11 @@ def plot_kernel_layouts(func, target="cuda -arch=sm_90a", save_directory="./tmp"
     (thread / register of each element) and every shared buffer (banks, swizzle
     included), as `<save_directory>/<kernel>_<buffer>.<fmt>`. `func` is a PrimFunc;
     the kernel is lowered for `target` (no GPU, no NVRTC needed). Returns the paths."""
-    import tilelang
+    from tilelang.engine.lower import lower
     from tilelang.layout import make_full_bank_swizzled_layout, make_linear_layout
     from tilelang.transform.lower_trace import tracing
     with tracing() as traces:
-        tilelang.lower(func, target=target, pass_configs=pass_configs)
+        lower(func, target=target, pass_configs=pass_configs)
     records = [r for t in traces for p in t.pages for r in p.layouts]
     if not records:
         raise ValueError(f"plot_kernel_layouts: the {target!r} backend reported no tile layouts for "
