@@ -72,3 +72,10 @@ def test_off_value_traces_nothing(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     tilelang.compile(add_func(N=334), out_idx=[-1], target="cpu")
     assert os.listdir(tmp_path) == []
+
+
+def test_terminal_mode_from_the_pass_config(capsys):
+    tilelang.compile(add_func(N=335), out_idx=[-1], target="cpu", pass_configs={"tl.lower_trace": "terminal"})
+    out = capsys.readouterr().out
+    assert "[lower_trace] add (cpu" in out and "cpp_source (cpu, " in out
+    assert "unchanged: " in out and "lower_tile_ops" in out   # nothing to lower in this kernel

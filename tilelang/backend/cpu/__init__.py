@@ -1,5 +1,7 @@
 """The CPU backend: C++ from the tile-level IR, the system compiler, ctypes. It is
 the reference implementation of TileLang's semantics (one CPU thread per block)."""
+import time
+
 from tilelang.backend import postproc
 from tilelang.backend.base import Backend, Artifact
 from tilelang.backend.registry import register
@@ -20,10 +22,11 @@ class CPUBackend(Backend):
 
     def generate(self, func, target, ctx):
         lowered = self.lower(func, target, ctx)
+        t0 = time.perf_counter()
         source = postproc.apply("c", _codegen.generate(lowered, "tl_entry"), target)
         trace = trace_of(ctx, func)
         if trace is not None:   # the last page of the lower trace: what the backend prints
-            trace.add(TracePage("cpp_source", "cpp", source, stage="cpu"))
+            trace.add(TracePage("cpp_source", "cpp", source, time.perf_counter() - t0, stage="cpu"))
         return lowered, source, {}
 
     def build(self, func, target, ctx):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 
 from tilelang.backend import postproc
 from tilelang.backend.base import Artifact, Backend
@@ -65,14 +66,16 @@ class CudaBackend(Backend):
             options = dataclasses.replace(options, lower_trace=setting.mode)
         ctx.config[OPTIONS] = options
         lowered = self.lower(func, target, ctx)
+        t0 = time.perf_counter()
         source, meta = generate(lowered, target, options)
+        codegen_s = time.perf_counter() - t0
         source = postproc.apply("cuda", source, target)
         plan_pages = meta.pop("plan_pages", [])
         trace = trace_of(ctx, func)
         if trace is not None:   # the last pages of the lower trace: the decisions, what the backend prints
             for entry, text, layouts in plan_pages:
                 trace.add(TracePage(f"cuda_plan_{entry}", "plan", text, stage="cuda", layouts=layouts))
-            trace.add(TracePage("cuda_source", "cuda", source, stage="cuda"))
+            trace.add(TracePage("cuda_source", "cuda", source, codegen_s, stage="cuda"))
         dump = options.dump_dir
         if dump:
             os.makedirs(dump, exist_ok=True)
@@ -88,11 +91,13 @@ class CudaBackend(Backend):
         if ctx is None or isinstance(ctx, dict):
             ctx = PassContext(config=dict(ctx or {}))
         _, source, meta = self.generate(func, target, ctx)
+        t0 = time.perf_counter()
         compiled = compile_cuda(source, target.arch, name=f"{func.name}.cu", options=ctx.config[OPTIONS])
+        nvrtc_s = time.perf_counter() - t0
         meta["ptx"] = compiled.ptx
         trace = trace_of(ctx, func)
         if trace is not None:
-            trace.add(TracePage("ptx", "ptx", compiled.ptx, stage="nvrtc"))
+            trace.add(TracePage("ptx", "ptx", compiled.ptx, nvrtc_s, stage="nvrtc"))
             trace.add(TracePage("sass", "sass", _sass_or_why(compiled.cubin), stage="cuobjdump"))
         meta["arch"] = target.arch
         return Artifact(target, source, compiled.cubin, meta["kernels"][0]["entry"], meta)

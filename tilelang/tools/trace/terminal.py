@@ -35,7 +35,9 @@ def format_trace(trace, colour=False, context=3) -> str:
     unchanged = []
     for i, (p, d) in enumerate(zip(pages, page_diffs(pages))):
         if p.kind != "ir":
-            out.append(_colour(f"@@ {i:02d} {p.name} ({p.stage}): {len(p.text.splitlines())} lines of {p.kind}", colour))
+            took = f", {_time(p)}" if p.time_s is not None else ""
+            out.append(_colour(f"@@ {i:02d} {p.name} ({p.stage}{took}): {len(p.text.splitlines())} lines of {p.kind}",
+                               colour))
             continue
         if d.prev is None:
             continue
