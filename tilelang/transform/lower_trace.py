@@ -62,11 +62,28 @@ def tracing(mode="collect", directory=None):
         _override.pop()
 
 
+_enabled: list = []   # enable(): a process-wide setting (published tilelang.tools.lower_trace.enable)
+
+
+def enable(mode="html", directory=None):
+    """Trace every later compile of this process (until `disable()`)."""
+    setting = parse_setting(mode, directory)
+    if setting is None:
+        raise ValueError(f"lower trace: mode must be 'html', 'terminal' or 'both', got {mode!r}")
+    _enabled[:] = [setting]
+
+
+def disable():
+    _enabled.clear()
+
+
 def current_setting(config=None) -> TraceSetting | None:
-    """The setting of a compile: an enclosing `tracing()` block, else the pass config
-    `tl.lower_trace`, else the environment."""
+    """The setting of a compile: an enclosing `tracing()` block, else `enable()`, else the
+    pass config `tl.lower_trace`, else the environment."""
     if _override:
         return _override[-1]
+    if _enabled:
+        return _enabled[0]
     value = (config or {}).get("tl.lower_trace")
     if value in (None, ""):
         value = os.environ.get("TL_LOWER_TRACE")
