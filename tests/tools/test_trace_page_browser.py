@@ -1,7 +1,8 @@
 """The lower-trace / pass-viewer page as a user sees it: opened in headless Chromium, it
 runs without script errors, `#pass=...` shows that pass's diff, search marks matches,
-and a screenshot shows the added and removed lines in their colours. Skips without a
+a source link's target opens at the user's line, and a screenshot shows the added and removed lines in their colours. Skips without a
 Chromium (CI installs Debian's `chromium`, .ci/run)."""
+import inspect
 import os
 import re
 import shutil
@@ -13,6 +14,8 @@ import tilelang  # noqa: F401
 from tilelang.tools.pass_viewer import view
 from tests.kernels import gemm_func
 
+_SRC, _FIRST = inspect.getsourcelines(gemm_func)
+GEMM_LINE = _FIRST + next(i for i, line in enumerate(_SRC) if "T.gemm(" in line)   # in tests/kernels.py
 BROWSER = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
 pytestmark = pytest.mark.skipif(BROWSER is None, reason="no chromium installed")
 
@@ -41,7 +44,8 @@ def page(tmp_path_factory):
 
 def test_choosing_a_pass_shows_its_diff(page, tmp_path):
     path, index = page
-    dom = _chromium(tmp_path, f"file://{path}#pass={index}&view=unified&q=T%5C.Parallel", "--dump-dom")
+    dom = _chromium(tmp_path, f"file://{path}#pass={index}&view=unified&q=T%5C.Parallel&src=0:{GEMM_LINE}",
+                    "--dump-dom")
     body = re.search(r"<body[^>]*>", dom).group(0)
     assert 'data-ready="1"' in body and "data-script-errors" not in body
     v = re.search(r'<div id="view"[^>]*>', dom).group(0)
@@ -52,6 +56,10 @@ def test_choosing_a_pass_shows_its_diff(page, tmp_path):
     assert "<mark>T.Parallel</mark>" in dom                       # the search marks matches
     assert re.search(r'<li data-index="0" class="[^"]*hidden', dom)   # the input has no T.Parallel
     assert re.search(r"k(?:ernels)?\.py:\d+</a>", dom)              # links back to the user's lines
+    # the source panel shows the user's file at the line asked for
+    assert 'id="source" class="open"' in dom
+    hit = re.search(r'<tr class="hit"><td class="no">(\d+)</td><td class="t">(.*?)</td>', dom)
+    assert hit and int(hit.group(1)) == GEMM_LINE and "T.gemm(" in hit.group(2)
 
 
 def test_screenshot_shows_the_diff_colours(page, tmp_path):

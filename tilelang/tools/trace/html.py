@@ -2,7 +2,8 @@
 page lists the pipeline's pages with their times, shows the IR after a pass, its diff
 against the previous pass (side by side or unified), links every printed statement back
 to the user's source line, and searches all pages. `#pass=<n or name>&view=split|unified|ir`
-in the URL selects a page (the browser tests use it)."""
+in the URL selects a page, `&q=<regex>` searches, `&src=<file index>:<line>` opens the
+source panel (the browser tests use them)."""
 from __future__ import annotations
 
 import html
