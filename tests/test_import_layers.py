@@ -32,12 +32,13 @@ LAYERS = [
     {"intrinsics"},                     # the older published path of tilelang.cuda.intrinsics
     {"backend"},                        # the backend interface, registry, shared helpers
     {"backend.cpu", "backend.cuda", "backend.hip"},   # the backends (never each other)
+    {"tools.trace"},                    # the lower trace's renderers (compile and lower call them)
     {"carver", "profiler", "engine"},   # hardware queries, benchmarking, tilelang.lower
     {"jit"},                            # tilelang.jit / compile, JITKernel, the kernel cache
     {"autotuner", "testing", "rocm"},
     {"contrib"},
     {"lsp"},                            # the language server: runs documents, traces and lowers their kernels
-    {"utils", "compat"},                # published paths (tilelang.utils.tensor), the tvm shim
+    {"utils", "compat", "tools"},       # published paths (tilelang.utils.tensor), the tvm shim; developer tools
     {"(root)"},                         # the package: `tilelang.jit`, `tilelang.compile`, ...
     {"__main__", "puzzles"},            # python -m tilelang; the learners' exercises and their checker
 ]
@@ -76,6 +77,8 @@ def package(module):
         return "language (namespace)"
     if parts[0] == "backend" and len(parts) > 1 and parts[1] in ("cuda", "cpu"):
         return f"backend.{parts[1]}"
+    if parts[0] == "tools" and len(parts) > 1 and parts[1] == "trace":
+        return "tools.trace"
     return parts[0]
 
 

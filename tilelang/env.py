@@ -3,8 +3,15 @@
 TILELANG_DEFAULT_TARGET  target used when none is given ("auto": GPU if present, else CPU)
 TILELANG_CACHE_DIR       kernel cache directory (default ~/.cache/tilelang)
 TILELANG_DISABLE_CACHE   1 disables the kernel cache
-TL_LOWER_TRACE           directory: dump the IR after every pass
-TILELANG_PASS_PROFILE    1 prints a per-pass timing table
+TL_LOWER_TRACE           the IR after every pass, down to the backend's source (CUDA: its plan, the
+                         source, PTX, SASS; CPU: the C++); a cache hit compiles again to trace:
+                         1 / on / html: an HTML page per compiled kernel under TL_LOWER_TRACE_DIR
+                         terminal: a coloured diff per pass that changed something; both: the two
+                         0 / off: none; any other value: a directory that gets one file per page
+                         (pass config tl.lower_trace takes the same values)
+TL_LOWER_TRACE_DIR       where the HTML pages go: <dir>/<script>/<kernel>.html (default ./tmp/lower_trace_dir)
+TILELANG_PASS_PROFILE    1 prints a per-pass timing table (also on a cache hit: the stored timings)
+TILELANG_PASS_PROFILE_THRESHOLD_MS  hide passes faster than this (pass config tl.pass_profile_threshold_ms)
 TILELANG_REMOTE_CACHE    redis://host:port: share compiled kernels and tuning results between hosts
                          (_TIMEOUT connect timeout in s, _SECRET signs entries, _TTL entry lifetime in s)
 TILELANG_CPU_PCH=0       the CPU backend compiles without its precompiled header of tl_cpu.h

@@ -37,8 +37,14 @@ def lower(func_or_mod, target="auto", target_host=None, runtime_only=False, enab
     check_pass_configs(pass_configs)
     config = current_pass_configs()
     config.update({getattr(k, "value", k): v for k, v in (pass_configs or {}).items()})
+    from tilelang.tools import trace as lower_trace
+    from tilelang.transform.pass_manager import print_profile
+    ctx = PassContext(config=config, target=tgt)
     try:
-        lowered, source, meta = backend.generate(func, tgt, PassContext(config=config, target=tgt))
+        lowered, source, meta = backend.generate(func, tgt, ctx)
     except TileLangError as e:
         raise e.with_traceback(None) from None
+    finally:   # the lower trace, also of a compile that failed half way
+        lower_trace.finish(ctx)
+    print_profile(ctx.timings, config, title=f"pass timings ({func.name}, {tgt.kind})")
     return CompiledArtifact(lowered, lowered, list(func.params), source, None, meta)

@@ -345,6 +345,32 @@ def func_str(f):
     return Printer().func(f)
 
 
+class _SpanPrinter(Printer):
+    """A printer that also notes which user source line each printed line came from."""
+
+    def __init__(self):
+        super().__init__()
+        self.spans = {}
+
+    def stmt(self, s, ind):
+        first = len(self.lines)
+        super().stmt(s, ind)
+        span = getattr(s, "span", None)
+        if span is not None:   # inner statements claimed their own lines first
+            for i in range(first, len(self.lines)):
+                self.spans.setdefault(i, span)
+
+
+def func_str_with_spans(f):
+    """(the printed function, {0-based line: Span of the statement it prints}) for the
+    lower trace's links back to the user's source."""
+    p = _SpanPrinter()
+    text = p.func(f)
+    if f.span is not None:
+        p.spans.setdefault(1, f.span)   # the `def` line
+    return text, p.spans
+
+
 def _layout_digest(layout):
     """A short digest of where a layout puts every element (its type name if it cannot
     be evaluated)."""

@@ -114,9 +114,12 @@ class EagerKernel:
         return kernel(*[bound.arguments[n] for n in names])
 
     def get_tir(self, *args, **kwargs):
-        bound = self.sig.bind(*args, **kwargs)
+        """The PrimFunc for these arguments, in the forms `compile` takes (tensors may be
+        left out: their annotations give their shapes; `T.const` sizes by name)."""
+        consts = {k: kwargs.pop(k) for k in list(kwargs) if k not in self.sig.parameters}
+        bound = self.sig.bind_partial(*args, **kwargs)
         bound.apply_defaults()
-        return self.trace(bound)[0]
+        return self.trace(bound, consts)[0]
 
     def compile(self, *args, **kwargs):
         """Compile without tensors: sizes declared with `T.const` may be given by name

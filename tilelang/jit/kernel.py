@@ -21,6 +21,9 @@ from tilelang.jit.binding import shape_text
 from tilelang.transform.pass_manager import PassContext
 
 
+_OBSERVERS = ("tl.lower_trace", "tl.pass_profile", "tl.pass_profile_threshold_ms")
+
+
 def _caller_span(depth=2):
     from tilelang.ir.span import caller_span
     return caller_span(depth + 1)
@@ -82,26 +85,35 @@ class JITKernel:
     # compile ------------------------------------------------------------------
     def cache_key(self):
         ident = getattr(self.backend, "identity", lambda: "")()
-        cfg = sorted((k, repr(v)) for k, v in self.pass_configs.items() if k != "tl.lower_trace")
+        # the debug switches change what is printed, not the kernel
+        cfg = sorted((k, repr(v)) for k, v in self.pass_configs.items() if k not in _OBSERVERS)
         return cache.make_key("tilelang", __version__, cache.code_fingerprint(), structural_hash(self.prim_func), self.target.key(),
                               cfg, self.compile_flags, ident)
 
     def _build(self):
-        from tilelang.transform.pass_manager import trace_dir
+        from tilelang.transform.pass_manager import trace_dir, print_profile
+        from tilelang.tools import trace as lower_trace
         ctx = PassContext(config=dict(self.pass_configs), target=self.target)
         if self.compile_flags:
             ctx.config["compile_flags"] = self.compile_flags
         key = self.cache_key()
 
         def build():
-            art = self.backend.build(self.prim_func, self.target, ctx)
-            self.pass_timings = ctx.timings
+            try:
+                art = self.backend.build(self.prim_func, self.target, ctx)
+            finally:   # the trace of a failed compile is the one worth reading
+                lower_trace.finish(ctx)
+            art.meta["pass_timings"] = list(ctx.timings)   # printed again on a cache hit
             return art
         if trace_dir(ctx):  # a trace was asked for: always run the passes
-            art = build()
+            art, hit = build(), False
             cache.store(key, art)
-            return art, False
-        return cache.get_or_build(key, build)
+        else:
+            art, hit = cache.get_or_build(key, build)
+        self.pass_timings = art.meta.get("pass_timings", [])
+        print_profile(self.pass_timings, self.pass_configs, title=f"pass timings ({self.prim_func.name}, "
+                      f"{self.target.kind})", cached=hit)
+        return art, hit
 
     # signature ------------------------------------------------------------------
     def _prepare_signature(self):

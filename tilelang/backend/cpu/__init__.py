@@ -1,11 +1,14 @@
 """The CPU backend: C++ from the tile-level IR, the system compiler, ctypes. It is
 the reference implementation of TileLang's semantics (one CPU thread per block)."""
+import time
+
 from tilelang.backend import postproc
 from tilelang.backend.base import Backend, Artifact
 from tilelang.backend.registry import register
 from tilelang.backend.cpu import target as _target, pipeline as _pipeline, codegen as _codegen
 from tilelang.backend.cpu import compiler as _compiler, runtime as _runtime
 from tilelang.ir.buffer import Buffer
+from tilelang.transform.lower_trace import TracePage, trace_of
 
 
 class CPUBackend(Backend):
@@ -19,7 +22,12 @@ class CPUBackend(Backend):
 
     def generate(self, func, target, ctx):
         lowered = self.lower(func, target, ctx)
-        return lowered, postproc.apply("c", _codegen.generate(lowered, "tl_entry"), target), {}
+        t0 = time.perf_counter()
+        source = postproc.apply("c", _codegen.generate(lowered, "tl_entry"), target)
+        trace = trace_of(ctx, func)
+        if trace is not None:   # the last page of the lower trace: what the backend prints
+            trace.add(TracePage("cpp_source", "cpp", source, time.perf_counter() - t0, stage="cpu"))
+        return lowered, source, {}
 
     def build(self, func, target, ctx):
         _, source, _ = self.generate(func, target, ctx)

@@ -2,7 +2,9 @@
 Map of the folder: ARCHITECTURE.md."""
 from __future__ import annotations
 
+import dataclasses
 import os
+import time
 
 from tilelang.backend import postproc
 from tilelang.backend.base import Artifact, Backend
@@ -11,6 +13,16 @@ from tilelang.backend.cuda import target as _target
 from tilelang.backend.cuda import pipeline as _pipeline
 from tilelang.backend.cuda.options import OPTIONS, CudaOptions, switches_identity
 from tilelang.transform.pass_manager import PassContext
+from tilelang.transform.lower_trace import TracePage, current_setting, trace_of
+
+
+def _sass_or_why(cubin):
+    """The SASS page of the lower trace, or why there is none (no cuobjdump here)."""
+    from tilelang.backend.cuda.host.nvrtc import sass
+    try:
+        return sass(cubin)
+    except RuntimeError as e:
+        return f"// no SASS: {e}\n"
 
 class CudaBackend(Backend):
     name = "cuda"
@@ -48,16 +60,22 @@ class CudaBackend(Backend):
         if ctx is None or isinstance(ctx, dict):
             ctx = PassContext(config=dict(ctx or {}))
         # the compile's options, read once: the passes, the planner, codegen and NVRTC share them
-        options = ctx.config[OPTIONS] = CudaOptions.from_config(ctx.config, target.arch)
+        options = CudaOptions.from_config(ctx.config, target.arch)
+        setting = current_setting(ctx.config)
+        if setting is not None and not options.lower_trace:   # a trace asked for in code (the pass viewer)
+            options = dataclasses.replace(options, lower_trace=setting.mode)
+        ctx.config[OPTIONS] = options
         lowered = self.lower(func, target, ctx)
+        t0 = time.perf_counter()
         source, meta = generate(lowered, target, options)
+        codegen_s = time.perf_counter() - t0
         source = postproc.apply("cuda", source, target)
-        trace = options.lower_trace
-        if trace:   # the last page of the lower trace: what the backend prints
-            os.makedirs(trace, exist_ok=True)
-            n = len([f for f in os.listdir(trace) if f[:2].isdigit()])
-            with open(os.path.join(trace, f"{n:02d}_cuda_source.cu"), "w") as f:
-                f.write(source)
+        plan_pages = meta.pop("plan_pages", [])
+        trace = trace_of(ctx, func)
+        if trace is not None:   # the last pages of the lower trace: the decisions, what the backend prints
+            for entry, text, layouts in plan_pages:
+                trace.add(TracePage(f"cuda_plan_{entry}", "plan", text, stage="cuda", layouts=layouts))
+            trace.add(TracePage("cuda_source", "cuda", source, codegen_s, stage="cuda"))
         dump = options.dump_dir
         if dump:
             os.makedirs(dump, exist_ok=True)
@@ -73,8 +91,14 @@ class CudaBackend(Backend):
         if ctx is None or isinstance(ctx, dict):
             ctx = PassContext(config=dict(ctx or {}))
         _, source, meta = self.generate(func, target, ctx)
+        t0 = time.perf_counter()
         compiled = compile_cuda(source, target.arch, name=f"{func.name}.cu", options=ctx.config[OPTIONS])
+        nvrtc_s = time.perf_counter() - t0
         meta["ptx"] = compiled.ptx
+        trace = trace_of(ctx, func)
+        if trace is not None:
+            trace.add(TracePage("ptx", "ptx", compiled.ptx, nvrtc_s, stage="nvrtc"))
+            trace.add(TracePage("sass", "sass", _sass_or_why(compiled.cubin), stage="cuobjdump"))
         meta["arch"] = target.arch
         return Artifact(target, source, compiled.cubin, meta["kernels"][0]["entry"], meta)
 

@@ -24,6 +24,12 @@ def _path(v, default):
     return v or default
 
 
+def _trace(v, default):
+    """TL_LOWER_TRACE: a mode (terminal / html / both / 1) or a directory; off values -> None."""
+    from tilelang.transform.lower_trace import parse_setting
+    return v.strip() if parse_setting(v) is not None else default
+
+
 def _count(v, default):
     """A non-negative int switch."""
     v = (v or "").strip()
@@ -49,7 +55,7 @@ _SWITCHES = {
     "TILELANG_CUDA_DUMP_FRAGMENTS": (_flag, False, "dump_fragments", True),   # prints while planning
     "TL_CUDA_LINEINFO": (_flag, False, "lineinfo", True),
     "TL_CUDA_DUMP": (_path, None, "dump_dir", False),
-    "TL_LOWER_TRACE": (_path, None, "lower_trace", False),
+    "TL_LOWER_TRACE": (_trace, None, "lower_trace", False),
 }
 _warned: set = set()
 
@@ -94,7 +100,7 @@ class CudaOptions:
     dump_fragments: bool = False   # print the fragment layouts the planner chose (..._DUMP_FRAGMENTS)
     lineinfo: bool = False         # NVRTC -lineinfo: source lines in the cubin for profilers (TL_CUDA_LINEINFO=1)
     dump_dir: str | None = None    # keep every generated .cu here, and the source of a failed compile (TL_CUDA_DUMP)
-    lower_trace: str | None = None  # directory of the lower trace (pass config tl.lower_trace, TL_LOWER_TRACE)
+    lower_trace: str | None = None  # the lower-trace switch: a mode or a directory (tl.lower_trace, TL_LOWER_TRACE)
     fast_math: bool = True         # NVRTC --use_fast_math (pass config tl.disable_fast_math turns it off)
     compile_flags: tuple = ()      # the user's nvcc flags that mean something to NVRTC (nvrtc_flags)
 
@@ -109,7 +115,7 @@ class CudaOptions:
             tma=tma and arch is not None and str(arch).startswith("sm_90a"),
             bulk_tiles=tma and arch is not None and _arch_at_least(arch, 90),
             tma_atomics=not bool(config.get("tl.disable_tma_lower", False)),
-            lower_trace=config.get("tl.lower_trace") or values["lower_trace"],
+            lower_trace=_trace(config.get("tl.lower_trace"), None) or values["lower_trace"],
             fast_math=not bool(config.get("tl.disable_fast_math", False)),
             compile_flags=nvrtc_flags(config.get("compile_flags") or ()),
         )

@@ -67,7 +67,7 @@ def generate(func, target, options=None):
         else:
             params.append((cls, obj, f"{ctype(obj.dtype)} {names.new(obj, obj.name)}"))
     env = abi.int_env()
-    kernels, sources = [], []
+    kernels, sources, plan_pages = [], [], []
     for k, launch in enumerate(launches):
         if "cuda_source" in launch.annotations:   # T.CUDASourceCodeKernel: the user's own source
             m = {"entry": launch.annotations["cuda_source_entry"], "grid": launch.grid,
@@ -80,7 +80,9 @@ def generate(func, target, options=None):
         entry = f"{func.name}_kernel" if len(launches) == 1 else f"{func.name}_kernel_{k}"
         kc = KernelCodegen(launch, entry, target, params, names.child(), options, {id(b) for b in bufs})
         src, m = kc.emit()
-        _trace_plan(options.lower_trace, entry, launch, kc.plan)
+        if options.lower_trace:   # the kernel's backend decisions: a page of the lower trace
+            from tilelang.backend.cuda.plan.report import format_plan, layout_records
+            plan_pages.append((entry, format_plan(entry, launch, kc.plan), layout_records(launch, kc.plan)))
         m.update(launch_needs(launch, target, entry))   # cluster / cooperative / pdl (analysis/launch_config.py)
         auto = m.pop("auto_cluster")
         m["cluster"] = m["cluster"] or auto      # pairs the codegen chose for TMA multicast
@@ -97,6 +99,7 @@ def generate(func, target, options=None):
         "param_types": [(cls, obj.dtype.name) for cls, obj, _ in params],
         "param_names": [obj.name for _, obj, _ in params],
         **abi.counts(), "n_buffers": len(bufs),   # the caller's tensors (the launcher allocates workspaces)
+        "plan_pages": plan_pages,   # [(entry, text, layouts)] under the lower trace (the backend takes them out)
     }
     # T.import_source texts: after our header, before the kernels that call into them
     imported = "".join(t.rstrip() + "\n\n" for t in imported_sources(func.body))
@@ -122,15 +125,3 @@ def tensor_map_spec(t, bufs, env):
     box[n - 1] = 64
     return {"buffer": bufs.index(t.src), "dims": [py_expr(E.convert(shape[d]), env) for d in range(n - 1, -1, -1)],
             "strides": strides, "box": box[::-1], "elem_bytes": es}
-
-
-def _trace_plan(d, entry, launch, plan):
-    """Under the lower trace (directory `d`), the kernel's backend decisions (plan/report.py) as a page."""
-    import os
-    if not d:
-        return
-    from tilelang.backend.cuda.plan.report import format_plan
-    os.makedirs(d, exist_ok=True)
-    n = len([f for f in os.listdir(d) if f[:2].isdigit()])
-    with open(os.path.join(d, f"{n:02d}_cuda_plan_{entry}.txt"), "w") as f:
-        f.write(format_plan(entry, launch, plan))

@@ -71,6 +71,25 @@ def format_plan(entry, launch, plan) -> str:
     return "\n".join(lines) + "\n"
 
 
+def layout_records(launch, plan) -> list:
+    """The register layout or shared-memory swizzle of every tile buffer of the kernel
+    (pictures: tilelang.tools.plot_layout.plot_kernel_layouts)."""
+    from tilelang.transform.lower_trace import LayoutRecord
+    decls = []
+    walk(launch.body, lambda n: decls.append(n.buffer) if isinstance(n, S.DeclBuffer) else None)
+    out = []
+    for b in decls:
+        p = plan.placements.get(id(b))
+        shape = tuple(E.const_int_value(d) for d in b.shape)
+        if p is None or None in shape:
+            continue
+        if p.kind in ("acc", "row", "tile") and hasattr(p.acc, "regs"):
+            out.append(LayoutRecord(b.name, b.scope, shape, b.dtype.name, p.acc, plan.nthreads))
+        elif p.kind == "smem" and len(shape) >= 2:
+            out.append(LayoutRecord(b.name, b.scope, shape, b.dtype.name, swizzle="sw128" if p.swizzle else None))
+    return out
+
+
 def _copy_text(nest):
     """`A -> As` for a copy nest (its stored buffer and the buffers it loads)."""
     stores, loads = [], []
