@@ -18,6 +18,7 @@ from tilelang.ir.buffer import Buffer, is_packed
 from tilelang.ir.dtypes import DataType
 from tilelang.arith.simplify import simplify
 from tilelang.ir.visitor import collect_vars
+from tilelang.transform.rasterize_blocks import BLOCK_REMAP
 from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
 from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic_helper
 from tilelang.backend.cuda.ops.mma import simt_gemm
@@ -197,8 +198,12 @@ class KernelCodegen:
                "const int tl_tid = threadIdx.x;")
         if self.plan.red_phase_bytes:
             self.w("int tl_rphase = 0;   // shared scratch phase of register-tile reductions")
-        for v, ax in zip(L.block_vars, "xyz"):
+        remap = L.annotations.get(BLOCK_REMAP)   # T.use_swizzle: block indices bound once, here
+        for v, ax in zip(remap.hw_vars if remap else L.block_vars, "xyz"):
             self.w(f"const int {self.bind(v)} = blockIdx.{ax};")
+        for v, e in (remap.bindings(L.block_vars) if remap else ()):
+            if e is not v:
+                self.w(f"const int {self.bind(v)} = {self.expr(e)};")
         for v, ax in zip(L.thread_vars, "xyz"):
             self.w(f"const int {self.bind(v)} = threadIdx.{ax};")
         for b in self._smem_buffers():

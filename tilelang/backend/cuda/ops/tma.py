@@ -178,6 +178,8 @@ def plan_multicast(launch, loop, tmas, enabled):
     (benchmarks/results/2026-11-29_h200_gemm_multicast_pairs.json)."""
     if not enabled or launch.annotations.get("cluster_dims") is not None:
         return None
+    if launch.annotations.get("block_remap") is not None:   # T.use_swizzle: cluster neighbours
+        return None                                          # need not share a block row or column
     if not _top_level(launch.body, loop):
         return None
     from tilelang.backend.cuda.analysis.launch_config import called
