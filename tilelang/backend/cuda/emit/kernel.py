@@ -118,7 +118,10 @@ class KernelCodegen:
         p = self.placement(buf)
         if p is not None and p.swizzle:
             rows = E.const_int_value(buf.shape[0])
-            return f"tl::sw128<{rows}>({self.expr(simplify(indices[0]))}, {self.expr(simplify(indices[1]))})"
+            row = self.expr(simplify(indices[0]))
+            if p.row_slabs > 1:   # a wgmma A tile whose warpgroups compute several slabs
+                row = f"tl::slab_row<{p.row_slabs}>({row})"
+            return f"tl::sw{p.swizzle}<{rows}>({row}, {self.expr(simplify(indices[1]))})"
         terms = []
         for i, s in zip(indices, self.strides(buf)):
             sv = E.const_int_value(s)
@@ -642,6 +645,9 @@ class KernelCodegen:
             return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {tb}, {t}>({a}, {b}, {acc}, tl_tid);"
         fn = "wgmma_ss_issue" if issue_only else "wgmma_gemm_ss"
         wgn = f", {cfg.WN}" if cfg.WN > 1 else ""   # warpgroups along N
+        if (cfg.swizzle_a, cfg.swizzle_b, cfg.slabs) != (128, 128, 1):   # a 32- or 16-wide K-major operand,
+            wgn = f", {cfg.WN}, {cfg.swizzle_a}, {cfg.swizzle_b}"           # several slabs per warpgroup
+            wgn += f", {cfg.slabs}" if cfg.slabs > 1 else ""
         return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {ta}, {tb}, {t}{wgn}>({a}, {b}, {acc}, tl_tid);"
 
     def _gemm_call(self, op, cfg, call):

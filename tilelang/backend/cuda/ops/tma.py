@@ -73,7 +73,7 @@ def match_tma(st, plan, param_ids):
     guard, store, load, sel = m
     dst, src = store.buffer, load.buffer
     pd = plan.placements.get(id(dst))
-    if guard is not None or pd is None or not pd.swizzle or dst.ndim != 2 or not 2 <= src.ndim <= 5:
+    if guard is not None or pd is None or pd.swizzle != 128 or pd.row_slabs > 1 or dst.ndim != 2 or not 2 <= src.ndim <= 5:
         return None
     if id(src) not in param_ids or src.dtype.bits != 16 or getattr(src, "strides", None) is not None:
         return None

@@ -25,7 +25,7 @@ from tilelang.ir.errors import located
 from tilelang.ir.visitor import walk
 from tilelang.backend.cuda.analysis.facts import thread_dependent_vars
 from tilelang.backend.cuda.ops.mma import mma_config
-from tilelang.backend.cuda.ops.wgmma import wgmma_config, swizzle_ok
+from tilelang.backend.cuda.ops.wgmma import wgmma_config, swizzle_ok, swizzle_bytes
 from tilelang.backend.cuda.plan.pipeline import find_pipelines
 from tilelang.backend.cuda.layout.fragment import AccLayout, infer as infer_fragment_layouts, format_report
 from tilelang.backend.cuda.options import CudaOptions
@@ -43,8 +43,9 @@ class Placement:
     offset: int = 0           # byte offset into dynamic shared memory (smem)
     acc: object = None        # AccLayout (acc) | RowLayout (row): layout/fragment.py;
                               # ThreadTile | TileRows | TileCols | Scalar (tile): layout/tile.py
-    swizzle: bool = False     # smem in the tl::sw128 layout (wgmma operand)
+    swizzle: int = 0          # smem in the tl::sw128 / sw64 / sw32 layout (wgmma operand): its bytes
     stages: int = 1           # slots of a pipelined buffer (smem)
+    row_slabs: int = 1        # swizzled rows stored in tl::slab_row<row_slabs> order (WgmmaConfig.slabs)
     stage_bytes: int = 0      # bytes between slots
 
 
@@ -164,6 +165,8 @@ def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None
     for buf in decls:   # T.annotate_layout on shared buffers (sw128 ones are in `swizzled` already)
         if annotated.get(id(buf)) == "linear" and id(buf) not in swizzled:
             padded.discard(id(buf))   # (a wgmma operand keeps the swizzle wgmma needs)
+    slab_rows = {id(g.A.buffer): plan.gemms[id(g)].slabs for g in gemms
+                 if getattr(plan.gemms[id(g)], "slabs", 1) > 1}
     smem = []
     for buf in decls:
         if id(buf) in plan.placements:
@@ -189,10 +192,11 @@ def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None
             plan.placements[id(buf)] = Placement("local", _row_major(_const_shape(buf))[0])
         else:  # shared, shared.dyn, fragments (first stage: in shared memory)
             shape = _const_shape(buf)
-            sw = id(buf) in swizzled
+            sw = swizzle_bytes(buf) if id(buf) in swizzled else 0
             strides, n = _row_major(shape, 16 // buf.dtype.itemsize if id(buf) in padded and not sw else 0)
             plan.placements[id(buf)] = Placement("smem", strides, 0, swizzle=sw,
-                                                 stage_bytes=n * buf.dtype.itemsize)
+                                                 stage_bytes=n * buf.dtype.itemsize,
+                                                 row_slabs=slab_rows.get(id(buf), 1) if sw else 1)
             smem.append(buf)
     # Every shared buffer gets its own storage unless that does not fit: then buffers
     # whose lifetimes do not overlap share storage (at the price of a barrier where it
@@ -526,6 +530,9 @@ def _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_
             # warpgroups split N: each would need all of A's rows and columns)
             cfg = None if g.trans_A or not swizzle_ok(g.A.buffer) or cfg.K % 64 else \
                 dataclasses.replace(cfg, a_regs=False)
+        if cfg is not None and cfg.slabs > 1 and sum(id(g.A.buffer) in (id(h.A.buffer), id(h.B.buffer))
+                                                     for h in gemms) > 1:
+            cfg = None   # A's rows are stored in this gemm's slab order: no other gemm may read it
         if cfg is not None:
             for_wgmma.add(id(g.B.buffer))
             if not cfg.a_regs:
