@@ -917,13 +917,15 @@ class KernelCodegen:
         """A T.Pipelined loop whose tile copies run as cp.async into per-stage slots
         (plan/pipeline.py has the schedule and the conditions)."""
         ns = info.stages
-        if info.guard is not None:   # `if cond:` body: the plain cp.async ring, predicated per iteration
-            return self._pipelined_cp_async(st, info)
         # the copies' form (plan/copy_forms.py): all on the TMA ring, or all cp.async
         ring = all(getattr(copy_form(c), "kind", None) == "tma_ring" for c in info.copies)
         tmas = tma_copies(self, info) if ring else None
         if ring and tmas is None:
             raise AssertionError("CUDA codegen: copies planned for the TMA ring do not match it")
+        if info.guard is not None:   # `if cond:` body: the ring, predicated per iteration
+            if tmas is not None:
+                return emit_pipelined_tma_body(self, st, info, tmas, ring_mode(self, info))
+            return self._pipelined_cp_async(st, info)
         if self._overlapped_wgmma(info):
             if tmas is not None:
                 return emit_pipelined_tma(self, st, info, tmas)
