@@ -118,7 +118,7 @@ def tensor_map_spec(t, bufs, env):
     for d in range(n - 1, 0, -1):
         acc *= E.const_int_value(shape[d])
         strides.append(acc)
-    box = [t.rows if d == t.row_dim else 1 for d in range(n)]
+    box = [t.box_rows if d == t.row_dim else 1 for d in range(n)]
     box[n - 1] = t.width
     spec = {"buffer": bufs.index(t.src), "dims": [py_expr(E.convert(shape[d]), env) for d in range(n - 1, -1, -1)],
             "strides": strides, "box": box[::-1], "elem_bytes": es}

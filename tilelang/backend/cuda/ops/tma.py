@@ -40,6 +40,23 @@ class TmaCopy:
     row_dim: int = 0     # the source dimension of the tile's rows (columns: the last)
     fixed: dict = None   # source dimension -> its index, for the dimensions besides those two
     width: int = 64      # columns of one box: the tile's swizzle strip (sw128: 64, sw64: 32, sw32: 16)
+    row_slabs: int = 1   # the tile's rows are stored in tl::slab_row<row_slabs> order: boxes of 16 rows
+
+    @property
+    def box_rows(self):
+        return self.rows if self.row_slabs == 1 else 16
+
+    def stored_row(self, r):
+        """tl::slab_row<row_slabs>(r): where row r of the tile is stored (16-row runs stay together)."""
+        s = self.row_slabs
+        t = r >> 4
+        w, sl = t // s, t % s
+        return ((w >> 2) * s + sl) * 64 + (w & 3) * 16 + (r & 15)
+
+    def boxes(self):
+        """(first tile row, stored row, first column) of every box of one issue."""
+        return [(r, self.stored_row(r), c) for c in range(0, self.cols, self.width)
+                for r in range(0, self.rows, self.box_rows)]
 
     @property
     def swizzle_code(self):
@@ -80,7 +97,7 @@ def match_tma(st, plan, param_ids):
     guard, store, load, sel = m
     dst, src = store.buffer, load.buffer
     pd = plan.placements.get(id(dst))
-    if guard is not None or pd is None or not pd.swizzle or pd.row_slabs > 1 or dst.ndim != 2 or not 2 <= src.ndim <= 5:
+    if guard is not None or pd is None or not pd.swizzle or dst.ndim != 2 or not 2 <= src.ndim <= 5:
         return None
     if id(src) not in param_ids or src.dtype.bits != 16 or getattr(src, "strides", None) is not None:
         return None
@@ -90,7 +107,7 @@ def match_tma(st, plan, param_ids):
         return None
     R, C = (E.const_int_value(d) for d in dst.shape)
     width = pd.swizzle // dst.dtype.itemsize   # one box per swizzle strip
-    if R is None or C is None or R > 256 or R % 8 or C % width:
+    if R is None or C is None or R > 256 or R % 8 or C % width or R % (16 * pd.row_slabs):
         return None
     if [E.const_int_value(e) for e in exts] != [R, C] or not all(E.const_int_value(x) == 0 for x in mins):
         return None
@@ -130,7 +147,8 @@ def match_tma(st, plan, param_ids):
         for atom in E.conjuncts(sel):
             if not any(_is_bound(atom, load.indices[d], src.shape[d]) for d in range(n)):
                 return None
-    return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize, row_dim, fixed or None, width)
+    return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize, row_dim, fixed or None, width,
+                   pd.row_slabs)
 
 
 @dataclass
@@ -207,7 +225,7 @@ def plan_multicast(launch, loop, tmas, enabled):
             continue
         shared, halves = [], {}
         for t in tmas:
-            if t.fixed or t.width != 64:   # the multicast halves are written for 2-D sw128 sources
+            if t.fixed or t.width != 64 or t.row_slabs > 1:   # the halves are written for 2-D sw128 tiles
                 continue
             vs = collect_vars(t.row0) + collect_vars(t.col0)
             if _has_load(t.row0) or _has_load(t.col0) or any(id(v) in inner or v is bv for v in vs):

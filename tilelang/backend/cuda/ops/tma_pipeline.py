@@ -321,8 +321,8 @@ def prefetch_l2(cg, st, tmas, maps, kexpr, hi):
     cg.w(f"const int {kn} = {kexpr};")
     with cg.names.bound(st.var, kn):
         for t, m in zip(tmas, maps):
-            for strip in range(t.cols // t.width):
-                coords = t.coords(t.row0, t.col0 + strip * t.width)
+            for r, _, c in t.boxes():
+                coords = t.coords(t.row0 + r, t.col0 + c)
                 cg.w(f"tl::tma_prefetch_l2(&{m}, {', '.join(cg.expr(simplify(c)) for c in coords)});")
     cg.indent -= 1
     cg.w("}")
@@ -348,8 +348,8 @@ def tensor_map(cg, t, share=False):
     """The kernel parameter holding the tensor map of TmaCopy `t`; with `share`, one
     already made for the same tensor and box (the slots of a T.tma_copy ring)."""
     if share:
-        same = [n for n, u in enumerate(cg.tmaps) if u.src is t.src and u.rows == t.rows and u.row_dim == t.row_dim and
-                u.width == t.width and getattr(u, "shared_map", False)]
+        same = [n for n, u in enumerate(cg.tmaps) if u.src is t.src and u.box_rows == t.box_rows and
+                u.row_dim == t.row_dim and u.width == t.width and getattr(u, "shared_map", False)]
         if same:
             return f"tl_tmap_{same[0]}"
         t.shared_map = True
@@ -359,11 +359,13 @@ def tensor_map(cg, t, share=False):
 
 
 def tma_loads(cg, t, tmap, dst, bar):
-    """The bulk copies of TmaCopy `t` into the tile at `dst`: one per swizzle strip (64 columns)."""
-    for strip in range(t.cols // t.width):
-        coords = t.coords(t.row0, t.col0 + strip * t.width)
-        cs = ", ".join(cg.expr(simplify(c)) for c in coords)
-        cg.w(f"tl::tma_load_{len(coords)}d({dst} + {strip * t.rows * t.width}, &{tmap}, {bar}, {cs});")
+    """The bulk copies of TmaCopy `t` into the tile at `dst`: one per swizzle strip (64
+    columns), and per 16-row run of a tile stored in slab_row order."""
+    for r, p, c in t.boxes():
+        coords = t.coords(t.row0 + r, t.col0 + c)
+        cs = ", ".join(cg.expr(simplify(x)) for x in coords)
+        off = (c // t.width) * t.rows * t.width + p * t.width
+        cg.w(f"tl::tma_load_{len(coords)}d({dst} + {off}, &{tmap}, {bar}, {cs});")
 
 
 def tma_loads_multicast(cg, t, tmap, how, dst, bar, rank):
