@@ -287,15 +287,17 @@ def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=N
     half maps, the block's rank in the pair) sends this block's halves to both.
     `guard`: the copies only where it holds for that iteration; elsewhere a plain
     arrival completes the slot's phase."""
+    if guard is None:
+        cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
     kn = cg.names.fresh("tl_kt")
     cg.w(f"const int {kn} = {kexpr};")
     with cg.names.bound(st.var, kn):
-        if guard is not None:
+        if guard is not None:   # the bytes are announced only where the copies go
             cg.w(f"if (!({cg.expr(guard)})) {{")
             cg.w(f"  tl::mbar_arrive(&{full}[{slot}]);   // a skipped iteration: an empty round")
             cg.w("} else {")
             cg.indent += 1
-        cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
+            cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
         for t, m in zip(tmas, maps):
             el = cg.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
             dst = f"{cg.buf_name(t.dst)} + ({slot}) * {el}"
