@@ -530,9 +530,13 @@ def _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_
             # warpgroups split N: each would need all of A's rows and columns)
             cfg = None if g.trans_A or not swizzle_ok(g.A.buffer) or cfg.K % 64 else \
                 dataclasses.replace(cfg, a_regs=False)
-        if cfg is not None and cfg.slabs > 1 and sum(id(g.A.buffer) in (id(h.A.buffer), id(h.B.buffer))
-                                                     for h in gemms) > 1:
-            cfg = None   # A's rows are stored in this gemm's slab order: no other gemm may read it
+        if cfg is not None and cfg.slabs > 1 and (
+                sum(id(g.A.buffer) in (id(h.A.buffer), id(h.B.buffer)) for h in gemms) > 1 or
+                any(h.A.buffer.scope == "local.fragment" for h in gemms)):
+            # A's rows are stored in this gemm's slab order: no other gemm may read it; and
+            # not in attention-like chains (a register A next to it), where mma.sync kept
+            # fewer registers live (FlashAttention d128, 128 rows, 128 threads: 6 spills, 42 with slabs)
+            cfg = None
         if cfg is not None:
             for_wgmma.add(id(g.B.buffer))
             if not cfg.a_regs:
