@@ -5,7 +5,9 @@ that layout/fragment.py leaves without a register layout. `local`/`var` buffers 
 `T.reshape`) are pointers to their base buffer's storage. Shared rows that feed
 ldmatrix are padded by 16 bytes so that the 8 row addresses of one ldmatrix hit
 distinct banks; shared operands of wgmma take the 128-byte swizzle (`tl::sw128`,
-1024-byte aligned) instead. Shared buffers filled by a pipelined loop's async
+1024-byte aligned) instead, or the 64- / 32-byte one for a K-major operand 32 / 16
+columns wide (ops/wgmma.py swizzle_bytes), with the rows of an A tile in `tl::slab_row`
+order when one warpgroup computes several 64-row slabs. Shared buffers filled by a pipelined loop's async
 copies get one slot per stage (plan/pipeline.py).
 
 Register fragments: gemm accumulators, what their T.Parallel loops, copies and
