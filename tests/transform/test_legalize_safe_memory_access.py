@@ -120,3 +120,34 @@ def test_a_loop_variable_lies_within_its_symbolic_bounds():
                 B[j] = A[j] * 2.0
     text = _legal(f)
     assert "if " not in text and "if_then_else" not in text
+
+
+def _tile_copy(rows, grid):
+    @T.prim_func
+    def f(A: T.Tensor((rows, 64), "float16"), C: T.Tensor((rows, 64), "float16")):
+        with T.Kernel(grid, threads=128) as bx:
+            s = T.alloc_shared((32, 64), "float16")
+            T.copy(A[bx * 32, 0], s)
+            T.copy(s, C[bx * 32, 0])
+    return f
+
+
+def test_tile_copy_guards_the_ranges_prove_are_dropped():
+    # T.copy guards every tile; 0 <= bx < 4 and 0 <= i < 32 prove `bx * 32 + i < 128`
+    text = _legal(_tile_copy(128, 4))
+    assert "if " not in text and "if_then_else" not in text, text
+
+
+def test_tile_copy_guards_on_a_ragged_edge_stay():
+    text = _legal(_tile_copy(100, 4))     # the last tile reaches row 127 of 100
+    assert "T.if_then_else(bx * 32 + i0 < 100" in text and "if bx * 32 + i0_1 < 100:" in text, text
+
+
+def test_only_the_unproven_conjunct_of_a_users_condition_stays():
+    @T.prim_func
+    def f(A: T.Tensor((128,), "float32"), C: T.Tensor((128,), "float32")):
+        with T.Kernel(4) as bx:
+            for i in T.Parallel(32):
+                C[bx * 32 + i] = T.if_then_else(bx * 32 + i < 128 and A[i] > 0.0, A[i], 0.0)
+    text = _legal(f)
+    assert "T.if_then_else(A[i] > T.float32(0)" in text or "T.if_then_else(A[i] > 0.0" in text, text

@@ -44,3 +44,35 @@ def test_swizzled_gemm_is_still_correct():
     y = np.random.rand(K, N).astype(np.float32)
     from tests.tf32 import tf32   # a float32 gemm is a TF32 gemm
     np.testing.assert_allclose(kern(x, y), tf32(x).astype(np.float64) @ tf32(y), rtol=1e-4)
+
+
+def test_block_indices_are_bound_once_not_substituted():
+    from tilelang.ir import stmt as S
+    from tilelang.ir.visitor import walk, collect_vars
+    from tilelang.transform.rasterize_blocks import rasterize_blocks, BLOCK_REMAP
+
+    @T.prim_func
+    def f(A: T.Tensor((256, 256), "float32"), C: T.Tensor((256, 256), "float32")):
+        with T.Kernel(8, 8) as (bx, by):
+            T.use_swizzle(panel_size=4)
+            for i, j in T.Parallel(32, 32):
+                C[by * 32 + i, bx * 32 + j] = A[by * 32 + i, bx * 32 + j]
+    launches = []
+    walk(rasterize_blocks(f).body, lambda n: launches.append(n) if isinstance(n, S.KernelLaunch) else None)
+    (k,) = launches
+    remap = k.annotations[BLOCK_REMAP]
+    assert [v.name for v in k.block_vars] == ["bx", "by"] and "swizzle" not in k.annotations
+    assert [v.name for v in remap.hw_vars] == ["bx_hw", "by_hw"]
+    body_vars = {id(v) for v in collect_vars(k.body)}
+    assert not body_vars & {id(v) for v in remap.hw_vars}        # the body reads bx, by only
+    for e in remap.exprs:
+        assert {x.name for x in collect_vars(e)} <= {"bx_hw", "by_hw"}
+    # the bindings are the permutation `remap` describes
+    hx, hy = remap.hw_vars
+    ex, ey = remap.exprs
+    seen = set()
+    for y in range(8):
+        for x in range(8):
+            m = {hx: IntImm(x), hy: IntImm(y)}
+            seen.add((simplify(substitute(ex, m)).value, simplify(substitute(ey, m)).value))
+    assert seen == {(x, y) for x in range(8) for y in range(8)}

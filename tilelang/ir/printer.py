@@ -189,6 +189,13 @@ class Printer:
             if s.annotations.get("swizzle"):
                 panel, order = s.annotations["swizzle"]
                 self.emit(f"T.use_swizzle({panel!r}, {order!r})", ind + 1)
+            if s.annotations.get("block_remap"):   # rasterize_blocks: each block index from the hardware's
+                remap = s.annotations["block_remap"]
+                hw = ", ".join(self.var(v) for v in remap.hw_vars)
+                self.emit(f"# launch order (T.use_swizzle), hardware indices ({hw}):", ind + 1)
+                for v, e in remap.bindings(s.block_vars):
+                    if e is not v:
+                        self.emit(f"#   {self.var(v)} = {self.expr(e)}", ind + 1)
             if s.annotations.get("min_blocks_per_sm"):
                 self.emit(f"T.annotate_min_blocks_per_sm({s.annotations['min_blocks_per_sm']!r})", ind + 1)
             self.body(s.body, ind + 1)

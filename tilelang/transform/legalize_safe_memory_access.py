@@ -124,8 +124,35 @@ class _Legalize(Mutator):
             for v in list(n.block_vars) + list(n.thread_vars):
                 self.ranges.pop(id(v), None)
 
+    # conditions the ranges prove --------------------------------------------------
+    def proven(self, c):
+        """Whether the integer comparison `c` holds over the variables' ranges (the
+        bounds checks `T.copy` puts on every tile, e.g. `by * 128 + i < 1024` for
+        0 <= by < 8, 0 <= i < 128)."""
+        if not (isinstance(c, E.BinOp) and c.op in ("<", "<=", ">", ">=")):
+            return False
+        if not all(isinstance(x, E.PrimExpr) and x.dtype.is_int for x in (c.a, c.b)):
+            return False
+        a, b = bound(c.a, self.ranges), bound(c.b, self.ranges)
+        if a is None or b is None:
+            return False
+        return {"<": a[1] < b[0], "<=": a[1] <= b[0], ">": a[0] > b[1], ">=": a[0] >= b[1]}[c.op]
+
+    def prune(self, cond):
+        """`cond` without its proven conjuncts; None when all of them are proven."""
+        terms = E.conjuncts(cond)
+        keep = [c for c in terms if not self.proven(c)]
+        if len(keep) == len(terms):
+            return cond
+        out = None
+        for c in keep:
+            out = c if out is None else E.binop("&&", out, c)
+        return out
+
     def visit_IfThenElse(self, n):
-        cond = self.visit(n.cond)
+        cond = self.prune(self.visit(n.cond))
+        if cond is None:
+            return self.visit(n.then_body)
         then = self.with_facts(cond, lambda: self.visit(n.then_body))
         other = self.visit(n.else_body) if n.else_body is not None else None
         if cond is n.cond and then is n.then_body and other is n.else_body:
@@ -135,7 +162,9 @@ class _Legalize(Mutator):
         return out
 
     def visit_Select(self, n):
-        cond = self.visit(n.cond)
+        cond = self.prune(self.visit(n.cond))
+        if cond is None:
+            return self.visit(n.t)
         t = self.with_facts(cond, lambda: self.visit(n.t))
         f = self.visit(n.f)
         if cond is n.cond and t is n.t and f is n.f:

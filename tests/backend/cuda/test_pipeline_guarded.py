@@ -56,12 +56,28 @@ def test_condition_on_shared_memory_is_not_hoisted(tmp_path, monkeypatch):
 
 @needs_nvrtc
 def test_issue_and_compute_are_predicated_and_groups_commit_unconditionally():
-    src = tilelang.compile(blocksparse(256, 256, 256, stages=3), target="cuda -arch=sm_90a").get_kernel_source()
+    # sm_80: the cp.async ring (sm_90a: the TMA ring, below)
+    src = tilelang.compile(blocksparse(256, 256, 256, stages=3), target="cuda -arch=sm_80").get_kernel_source()
     loop = src[src.index("for (int k"):]
     issue = loop[:loop.index("tl::cp_async_commit();")]
     assert "if (Mask[" in issue and "_next)]) {" in issue   # copies of iteration k + 2 under its own mask
     rest = loop[loop.index("tl::cp_async_commit();"):]
     assert rest.index("if (Mask[") < rest.index("tl::gemm_ss<")   # the gemm under the mask of k
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("threads", [128, 256])
+def test_tma_ring_skipped_rounds_still_turn_the_phase(threads):
+    src = tilelang.compile(blocksparse(256, 256, 256, stages=3, threads=threads),
+                           target="cuda -arch=sm_90a").get_kernel_source()
+    assert "cp_async" not in src and "tl::tma_load_2d(" in src
+    loop = src[src.index("for (int k"):]
+    # the refill of iteration k + 3: an empty round (a plain arrival) where its mask is off
+    refill = loop[loop.index("tl::slot_release_last("):]
+    assert refill.index("if (!(Mask[") < refill.index("tl::mbar_arrive(&tl_full[") < \
+        refill.index("} else {") < refill.index("tl::mbar_arrive_expect_tx(") < refill.index("tl::tma_load_2d(")
+    # every iteration waits for its slot; the gemm runs under the mask of k
+    assert loop.index("tl::mbar_wait(") < loop.index("if (Mask[") < loop.index("tl::wgmma_gemm_ss<")
 
 
 def _run(M, N, K, bK, stages, threads, density, seed):

@@ -12,6 +12,7 @@ from tilelang.ir.errors import LoweringError
 from tilelang.ir.extern import is_import_source
 from tilelang.transform.legalize_safe_memory_access import over_indexed_fragments
 from tilelang.ir.mbarrier import BULK_COPY_CLUSTER, SYNC_GRID, every_thread_call
+from tilelang.transform.rasterize_blocks import BLOCK_REMAP
 from tilelang.ir.tensor_core_calls import TENSOR_CORE_CALLS
 from tilelang.backend.c.launch import LaunchABI, c_entry_unpack
 from tilelang.backend.cpu.expr import CpuExprPrinter, cpu_names, ctype
@@ -334,8 +335,12 @@ class CodegenCPU:
         self.emit("for (int64_t tl_by = 0; tl_by < tl_gy; ++tl_by)")
         self.emit("for (int64_t tl_bx = 0; tl_bx < tl_gx; ++tl_bx) {")
         self.ind += 1
-        for v, src in zip(bv, ("tl_bx", "tl_by", "tl_bz")):
+        remap = k.annotations.get(BLOCK_REMAP)   # T.use_swizzle: the block indices from the launch order
+        for v, src in zip(remap.hw_vars if remap else bv, ("tl_bx", "tl_by", "tl_bz")):
             self.emit(f"const {ctype(v.dtype)} {self.vname(v)} = ({ctype(v.dtype)}){src};")
+        for v, e in (remap.bindings(bv) if remap else ()):
+            if e is not v:
+                self.emit(f"const {ctype(v.dtype)} {self.vname(v)} = {self.expr(e)};")
         prev = self.cur_block_vars
         self.cur_block_vars = bv
         for line in thread_loops:

@@ -18,6 +18,7 @@ from tilelang.ir.buffer import Buffer, is_packed
 from tilelang.ir.dtypes import DataType
 from tilelang.arith.simplify import simplify
 from tilelang.ir.visitor import collect_vars
+from tilelang.transform.rasterize_blocks import BLOCK_REMAP
 from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
 from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic_helper
 from tilelang.backend.cuda.ops.mma import simt_gemm
@@ -119,7 +120,10 @@ class KernelCodegen:
             return self.expr(p.layout.offset_expr(*[simplify(i) for i in indices]))
         if p is not None and p.swizzle:
             rows = E.const_int_value(buf.shape[0])
-            return f"tl::sw128<{rows}>({self.expr(simplify(indices[0]))}, {self.expr(simplify(indices[1]))})"
+            row = self.expr(simplify(indices[0]))
+            if p.row_slabs > 1:   # a wgmma A tile whose warpgroups compute several slabs
+                row = f"tl::slab_row<{p.row_slabs}>({row})"
+            return f"tl::sw{p.swizzle}<{rows}>({row}, {self.expr(simplify(indices[1]))})"
         terms = []
         for i, s in zip(indices, self.strides(buf)):
             sv = E.const_int_value(s)
@@ -199,8 +203,12 @@ class KernelCodegen:
                "const int tl_tid = threadIdx.x;")
         if self.plan.red_phase_bytes:
             self.w("int tl_rphase = 0;   // shared scratch phase of register-tile reductions")
-        for v, ax in zip(L.block_vars, "xyz"):
+        remap = L.annotations.get(BLOCK_REMAP)   # T.use_swizzle: block indices bound once, here
+        for v, ax in zip(remap.hw_vars if remap else L.block_vars, "xyz"):
             self.w(f"const int {self.bind(v)} = blockIdx.{ax};")
+        for v, e in (remap.bindings(L.block_vars) if remap else ()):
+            if e is not v:
+                self.w(f"const int {self.bind(v)} = {self.expr(e)};")
         for v, ax in zip(L.thread_vars, "xyz"):
             self.w(f"const int {self.bind(v)} = threadIdx.{ax};")
         for b in self._smem_buffers():
@@ -639,6 +647,9 @@ class KernelCodegen:
             return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {tb}, {t}>({a}, {b}, {acc}, tl_tid);"
         fn = "wgmma_ss_issue" if issue_only else "wgmma_gemm_ss"
         wgn = f", {cfg.WN}" if cfg.WN > 1 else ""   # warpgroups along N
+        if (cfg.swizzle_a, cfg.swizzle_b, cfg.slabs) != (128, 128, 1):   # a 32- or 16-wide K-major operand,
+            wgn = f", {cfg.WN}, {cfg.swizzle_a}, {cfg.swizzle_b}"           # several slabs per warpgroup
+            wgn += f", {cfg.slabs}" if cfg.slabs > 1 else ""
         return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {ta}, {tb}, {t}{wgn}>({a}, {b}, {acc}, tl_tid);"
 
     def _gemm_call(self, op, cfg, call):
@@ -908,13 +919,15 @@ class KernelCodegen:
         """A T.Pipelined loop whose tile copies run as cp.async into per-stage slots
         (plan/pipeline.py has the schedule and the conditions)."""
         ns = info.stages
-        if info.guard is not None:   # `if cond:` body: the plain cp.async ring, predicated per iteration
-            return self._pipelined_cp_async(st, info)
         # the copies' form (plan/copy_forms.py): all on the TMA ring, or all cp.async
         ring = all(getattr(copy_form(c), "kind", None) == "tma_ring" for c in info.copies)
         tmas = tma_copies(self, info) if ring else None
         if ring and tmas is None:
             raise AssertionError("CUDA codegen: copies planned for the TMA ring do not match it")
+        if info.guard is not None:   # `if cond:` body: the ring, predicated per iteration
+            if tmas is not None:
+                return emit_pipelined_tma_body(self, st, info, tmas, ring_mode(self, info))
+            return self._pipelined_cp_async(st, info)
         if self._overlapped_wgmma(info):
             if tmas is not None:
                 return emit_pipelined_tma(self, st, info, tmas)

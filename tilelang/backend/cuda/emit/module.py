@@ -111,7 +111,7 @@ def generate(func, target, options=None):
 
 def tensor_map_spec(t, bufs, env):
     """What the launcher needs to encode the tensor map of TmaCopy `t` (tma.py): the
-    source's extents and byte strides, innermost first, and the box (64 columns, the
+    source's extents and byte strides, innermost first, and the box (64 columns (t.width), the
     tile's rows along its row dimension, 1 elsewhere). Other maps describe themselves."""
     if hasattr(t, "spec"):   # tma_reduce.TmaReduce
         return t.spec(bufs, env)
@@ -121,7 +121,10 @@ def tensor_map_spec(t, bufs, env):
     for d in range(n - 1, 0, -1):
         acc *= E.const_int_value(shape[d])
         strides.append(acc)
-    box = [t.rows if d == t.row_dim else 1 for d in range(n)]
-    box[n - 1] = 64
-    return {"buffer": bufs.index(t.src), "dims": [py_expr(E.convert(shape[d]), env) for d in range(n - 1, -1, -1)],
+    box = [t.box_rows if d == t.row_dim else 1 for d in range(n)]
+    box[n - 1] = t.width
+    spec = {"buffer": bufs.index(t.src), "dims": [py_expr(E.convert(shape[d]), env) for d in range(n - 1, -1, -1)],
             "strides": strides, "box": box[::-1], "elem_bytes": es}
+    if t.width != 64:   # 64B / 32B swizzle (the launcher's default is 128B)
+        spec["swizzle"] = t.swizzle_code
+    return spec

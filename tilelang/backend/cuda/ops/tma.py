@@ -4,8 +4,9 @@ A copy `S[i, j] = A[r0 + i, c0 + j]` (optionally `if_then_else(bounds, A[...], 0
 of a whole 2-D shared tile in the `tl::sw128` layout from a contiguous 16-bit global
 kernel parameter whose strides are compile-time multiples of 16 bytes becomes
 `C / 64` bulk tensor copies of R x 64 boxes, issued by one thread,
-completing on an mbarrier (`include/tl_cuda/tma.h`). The host encodes one tensor
-map (`CU_TENSOR_MAP_SWIZZLE_128B`, whose shared layout is exactly sw128's) per copy
+completing on an mbarrier (`include/tl_cuda/tma.h`); a tile in `tl::sw64` / `sw32` (a
+32- or 16-wide K tile of wgmma) takes boxes 32 / 16 columns wide. The host encodes one tensor
+map (`CU_TENSOR_MAP_SWIZZLE_128B` (64B, 32B), whose shared layout is exactly sw128's) per copy
 in the launcher (runtime.py) and passes it as a `const __grid_constant__`
 parameter. Boxes that run past the tensor's edge are zero-filled by the hardware,
 which is what the bound-check selects that T.copy adds would give; any other
@@ -38,6 +39,29 @@ class TmaCopy:
     nbytes: int          # bytes one issue of this copy delivers
     row_dim: int = 0     # the source dimension of the tile's rows (columns: the last)
     fixed: dict = None   # source dimension -> its index, for the dimensions besides those two
+    width: int = 64      # columns of one box: the tile's swizzle strip (sw128: 64, sw64: 32, sw32: 16)
+    row_slabs: int = 1   # the tile's rows are stored in tl::slab_row<row_slabs> order: boxes of 16 rows
+
+    @property
+    def box_rows(self):
+        return self.rows if self.row_slabs == 1 else 16
+
+    def stored_row(self, r):
+        """tl::slab_row<row_slabs>(r): where row r of the tile is stored (16-row runs stay together)."""
+        s = self.row_slabs
+        t = r >> 4
+        w, sl = t // s, t % s
+        return ((w >> 2) * s + sl) * 64 + (w & 3) * 16 + (r & 15)
+
+    def boxes(self):
+        """(first tile row, stored row, first column) of every box of one issue."""
+        return [(r, self.stored_row(r), c) for c in range(0, self.cols, self.width)
+                for r in range(0, self.rows, self.box_rows)]
+
+    @property
+    def swizzle_code(self):
+        """CUtensorMapSwizzle of the box: 128B (3), 64B (2), 32B (1)."""
+        return {64: 3, 32: 2, 16: 1}[self.width]
 
     def coords(self, row0, col0):
         """Every source dimension's index for a box at (row0, col0), innermost first
@@ -82,7 +106,8 @@ def match_tma(st, plan, param_ids):
     if None in inner or any(x <= 0 for x in inner) or (inner[-1] * src.dtype.itemsize) % 16:
         return None
     R, C = (E.const_int_value(d) for d in dst.shape)
-    if R is None or C is None or R > 256 or R % 8 or C % 64:
+    width = pd.swizzle // dst.dtype.itemsize   # one box per swizzle strip
+    if R is None or C is None or R > 256 or R % 8 or C % width or R % (16 * pd.row_slabs):
         return None
     if [E.const_int_value(e) for e in exts] != [R, C] or not all(E.const_int_value(x) == 0 for x in mins):
         return None
@@ -122,7 +147,8 @@ def match_tma(st, plan, param_ids):
         for atom in E.conjuncts(sel):
             if not any(_is_bound(atom, load.indices[d], src.shape[d]) for d in range(n)):
                 return None
-    return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize, row_dim, fixed or None)
+    return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize, row_dim, fixed or None, width,
+                   pd.row_slabs)
 
 
 @dataclass
@@ -178,6 +204,8 @@ def plan_multicast(launch, loop, tmas, enabled):
     (benchmarks/results/2026-11-29_h200_gemm_multicast_pairs.json)."""
     if not enabled or launch.annotations.get("cluster_dims") is not None:
         return None
+    if launch.annotations.get("block_remap") is not None:   # T.use_swizzle: cluster neighbours
+        return None                                          # need not share a block row or column
     if not _top_level(launch.body, loop):
         return None
     from tilelang.backend.cuda.analysis.launch_config import called
@@ -197,7 +225,7 @@ def plan_multicast(launch, loop, tmas, enabled):
             continue
         shared, halves = [], {}
         for t in tmas:
-            if t.fixed:   # the multicast halves are written for 2-D sources
+            if t.fixed or t.width != 64 or t.row_slabs > 1:   # the halves are written for 2-D sw128 tiles
                 continue
             vs = collect_vars(t.row0) + collect_vars(t.col0)
             if _has_load(t.row0) or _has_load(t.col0) or any(id(v) in inner or v is bv for v in vs):

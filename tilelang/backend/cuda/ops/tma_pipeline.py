@@ -120,7 +120,10 @@ def emit_pipelined_tma_body(cg, st, info, tmas, mode="free"):
     done once it ends), and every warp releases the slot on its counter; the warp
     completing the round refills it with iteration k + s. With a register-only body
     there is no block barrier in the loop, so the warpgroups are free to drift apart;
-    mode "barrier" puts one at the top of each iteration."""
+    mode "barrier" puts one at the top of each iteration. A body under `if cond:`
+    (info.guard, block-sparse GEMM) loads and runs iteration j only where cond(j); a
+    round it skips still turns its slot's phase (the producer arrives without bytes),
+    so the waits and releases count alike."""
     ns = info.stages
     nwarps = cg.plan.nthreads // 32
     lo = cg.expr(st.min)
@@ -132,11 +135,11 @@ def emit_pipelined_tma_body(cg, st, info, tmas, mode="free"):
     ahead = cg.options.tma_l2_prefetch
 
     def issue(kexpr, slot):
-        issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot)
+        issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, guard=info.guard)
         if ahead:   # the tiles of iteration kexpr + ahead into L2 (TILELANG_CUDA_TMA_L2_PREFETCH)
             prefetch_l2(cg, st, tmas, maps, f"{kexpr} + {ahead}", hi)
     preload(cg, ns, lo, hi, issue)
-    pp = pingpong(cg, info)
+    pp = pingpong(cg, info) if info.guard is None else None
     if pp is not None:
         first, bar = pp
         wg = cg.names.fresh("tl_wg")
@@ -145,6 +148,9 @@ def emit_pipelined_tma_body(cg, st, info, tmas, mode="free"):
     k, stage, phase = open_ring_loop(cg, st, lo, hi, full)
     if mode == "barrier":
         cg.sync()   # the previous iteration's shared and global writes (plan/sync.py counts on it)
+    if info.guard is not None:
+        cg.w(f"if ({cg.expr(info.guard)}) {{")
+        cg.indent += 1
     with cg.slot_pointers(info, stage):
         for s in info.rest:
             if pp is not None and s is first:
@@ -153,6 +159,9 @@ def emit_pipelined_tma_body(cg, st, info, tmas, mode="free"):
             if pp is not None and s is first:
                 # the other's turn; warpgroup 1 skips its last one (warpgroup 0 got an extra at the start)
                 cg.w(f"if ({wg} == 0 || {k} + 1 < {hi}) tl::named_barrier_arrive({bar} + 1 - {wg}, 256);")
+    if info.guard is not None:
+        cg.indent -= 1
+        cg.w("}")
     release_and_refill(cg, released, stage, nwarps, f"{k} + {ns}", hi, issue)
     close_ring_loop(cg, ns, stage, phase)
     # every copy was consumed; the barriers may be initialized again (an outer loop)
@@ -272,14 +281,23 @@ def invalidate_ring(cg, ns, ring):
     cg.w(f"if (tl_tid == 0) {{ for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_inval(&{ring.full}[tl_s]);{inval} }} }}")
 
 
-def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=None):
+def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=None, guard=None):
     """One thread: the bulk copies of iteration `kexpr` of loop `st` into ring slot
     `slot` (C expressions), announced on full[slot]; `multicast` = (Multicast, the
-    half maps, the block's rank in the pair) sends this block's halves to both."""
-    cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
+    half maps, the block's rank in the pair) sends this block's halves to both.
+    `guard`: the copies only where it holds for that iteration; elsewhere a plain
+    arrival completes the slot's phase."""
+    if guard is None:
+        cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
     kn = cg.names.fresh("tl_kt")
     cg.w(f"const int {kn} = {kexpr};")
     with cg.names.bound(st.var, kn):
+        if guard is not None:   # the bytes are announced only where the copies go
+            cg.w(f"if (!({cg.expr(guard)})) {{")
+            cg.w(f"  tl::mbar_arrive(&{full}[{slot}]);   // a skipped iteration: an empty round")
+            cg.w("} else {")
+            cg.indent += 1
+            cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
         for t, m in zip(tmas, maps):
             el = cg.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
             dst = f"{cg.buf_name(t.dst)} + ({slot}) * {el}"
@@ -290,6 +308,9 @@ def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=N
                                     f"&{full}[{slot}]", rank)
             else:
                 tma_loads(cg, t, m, dst, f"&{full}[{slot}]")
+        if guard is not None:
+            cg.indent -= 1
+            cg.w("}")
 
 
 def prefetch_l2(cg, st, tmas, maps, kexpr, hi):
@@ -302,8 +323,8 @@ def prefetch_l2(cg, st, tmas, maps, kexpr, hi):
     cg.w(f"const int {kn} = {kexpr};")
     with cg.names.bound(st.var, kn):
         for t, m in zip(tmas, maps):
-            for strip in range(t.cols // 64):
-                coords = t.coords(t.row0, t.col0 + strip * 64)
+            for r, _, c in t.boxes():
+                coords = t.coords(t.row0 + r, t.col0 + c)
                 cg.w(f"tl::tma_prefetch_l2(&{m}, {', '.join(cg.expr(simplify(c)) for c in coords)});")
     cg.indent -= 1
     cg.w("}")
@@ -329,8 +350,8 @@ def tensor_map(cg, t, share=False):
     """The kernel parameter holding the tensor map of TmaCopy `t`; with `share`, one
     already made for the same tensor and box (the slots of a T.tma_copy ring)."""
     if share:
-        same = [n for n, u in enumerate(cg.tmaps) if u.src is t.src and u.rows == t.rows and u.row_dim == t.row_dim and
-                getattr(u, "shared_map", False)]
+        same = [n for n, u in enumerate(cg.tmaps) if u.src is t.src and u.box_rows == t.box_rows and
+                u.row_dim == t.row_dim and u.width == t.width and getattr(u, "shared_map", False)]
         if same:
             return f"tl_tmap_{same[0]}"
         t.shared_map = True
@@ -340,11 +361,13 @@ def tensor_map(cg, t, share=False):
 
 
 def tma_loads(cg, t, tmap, dst, bar):
-    """The bulk copies of TmaCopy `t` into the tile at `dst`: one per 64-column strip."""
-    for strip in range(t.cols // 64):
-        coords = t.coords(t.row0, t.col0 + strip * 64)
-        cs = ", ".join(cg.expr(simplify(c)) for c in coords)
-        cg.w(f"tl::tma_load_{len(coords)}d({dst} + {strip * t.rows * 64}, &{tmap}, {bar}, {cs});")
+    """The bulk copies of TmaCopy `t` into the tile at `dst`: one per swizzle strip (64
+    columns), and per 16-row run of a tile stored in slab_row order."""
+    for r, p, c in t.boxes():
+        coords = t.coords(t.row0 + r, t.col0 + c)
+        cs = ", ".join(cg.expr(simplify(x)) for x in coords)
+        off = (c // t.width) * t.rows * t.width + p * t.width
+        cg.w(f"tl::tma_load_{len(coords)}d({dst} + {off}, &{tmap}, {bar}, {cs});")
 
 
 def tma_loads_multicast(cg, t, tmap, how, dst, bar, rank):

@@ -2,7 +2,8 @@
 
 Chosen when A and B are whole 2-D fp16/bf16 tiles (A may also be a fragment that
 lives in registers in the accumulator layout), the last dimension of every shared
-operand is a multiple of 64 (one 128-byte swizzle atom) and the block tile has one
+operand is a multiple of 64 (one 128-byte swizzle atom; of 32 or 16 for an operand read
+K-major, which then takes the 64- or 32-byte swizzle: a 32-wide K tile) and the block tile has one
 64-row slab per warpgroup, or fewer slabs whose warpgroups then split N (the
 accumulator's warp grid is then warpgroup-major: `AccLayout.wg_cols`). The shared operands then get the `tl::sw128` layout
 (64-column strips, 16-byte chunks XOR-swizzled by row), which is what the wgmma
@@ -27,6 +28,9 @@ class WgmmaConfig(MmaConfig):
     trans_A: bool = False
     trans_B: bool = False
     a_regs: bool = False      # A read from a register fragment (wgmma RS)
+    swizzle_a: int = 128      # the shared operands' swizzle in bytes (swizzle_bytes)
+    swizzle_b: int = 128
+    slabs: int = 1            # 64-row slabs per warpgroup (A's rows stored in slab_row order)
 
     kind = "wgmma"
 
@@ -45,12 +49,23 @@ class WgmmaConfig(MmaConfig):
         return f"tl::MmaAccLayout<{self.M}, {self.N}, {self.WM}, {self.WN}{', true' if self.wg_cols else ''}>"
 
 
-def swizzle_ok(buf):
-    """The buffer can take the sw128 layout: 2-D, 16-bit, rows % 8, cols % 64."""
+def swizzle_bytes(buf):
+    """The widest swizzle a 2-D 16-bit shared tile with rows % 8 takes: 128 (sw128) when
+    its rows are a multiple of 64 elements, 64 (sw64) for 32, 32 (sw32) for 16; else 0.
+    A buffer's swizzle is a function of its shape alone, so every gemm reading it agrees."""
     if buf.ndim != 2 or buf.dtype.bits != 16:
-        return False
+        return 0
     r, c = (E.const_int_value(d) for d in buf.shape)
-    return r is not None and c is not None and r % 8 == 0 and c % 64 == 0
+    if r is None or c is None or r % 8:
+        return 0
+    return next((sw for sw in (128, 64, 32) if c % (sw // 2) == 0), 0)
+
+
+def swizzle_ok(buf, k_major=False):
+    """The buffer can be a wgmma operand: sw128 (2-D, 16-bit, rows % 8, cols % 64), or,
+    read K-major (its rows run along K), also sw64 / sw32 (cols % 32 / % 16)."""
+    sw = swizzle_bytes(buf)
+    return sw == 128 or (k_major and sw > 0)
 
 
 def _whole(region):
@@ -70,30 +85,40 @@ def wgmma_config(op, arch, nthreads):
     if da is not db or da.name not in _PTX_TYPE or dc.name != "float32":
         return None
     nwg = nthreads // 128
+    a_regs = op.A.buffer.scope == "local.fragment"
     # warpgroups stack along M (one 64-row slab each); a block tile of fewer rows than
     # that splits N among the warpgroups of each slab instead (MLA decode: 64 rows, 2
-    # warpgroups of m64 x N/2)
-    if M % 64 or M > 64 * nwg or nwg % (M // 64) or N % (nwg // (M // 64)):
+    # warpgroups of m64 x N/2); one of more rows gives each warpgroup several slabs
+    # (128 rows, 128 threads: the block-sparse GEMM example), A then read K-major from
+    # shared memory with its rows in slab_row order
+    slabs = M // (64 * nwg) if M % (64 * nwg) == 0 and M > 64 * nwg else 1
+    if slabs > 1 and (a_regs or op.trans_A):
         return None
-    wgn = nwg // (M // 64)
+    if slabs == 1 and (M % 64 or M > 64 * nwg or nwg % (M // 64) or N % (nwg // (M // 64))):
+        return None
+    wgn = nwg // (M // 64) if slabs == 1 else 1
     NW = N // wgn
     if NW % 8 or NW > 256 or K % 16:
         return None
-    a_regs = op.A.buffer.scope == "local.fragment"
     if a_regs and op.trans_A:
         return None
+    # K-major shared operands (A not transposed, B transposed) may be 32 or 16 wide (sw64 /
+    # sw32); the register form keeps B at sw128
+    k_major = {id(op.A): not op.trans_A, id(op.B): bool(op.trans_B) and not a_regs}
     for r in (op.B,) if a_regs else (op.A, op.B):
         if r.buffer.scope not in ("shared", "shared.dyn", "local.fragment") or not _whole(r) or \
-                not swizzle_ok(r.buffer) or getattr(r.buffer, "alias_of", None) is not None:
+                not swizzle_ok(r.buffer, k_major[id(r)]) or getattr(r.buffer, "alias_of", None) is not None:
             return None
     if a_regs and (not _whole(op.A) or op.A.buffer.ndim != 2):
         return None
-    if not op.trans_B and NW % 64 or op.trans_B and K % 64:
+    if not op.trans_B and NW % 64 or op.trans_B and K % 16:
         return None
-    if op.trans_A and M % 64 or not op.trans_A and not a_regs and K % 64:
+    if op.trans_A and M % 64 or not op.trans_A and K % 16:
         return None
-    return WgmmaConfig(M, N, K, 4 * (M // 64), wgn, dtype=da.name, trans_A=bool(op.trans_A),
-                       trans_B=bool(op.trans_B), a_regs=a_regs)
+    return WgmmaConfig(M, N, K, 4 * (M // 64 // slabs), wgn, dtype=da.name, trans_A=bool(op.trans_A),
+                       trans_B=bool(op.trans_B), a_regs=a_regs,
+                       swizzle_a=128 if a_regs else swizzle_bytes(op.A.buffer), swizzle_b=swizzle_bytes(op.B.buffer),
+                       slabs=slabs)
 
 
 def _operands(n, first=0):

@@ -177,8 +177,8 @@ class _Chooser:
         from tilelang.backend.cuda.plan.overlap import plan_overlap
         k = self.k
         tmas = None if any(_no_tma(c, ring=True) for c in info.copies) else tma_copies(k, info)
-        if info.guard is not None:   # a body under `if cond:` runs on the predicated cp.async ring
-            use_tma = False
+        if info.guard is not None:   # a body under `if cond:`: the TMA ring with empty rounds, or cp.async
+            use_tma = tmas is not None and ring_mode(k, info) is not None
         elif overlapped_wgmma(k, info):
             use_tma = tmas is not None
         elif arch_number(k.target.arch) >= 90 and plan_overlap(k, info) is not None:

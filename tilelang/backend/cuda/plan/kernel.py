@@ -5,7 +5,9 @@ that layout/fragment.py leaves without a register layout. `local`/`var` buffers 
 `T.reshape`) are pointers to their base buffer's storage. Shared rows that feed
 ldmatrix are padded by 16 bytes so that the 8 row addresses of one ldmatrix hit
 distinct banks; shared operands of wgmma take the 128-byte swizzle (`tl::sw128`,
-1024-byte aligned) instead. Shared buffers filled by a pipelined loop's async
+1024-byte aligned) instead, or the 64- / 32-byte one for a K-major operand 32 / 16
+columns wide (ops/wgmma.py swizzle_bytes), with the rows of an A tile in `tl::slab_row`
+order when one warpgroup computes several 64-row slabs. Shared buffers filled by a pipelined loop's async
 copies get one slot per stage (plan/pipeline.py).
 
 Register fragments: gemm accumulators, what their T.Parallel loops, copies and
@@ -25,7 +27,7 @@ from tilelang.ir.errors import located
 from tilelang.ir.visitor import walk
 from tilelang.backend.cuda.analysis.facts import thread_dependent_vars
 from tilelang.backend.cuda.ops.mma import mma_config
-from tilelang.backend.cuda.ops.wgmma import wgmma_config, swizzle_ok
+from tilelang.backend.cuda.ops.wgmma import wgmma_config, swizzle_ok, swizzle_bytes
 from tilelang.backend.cuda.plan.pipeline import find_pipelines
 from tilelang.backend.cuda.layout.fragment import AccLayout, infer as infer_fragment_layouts, format_report
 from tilelang.backend.cuda.layout.shared import annotated_shared_layout
@@ -44,11 +46,12 @@ class Placement:
     offset: int = 0           # byte offset into dynamic shared memory (smem)
     acc: object = None        # AccLayout (acc) | RowLayout (row): layout/fragment.py;
                               # ThreadTile | TileRows | TileCols | Scalar (tile): layout/tile.py
-    swizzle: bool = False     # smem in the tl::sw128 layout (wgmma operand)
+    swizzle: int = 0          # smem in the tl::sw128 / sw64 / sw32 layout (wgmma operand): its bytes
     layout: object = None     # smem: a user's Layout every access goes through (layout/shared.py;
                               # `strides` then only encode its vector runs)
     annotated: str = ""       # what became of the buffer's T.annotate_layout (plan report)
     stages: int = 1           # slots of a pipelined buffer (smem)
+    row_slabs: int = 1        # swizzled rows stored in tl::slab_row<row_slabs> order (WgmmaConfig.slabs)
     stage_bytes: int = 0      # bytes between slots
 
 
@@ -171,6 +174,8 @@ def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None
     kept, gave_way = _kept_annotations(decls, annotated, gemms, plan, swizzled)
     padded.difference_update(kept)
     gave_way.update(_check_fragment_annotations(decls, frag, plan))
+    slab_rows = {id(g.A.buffer): plan.gemms[id(g)].slabs for g in gemms
+                 if getattr(plan.gemms[id(g)], "slabs", 1) > 1}
     smem = []
     for buf in decls:
         if id(buf) in plan.placements:
@@ -202,11 +207,12 @@ def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None
             plan.placements[id(buf)] = Placement("local", _row_major(_const_shape(buf))[0])
         else:  # shared, shared.dyn, fragments (first stage: in shared memory)
             shape = _const_shape(buf)
-            sw = id(buf) in swizzled
+            sw = swizzle_bytes(buf) if id(buf) in swizzled else 0
             strides, n = _row_major(shape, 16 // buf.dtype.itemsize if id(buf) in padded and not sw else 0)
             note = gave_way.get(id(buf)) or (annotated[id(buf)].describe() if sw and id(buf) in annotated else "")
             plan.placements[id(buf)] = Placement("smem", strides, 0, swizzle=sw, annotated=note,
-                                                 stage_bytes=n * buf.dtype.itemsize)
+                                                 stage_bytes=n * buf.dtype.itemsize,
+                                                 row_slabs=slab_rows.get(id(buf), 1) if sw else 1)
             smem.append(buf)
     # Every shared buffer gets its own storage unless that does not fit: then buffers
     # whose lifetimes do not overlap share storage (at the price of a barrier where it
@@ -596,6 +602,13 @@ def _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_
             # warpgroups split N: each would need all of A's rows and columns)
             cfg = None if g.trans_A or not swizzle_ok(g.A.buffer) or cfg.K % 64 else \
                 dataclasses.replace(cfg, a_regs=False)
+        if cfg is not None and cfg.slabs > 1 and (
+                sum(id(g.A.buffer) in (id(h.A.buffer), id(h.B.buffer)) for h in gemms) > 1 or
+                any(h.A.buffer.scope == "local.fragment" for h in gemms)):
+            # A's rows are stored in this gemm's slab order: no other gemm may read it; and
+            # not in attention-like chains (a register A next to it), where mma.sync kept
+            # fewer registers live (FlashAttention d128, 128 rows, 128 threads: 6 spills, 42 with slabs)
+            cfg = None
         if cfg is not None:
             for_wgmma.add(id(g.B.buffer))
             if not cfg.a_regs:

@@ -16,7 +16,8 @@ from tilelang.ir.printer import expr_str
 def _placement(p):
     if p.kind == "smem":
         extra = (f", {p.stages} stages of {p.stage_bytes} B" if p.stages > 1 else f", {p.stage_bytes} B") + \
-            (", sw128" if p.swizzle else "") + (f", {p.annotated}" if p.annotated else "")
+            (f", sw{p.swizzle}" if p.swizzle else "") + (f", rows in slab_row<{p.row_slabs}> order" if p.row_slabs > 1 else "") + \
+            (f", {p.annotated}" if p.annotated else "")
         return f"shared @ {p.offset}{extra}"
     if p.kind in ("tile", "acc", "row"):
         lay = p.acc.layout() if hasattr(p.acc, "layout") else type(p.acc).__name__
@@ -29,7 +30,8 @@ def _gemm(cfg):
         return "SIMT loop (no tensor-core form fits)"
     kind = getattr(cfg, "kind", "mma")
     if kind == "wgmma":
-        grid = f", warpgroups {cfg.WM // 4} x {cfg.WN}" if cfg.WN > 1 else ""
+        grid = f", warpgroups {cfg.WM // 4} x {cfg.WN}" if cfg.WN > 1 else \
+            f", {cfg.slabs} slabs per warpgroup" if getattr(cfg, "slabs", 1) > 1 else ""
         return f"wgmma m64n{cfg.inst_n}k16{grid}, A from {'registers' if cfg.a_regs else 'shared'}"
     form = "m16n8k32" if getattr(cfg, "k32", False) else "m16n8k8 .tf32" if getattr(cfg, "tf32", False) else \
         "m16n8k16"

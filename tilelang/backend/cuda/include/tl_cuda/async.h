@@ -74,5 +74,24 @@ TL_DEVICE void fence_proxy_async() {
 template <int R> TL_DEVICE int sw128(int r, int c) {
   return (c >> 6) * (R * 64) + r * 64 + ((((c >> 3) ^ r) & 7) << 3) + (c & 7);
 }
+// The narrower swizzles, for tiles whose rows are 32 or 16 elements wide (a 32-wide K
+// tile): 32- (16-) column strips of R x 64 (32) bytes; the 16-byte chunk index is XORed
+// with (row / 2) % 4 (sw64) or (row / 4) % 2 (sw32). The layouts of wgmma's 64B / 32B
+// swizzle descriptors and of CU_TENSOR_MAP_SWIZZLE_64B / _32B.
+template <int R> TL_DEVICE int sw64(int r, int c) {
+  return (c >> 5) * (R * 32) + r * 32 + ((((c >> 3) ^ (r >> 1)) & 3) << 3) + (c & 7);
+}
+template <int R> TL_DEVICE int sw32(int r, int c) {
+  return (c >> 4) * (R * 16) + r * 16 + ((((c >> 3) ^ (r >> 2)) & 1) << 3) + (c & 7);
+}
+
+// The stored row of row r of a wgmma A tile whose warpgroups compute S 64-row slabs
+// each (wgmma_ss_issue's S): the accumulator gives warp w (of all the block's warps)
+// rows 16 (w S + s) .. + 15 in its s-th 16-row tile; the instruction for slab s of
+// warpgroup w / 4 reads its rows 16 (w % 4) .. + 15. S = 1: r itself.
+template <int S> TL_DEVICE int slab_row(int r) {
+  const int t = r >> 4, w = t / S, s = t % S;
+  return ((w >> 2) * S + s) * 64 + (w & 3) * 16 + (r & 15);
+}
 
 }  // namespace tl

@@ -1,6 +1,6 @@
 // Warpgroup MMA for sm_90a: wgmma.mma_async m64nNk16 (fp16/bf16 in, fp32 accumulate),
-// operands in shared memory through 128B-swizzle descriptors (layout of sw128 in
-// async.h), or A in registers. Warpgroup g (threads 128g .. 128g+127) owns rows
+// operands in shared memory through swizzle descriptors (128B: sw128 in async.h; a
+// K-major operand 32 or 16 columns wide: 64B / 32B, sw64 / sw32), or A in registers. Warpgroup g (threads 128g .. 128g+127) owns rows
 // 64g .. 64g+63 of the block tile; its N/2 accumulator registers per thread follow
 // MmaAccLayout<M, N, 4 * warpgroups, 1> (the mma.sync C pattern along N). The shared
 // form also splits N among WGN warpgroups per 64-row slab (wgmma_ss_issue).
@@ -14,13 +14,14 @@ namespace tl {
 template <int N, class T, int TA, int TB> struct WgmmaSS;   // run(float* d, uint64 da, uint64 db)
 template <int N, class T, int TB> struct WgmmaRS;           // run(float* d, const unsigned* a, uint64 db)
 
-// shared-memory matrix descriptor, 128-byte swizzle
-TL_DEVICE unsigned long long wgmma_desc(const void* p, int lbo_bytes, int sbo_bytes) {
+// shared-memory matrix descriptor; `sw`: the swizzle in bytes (128, 64 or 32), whose
+// layout-type field (bits 62-63) is 1, 2 or 3
+TL_DEVICE unsigned long long wgmma_desc(const void* p, int lbo_bytes, int sbo_bytes, int sw = 128) {
   const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
   unsigned long long d = (unsigned long long)((addr & 0x3FFFF) >> 4);
   d |= (unsigned long long)((lbo_bytes >> 4) & 0x3FFF) << 16;
   d |= (unsigned long long)((sbo_bytes >> 4) & 0x3FFF) << 32;
-  d |= 1ull << 62;
+  d |= (unsigned long long)(sw == 128 ? 1 : sw == 64 ? 2 : 3) << 62;
   return d;
 }
 
@@ -46,33 +47,46 @@ template <int R> TL_DEVICE void fence_regs(float* d) {
 // N, columns (g / (M / 64)) * N / WGN .. + N / WGN - 1 (acc: N / WGN / 2 registers,
 // MmaAccLayout<M, N, 4 M / 64, WGN, WGN > 1>).
 // issue only (one commit group); wgmma_wait<n>() + fence_regs complete it
-template <int M, int N, int K, bool TA, bool TB, class T, int WGN = 1>
+// SWA / SWB: the operands' swizzle in bytes. A K-major operand (A with TA=0, B with
+// TB=1) whose K is 32 or 16 wide takes the 64B / 32B swizzle (sw64 / sw32: strips of
+// SW / 2 columns, 8-row groups SW * 8 bytes apart); an MN-major one always has 128.
+// S > 1: each warpgroup computes S 64-row slabs (M = 64 S warpgroups, K-major A, WGN = 1),
+// one instruction per slab into registers s * N / 2 ..; A's rows are stored permuted
+// (slab_row in async.h) so that slab s gives warp w the rows MmaAccLayout<M, N, 4 wg, 1>
+// assigns to its s-th 16-row tile.
+template <int M, int N, int K, bool TA, bool TB, class T, int WGN = 1, int SWA = 128, int SWB = 128, int S = 1>
 TL_DEVICE void wgmma_ss_issue(const T* A, const T* B, float* acc, int tid = thread_linear()) {
-  constexpr int WGM = M / 64, NW = N / WGN;
+  constexpr int WGM = M / 64 / S, NW = N / WGN;
+  static_assert(S == 1 || (!TA && WGN == 1), "several slabs per warpgroup: K-major A, warpgroups along M");
+  constexpr int EA = SWA / 2, EB = SWB / 2;   // columns of one swizzle strip (16-bit elements)
   static_assert(M % 64 == 0 && N % WGN == 0 && (TB || NW % 64 == 0), "wgmma_ss tile shape");
+  static_assert((!TA || SWA == 128) && (TB || SWB == 128), "an MN-major wgmma operand takes the 128B swizzle");
   const int wg = tid >> 7;
   const int wm = WGN == 1 ? wg : wg % WGM, wn = WGN == 1 ? 0 : wg / WGM;
   // the descriptors of the warpgroup's first k step; later steps add their constant
   // offsets to the address field (14 bits of addr >> 4: shared memory < 256 KB never carries)
-  const unsigned long long da0 = wgmma_desc(TA ? A + wm * (K * 64) : A + wm * 64 * 64, TA ? K * 128 : 16, 1024);
-  const unsigned long long db0 = wgmma_desc(TB ? B + wn * NW * 64 : B + wn * (NW / 64) * (K * 64), TB ? 16 : K * 128, 1024);
-  fence_regs<NW / 2>(acc);
+  const unsigned long long da0 = wgmma_desc(TA ? A + wm * (K * 64) : A + wm * S * 64 * EA, TA ? K * 128 : 16, 8 * SWA, SWA);
+  const unsigned long long db0 = wgmma_desc(TB ? B + wn * NW * EB : B + wn * (NW / 64) * (K * 64), TB ? 16 : K * 128,
+                                            8 * SWB, SWB);
+  fence_regs<S * NW / 2>(acc);
   wgmma_fence();
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 16) {
-    const int oa = TA ? k0 * 64 : (k0 >> 6) * (M * 64) + (k0 & 63);   // elements past the first step
-    const int ob = TB ? (k0 >> 6) * (N * 64) + (k0 & 63) : k0 * 64;
-    WgmmaSS<NW, T, TA ? 1 : 0, TB ? 1 : 0>::run(acc, desc_advance(da0, oa * (int)sizeof(T)),
-                                                 desc_advance(db0, ob * (int)sizeof(T)));
+    const int oa = TA ? k0 * 64 : (k0 / EA) * (M * EA) + (k0 % EA);   // elements past the first step
+    const int ob = TB ? (k0 / EB) * (N * EB) + (k0 % EB) : k0 * 64;
+#pragma unroll
+    for (int s = 0; s < S; ++s)
+      WgmmaSS<NW, T, TA ? 1 : 0, TB ? 1 : 0>::run(acc + s * (NW / 2), desc_advance(da0, (oa + s * 64 * EA) * (int)sizeof(T)),
+                                                   desc_advance(db0, ob * (int)sizeof(T)));
   }
   wgmma_commit();
 }
 
-template <int M, int N, int K, bool TA, bool TB, class T, int WGN = 1>
+template <int M, int N, int K, bool TA, bool TB, class T, int WGN = 1, int SWA = 128, int SWB = 128, int S = 1>
 TL_DEVICE void wgmma_gemm_ss(const T* A, const T* B, float* acc, int tid = thread_linear()) {
-  wgmma_ss_issue<M, N, K, TA, TB, T, WGN>(A, B, acc, tid);
+  wgmma_ss_issue<M, N, K, TA, TB, T, WGN, SWA, SWB, S>(A, B, acc, tid);
   wgmma_wait<0>();
-  fence_regs<N / WGN / 2>(acc);
+  fence_regs<S * N / WGN / 2>(acc);
 }
 
 // the 16-bit patterns of two values as one register (reduce_pair.h's pack2 builds vector values)

@@ -1,0 +1,183 @@
+"""ops/wgmma.py: a K-major wgmma operand 32 or 16 columns wide takes the 64B / 32B swizzle,
+and a warpgroup may compute several 64-row slabs (A's rows stored in slab_row order).
+
+The layout functions of the header (tl::sw64, tl::sw32, tl::slab_row in async.h) are
+compiled for the host and checked element by element: against the PTX ISA's swizzle modes
+(the byte address of a K-major tile with 64- or 32-byte rows, bits [4, 6) / [4, 5) XORed
+with bits [7, 9) / [7, 8)), and against the accumulator layout the gemm's registers follow
+(MmaAccLayout, mirrored by layout/fragment.py's AccLayout) given the rows the PTX ISA assigns
+to the registers of one m64nNk16 instruction."""
+import pathlib
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import tilelang.language as T
+from tests.backend.cuda.conftest import needs_nvrtc, needs_sass
+from tests.backend.cuda.helpers import build, sass_ops
+
+HEADER = pathlib.Path(__file__).resolve().parents[4] / "tilelang/backend/cuda/include/tl_cuda/async.h"
+
+
+def _host_table(tmp_path, body):
+    """Run `body` (C++ printing numbers) with the header's sw64 / sw32 / slab_row compiled
+    for the host; returns the printed ints."""
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        pytest.skip("no host C++ compiler")
+    text = HEADER.read_text()
+    fns = [re.search(r"template <int \w+> TL_DEVICE int %s\(.*?\n}\n" % name, text, re.S).group(0)
+           for name in ("sw64", "sw32", "slab_row")]
+    src = tmp_path / "t.cpp"
+    src.write_text("#include <cstdio>\n#define TL_DEVICE inline\nnamespace tl {\n" + "".join(fns) +
+                   "}\nint main() {\n" + body + "\n}\n")
+    exe = tmp_path / "t"
+    subprocess.run([cxx, "-O1", "-o", str(exe), str(src)], check=True)
+    return [int(x) for x in subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()]
+
+
+@pytest.mark.parametrize("sw,rows,cols", [(64, 128, 32), (64, 64, 96), (32, 64, 16), (32, 128, 48)])
+def test_narrow_swizzles_are_the_ptx_swizzle_modes(tmp_path, sw, rows, cols):
+    got = _host_table(tmp_path, f"for (int r = 0; r < {rows}; ++r) for (int c = 0; c < {cols}; ++c) "
+                                f"printf(\"%d \", tl::sw{sw}<{rows}>(r, c));")
+    width = sw // 2                         # 16-bit columns per swizzle row
+    bits = {64: 2, 32: 1}[sw]                # chunk-index bits the mode XORs
+    want = []
+    for r in range(rows):
+        for c in range(cols):
+            # strips of `width` columns, each a rows x sw-byte K-major block (the tile's
+            # k-steps past one swizzle row: the next strip, rows * sw bytes further)
+            addr = (c // width) * rows * sw + r * sw + (c % width) * 2
+            addr ^= ((addr >> 7) & ((1 << bits) - 1)) << 4
+            want.append(addr // 2)
+    assert got == want
+
+
+@pytest.mark.parametrize("slabs,warpgroups,n", [(2, 1, 128), (2, 2, 64), (4, 1, 32)])
+def test_slab_rows_meet_the_accumulator_layout(tmp_path, slabs, warpgroups, n):
+    from tilelang.backend.cuda.layout.fragment import AccLayout
+    M = 64 * slabs * warpgroups
+    stored = _host_table(tmp_path, f"for (int r = 0; r < {M}; ++r) printf(\"%d \", tl::slab_row<{slabs}>(r));")
+    assert sorted(stored) == list(range(M))          # a permutation of the rows
+    logical = {p: r for r, p in enumerate(stored)}
+    acc = AccLayout(M, n, 4 * warpgroups, 1)
+    for tid in range(128 * warpgroups):
+        warp, lane, wg = (tid >> 5) & 3, tid & 31, tid >> 7
+        for s in range(slabs):
+            for j in range(n // 2):
+                # PTX m64nNk16 D fragment: register j of a lane of warp w (of 4) holds
+                # row 16 w + lane / 4 + 8 (j / 2 % 2), column 8 (j / 4) + 2 (lane % 4) + j % 2
+                row = (wg * slabs + s) * 64 + 16 * warp + (lane >> 2) + 8 * ((j >> 1) & 1)
+                col = 8 * (j >> 2) + 2 * (lane & 3) + (j & 1)
+                reg = s * (n // 2) + j               # wgmma_ss_issue: slab s writes acc + s N / 2
+                assert (acc.row(tid, reg), acc.col(tid, reg)) == (logical[row], col)
+
+
+def gemm(M=512, N=512, K=512, bM=128, bN=128, bK=32, threads=128, stages=3):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), "float16")
+            B_s = T.alloc_shared((bK, bN), "float16")
+            C_l = T.alloc_fragment((bM, bN), "float32")
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
+                T.copy(A[by * bM, k * bK], A_s)
+                T.copy(B[k * bK, bx * bN], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[by * bM, bx * bN])
+    return main
+
+
+def blocksparse(M=1024, N=1024, K=1024, bM=128, bN=128, bK=32, threads=128):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             Mask: T.Tensor((M // bM, N // bN, K // bK), "bool"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), "float16")
+            B_s = T.alloc_shared((bK, bN), "float16")
+            C_l = T.alloc_fragment((bM, bN), "float32")
+            T.use_swizzle(panel_size=10)
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
+                if Mask[by, bx, k]:
+                    T.copy(A[by * bM, k * bK], A_s)
+                    T.copy(B[k * bK, bx * bN], B_s)
+                    T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[by * bM, bx * bN])
+    return main
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("threads,slabs", [(128, 2), (256, 1)])
+def test_32_wide_k_tile_takes_wgmma_with_sw64(threads, slabs):
+    src = build(blocksparse(threads=threads)).source
+    sl = f", {slabs}" if slabs > 1 else ""
+    assert f"tl::wgmma_gemm_ss<128, 128, 32, false, false, half, 1, 64, 128{sl}>(" in src, src
+    # the TMA ring: A in 32-column boxes (one per 16-row run when its rows are in slab order), B in 64
+    assert src.count("tl::tma_load_2d(A_s") == 2 * (8 if slabs > 1 else 1), src
+    assert src.count("tl::tma_load_2d(B_s") == 2 * 2, src
+
+
+def test_tma_boxes_of_a_slab_ordered_tile():
+    from tilelang.backend.cuda.ops.tma import TmaCopy
+    t = TmaCopy(None, None, 128, 64, 0, 0, 128 * 64 * 2, width=32, row_slabs=2)
+    assert t.box_rows == 16 and t.swizzle_code == 2
+    boxes = t.boxes()
+    assert len(boxes) == 16
+    # each 16-row run lands where slab_row puts its first row, in its strip of 128 x 32 elements
+    stored = {(r, c): p for r, p, c in boxes}
+    assert stored[(0, 0)] == 0 and stored[(16, 0)] == 64 and stored[(32, 0)] == 16 and stored[(112, 32)] == 112
+    assert sorted(p for r, p, c in boxes if c == 0) == list(range(0, 128, 16))
+
+
+def test_tensor_map_of_a_32_wide_tile():
+    from tilelang.backend.cuda.ops.tma import TmaCopy
+    from tilelang.backend.cuda.emit.module import tensor_map_spec
+    f = blocksparse(threads=128)
+    A = f.params[0]
+    A = getattr(A, "buffer", A)
+    spec = tensor_map_spec(TmaCopy(A, None, 128, 32, 0, 0, 8192, width=32, row_slabs=2), [A], {})
+    assert spec["box"] == [32, 16] and spec["swizzle"] == 2, spec
+
+
+@needs_sass
+def test_32_wide_k_tile_sass():
+    ops = sass_ops(build(blocksparse()))
+    assert ops["HGMMA"] == 4 and ops["HMMA"] == 0, ops    # 2 k-steps x 2 slabs
+    assert ops["LDL"] == 0 and ops["STL"] == 0, ops
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("threads", [128, 256])
+@pytest.mark.parametrize("bK", [16, 32])
+def test_blocksparse_on_gpu(threads, bK):
+    import torch
+    import tilelang
+    M = N = K = 512
+    kern = tilelang.compile(blocksparse(M, N, K, bK=bK, threads=threads), out_idx=[-1], target="cuda")
+    torch.manual_seed(0)
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    mask = torch.rand(M // 128, N // 128, K // bK, device="cuda") < 0.5
+    ref = torch.zeros(M, N, device="cuda")
+    for k in range(K // bK):       # block k's product where the mask keeps it
+        keep = mask[:, :, k].repeat_interleave(128, 0).repeat_interleave(128, 1).float()
+        ref += keep * (a[:, k * bK:(k + 1) * bK].float() @ b[k * bK:(k + 1) * bK].float())
+    torch.testing.assert_close(kern(a, b, mask).float(), ref, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("threads", [128, 256])
+@pytest.mark.parametrize("bK", [16, 32, 64])
+def test_gemm_on_gpu(threads, bK):
+    # the overlapped wgmma ring (no guard): sw32 / sw64 / sw128 A, 2 slabs per warpgroup at 128 threads
+    import torch
+    import tilelang
+    kern = tilelang.compile(gemm(bK=bK, threads=threads), out_idx=[-1], target="cuda")
+    torch.manual_seed(1)
+    a = torch.randn(512, 512, device="cuda", dtype=torch.float16)
+    b = torch.randn(512, 512, device="cuda", dtype=torch.float16)
+    torch.testing.assert_close(kern(a, b).float(), a.float() @ b.float(), rtol=1e-2, atol=1e-2)
