@@ -144,3 +144,24 @@ def test_printed_offsets_of_custom_layouts_are_the_layouts(tmp_path):
                    dtype=np.int64)
     want = np.concatenate([lay.offsets().ravel() for lay in layouts])
     assert np.array_equal(out, want)
+
+
+@pytest.mark.parametrize("rows,cols,swizzle_bytes,slabs", [(64, 64, 128, 1), (64, 32, 64, 1), (128, 16, 32, 1),
+                                                           (128, 32, 64, 2)])
+def test_placed_narrow_swizzles_are_the_headers_layouts(rows, cols, swizzle_bytes, slabs):
+    """placed_layout of a sw64 / sw32 (and slab-ordered) wgmma operand is tl::sw<W> of
+    tl::slab_row<S>(row) (async.h), element by element."""
+    import types
+    from tilelang.backend.cuda.layout.shared import placed_layout
+    buf = Buffer("a", [rows, cols], as_dtype("float16"), scope="shared")
+    p = types.SimpleNamespace(swizzle=swizzle_bytes, row_slabs=slabs, layout=None, strides=None)
+    off = np.asarray(placed_layout(buf, p).offsets())
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    if slabs > 1:
+        t = r >> 4
+        w, s = t // slabs, t % slabs
+        r = ((w >> 2) * slabs + s) * 64 + (w & 3) * 16 + (r & 15)
+    width = swizzle_bytes // 2
+    chunks = width // 8
+    want = (c // width) * (rows * width) + r * width + ((((c >> 3) ^ (r >> {8: 0, 4: 1, 2: 2}[chunks])) & (chunks - 1)) << 3) + (c & 7)
+    assert (off == want).all() and len(set(off.flat)) == rows * cols

@@ -63,6 +63,29 @@ def sw128_layout(buf):
     return make_full_bank_swizzled_layout(buf)
 
 
+def narrow_swizzle_layout(buf, swizzle_bytes, row_slabs=1):
+    """The layout of a 16-bit wgmma operand tile in tl::sw128 / sw64 / sw32 (async.h: W-byte
+    rows, 8-element chunks XORed with the row's position in the 8-row pattern), its rows
+    stored in tl::slab_row<row_slabs> order when a warpgroup computes several 64-row slabs."""
+    rows = int(E.const_int_value(buf.shape[0]))
+    width = swizzle_bytes // 2   # columns of one swizzle strip (16-bit elements)
+    chunks = width // 8          # 8-element chunks per row: 8, 4, 2
+    shift = {8: 0, 4: 1, 2: 2}[chunks]
+
+    def stored_row(r):
+        if row_slabs == 1:
+            return r
+        t = r >> 4
+        w, s_ = t // row_slabs, t % row_slabs
+        return ((w >> 2) * row_slabs + s_) * 64 + (w & 3) * 16 + (r & 15)
+
+    def offset(r, c):
+        sr = stored_row(r)
+        return ((c // width) * (rows * width) + sr * width
+                + ((((c >> 3) ^ (sr >> shift)) & (chunks - 1)) << 3) + (c & 7))
+    return Layout([int(E.const_int_value(d)) for d in buf.shape], offset)
+
+
 def _row_major(shape):
     out, acc = [], 1
     for d in reversed(list(shape)):
@@ -143,7 +166,9 @@ def placed_layout(buf, placement):
     for every shared placement): the sw128 swizzle, the user's layout read through its
     index, or the element strides (row-major, padded rows)."""
     if placement.swizzle:
-        return sw128_layout(buf)
+        if placement.swizzle == 128 and getattr(placement, "row_slabs", 1) == 1:
+            return sw128_layout(buf)
+        return narrow_swizzle_layout(buf, placement.swizzle, getattr(placement, "row_slabs", 1))
     if placement.layout is not None:
         return placement.layout
     strides = [E.const_int_value(E.convert(s)) for s in placement.strides]

@@ -88,7 +88,7 @@ def layout_records(launch, plan) -> list:
         if p.kind in ("acc", "row", "tile") and hasattr(p.acc, "regs"):
             out.append(LayoutRecord(b.name, b.scope, shape, b.dtype.name, p.acc, plan.nthreads))
         elif p.kind == "smem" and len(shape) >= 2:
-            out.append(LayoutRecord(b.name, b.scope, shape, b.dtype.name, swizzle="sw128" if p.swizzle else None))
+            out.append(LayoutRecord(b.name, b.scope, shape, b.dtype.name, swizzle=f"sw{p.swizzle}" if p.swizzle else None))
     return out
 
 
