@@ -18,7 +18,8 @@ def test_tune_gemm_on_local_gpus_through_ray(monkeypatch, tmp_path):
     monkeypatch.setenv("TILELANG_AUTO_TUNING_PROGRESS", "0")
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    monkeypatch.setenv("PYTHONPATH", root)   # the local Ray workers import tests.autotuner (ref_prog)
+    # the local Ray workers import tests.autotuner (ref_prog), and ray itself where it is on the path
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
     ray.shutdown()
     configs = {"bm": [64, 128], "bn": [64, 128], "bk": [32, 64]}
     t = AutoTuner.from_kernel(gemm_factory, configs).set_kernel_parameters((1024, 1024, 512))
