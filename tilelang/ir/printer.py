@@ -191,6 +191,10 @@ class Printer:
                 self.emit(f"T.use_swizzle({panel!r}, {order!r})", ind + 1)
             if s.annotations.get("min_blocks_per_sm"):
                 self.emit(f"T.annotate_min_blocks_per_sm({s.annotations['min_blocks_per_sm']!r})", ind + 1)
+            plan = s.annotations.get("kernel_plan")
+            if plan is not None:   # a backend's plan of the kernel (cuda/plan/plan_kernels.py): comments
+                for line in plan.describe(s).splitlines():
+                    self.emit(f"# {line}", ind + 1)
             self.body(s.body, ind + 1)
         elif isinstance(s, S.Assert):
             self.emit(f"T.device_assert({self.expr(s.cond)}, {s.message!r})", ind)

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
@@ -23,9 +24,9 @@ from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic
 from tilelang.backend.cuda.ops.mma import simt_gemm
 from tilelang.backend.cuda.ops.tma_pipeline import (ring_mode, emit_pipelined_tma, emit_pipelined_tma_body,
                                                emit_tma_copy, tma_copies)
-from tilelang.backend.cuda.plan.kernel import plan_kernel
+from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
 from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
-from tilelang.backend.cuda.plan.copy_forms import copy_form, take_plan
+from tilelang.backend.cuda.plan.copy_forms import copy_form
 from tilelang.backend.cuda.target import arch_number
 from tilelang.backend.cuda.layout.fragment import AccLayout
 from tilelang.backend.cuda.ops.reduce import emit_warp_reduce, emit_register_reduce
@@ -56,6 +57,16 @@ def _guarded_store(body):
     return body
 
 
+def _own_copy(plan, entry):
+    """The plan the pass plan_kernels attached to the launch (plan/plan_kernels.py), as
+    this printer's own copy: it adds what it makes while printing (the placements of the
+    SIMT gemm's temporaries, the mbarriers of a TMA ring) without changing the IR's."""
+    if plan is None:
+        raise AssertionError(f"CUDA codegen: kernel `{entry}` has no kernel plan; lower it with the CUDA "
+                             f"pass pipeline (backend/cuda/pipeline.py, pass plan_kernels) first")
+    return dataclasses.replace(plan, placements=dict(plan.placements), notes=list(plan.notes))
+
+
 class KernelCodegen:
     def __init__(self, launch, entry, target, params, names, options=None, param_bufs=()):
         self.launch, self.entry, self.target = launch, entry, target
@@ -67,8 +78,7 @@ class KernelCodegen:
         self.cluster = None                   # [x, y, z] when the codegen pairs blocks (TMA multicast)
         self.params = params          # [(kind, obj, c decl)] in kernel-parameter order
         self.names = names            # shared with the function level (params)
-        # the plan plan_copy_forms made of this very tree (the last pass), else a new one
-        self.plan = take_plan(launch, self.options) or plan_kernel(launch, target.arch, self.options)
+        self.plan = _own_copy(kernel_plan(launch), entry)
         self.barriers = SyncPlanner(self.plan)
         self.barrier_before = self.barriers.run(launch.body)
         from tilelang.backend.cuda.ops.tma_reduce import has_tma_reduce

@@ -37,7 +37,8 @@ def _gemm(cfg):
 
 
 def format_plan(entry, launch, plan) -> str:
-    lines = [f"kernel {entry}: {plan.nthreads} threads, {plan.smem_bytes} B of dynamic shared memory"]
+    head = f"kernel {entry}" if entry is not None else "kernel plan"   # (None: printed with the IR)
+    lines = [f"{head}: {plan.nthreads} threads, {plan.smem_bytes} B of dynamic shared memory"]
     decls = []
     walk(launch.body, lambda n: decls.append(n.buffer) if isinstance(n, S.DeclBuffer) else None)
     lines.append("buffers:")
