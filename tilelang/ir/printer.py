@@ -206,7 +206,8 @@ class Printer:
             self.emit(f"T.sync_warp({self.expr(s.mask) if s.mask is not None else ''})", ind)
         elif isinstance(s, S.Barrier):
             args = [a for a in (s.barrier_id, s.arrive_count) if a is not None]
-            self.emit(f"T.sync_threads({', '.join(self.expr(a) for a in args)})", ind)
+            why = f"  # inserted: {s.reason}" if getattr(s, "reason", None) is not None else ""
+            self.emit(f"T.sync_threads({', '.join(self.expr(a) for a in args)}){why}", ind)
         elif isinstance(s, S.ThreadAllReduce):
             fn = f"lambda {self.var(s.lhs)}, {self.var(s.rhs)}: {self.expr(s.combine)}"
             self.emit(f"with T.attr(T.comm_reducer({fn}, [{self.expr(s.identity)}]), \"reduce_scope\", 0):", ind)

@@ -43,7 +43,7 @@ def test_the_plan_is_printed_under_the_kernel():
 
 
 def test_the_plan_runs_before_the_copy_forms_that_read_it():
-    assert P.PASSES.index(plan_kernels) == P.PASSES.index(P.plan_copy_forms) - 1
+    assert P.PASSES.index(plan_kernels) < P.PASSES.index(P.plan_copy_forms)
     _, after, ctx = _lower_to(tile_copy(), plan_kernels)
     launch = _launch(after)
     plan = kernel_plan(launch)

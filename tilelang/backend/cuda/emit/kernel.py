@@ -5,7 +5,7 @@
   on every thread, over the slots that thread holds, with no barrier;
 - other block-level code runs on every thread, identically; its stores to shared
   or global memory (and atomics, prints) run on thread 0 only;
-- `__syncthreads()` goes where `plan/sync.py` says;
+- `__syncthreads()` goes where the pass `insert_barriers` (`plan/sync.py`) put a barrier node;
 - gemm / reduce tile ops come from `ops/mma.py` / `ops/reduce.py`
   (a reduction of a register accumulator: per-thread slots, then quad shuffles)."""
 from __future__ import annotations
@@ -31,7 +31,7 @@ from tilelang.backend.cuda.target import arch_number
 from tilelang.backend.cuda.layout.fragment import AccLayout
 from tilelang.backend.cuda.ops.reduce import emit_warp_reduce, emit_register_reduce
 from tilelang.backend.cuda.ops.local_reduce import per_thread, emit_local_reduce
-from tilelang.backend.cuda.plan.sync import SyncPlanner
+from tilelang.backend.cuda.plan.sync import SyncPlanner, is_inserted_barrier
 from tilelang.backend.cuda.ops.sync_calls import sync_call
 from tilelang.backend.cuda.layout.tile import Scalar
 from tilelang.backend.cuda.emit.tile_loops import emit_tile_loop, emit_tile_reduce
@@ -79,8 +79,7 @@ class KernelCodegen:
         self.params = params          # [(kind, obj, c decl)] in kernel-parameter order
         self.names = names            # shared with the function level (params)
         self.plan = _own_copy(kernel_plan(launch), entry)
-        self.barriers = SyncPlanner(self.plan)
-        self.barrier_before = self.barriers.run(launch.body)
+        self.barriers = SyncPlanner(self.plan)   # its rules of who runs a statement (the barriers are in the IR)
         from tilelang.backend.cuda.ops.tma_reduce import has_tma_reduce
         from tilelang.backend.cuda.ops.tma_store import has_tma_store, emit_tma_store
         from tilelang.backend.cuda.ops.tma_load_sync import has_tma_load_sync, emit_tma_load_sync
@@ -285,8 +284,6 @@ class KernelCodegen:
         same code), False inside one thread's iteration or divergent control flow."""
         if st is None:
             return
-        if block and id(st) in self.barrier_before:
-            self.sync()
         fn = getattr(self, "s_" + type(st).__name__, None)
         if fn is None:
             raise NotImplementedError(f"CUDA codegen: unsupported statement {type(st).__name__}")
@@ -549,6 +546,10 @@ class KernelCodegen:
         emit_finalize_reducer(self, op)
 
     def s_Barrier(self, st, block):
+        if is_inserted_barrier(st):   # plan/sync.py's insert_barriers (always at block level)
+            if block:
+                self.sync()
+            return
         if st.kind == "warp":
             self.w(f"__syncwarp({self.expr(st.mask)});")
             return

@@ -49,7 +49,6 @@ class _Kernel:
     (the attributes the ops/ matchers take from the code generator)."""
 
     def __init__(self, launch, plan, func, target, options):
-        from tilelang.backend.cuda.plan.sync import SyncPlanner
         self.launch, self.target, self.options = launch, target, options
         self.use_tma = options.tma
         bufs = [p for p in func.params if isinstance(p, Buffer)]
@@ -60,7 +59,6 @@ class _Kernel:
             [("int", v, None) for v in ints + list(func.dynamic_vars())] + [("float", v, None) for v in floats]
         self.param_bufs = {id(b) for b in bufs}
         self.plan = plan
-        self.barrier_before = SyncPlanner(self.plan).run(launch.body)
         self.range = self.plan.regions.full
         self.async_copy = False
         self.aligned = {}

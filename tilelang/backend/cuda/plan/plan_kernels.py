@@ -9,9 +9,9 @@ after this pass. The passes after this one (plan/copy_forms.py) and the code gen
 
 The plan names the statements and buffers it is about by identity (`id(node)`), so it is
 valid for the very tree it was made of: this pass gives the kernel a new node for every
-T.Parallel nest (and so for every statement around one), which the later CUDA passes may
-annotate in place without touching the input of the pipeline, and `kernel_plan` refuses
-a plan whose launch body was rebuilt since."""
+statement that holds others, which the later CUDA passes (plan/sync.py inserting barriers,
+plan/copy_forms.py annotating copy nests) change in place without touching the input of
+the pipeline, and `kernel_plan` refuses a plan whose launch body was rebuilt since."""
 from __future__ import annotations
 
 import copy
@@ -48,15 +48,21 @@ def kernel_plan(launch) -> KernelPlan | None:
 
 
 class _Fresh(Mutator):
-    """A new node for every T.Parallel loop (and so for every statement around one)."""
+    """A new node for every statement that holds others (sequences, loops, branches,
+    lets): the CUDA passes after this one annotate loops and insert statements into
+    these in place, on nodes of this pass's own tree."""
 
-    def visit_For(self, n):
+    def _own(self, n):
         out = self.generic_visit(n)
-        if n.kind != S.PARALLEL and out is not n:
-            return out
-        new = copy.copy(out)   # every attribute kept; its own annotations
-        new.annotations = dict(out.annotations)
-        return new
+        if out is n:
+            out = copy.copy(n)   # every attribute kept
+        if isinstance(out, S.SeqStmt):
+            out.stmts = list(out.stmts)
+        if isinstance(getattr(out, "annotations", None), dict):
+            out.annotations = dict(out.annotations)
+        return out
+
+    visit_SeqStmt = visit_For = visit_IfThenElse = visit_While = visit_LetStmt = _own
 
 
 @function_pass("plan_kernels")
