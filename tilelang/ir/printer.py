@@ -206,7 +206,8 @@ class Printer:
             self.emit(f"T.sync_warp({self.expr(s.mask) if s.mask is not None else ''})", ind)
         elif isinstance(s, S.Barrier):
             args = [a for a in (s.barrier_id, s.arrive_count) if a is not None]
-            why = f"  # inserted: {s.reason}" if getattr(s, "reason", None) is not None else ""
+            why = "" if getattr(s, "reason", None) is None else \
+                f"  # inserted{', after a fence.proxy.async' if s.fence_async_proxy else ''}: {s.reason}"
             self.emit(f"T.sync_threads({', '.join(self.expr(a) for a in args)}){why}", ind)
         elif isinstance(s, S.ThreadAllReduce):
             fn = f"lambda {self.var(s.lhs)}, {self.var(s.rhs)}: {self.expr(s.combine)}"

@@ -80,13 +80,10 @@ class KernelCodegen:
         self.names = names            # shared with the function level (params)
         self.plan = _own_copy(kernel_plan(launch), entry)
         self.barriers = SyncPlanner(self.plan)   # its rules of who runs a statement (the barriers are in the IR)
-        from tilelang.backend.cuda.ops.tma_reduce import has_tma_reduce
-        from tilelang.backend.cuda.ops.tma_store import has_tma_store, emit_tma_store
-        from tilelang.backend.cuda.ops.tma_load_sync import has_tma_load_sync, emit_tma_load_sync
+        from tilelang.backend.cuda.ops.tma_store import emit_tma_store
+        from tilelang.backend.cuda.ops.tma_load_sync import emit_tma_load_sync
         self._emit_tma_store, self._emit_tma_load_sync = emit_tma_store, emit_tma_load_sync
         self.prologue = []            # lines the body's code needs at the kernel's start (ops/tma_load_sync.py)
-        # barriers order shared tiles with the bulk copies that read or write them
-        self.fence_on_sync = has_tma_reduce(launch.body) or has_tma_store(self) or has_tma_load_sync(self)
         self.aligned = {}            # global buffer name -> bytes its pointer must be aligned to
         self.acc_index = {}           # id(register fragment) -> C slot index inside its loop
         self.load_override = {}       # id(buffer) -> C expression of its element load (tile_codegen)
@@ -266,7 +263,7 @@ class KernelCodegen:
         stores or cp.async (generic proxy): fence it toward the async proxy first
         (`fence=False`: the barrier only orders generic accesses, e.g. a reduction's
         scratch). Inside a warp-specialized branch: the named barrier of its thread range."""
-        if fence and (self.plan.uses_wgmma or self.fence_on_sync):
+        if fence and self.plan.fence_barriers:   # plan/proxy_fences.py
             self.w("tl::fence_proxy_async();")
         if self.range == self.plan.regions.full:
             self.w("__syncthreads();")
@@ -548,7 +545,9 @@ class KernelCodegen:
     def s_Barrier(self, st, block):
         if is_inserted_barrier(st):   # plan/sync.py's insert_barriers (always at block level)
             if block:
-                self.sync()
+                if st.fence_async_proxy:   # plan/proxy_fences.py
+                    self.w("tl::fence_proxy_async();")
+                self.sync(fence=False)
             return
         if st.kind == "warp":
             self.w(f"__syncwarp({self.expr(st.mask)});")
@@ -557,7 +556,7 @@ class KernelCodegen:
             self.sync()
             return
         # named barrier: bar.sync id[, count] (count: the threads that take part)
-        if self.plan.uses_wgmma or self.fence_on_sync:
+        if self.plan.fence_barriers:
             self.w("tl::fence_proxy_async();")
         args = [st.barrier_id] + ([] if st.arrive_count is None else [st.arrive_count])
         self.w(f"tl::__sync_thread_partial({', '.join(f'(int)({self.expr(a)})' for a in args)});")
