@@ -140,7 +140,7 @@ def _scheduled(stmts, spec, notes):
     if spec.stage is None:
         return {}
     ks = [k for k, st in enumerate(stmts) if not isinstance(st, S.DeclBuffer) and
-          not (isinstance(st, S.Barrier) and st.reason is not None)]
+          not (isinstance(st, S.Barrier) and getattr(st, "reason", None) is not None)]
     if len(ks) != len(spec.stage):
         notes.append(f"stage={list(spec.stage)} not applied: the lowered loop body has {len(ks)} statements; "
                      f"every eligible copy is issued ahead")
