@@ -27,7 +27,7 @@ def test_a_bulk_store_of_the_tile_fences_the_barrier_before_it():
     assert "# copy -> TMA store" in before
     assert _barriers(before) == ["T.sync_threads()  # inserted: S"]
     assert _barriers(after) == ["T.sync_threads()  # inserted, after a fence.proxy.async: S"]
-    assert "# barriers: each fences shared memory toward the async proxy first" in after
+    assert "# barriers: each fences shared memory toward the async proxy first (its tensor-core or bulk-copy readers)" in after
 
 
 def test_no_async_proxy_no_fence():

@@ -68,7 +68,7 @@ def format_plan(entry, launch, plan) -> str:
             lines.append(f"  {info.stages} stages over {', '.join(b.name for b in info.bufs) or '-'}{guard}")
             lines.extend(f"    note: {n}" for n in info.notes)
     if plan.fence_barriers:   # plan/proxy_fences.py
-        lines.append("barriers: each fences shared memory toward the async proxy first (wgmma or bulk copies read it)")
+        lines.append("barriers: each fences shared memory toward the async proxy first (its tensor-core or bulk-copy readers)")
     for n in plan.notes:
         lines.append(f"note: {n}")
     return "\n".join(lines) + "\n"
