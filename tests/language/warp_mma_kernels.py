@@ -1,5 +1,5 @@
 """GEMMs written warp by warp with the mma emitter, shared by the CPU tests
-(tests/language/test_warp_mma.py) and the CUDA ones (tests/backend/cuda/test_warp_mma.py)."""
+(tests/language/test_warp_mma.py) and the CUDA ones (tests/backend/cuda/ops/test_warp_mma.py)."""
 import tilelang.language as T
 from tilelang.cuda.intrinsics.macro.mma_macro_generator import TensorCoreIntrinEmitter
 

@@ -198,6 +198,10 @@ class Printer:
                         self.emit(f"#   {self.var(v)} = {self.expr(e)}", ind + 1)
             if s.annotations.get("min_blocks_per_sm"):
                 self.emit(f"T.annotate_min_blocks_per_sm({s.annotations['min_blocks_per_sm']!r})", ind + 1)
+            plan = s.annotations.get("kernel_plan")
+            if plan is not None:   # a backend's plan of the kernel (cuda/plan/plan_kernels.py): comments
+                for line in plan.describe(s).splitlines():
+                    self.emit(f"# {line}", ind + 1)
             self.body(s.body, ind + 1)
         elif isinstance(s, S.Assert):
             self.emit(f"T.device_assert({self.expr(s.cond)}, {s.message!r})", ind)
@@ -209,7 +213,9 @@ class Printer:
             self.emit(f"T.sync_warp({self.expr(s.mask) if s.mask is not None else ''})", ind)
         elif isinstance(s, S.Barrier):
             args = [a for a in (s.barrier_id, s.arrive_count) if a is not None]
-            self.emit(f"T.sync_threads({', '.join(self.expr(a) for a in args)})", ind)
+            why = "" if getattr(s, "reason", None) is None else \
+                f"  # inserted{', after a fence.proxy.async' if s.fence_async_proxy else ''}: {s.reason}"
+            self.emit(f"T.sync_threads({', '.join(self.expr(a) for a in args)}){why}", ind)
         elif isinstance(s, S.ThreadAllReduce):
             fn = f"lambda {self.var(s.lhs)}, {self.var(s.rhs)}: {self.expr(s.combine)}"
             self.emit(f"with T.attr(T.comm_reducer({fn}, [{self.expr(s.identity)}]), \"reduce_scope\", 0):", ind)

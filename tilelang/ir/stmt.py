@@ -123,14 +123,20 @@ class Barrier(Stmt):
     """`T.sync_threads()` and friends: a block-wide barrier (a no-op on the CPU).
     `T.sync_threads(barrier_id, arrive_count)` is a named barrier that only the
     `arrive_count` threads reaching it take part in (the others do not wait).
-    `kind="warp"` (`T.sync_warp(mask)`): the lanes of `mask` in the calling warp."""
+    `kind="warp"` (`T.sync_warp(mask)`): the lanes of `mask` in the calling warp.
+    `reason`: set on a barrier a backend pass inserted (what it orders, for the printed IR);
+    None for the user's own. `fence_async_proxy`: an inserted barrier first makes the
+    shared-memory writes before it visible to the async proxy (wgmma, bulk copies)."""
 
-    def __init__(self, kind="block", barrier_id=None, arrive_count=None, mask=None):
+    def __init__(self, kind="block", barrier_id=None, arrive_count=None, mask=None, reason=None,
+                 fence_async_proxy=False):
         self._init()
         self.kind = kind
         self.barrier_id = barrier_id
         self.arrive_count = arrive_count
         self.mask = mask
+        self.reason = reason
+        self.fence_async_proxy = fence_async_proxy
 
     @property
     def is_partial(self) -> bool:

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import tilelang
-from tests.backend.cuda.test_gemm_tf32 import f32_gemm, bf16_rows_times_tf32
+from tests.backend.cuda.ops.test_gemm_tf32 import f32_gemm, bf16_rows_times_tf32
 from tests.tf32 import tf32
 
 

@@ -18,13 +18,17 @@ from tilelang.transform.lower_gemm_sp import lower_gemm_sp
 from tilelang.transform.broadcast_block_effects import broadcast_block_effects
 
 from tilelang.backend.cuda.ops.tma_reduce import plan_tma_atomics
+from tilelang.backend.cuda.plan.plan_kernels import plan_kernels
+from tilelang.backend.cuda.plan.sync import insert_barriers
 from tilelang.backend.cuda.plan.copy_forms import plan_copy_forms
+from tilelang.backend.cuda.plan.proxy_fences import plan_proxy_fences
 
 KEEP_TILE_OPS = (TO.Gemm, TO.Reduce, TO.FinalizeReducer, TMA_COPY, TMA_ATOMIC)
 
 PASSES = [lower_gemm_sp, implicit_kernel, sink_address_tensors, lower_reducers, rasterize_blocks, plan_tma_atomics,
           fold_vectorized_cp_async, lower_tile_ops, simplify, widen_indices,
-          legalize_safe_memory_access, simplify, broadcast_block_effects, plan_copy_forms]
+          legalize_safe_memory_access, simplify, broadcast_block_effects, plan_kernels,
+          insert_barriers, plan_copy_forms, plan_proxy_fences]
 
 
 def lower(func, target, ctx=None):

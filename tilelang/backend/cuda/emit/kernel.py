@@ -5,12 +5,13 @@
   on every thread, over the slots that thread holds, with no barrier;
 - other block-level code runs on every thread, identically; its stores to shared
   or global memory (and atomics, prints) run on thread 0 only;
-- `__syncthreads()` goes where `plan/sync.py` says;
+- `__syncthreads()` goes where the pass `insert_barriers` (`plan/sync.py`) put a barrier node;
 - gemm / reduce tile ops come from `ops/mma.py` / `ops/reduce.py`
   (a reduction of a register accumulator: per-thread slots, then quad shuffles)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
@@ -24,14 +25,14 @@ from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic
 from tilelang.backend.cuda.ops.mma import simt_gemm
 from tilelang.backend.cuda.ops.tma_pipeline import (ring_mode, emit_pipelined_tma, emit_pipelined_tma_body,
                                                emit_tma_copy, tma_copies)
-from tilelang.backend.cuda.plan.kernel import plan_kernel
+from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
 from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
-from tilelang.backend.cuda.plan.copy_forms import copy_form, take_plan
+from tilelang.backend.cuda.plan.copy_forms import copy_form
 from tilelang.backend.cuda.target import arch_number
 from tilelang.backend.cuda.layout.fragment import AccLayout
 from tilelang.backend.cuda.ops.reduce import emit_warp_reduce, emit_register_reduce
 from tilelang.backend.cuda.ops.local_reduce import per_thread, emit_local_reduce
-from tilelang.backend.cuda.plan.sync import SyncPlanner
+from tilelang.backend.cuda.plan.sync import SyncPlanner, is_inserted_barrier
 from tilelang.backend.cuda.ops.sync_calls import sync_call
 from tilelang.backend.cuda.layout.tile import Scalar
 from tilelang.backend.cuda.emit.tile_loops import emit_tile_loop, emit_tile_reduce
@@ -57,6 +58,16 @@ def _guarded_store(body):
     return body
 
 
+def _own_copy(plan, entry):
+    """The plan the pass plan_kernels attached to the launch (plan/plan_kernels.py), as
+    this printer's own copy: it adds what it makes while printing (the placements of the
+    SIMT gemm's temporaries, the mbarriers of a TMA ring) without changing the IR's."""
+    if plan is None:
+        raise AssertionError(f"CUDA codegen: kernel `{entry}` has no kernel plan; lower it with the CUDA "
+                             f"pass pipeline (backend/cuda/pipeline.py, pass plan_kernels) first")
+    return dataclasses.replace(plan, placements=dict(plan.placements), notes=list(plan.notes))
+
+
 class KernelCodegen:
     def __init__(self, launch, entry, target, params, names, options=None, param_bufs=()):
         self.launch, self.entry, self.target = launch, entry, target
@@ -68,17 +79,12 @@ class KernelCodegen:
         self.cluster = None                   # [x, y, z] when the codegen pairs blocks (TMA multicast)
         self.params = params          # [(kind, obj, c decl)] in kernel-parameter order
         self.names = names            # shared with the function level (params)
-        # the plan plan_copy_forms made of this very tree (the last pass), else a new one
-        self.plan = take_plan(launch, self.options) or plan_kernel(launch, target.arch, self.options)
-        self.barriers = SyncPlanner(self.plan)
-        self.barrier_before = self.barriers.run(launch.body)
-        from tilelang.backend.cuda.ops.tma_reduce import has_tma_reduce
-        from tilelang.backend.cuda.ops.tma_store import has_tma_store, emit_tma_store
-        from tilelang.backend.cuda.ops.tma_load_sync import has_tma_load_sync, emit_tma_load_sync
+        self.plan = _own_copy(kernel_plan(launch), entry)
+        self.barriers = SyncPlanner(self.plan)   # its rules of who runs a statement (the barriers are in the IR)
+        from tilelang.backend.cuda.ops.tma_store import emit_tma_store
+        from tilelang.backend.cuda.ops.tma_load_sync import emit_tma_load_sync
         self._emit_tma_store, self._emit_tma_load_sync = emit_tma_store, emit_tma_load_sync
         self.prologue = []            # lines the body's code needs at the kernel's start (ops/tma_load_sync.py)
-        # barriers order shared tiles with the bulk copies that read or write them
-        self.fence_on_sync = has_tma_reduce(launch.body) or has_tma_store(self) or has_tma_load_sync(self)
         self.aligned = {}            # global buffer name -> bytes its pointer must be aligned to
         self.acc_index = {}           # id(register fragment) -> C slot index inside its loop
         self.load_override = {}       # id(buffer) -> C expression of its element load (tile_codegen)
@@ -267,7 +273,7 @@ class KernelCodegen:
         stores or cp.async (generic proxy): fence it toward the async proxy first
         (`fence=False`: the barrier only orders generic accesses, e.g. a reduction's
         scratch). Inside a warp-specialized branch: the named barrier of its thread range."""
-        if fence and (self.plan.uses_wgmma or self.fence_on_sync):
+        if fence and self.plan.fence_barriers:   # plan/proxy_fences.py
             self.w("tl::fence_proxy_async();")
         if self.range == self.plan.regions.full:
             self.w("__syncthreads();")
@@ -285,8 +291,6 @@ class KernelCodegen:
         same code), False inside one thread's iteration or divergent control flow."""
         if st is None:
             return
-        if block and id(st) in self.barrier_before:
-            self.sync()
         fn = getattr(self, "s_" + type(st).__name__, None)
         if fn is None:
             raise NotImplementedError(f"CUDA codegen: unsupported statement {type(st).__name__}")
@@ -549,6 +553,12 @@ class KernelCodegen:
         emit_finalize_reducer(self, op)
 
     def s_Barrier(self, st, block):
+        if is_inserted_barrier(st):   # plan/sync.py's insert_barriers (always at block level)
+            if block:
+                if st.fence_async_proxy:   # plan/proxy_fences.py
+                    self.w("tl::fence_proxy_async();")
+                self.sync(fence=False)
+            return
         if st.kind == "warp":
             self.w(f"__syncwarp({self.expr(st.mask)});")
             return
@@ -556,7 +566,7 @@ class KernelCodegen:
             self.sync()
             return
         # named barrier: bar.sync id[, count] (count: the threads that take part)
-        if self.plan.uses_wgmma or self.fence_on_sync:
+        if self.plan.fence_barriers:
             self.w("tl::fence_proxy_async();")
         args = [st.barrier_id] + ([] if st.arrive_count is None else [st.arrive_count])
         self.w(f"tl::__sync_thread_partial({', '.join(f'(int)({self.expr(a)})' for a in args)});")

@@ -103,8 +103,9 @@ def ring_mode(cg, info):
     from tilelang.backend.cuda.analysis.facts import accesses
     if not cg.options.tma_ring:
         return None
+    from tilelang.backend.cuda.plan.sync import is_inserted_barrier
     for st in info.rest:
-        if id(st) in cg.barrier_before:
+        if is_inserted_barrier(st):   # plan/sync.py: a barrier inside the body
             return "barrier"
         for b in accesses(st)[1]:
             p = cg.placement(b)

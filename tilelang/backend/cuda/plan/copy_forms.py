@@ -24,19 +24,18 @@ has no width); `eviction_policy` gives the form's global accesses that L2 priori
 and store of a whole tile too; a pipelined loop with such a copy uses cp.async, not
 the TMA ring; `loop_layout` is not supported here (an error says so).
 
-The code generator (emit/kernel.py) prints the recorded form, and takes over the kernel
-plan computed here (`take_plan`: the pass is the pipeline's last, so the tree is the
-same); nests the printer makes itself (a T.fill, a T.tma_copy's fallback, the SIMT gemm)
-carry none and keep the printer's choice."""
+The pass reads the kernel plan from the launch node (plan/plan_kernels.py, the pass
+before this one) and records the forms on the nests of that plan's tree, in place: that
+pass made them fresh for the CUDA passes, and the plan names them by identity. The code
+generator (emit/kernel.py) prints the recorded form; nests the printer makes itself (a
+T.fill, a T.tma_copy's fallback, the SIMT gemm) carry none and keep the printer's choice."""
 from __future__ import annotations
-
-import copy
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.errors import LoweringError
-from tilelang.ir.visitor import Mutator, walk
+from tilelang.ir.visitor import walk
 from tilelang.transform.pass_manager import function_pass
 from tilelang.transform.lower_tile_ops import COPY_ARGS
 from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
@@ -49,9 +48,7 @@ class _Kernel:
     """What the copy choices read of one kernel: its plan, its parameters, the options
     (the attributes the ops/ matchers take from the code generator)."""
 
-    def __init__(self, launch, func, target, options):
-        from tilelang.backend.cuda.plan.kernel import plan_kernel
-        from tilelang.backend.cuda.plan.sync import SyncPlanner
+    def __init__(self, launch, plan, func, target, options):
         self.launch, self.target, self.options = launch, target, options
         self.use_tma = options.tma
         bufs = [p for p in func.params if isinstance(p, Buffer)]
@@ -61,8 +58,7 @@ class _Kernel:
         self.params = [("buffer", b, None) for b in bufs] + \
             [("int", v, None) for v in ints + list(func.dynamic_vars())] + [("float", v, None) for v in floats]
         self.param_bufs = {id(b) for b in bufs}
-        self.plan = plan_kernel(launch, target.arch, options)
-        self.barrier_before = SyncPlanner(self.plan).run(launch.body)
+        self.plan = plan
         self.range = self.plan.regions.full
         self.async_copy = False
         self.aligned = {}
@@ -252,51 +248,25 @@ def _buffers(st):
     return list(out.values())
 
 
-class _Fresh(Mutator):
-    """A new node for every T.Parallel loop (and so for every statement around one): the
-    pass records the forms on nodes it owns, and the kernel plan it computed over them
-    stays valid for the code generator (whose maps are keyed by node identity)."""
-
-    def visit_For(self, n):
-        out = self.generic_visit(n)
-        if n.kind != S.PARALLEL and out is not n:
-            return out
-        new = copy.copy(out)   # every attribute kept; its own annotations
-        new.annotations = dict(out.annotations)
-        return new
-
-
-def take_plan(launch, options):
-    """The kernel plan plan_copy_forms computed for `launch` under `options`, handed over
-    once (the code generator adds to it), or None."""
-    kept = launch.__dict__.pop("_cuda_plan", None)
-    return kept[1] if kept is not None and kept[0] == options else None
-
-
 @function_pass("plan_copy_forms")
 def plan_copy_forms(func, ctx=None):
     from tilelang.backend.cuda.options import OPTIONS, CudaOptions
+    from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
     target = getattr(ctx, "target", None)
     if target is None or getattr(target, "arch", None) is None:
         return func
     options = ctx.config.get(OPTIONS) or CudaOptions.from_config(ctx.config, target.arch)
-    body = _Fresh().visit(func.body)
-    if body is func.body:   # no T.Parallel loop: no copy to plan
-        return func
-    stmts = body.stmts if isinstance(body, S.SeqStmt) else [body]
-    given = {id(s) for s in (func.body.stmts if isinstance(func.body, S.SeqStmt) else [func.body])}
-    for launch in stmts:
-        if not isinstance(launch, S.KernelLaunch) or "cuda_source" in launch.annotations or id(launch) in given:
-            continue   # (a launch without T.Parallel loops is the caller's own node, untouched)
-        k = _Kernel(launch, func, target, options)
-        ch = _Chooser(k)
+    for launch in func.body.stmts if isinstance(func.body, S.SeqStmt) else [func.body]:
+        plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
+        if plan is None:
+            continue   # (the caller's own CUDA source, or no plan_kernels before this pass)
+        ch = _Chooser(_Kernel(launch, plan, func, target, options))
         ch.visit(launch.body, True)
         nests = {}
         walk(launch.body, lambda n: nests.setdefault(id(n), n) if isinstance(n, S.For) and id(n) in ch.forms else None)
         for key, form in ch.forms.items():
-            nests[key].annotations[COPY_FORM] = form   # a node made above: this pass's own
-        launch.__dict__["_cuda_plan"] = (options, k.plan)
-    return func.with_body(body)
+            nests[key].annotations[COPY_FORM] = form   # a node plan_kernels made for the plan
+    return func
 
 
-__all__ = ["CopyForm", "COPY_FORM", "copy_form", "plan_copy_forms", "take_plan"]
+__all__ = ["CopyForm", "COPY_FORM", "copy_form", "plan_copy_forms"]

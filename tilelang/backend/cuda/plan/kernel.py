@@ -75,6 +75,7 @@ class KernelPlan:
     sets_max_nreg: bool = False   # T.set_max_nreg: warpgroups reallocate registers
     options: object = None        # options.CudaOptions this plan was made with
     chained_gemms: set = field(default_factory=set)   # id(Gemm): wgmma issued, waited by the next gemm
+    fence_barriers: bool = False  # block barriers fence shared memory toward the async proxy (plan/proxy_fences.py)
 
     def threads_of(self, st) -> int:
         """Threads that run `st` together: the block, or the range of its branch."""

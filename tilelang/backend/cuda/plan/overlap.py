@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from tilelang.ir import tile_ops as TO
 from tilelang.backend.cuda.analysis.facts import accesses
+from tilelang.backend.cuda.plan.sync import is_inserted_barrier
 
 
 @dataclass
@@ -74,11 +75,12 @@ def plan_overlap(cg, info):
     if any(g1.C.buffer is b for b in held) or _touches(g1, held + [g2.B.buffer]):
         return None
     # (a barrier before g2 -- P staged in shared memory -- is the one every deferred
-    # issue follows anyway: the top of the next iteration, or the one after the loop)
-    if any(id(s) in cg.barrier_before for s in rest[:-1]):
+    # issue follows anyway: the top of the next iteration, or the one after the loop;
+    # plan/sync.py's barrier nodes stand right before the statement they order)
+    if any(is_inserted_barrier(s) for s in rest[:-2]):
         return None
     before = rest[:gemms[0]]
-    mid = rest[gemms[0] + 1:-1]
+    mid = [s for s in rest[gemms[0] + 1:-1] if not is_inserted_barrier(s)]
     if any(_touches(s, held + [g2.B.buffer]) for s in before):
         return None
     w = next((i for i, s in enumerate(mid) if _touches(s, held)), len(mid))

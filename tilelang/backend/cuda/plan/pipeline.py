@@ -134,11 +134,13 @@ def find_pipelines(launch, plan, arch, vector_width, max_stages=None):
 
 def _scheduled(stmts, spec, notes):
     """{body index: index into spec.order / spec.stage} of the scheduled statements
-    (declarations take no entry); empty without a manual schedule, or when a pass has
-    rewritten the body into a different number of statements (then noted)."""
+    (declarations and the barriers plan/sync.py inserted take no entry); empty without a
+    manual schedule, or when a pass has rewritten the body into a different number of
+    statements (then noted)."""
     if spec.stage is None:
         return {}
-    ks = [k for k, st in enumerate(stmts) if not isinstance(st, S.DeclBuffer)]
+    ks = [k for k, st in enumerate(stmts) if not isinstance(st, S.DeclBuffer) and
+          not (isinstance(st, S.Barrier) and getattr(st, "reason", None) is not None)]
     if len(ks) != len(spec.stage):
         notes.append(f"stage={list(spec.stage)} not applied: the lowered loop body has {len(ks)} statements; "
                      f"every eligible copy is issued ahead")
@@ -193,11 +195,12 @@ def _is_async_copy(st, plan, writes, aliased, seen, vector_width):
 
 def overlapped_wgmma(cg, info):
     """The body is one wgmma gemm on ring buffers into a register accumulator (`cg`: the
-    code generator or the copy planner, plan/copy_forms.py)."""
+    code generator or the copy planner, plan/copy_forms.py). (No barrier goes before the
+    first statement of a pipelined body: plan/sync.py starts it with nothing pending.)"""
     from tilelang.ir import tile_ops as TO
     if info.stages < 3 or len(info.rest) != 1 or not isinstance(info.rest[0], TO.Gemm):
         return False
     g = info.rest[0]
     cfg = cg.plan.gemms.get(id(g))
     return getattr(cfg, "kind", "") == "wgmma" and not cfg.a_regs and \
-        cg.placement(g.C.buffer).kind == "acc" and id(g) not in cg.barrier_before
+        cg.placement(g.C.buffer).kind == "acc"

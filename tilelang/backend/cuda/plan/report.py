@@ -39,7 +39,8 @@ def _gemm(cfg):
 
 
 def format_plan(entry, launch, plan) -> str:
-    lines = [f"kernel {entry}: {plan.nthreads} threads, {plan.smem_bytes} B of dynamic shared memory"]
+    head = f"kernel {entry}" if entry is not None else "kernel plan"   # (None: printed with the IR)
+    lines = [f"{head}: {plan.nthreads} threads, {plan.smem_bytes} B of dynamic shared memory"]
     decls = []
     walk(launch.body, lambda n: decls.append(n.buffer) if isinstance(n, S.DeclBuffer) else None)
     lines.append("buffers:")
@@ -68,6 +69,8 @@ def format_plan(entry, launch, plan) -> str:
             guard = f" (each iteration under `if {expr_str(info.guard)}`)" if info.guard is not None else ""
             lines.append(f"  {info.stages} stages over {', '.join(b.name for b in info.bufs) or '-'}{guard}")
             lines.extend(f"    note: {n}" for n in info.notes)
+    if plan.fence_barriers:   # plan/proxy_fences.py
+        lines.append("barriers: each fences shared memory toward the async proxy first (its tensor-core or bulk-copy readers)")
     for n in plan.notes:
         lines.append(f"note: {n}")
     return "\n".join(lines) + "\n"

@@ -23,6 +23,7 @@ from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.backend.cuda.analysis.facts import accesses
 from tilelang.ir.mbarrier import every_thread_call
+from tilelang.transform.pass_manager import function_pass
 
 REGISTER_KINDS = ("local", "var", "acc", "row", "tile")
 # mbarriers order what the user hands over with them; they are not data the planner tracks
@@ -33,6 +34,8 @@ class SyncPlanner:
     def __init__(self, plan):
         self.plan = plan
         self.before = set()   # id(stmt) that needs a barrier before it
+        self.reasons = {}     # id(stmt) -> the buffers the barrier orders (printed with it)
+        self.buffer_names = {}   # root id -> buffer name
         # byte ranges of shared buffers: two buffers whose lifetimes do not overlap may
         # share storage (plan.py), so an access to one conflicts with the other
         self.ranges = {k: (p.offset, p.offset + p.stage_bytes * p.stages)
@@ -59,6 +62,7 @@ class SyncPlanner:
             for b in bufs:
                 if self._visible(b):
                     out.add((self._root(b), mode, executor))
+                    self.buffer_names.setdefault(self._root(b), _root_buffer(b).name)
                     if b.scope == "global":
                         self.global_ids.add(self._root(b))
         return out
@@ -70,7 +74,10 @@ class SyncPlanner:
         return r is not None and r2 is not None and r[0] < r2[1] and r2[0] < r[1]
 
     def _conflict(self, acc, pending):
-        for b, m, ex in acc:
+        """The names of the buffers whose accesses in `acc` need a barrier after `pending`
+        (a non-empty string), or "" when none does."""
+        found = []
+        for b, m, ex in sorted(acc, key=lambda a: self.buffer_names.get(a[0], "")):
             for b2, m2, ex2 in pending:
                 if "w" not in (m, m2) or ex == ex2 == "t0":
                     continue
@@ -79,12 +86,20 @@ class SyncPlanner:
                 if ex == ex2 == "tid" and b in self.global_ids:
                     continue   # per-thread code on global memory: ordered by the user
                 if self._same_storage(b, b2):
-                    return True
-        return False
+                    names = [self.buffer_names.get(x, "?") for x in (b, b2)]
+                    name = names[0] if b == b2 else f"{names[0]} (shares storage with {names[1]})"
+                    if name not in found:
+                        found.append(name)
+        return ", ".join(found)
+
+    def _barrier(self, stmt, why):
+        self.before.add(id(stmt))
+        self.reasons[id(stmt)] = why
 
     def unit(self, stmt, acc, pending):
-        if acc and self._conflict(acc, pending):
-            self.before.add(id(stmt))
+        why = self._conflict(acc, pending) if acc else ""
+        if why:
+            self._barrier(stmt, why)
             pending = set()
         return pending | acc
 
@@ -115,6 +130,7 @@ class SyncPlanner:
             # iteration; the async copies write slots that the rest of the body does not read
             info = plan.pipelines[id(st)]
             ring = {(id(b), "w", "all") for b in info.bufs}
+            self.buffer_names.update((id(b), b.name) for b in info.bufs)
             inner = set()
             for s in info.rest:
                 inner = self.visit(s, inner)
@@ -134,8 +150,9 @@ class SyncPlanner:
             head = {S.For: lambda s: S.Evaluate(s.extent), S.IfThenElse: lambda s: S.Evaluate(s.cond),
                     S.While: lambda s: S.Evaluate(s.cond), S.LetStmt: lambda s: S.Evaluate(s.value)}[type(st)](st)
             hacc = self.unit_accesses(head, "all")
-            if hacc and self._conflict(hacc, pending):
-                self.before.add(id(st))   # barrier before the whole statement
+            why = self._conflict(hacc, pending) if hacc else ""
+            if why:
+                self._barrier(st, why)   # barrier before the whole statement
                 pending = set()
             pending = pending | hacc
             if isinstance(st, S.IfThenElse):
@@ -151,7 +168,8 @@ class SyncPlanner:
                     first = self.visit(st.body, hacc)
                     second = self.visit(st.body, first | hacc)
                     if len(self.before - saved) < len(inside - saved):
-                        self.before.add(id(st))
+                        why = sorted({self.reasons[i] for i in inside - saved})
+                        self._barrier(st, ", ".join(why) + " (hoisted out of the loop)")
                         return hacc | first | second
                     self.before = inside
                 return pending | second
@@ -197,6 +215,12 @@ class SyncPlanner:
         return bool(found)
 
 
+def _root_buffer(buf):
+    while getattr(buf, "alias_of", None) is not None:
+        buf = buf.alias_of
+    return buf
+
+
 def _private_to_threads(nest):
     """Root ids of the buffers that every access in the T.Parallel `nest` indexes by the
     nest's loop variables exactly, one per dimension, the same way in every access: each
@@ -226,5 +250,69 @@ def _private_to_threads(nest):
     return set(seen) - bad
 
 
-def plan_barriers(body, plan):
-    return SyncPlanner(plan).run(body)
+def is_inserted_barrier(st) -> bool:
+    """Whether `st` is a block barrier that `insert_barriers` put into the IR."""
+    return isinstance(st, S.Barrier) and getattr(st, "reason", None) is not None
+
+
+def _insert(st, planner):
+    """Put a barrier node before every statement under `st` that the planner chose, in
+    place (the plan names the statements around them by identity); returns
+    {id(statement): its barrier}."""
+    made = {}
+
+    def barrier(s):
+        made[id(s)] = S.Barrier("block", reason=planner.reasons[id(s)])
+        return made[id(s)]
+
+    def walk_(s):
+        if isinstance(s, S.SeqStmt):
+            out = []
+            for x in s.stmts:
+                walk_(x)
+                if id(x) in planner.before:
+                    out.append(barrier(x))
+                out.append(x)
+            s.stmts[:] = out
+        elif isinstance(s, (S.For, S.While, S.LetStmt)):
+            s.body = wrap(s.body)
+        elif isinstance(s, S.IfThenElse):
+            s.then_body = wrap(s.then_body)
+            s.else_body = wrap(s.else_body)
+
+    def wrap(body):
+        if body is None:
+            return None
+        walk_(body)
+        return S.SeqStmt([barrier(body), body]) if id(body) in planner.before else body
+    walk_(st)
+    return made
+
+
+@function_pass("insert_barriers")
+def insert_barriers(func, ctx=None):
+    """Every `__syncthreads()` the kernel needs, as a barrier node in the IR (printed
+    `T.sync_threads()  # inserted: <the buffers it orders>`), where the planner above
+    decides; the code generator prints them. A T.Pipelined loop's statements in the plan
+    (PipelineInfo.rest) list them too, for the schedules that print the body themselves."""
+    import copy as _copy
+    import dataclasses
+    from tilelang.backend.cuda.plan.plan_kernels import KERNEL_PLAN, PlannedKernel, kernel_plan
+    stmts = func.body.stmts if isinstance(func.body, S.SeqStmt) else [func.body]
+    out = []
+    for launch in stmts:
+        plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
+        if plan is not None:
+            planner = SyncPlanner(plan)
+            planner.run(launch.body)
+            made = _insert(launch.body, planner)
+            if made:
+                pipelines = {k: dataclasses.replace(info, rest=[x for s in info.rest for x in
+                                                                ([made[id(s)]] if id(s) in made else []) + [s]])
+                             for k, info in plan.pipelines.items()}
+                launch = _copy.copy(launch)
+                launch.annotations = dict(launch.annotations)
+                launch.annotations[KERNEL_PLAN] = PlannedKernel(dataclasses.replace(plan, pipelines=pipelines),
+                                                                launch.body)
+        out.append(launch)
+    return func.with_body(S.SeqStmt(out) if isinstance(func.body, S.SeqStmt) else out[0])

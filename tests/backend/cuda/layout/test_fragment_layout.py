@@ -12,7 +12,7 @@ from tests.backend.cuda.conftest import needs_nvrtc, needs_sass
 from tests.backend.cuda.helpers import build, sass_ops
 from tilelang.backend.cuda.layout.fragment import AccLayout, RowLayout
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 FA_NAMES = ("acc_s", "acc_s_cast", "acc_o", "m_i", "m_prev", "alpha", "row_sum", "l_i")
 
 
@@ -134,7 +134,7 @@ def test_mla_scores_stay_in_registers_when_row_layouts_meet():
     accumulators of the same warpgroup grid (the 32-wide P tile takes the 64B swizzle), so
     the scores, the output and the row statistics all stay in registers."""
     import importlib.util
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
     spec = importlib.util.spec_from_file_location(
         "mla_example", os.path.join(root, "examples", "deepseek_mla", "example_mla_decode.py"))
     m = importlib.util.module_from_spec(spec)

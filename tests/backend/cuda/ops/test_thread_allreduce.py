@@ -13,7 +13,7 @@ import tilelang.language as T
 from tilelang.backend.cuda.ops.thread_allreduce import plan_allreduce
 from tests.backend.cuda.conftest import needs_nvrtc, sass_tools
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "language"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "language"))
 from test_thread_reduce import _allreduce, _reducer_gemv  # noqa: E402
 
 

@@ -1,0 +1,44 @@
+"""plan/proxy_fences.py: when wgmma or a bulk copy reads (or writes) shared memory, the
+block barriers the compiler inserted fence it toward the async proxy first; the decision
+is printed on each barrier node and in the kernel plan."""
+from tilelang.backend.registry import parse_target
+from tilelang.backend.cuda import pipeline as P
+from tilelang.backend.cuda.plan.proxy_fences import plan_proxy_fences
+from tilelang.ir.printer import func_str
+from tilelang.transform.pass_manager import PassContext, run_passes
+from tests.backend.cuda.plan.test_copy_forms import tile_copy
+
+
+def _before_after(func, arch="sm_90a"):
+    ctx = PassContext(config={"_keep_tile_ops": P.KEEP_TILE_OPS})
+    ctx.target = parse_target({"kind": "cuda", "arch": arch})
+    k = P.PASSES.index(plan_proxy_fences)
+    before = run_passes(func, P.PASSES[:k], ctx)
+    text = func_str(before)
+    return text, func_str(plan_proxy_fences(before, ctx))
+
+
+def _barriers(text):
+    return [ln.strip() for ln in text.splitlines() if "T.sync_threads()" in ln]
+
+
+def test_a_bulk_store_of_the_tile_fences_the_barrier_before_it():
+    before, after = _before_after(tile_copy())
+    assert "# copy -> TMA store" in before
+    assert _barriers(before) == ["T.sync_threads()  # inserted: S"]
+    assert _barriers(after) == ["T.sync_threads()  # inserted, after a fence.proxy.async: S"]
+    assert "# barriers: each fences shared memory toward the async proxy first (its tensor-core or bulk-copy readers)" in after
+
+
+def test_no_async_proxy_no_fence():
+    for func, arch in ((tile_copy(store={"disable_tma": True}), "sm_90a"), (tile_copy(), "sm_80")):
+        before, after = _before_after(func, arch)
+        assert after == before and _barriers(after) == ["T.sync_threads()  # inserted: S"]
+
+
+def test_the_fence_is_printed_before_the_barrier():
+    import tilelang
+    src = tilelang.lower(tile_copy(), target={"kind": "cuda", "arch": "sm_90a"}).kernel_source
+    lines = [ln.strip() for ln in src.splitlines()]
+    k = lines.index("__syncthreads();")
+    assert lines[k - 1] == "tl::fence_proxy_async();"

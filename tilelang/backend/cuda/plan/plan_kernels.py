@@ -1,0 +1,87 @@
+"""The kernel plan as an IR-to-IR pass (`plan_kernels`): for every `T.Kernel`, where each
+buffer lives (shared-memory offsets, stages, swizzles, register layouts), how each gemm
+runs, which loops are pipelined (plan/kernel.py `plan_kernel` -> `KernelPlan`).
+
+The plan travels on the kernel's launch node (annotation `kernel_plan`) and prints with
+it, as comments under `with T.Kernel(...)` (plan/report.py), so the lower trace shows it
+after this pass. The passes after this one (plan/copy_forms.py) and the code generator
+(emit/) read it from there instead of planning again.
+
+The plan names the statements and buffers it is about by identity (`id(node)`), so it is
+valid for the very tree it was made of: this pass gives the kernel a new node for every
+statement that holds others, which the later CUDA passes (plan/sync.py inserting barriers,
+plan/copy_forms.py annotating copy nests) change in place without touching the input of
+the pipeline, and `kernel_plan` refuses a plan whose launch body was rebuilt since."""
+from __future__ import annotations
+
+import copy
+
+from tilelang.ir import stmt as S
+from tilelang.ir.visitor import Mutator
+from tilelang.transform.pass_manager import function_pass
+from tilelang.backend.cuda.plan.kernel import KernelPlan, plan_kernel
+
+KERNEL_PLAN = "kernel_plan"   # launch annotation: the KernelPlan of its body
+
+
+class PlannedKernel:
+    """A KernelPlan with the body it was made of (the launch annotation); prints itself."""
+
+    def __init__(self, plan: KernelPlan, body):
+        self.plan, self.body = plan, body
+
+    def describe(self, launch) -> str:
+        """The plan as text (the IR printer puts it under `with T.Kernel(...)`)."""
+        from tilelang.backend.cuda.plan.report import format_plan
+        return format_plan(None, launch, self.plan)
+
+
+def kernel_plan(launch) -> KernelPlan | None:
+    """The plan plan_kernels attached to `launch`, or None when it has none."""
+    kept = launch.annotations.get(KERNEL_PLAN)
+    if kept is None:
+        return None
+    if kept.body is not launch.body:
+        raise AssertionError("CUDA backend: the kernel plan was made for another tree (a pass after "
+                             "plan_kernels rebuilt the kernel body instead of keeping its nodes)")
+    return kept.plan
+
+
+class _Fresh(Mutator):
+    """A new node for every statement that holds others (sequences, loops, branches,
+    lets): the CUDA passes after this one annotate loops and insert statements into
+    these in place, on nodes of this pass's own tree."""
+
+    def _own(self, n):
+        out = self.generic_visit(n)
+        if out is n:
+            out = copy.copy(n)   # every attribute kept
+        if isinstance(out, S.SeqStmt):
+            out.stmts = list(out.stmts)
+        if isinstance(getattr(out, "annotations", None), dict):
+            out.annotations = dict(out.annotations)
+        return out
+
+    visit_SeqStmt = visit_For = visit_IfThenElse = visit_While = visit_LetStmt = _own
+
+
+@function_pass("plan_kernels")
+def plan_kernels(func, ctx=None):
+    from tilelang.backend.cuda.options import OPTIONS, CudaOptions
+    target = getattr(ctx, "target", None)
+    if target is None or getattr(target, "arch", None) is None:
+        return func
+    options = ctx.config.get(OPTIONS) or CudaOptions.from_config(ctx.config, target.arch)
+    body = _Fresh().visit(func.body)
+    stmts = body.stmts if isinstance(body, S.SeqStmt) else [body]
+    out = []
+    for st in stmts:
+        if isinstance(st, S.KernelLaunch) and "cuda_source" not in st.annotations:
+            st = copy.copy(st)   # the same body: the plan's identities hold
+            st.annotations = dict(st.annotations)
+            st.annotations[KERNEL_PLAN] = PlannedKernel(plan_kernel(st, target.arch, options), st.body)
+        out.append(st)
+    return func.with_body(S.SeqStmt(out) if isinstance(body, S.SeqStmt) else out[0])
+
+
+__all__ = ["KERNEL_PLAN", "PlannedKernel", "kernel_plan", "plan_kernels"]

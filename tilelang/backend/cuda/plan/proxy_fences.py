@@ -1,0 +1,54 @@
+"""Proxy fences as a pass (`plan_proxy_fences`, after plan_copy_forms): shared memory
+written by ordinary stores or cp.async (the generic proxy) and read next by wgmma or a
+bulk copy (the async proxy), or written by a bulk copy and read by threads, needs a
+`fence.proxy.async` before the barrier that orders the two. When the kernel has such a
+reader (a wgmma gemm, a TMA store, a whole-tile TMA load, a TMA reduction: the forms
+plan/copy_forms.py chose), every block barrier fences first: the barriers plan/sync.py
+inserted carry it (`T.sync_threads()  # inserted, after a fence.proxy.async: ...`), and
+the plan records it (`KernelPlan.fence_barriers`) for the barriers the code generator
+prints inside the schedules it still makes itself (pipelines, reductions)."""
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+from tilelang.ir import stmt as S
+from tilelang.ir.visitor import walk
+from tilelang.transform.pass_manager import function_pass
+from tilelang.backend.cuda.plan.sync import is_inserted_barrier
+
+
+def needs_fences(k) -> bool:
+    """Whether the kernel `k` (plan/copy_forms.py's view of one kernel) has an async-proxy
+    access of shared memory that block barriers must order."""
+    from tilelang.backend.cuda.ops.tma_reduce import has_tma_reduce
+    from tilelang.backend.cuda.ops.tma_store import has_tma_store
+    from tilelang.backend.cuda.ops.tma_load_sync import has_tma_load_sync
+    return k.plan.uses_wgmma or has_tma_reduce(k.launch.body) or has_tma_store(k) or has_tma_load_sync(k)
+
+
+@function_pass("plan_proxy_fences")
+def plan_proxy_fences(func, ctx=None):
+    from tilelang.backend.cuda.options import OPTIONS, CudaOptions
+    from tilelang.backend.cuda.plan.copy_forms import _Kernel
+    from tilelang.backend.cuda.plan.plan_kernels import KERNEL_PLAN, PlannedKernel, kernel_plan
+    target = getattr(ctx, "target", None)
+    if target is None or getattr(target, "arch", None) is None:
+        return func
+    options = ctx.config.get(OPTIONS) or CudaOptions.from_config(ctx.config, target.arch)
+    stmts = func.body.stmts if isinstance(func.body, S.SeqStmt) else [func.body]
+    out = []
+    for launch in stmts:
+        plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
+        if plan is not None and not plan.fence_barriers and needs_fences(_Kernel(launch, plan, func, target, options)):
+            # the barrier nodes are this pipeline's own (plan/sync.py made them)
+            walk(launch.body, lambda n: setattr(n, "fence_async_proxy", True) if is_inserted_barrier(n) else None)
+            launch = copy.copy(launch)
+            launch.annotations = dict(launch.annotations)
+            launch.annotations[KERNEL_PLAN] = PlannedKernel(dataclasses.replace(plan, fence_barriers=True),
+                                                            launch.body)
+        out.append(launch)
+    return func.with_body(S.SeqStmt(out) if isinstance(func.body, S.SeqStmt) else out[0])
+
+
+__all__ = ["needs_fences", "plan_proxy_fences"]
