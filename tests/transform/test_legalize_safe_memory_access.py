@@ -151,3 +151,16 @@ def test_only_the_unproven_conjunct_of_a_users_condition_stays():
                 C[bx * 32 + i] = T.if_then_else(bx * 32 + i < 128 and A[i] > 0.0, A[i], 0.0)
     text = _legal(f)
     assert "T.if_then_else(A[i] > T.float32(0)" in text or "T.if_then_else(A[i] > 0.0" in text, text
+
+
+def test_a_condition_on_the_thread_index_stays_although_it_always_holds():
+    # `if tx < 64:` with 64 threads is what makes the statement under it per thread (a
+    # block-level statement runs once): dropping it ran a per-thread atomic once (H200)
+    @T.prim_func
+    def f(Dst: T.Tensor((4,), "float32"), Prev: T.Tensor((64, 4), "float32")):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            if tx < 64:
+                Prev[tx, 0:4] = T.atomic_addx4(Dst[0:4], 1.0, return_prev=True)
+    text = _legal(f)
+    assert "if tx < 64:" in text, text

@@ -9,7 +9,7 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.buffer import out_of_bounds_value
 from tilelang.ir.tile_ops import is_atomic_access
-from tilelang.ir.visitor import Mutator
+from tilelang.ir.visitor import Mutator, collect_vars
 from tilelang.ir.printer import Printer
 from tilelang.arith.bounds import bound
 from tilelang.arith.simplify import simplify
@@ -114,6 +114,7 @@ class _Legalize(Mutator):
         for v, g in zip(n.block_vars, n.grid):
             b = bound(g, self.ranges)
             self.ranges[id(v)] = (0, b[1] - 1) if b is not None else (0, 2 ** 31 - 1)
+        self.thread_var_ids = {id(v) for v in n.thread_vars}
         for v, t in zip(n.thread_vars, n.threads):   # T.get_thread_binding(): 0 <= tx < threads
             b = bound(t, self.ranges)
             if b is not None:
@@ -139,9 +140,13 @@ class _Legalize(Mutator):
         return {"<": a[1] < b[0], "<=": a[1] <= b[0], ">": a[0] > b[1], ">=": a[0] >= b[1]}[c.op]
 
     def prune(self, cond):
-        """`cond` without its proven conjuncts; None when all of them are proven."""
+        """`cond` without its proven conjuncts; None when all of them are proven. A
+        condition on the thread index stays even when it always holds: it is what makes
+        the statement under it run on every thread (`if tx < 64:` with 64 threads), where
+        a block-level statement runs once (transform/broadcast_block_effects.py)."""
         terms = E.conjuncts(cond)
-        keep = [c for c in terms if not self.proven(c)]
+        threads = getattr(self, "thread_var_ids", set())
+        keep = [c for c in terms if not self.proven(c) or any(id(v) in threads for v in collect_vars(c))]
         if len(keep) == len(terms):
             return cond
         out = None

@@ -102,3 +102,19 @@ def test_the_barrier_is_printed_as_syncthreads():
     import tilelang
     src = tilelang.lower(tile_copy(), target={"kind": "cuda", "arch": "sm_80"}).kernel_source
     assert src.count("__syncthreads();") == 1
+
+
+def test_no_barrier_between_the_lanes_of_a_vectorized_loop():
+    """A T.vectorized loop is one vector access per thread: its lanes (here the four
+    atomics of a per-thread AtomicAddx4Ret) are never ordered by a block barrier."""
+    @T.prim_func
+    def k(Dst: T.Tensor((4,), "float32"), Prev: T.Tensor((64, 4), "float32")):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            if tx < 64:
+                Prev[tx, 0:4] = T.atomic_addx4(Dst[0:4], 1.0, return_prev=True)
+    _, after, _ = _before_after(k, "sm_90a")
+    lines = _lines(func_str(after))
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("for lane in T.vectorized"))
+    assert not lines[at + 1].startswith("T.sync_threads()"), lines
+    assert not any(ln.startswith("T.sync_threads()") for ln in lines), lines

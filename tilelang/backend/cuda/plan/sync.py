@@ -274,6 +274,8 @@ def _insert(st, planner):
                     out.append(barrier(x))
                 out.append(x)
             s.stmts[:] = out
+        elif isinstance(s, S.For) and s.kind == S.VECTORIZED:
+            return   # one vector access per thread: its lanes are never ordered against each other
         elif isinstance(s, (S.For, S.While, S.LetStmt)):
             s.body = wrap(s.body)
         elif isinstance(s, S.IfThenElse):
