@@ -77,7 +77,7 @@ def _lower_cpu(pf):
 def _lower_cuda(pf, arch):
     from tilelang.backend.registry import get_backend, parse_target
     from tilelang.backend.cuda.options import OPTIONS, CudaOptions
-    from tilelang.backend.cuda.plan.copy_forms import take_plan
+    from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
     from tilelang.backend.cuda.plan.kernel import plan_kernel
     from tilelang.backend.cuda.emit.module import generate
     from tilelang.ir import stmt as S
@@ -91,7 +91,7 @@ def _lower_cuda(pf, arch):
     walk(lowered.body, lambda n: launches.append(n) if isinstance(n, S.KernelLaunch) else None)
     texts = {}
     for launch in launches:
-        plan = take_plan(launch, options) or plan_kernel(launch, arch, options)
+        plan = kernel_plan(launch) or plan_kernel(launch, arch, options)   # the pass plan_kernels' plan
         decls = []
         walk(launch.body, lambda n: decls.append(n.buffer) if isinstance(n, S.DeclBuffer) else None)
         for b in decls:

@@ -233,9 +233,11 @@ class TensorMap:
                                        f"of shape {list(reversed(dims))}, box {list(self.spec['box'])}")
         else:
             from cuda.bindings import driver as drv
+            u64, u32 = drv.cuuint64_t, drv.cuuint32_t   # the bindings take their own integer types
             tm = _check(drv.cuTensorMapEncodeTiled(
-                drv.CUtensorMapDataType(dt), self.rank, ptr, list(dims), [int(b) for b in self.spec["strides"]],
-                list(self.spec["box"]), [1] * self.rank, drv.CUtensorMapInterleave(0), drv.CUtensorMapSwizzle(sw),
+                drv.CUtensorMapDataType(dt), self.rank, ptr, [u64(int(d)) for d in dims],
+                [u64(int(b)) for b in self.spec["strides"]], [u32(int(b)) for b in self.spec["box"]],
+                [u32(1)] * self.rank, drv.CUtensorMapInterleave(0), drv.CUtensorMapSwizzle(sw),
                 drv.CUtensorMapL2promotion(3), drv.CUtensorMapFloatOOBfill(0)), "cuTensorMapEncodeTiled")
             ctypes.memmove(self.address, tm.getPtr(), 128)
         self.key = key
