@@ -82,6 +82,10 @@ def _emit_loads(cg, copies, regs, k_var, k_expr):
             for q in range(per):
                 e = f"tl_tid + {q * cg.plan.threads}"
                 with _bind_vector(cg, vars_, exts, V, e):
+                    raw = _raw_type(body, V)
+                    if raw is not None:   # a plain bit copy into an integer vector register
+                        cg.emit(f"{reg}[{q}] = *(const {raw}*)&{cg.elem(load.buffer, load.indices)};")
+                        continue
                     src = f"*(const tl::vec<{ctype(load.buffer.dtype)}, {V}>*)&{cg.elem(load.buffer, load.indices)}"
                     vec = src if cast is None or ctype(cast) == ctype(load.buffer.dtype) else \
                         f"tl::vec_cast<{dt}>({src})"
@@ -99,6 +103,19 @@ def _emit_loads(cg, copies, regs, k_var, k_expr):
                     cg.emit("}")
 
 
+_RAW = {16: "uint4", 8: "uint2", 4: "unsigned int", 2: "unsigned short"}
+
+
+def _raw_type(body, V):
+    """The integer vector type that carries a copy's V elements when the copy only moves
+    bits (no guard, no conversion): clang keeps those in registers, where an unguarded
+    array of tl::vec structs went to private (scratch) memory. None otherwise."""
+    _, store, lguard, load, cast = VC._parts(body)
+    if lguard is not None or (cast is not None and ctype(cast) != ctype(load.buffer.dtype)):
+        return None
+    return _RAW.get(V * store.buffer.dtype.itemsize)
+
+
 def _element(cg, vars_, body, u):
     with cg.names.bound(vars_[-1], f"({cg.names[vars_[-1]]} + {u})"):
         return cg.expr(body.value)
@@ -113,7 +130,7 @@ def emit(cg, loop, planned):
     for (st, vars_, exts, body, V, per) in copies:
         r = cg.names.fresh("tl_pf")
         regs.append(r)
-        cg.emit(f"tl::vec<{ctype(body.buffer.dtype)}, {V}> {r}[{per}];")
+        cg.emit(f"{_raw_type(body, V) or f'tl::vec<{ctype(body.buffer.dtype)}, {V}>'} {r}[{per}];")
     cg.emit(f"if ({ext} > 0) {{")
     cg.ind += 1
     _emit_loads(cg, copies, regs, loop.var, f"({lo})")
@@ -125,7 +142,7 @@ def emit(cg, loop, planned):
             def one(st=st, vars_=vars_, exts=exts, body=body, V=V, per=per, reg=reg):
                 for q in range(per):
                     with _bind_vector(cg, vars_, exts, V, f"tl_tid + {q * cg.plan.threads}"):
-                        dst = f"*(tl::vec<{ctype(body.buffer.dtype)}, {V}>*)&{cg.elem(body.buffer, body.indices)}"
+                        dst = f"*({_raw_type(body, V) or f'tl::vec<{ctype(body.buffer.dtype)}, {V}>'}*)&{cg.elem(body.buffer, body.indices)}"
                         cg.emit(f"{dst} = {reg}[{q}];")
             cg.block_leaf(st, one)
 

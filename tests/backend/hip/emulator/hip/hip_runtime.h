@@ -21,6 +21,9 @@
 #define __launch_bounds__(n)
 
 struct tl_dim3 { unsigned x = 0, y = 0, z = 0; };
+// HIP's integer vector types (hip_vector_types.h) that copies move bits through
+struct alignas(8) uint2 { unsigned int x, y; };
+struct alignas(16) uint4 { unsigned int x, y, z, w; };
 inline thread_local tl_dim3 threadIdx, blockIdx;
 inline tl_dim3 blockDim, gridDim;
 
