@@ -21,7 +21,7 @@ timeout 120 python3 benchmarks/blocksparse_probe.py $OUT/blocksparse_probe.json 
 tail -8 $OUT/blocksparse_probe.txt
 if [ -d ../.raypkg ]; then
   mkdir -p /tmp/raypkg && tar -xJf ../.raypkg/ray_min.tar.xz -C /tmp/raypkg
-  for w in ../.raypkg/*.whl; do python3 -c "import sys, importlib.util as u; n=sys.argv[1].split('/')[-1].split('-')[0].lower(); sys.exit(0 if u.find_spec({'pyyaml':'yaml','protobuf':'google.protobuf','rpds_py':'rpds','charset_normalizer':'charset_normalizer','typing_extensions':'typing_extensions','jsonschema_specifications':'jsonschema_specifications'}.get(n, n)) else 1)" $w 2>/dev/null || unzip -qo $w -d /tmp/raypkg; done
+  for w in ../.raypkg/*.whl; do python3 -c "import sys, importlib.util as u; n=sys.argv[1].split('/')[-1].split('-')[0].lower(); sys.exit(0 if u.find_spec({'pyyaml':'yaml','protobuf':'google.protobuf','rpds_py':'rpds','charset_normalizer':'charset_normalizer','typing_extensions':'typing_extensions','jsonschema_specifications':'jsonschema_specifications'}.get(n, n)) else 1)" $w 2>/dev/null || python3 -m zipfile -e $w /tmp/raypkg; done
   PYTHONPATH=$PWD:/tmp/raypkg timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/autotuner/test_ray_gpu.py \
     > $OUT/ray_gpu.txt 2>&1; tail -3 $OUT/ray_gpu.txt
 fi
