@@ -87,7 +87,7 @@ def key(config):
     return json.dumps(config, sort_keys=True)
 
 
-def run_space(name, factory, args, configs, ref, target, warmup, rep, seeds, deadline):
+def run_space(name, factory, args, configs, ref, target, warmup, rep, seeds, deadline, strategies=STRATEGIES):
     os.environ["TILELANG_CACHE_DIR"] = tempfile.mkdtemp(prefix="tl_strat_")
     ex, wall = tune(factory, args, configs, ref, target, warmup, rep)
     table = {key(r.config): r.latency for r in ex.records if r.status == "ok"}
@@ -97,7 +97,7 @@ def run_space(name, factory, args, configs, ref, target, warmup, rep, seeds, dea
                runs=[], skipped=[])
     print(json.dumps({"space": name, "exhaustive": {k: v for k, v in out["exhaustive"].items() if k != "table"}}),
           flush=True)
-    for strategy, seed in itertools.product(STRATEGIES, seeds):
+    for strategy, seed in itertools.product(strategies, seeds):
         if time.monotonic() > deadline:
             out["skipped"].append(f"{strategy} seed {seed}")
             continue
@@ -151,6 +151,7 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="tiny sizes and spaces on the CPU (checks the script)")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--max-seconds", type=float, default=200.0)
+    ap.add_argument("--strategies", default=",".join(STRATEGIES), help="comma-separated, e.g. model")
     ap.add_argument("--out", default=None, help="folder for the .md/.json (default: benchmarks/results)")
     a = ap.parse_args()
     t0 = time.monotonic()
@@ -167,7 +168,8 @@ def main():
     todo = list(spaces(a.smoke))
     for k, (name, factory, args, configs, ref) in enumerate(todo):   # each space gets its share of the time
         results["spaces"].append(run_space(name, factory, args, configs, ref, target, warmup, rep,
-                                           range(a.seeds), t0 + a.max_seconds * (k + 1) / len(todo)))
+                                           range(a.seeds), t0 + a.max_seconds * (k + 1) / len(todo),
+                                           tuple(a.strategies.split(","))))
     results["wall_s"] = time.monotonic() - t0
     tag = "cpu_smoke" if a.smoke else ("h200" if "H200" in device else re.sub(r"\W+", "_", device.lower()))
     out = pathlib.Path(a.out or ROOT / "benchmarks" / "results")
