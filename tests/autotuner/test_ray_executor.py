@@ -197,3 +197,11 @@ def test_benchmark_devices_do_not_apply_to_the_cluster():
     for kw in (dict(benchmark_devices=[0]), dict(benchmark_multi_gpu=False)):
         with pytest.raises(ValueError, match="benchmark_devices / benchmark_multi_gpu do not apply to executor='ray'"):
             _tuner([dict(bm=32, bn=32)], ref_prog=gemm_ref).run(executor="ray", **kw)
+
+
+def test_local_workers_import_this_tilelang():
+    """Without RAY_ADDRESS the executor starts a local Ray instance whose workers get this
+    package's folder on PYTHONPATH (found on the H200: the helper named an unimported module)."""
+    import tilelang
+    from tilelang.autotuner.ray_executor import _package_root
+    assert os.path.join(_package_root(), "tilelang") == os.path.dirname(os.path.abspath(tilelang.__file__))

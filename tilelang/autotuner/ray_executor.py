@@ -198,7 +198,8 @@ class RayExecutor:
 
 
 def _package_root():
-    from tilelang.jit import compile as tl_compile
+    """The folder holding this `tilelang` package (for the PYTHONPATH of local Ray workers)."""
+    import tilelang
     return os.path.dirname(os.path.dirname(os.path.abspath(tilelang.__file__)))
 
 
