@@ -35,6 +35,13 @@ class CExprPrinter:
         """A literal of integer dtype `dt` other than bool and int32."""
         return f"(({self.ctype(dt)}){value})"
 
+    def suffixed_int_literal(self, value, dt) -> str:
+        """int_literal for host-style C++ (the CPU and HIP backends): a 64-bit suffix on
+        every literal, INT64_MIN spelled by name (its literal would overflow)."""
+        if dt.name == "int64":
+            return f"(int64_t){value}LL" if value != -2**63 else "INT64_MIN"
+        return f"(({self.ctype(dt)}){value}LL)" if dt.kind == "int" else f"(({self.ctype(dt)}){value}ULL)"
+
     def float_literal(self, value, dt) -> str:
         raise NotImplementedError
 

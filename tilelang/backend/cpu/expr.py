@@ -84,10 +84,7 @@ class CpuExprPrinter(CExprPrinter):
     def p_Var(self, v):
         return self.names.name(v, v.name)
 
-    def int_literal(self, value, dt):
-        if dt.name == "int64":
-            return f"(int64_t){value}LL" if value != -2**63 else "INT64_MIN"
-        return f"(({ctype(dt)}){value}LL)" if dt.kind == "int" else f"(({ctype(dt)}){value}ULL)"
+    int_literal = CExprPrinter.suffixed_int_literal
 
     def float_literal(self, v, dt):
         if math.isinf(v) and dt.name == "float8_e5m2":   # a literal infinity, not a saturating conversion
