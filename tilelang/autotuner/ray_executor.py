@@ -198,9 +198,9 @@ class RayExecutor:
 
 
 def _package_root():
-    """The folder holding this `tilelang` package (for the PYTHONPATH of local Ray workers)."""
-    import tilelang
-    return os.path.dirname(os.path.dirname(os.path.abspath(tilelang.__file__)))
+    """The folder holding this `tilelang` package (for the PYTHONPATH of local Ray workers):
+    two folders above this file (tilelang/autotuner/)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _to_host(tensors):
