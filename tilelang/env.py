@@ -68,6 +68,28 @@ def _find_cuda_home():
     return "/usr/local/cuda" if os.path.isdir("/usr/local/cuda") else None
 
 
+# The published `Environment`'s settings that scripts read, as (environment variable, default).
+# Both packages read them from the environment on every access; we act on the ones listed in this
+# module's docstring and report the others as the user set them.
+_PUBLISHED_SETTINGS = {
+    "TILELANG_TMP_DIR": ("TILELANG_TMP_DIR", None),
+    "TILELANG_PRINT_ON_COMPILATION": ("TILELANG_PRINT_ON_COMPILATION", "1"),
+    "TILELANG_DISABLE_CACHE": ("TILELANG_DISABLE_CACHE", "0"),
+    "TILELANG_CLEANUP_TEMP_FILES": ("TILELANG_CLEANUP_TEMP_FILES", "0"),
+    "TL_LOWER_TRACE": ("TL_LOWER_TRACE", "0"),
+    "TL_LOWER_TRACE_DIR": ("TL_LOWER_TRACE_DIR", "tmp/lower_trace_dir"),
+    "TILELANG_PASS_PROFILE": ("TILELANG_PASS_PROFILE", "0"),
+    "TILELANG_PASS_PROFILE_THRESHOLD_MS": ("TILELANG_PASS_PROFILE_THRESHOLD_MS", "0"),
+    "TILELANG_AUTO_TUNING_DISABLE_CACHE": ("TILELANG_AUTO_TUNING_DISABLE_CACHE", "0"),
+    "TILELANG_AUTO_TUNING_CPU_UTILITIES": ("TILELANG_AUTO_TUNING_CPU_UTILITIES", "0.9"),
+    "TILELANG_AUTO_TUNING_CPU_COUNTS": ("TILELANG_AUTO_TUNING_CPU_COUNTS", "-1"),
+    "TILELANG_AUTO_TUNING_MAX_CPU_COUNT": ("TILELANG_AUTO_TUNING_MAX_CPU_COUNT", "-1"),
+    "TILELANG_DEFAULT_TARGET": ("TILELANG_DEFAULT_TARGET", "auto"),
+    "TILELANG_DEFAULT_EXECUTION_BACKEND": ("TILELANG_EXECUTION_BACKEND", "auto"),
+    "TILELANG_DEFAULT_VERBOSE": ("TILELANG_VERBOSE", "0"),
+}
+
+
 class Environment:
     """`from tilelang.env import env`: the published package's settings object, for the
     attributes scripts read."""
@@ -77,6 +99,25 @@ class Environment:
     def TILELANG_CACHE_DIR(self):  # noqa: N802 - the published attribute name
         return cache_dir()
 
+    def __getattr__(self, name):
+        if name not in _PUBLISHED_SETTINGS:
+            raise AttributeError(f"tilelang.env has no setting {name!r}; known: TILELANG_CACHE_DIR, CUDA_HOME, "
+                                 + ", ".join(sorted(_PUBLISHED_SETTINGS)))
+        var, default = _PUBLISHED_SETTINGS[name]
+        value = os.environ.get(var, default)
+        if value is None and name == "TILELANG_TMP_DIR":
+            value = os.path.join(cache_dir(), "tmp")
+        return value
+
 
 env = Environment()
 CUDA_HOME = env.CUDA_HOME
+
+
+def __getattr__(name):
+    """`tilelang.env.TILELANG_CACHE_DIR`: in the published package `tilelang.env` is the settings
+    object itself (its package root re-exports it over the module), so scripts read settings as
+    attributes of `tilelang.env`; this module answers them from `env`."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return getattr(env, name)
