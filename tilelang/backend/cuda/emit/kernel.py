@@ -234,9 +234,9 @@ class KernelCodegen:
         meta = {"entry": self.entry, "threads": [int(t) for t in L.threads] + [1] * (3 - len(L.threads)),
                 "grid": L.grid, "smem": self.plan.smem_bytes, "aligned": self.aligned,
                 "auto_cluster": self.cluster}
-        from tilelang.backend.cuda.ops.wgmma import instruction_wrappers
-        prelude = instruction_wrappers([c for c in self.plan.gemms.values() if getattr(c, "kind", "") == "wgmma"])
-        return prelude + "\n".join(out), meta
+        # the wgmma instruction wrappers this kernel needs: the module prints each once (emit/module.py)
+        meta["wgmma_configs"] = [c for c in self.plan.gemms.values() if getattr(c, "kind", "") == "wgmma"]
+        return "\n".join(out), meta
 
     def _min_blocks(self):
         n = self.launch.annotations.get("min_blocks_per_sm")

@@ -14,6 +14,7 @@ from tilelang.backend.cuda.emit.kernel import KernelCodegen, Names
 from tilelang.ir import mbarrier as M
 from tilelang.backend.cuda.analysis.launch_config import COOPERATIVE_INCLUDE, called, launch_needs, with_cluster_dims
 from tilelang.backend.cuda.options import CudaOptions
+from tilelang.backend.cuda.ops.wgmma import instruction_wrappers
 
 HEADER = '#include "tl_cuda/tl.h"\n'
 # short type names that device code written for nvcc gets from the host's <sys/types.h>
@@ -67,7 +68,7 @@ def generate(func, target, options=None):
         else:
             params.append((cls, obj, f"{ctype(obj.dtype)} {names.new(obj, obj.name)}"))
     env = abi.int_env()
-    kernels, sources, plan_pages = [], [], []
+    kernels, sources, plan_pages, wgmma_configs = [], [], [], []
     for k, launch in enumerate(launches):
         if "cuda_source" in launch.annotations:   # T.CUDASourceCodeKernel: the user's own source
             m = {"entry": launch.annotations["cuda_source_entry"], "grid": launch.grid,
@@ -80,6 +81,7 @@ def generate(func, target, options=None):
         entry = f"{func.name}_kernel" if len(launches) == 1 else f"{func.name}_kernel_{k}"
         kc = KernelCodegen(launch, entry, target, params, names.child(), options, {id(b) for b in bufs})
         src, m = kc.emit()
+        wgmma_configs += m.pop("wgmma_configs")
         if options.lower_trace:   # the kernel's backend decisions: a page of the lower trace
             from tilelang.backend.cuda.plan.report import format_plan, layout_records
             plan_pages.append((entry, format_plan(entry, launch, kc.plan), layout_records(launch, kc.plan)))
@@ -106,7 +108,10 @@ def generate(func, target, options=None):
     if imported:
         imported = IMPORT_PRELUDE + imported
     header = HEADER + (COOPERATIVE_INCLUDE if any(k["cooperative"] for k in kernels) else "")
-    return header + "\n" + imported + "\n\n".join(sources) + "\n", meta
+    # one specialization of tl::WgmmaSS / WgmmaRS per instruction shape for all kernels of the module
+    # (two kernels using the same shape must not define it twice)
+    wrappers = instruction_wrappers(wgmma_configs)
+    return header + "\n" + imported + wrappers + "\n\n".join(sources) + "\n", meta
 
 
 def tensor_map_spec(t, bufs, env):
