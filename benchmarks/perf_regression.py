@@ -11,6 +11,9 @@ ratio (published / ours: above 1 means ours is faster) and the geometric mean.
 
     CUDA_HOME=<nvcc prefix> python benchmarks/perf_regression.py --examples <tilelang>/examples --published /tmp/tl_pub_pkg \
         --out benchmarks/results [--only dynamic_shape,gemm] [--timeout 300]
+
+`--published-results a.json,b.json` pairs this package's run with the published half of earlier
+reports (same device kind; the report says which) instead of running the published package again.
 """
 from __future__ import annotations
 
@@ -56,7 +59,10 @@ def run_file(path: Path, pythonpath: str, timeout: int, extra_env=None):
             "timeout", -9
     res = parse_results(out)
     last = (err or out).strip().splitlines()[-1:] or [""]
-    return {"rc": rc, "seconds": round(time.perf_counter() - t, 1), "results": res, "last_line": last[0][:300]}
+    row = {"rc": rc, "seconds": round(time.perf_counter() - t, 1), "results": res, "last_line": last[0][:300]}
+    if rc != 0:   # a crash after the results printed (an abort at exit) still needs its cause
+        row["stderr_tail"] = (err or "").strip().splitlines()[-25:]
+    return row
 
 
 def warm(files, args, root):
@@ -64,7 +70,7 @@ def warm(files, args, root):
     seconds per kernel; the timings of this pass are thrown away."""
     from concurrent.futures import ThreadPoolExecutor
     jobs = [(f, f"{root}:{f.parent}") for f in files]
-    if args.published:
+    if args.published and not args.published_results:
         jobs += [(f, f"{args.published}:{f.parent}") for f in files]
     t = time.perf_counter()
     with ThreadPoolExecutor(args.warm) as ex:
@@ -113,9 +119,9 @@ def markdown(meta, rows, ours, published):
         out.append(f"| {r['file']} | {r['name']} | {fmt(r['ours'])} | {fmt(r['published'])} | "
                    f"{fmt(r['ratio'])} |")
     failed = [(f, side, r) for side, d in (("ours", ours), ("published", published)) for f, r in d.items()
-              if not r.get("results")]
+              if not r.get("results") or r["rc"] != 0]
     if failed:
-        out += ["", "## Files without results", ""]
+        out += ["", "## Files without results, or that failed after printing them", ""]
         out += [f"- {f} ({side}): rc {r['rc']}, {r['last_line']}" for f, side, r in failed]
     return "\n".join(out) + "\n"
 
@@ -124,6 +130,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--examples", required=True, type=Path)
     ap.add_argument("--published", help="folder holding the published tilelang package (unpacked wheels)")
+    ap.add_argument("--published-results", help="comma-separated earlier reports (.json) whose published half "
+                    "to pair with instead of running the published package again (same device, said in the report)")
     ap.add_argument("--out", default="benchmarks/results", type=Path)
     ap.add_argument("--only", help="comma-separated example folders")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per file and side")
@@ -147,6 +155,13 @@ def main(argv=None):
                                                            capture_output=True, text=True).stdout.strip()
     meta = {"commit": commit, "date": datetime.date.today().isoformat(), "device": device,
             "published": args.published or "not run"}
+    if args.published_results:   # the published package's figures from earlier runs, file by file
+        for path in args.published_results.split(","):
+            earlier = json.loads(Path(path).read_text())
+            for key, r in earlier["published"].items():
+                if r.get("results") and (not args.only or key.split("/")[0] in args.only.split(",")):
+                    published[key] = dict(r, from_report=Path(path).name)
+        meta["published"] = f"earlier runs: {args.published_results}"
     args.out.mkdir(parents=True, exist_ok=True)
     tag = "h200" if "H200" in str(device) else str(device).split()[-1].lower()
     stem = args.out / f"{meta['date']}_{tag}_perf_regression"
@@ -154,7 +169,7 @@ def main(argv=None):
         key = f"{f.parent.name}/{f.name}"
         ours[key] = run_file(f, f"{ROOT}:{f.parent}", args.timeout)
         print(f"ours      {key}: rc {ours[key]['rc']} {ours[key]['results']}", flush=True)
-        if args.published:
+        if args.published and not args.published_results:
             published[key] = run_file(f, f"{args.published}:{f.parent}", args.timeout)
             print(f"published {key}: rc {published[key]['rc']} {published[key]['results']}", flush=True)
         rows = pair(ours, published)
