@@ -129,7 +129,8 @@ class KernelCodegen:
             row = self.expr(simplify(indices[0]))
             if p.row_slabs > 1:   # a wgmma A tile whose warpgroups compute several slabs
                 row = f"tl::slab_row<{p.row_slabs}>({row})"
-            return f"tl::sw{p.swizzle}<{rows}>({row}, {self.expr(simplify(indices[1]))})"
+            eb = f", {buf.dtype.itemsize}" if buf.dtype.itemsize != 2 else ""   # fp8: 1-byte elements
+            return f"tl::sw{p.swizzle}<{rows}{eb}>({row}, {self.expr(simplify(indices[1]))})"
         terms = []
         for i, s in zip(indices, self.strides(buf)):
             sv = E.const_int_value(s)
@@ -660,6 +661,8 @@ class KernelCodegen:
         if (cfg.swizzle_a, cfg.swizzle_b, cfg.slabs) != (128, 128, 1):   # a 32- or 16-wide K-major operand,
             wgn = f", {cfg.WN}, {cfg.swizzle_a}, {cfg.swizzle_b}"           # several slabs per warpgroup
             wgn += f", {cfg.slabs}" if cfg.slabs > 1 else ""
+        if cfg.dtype_b:   # fp8 e4m3 x e5m2: B's element type closes the list
+            wgn = f", {cfg.WN}, {cfg.swizzle_a}, {cfg.swizzle_b}, {cfg.slabs}, {ctype(op.B.buffer.dtype)}"
         return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {ta}, {tb}, {t}{wgn}>({a}, {b}, {acc}, tl_tid);"
 
     def _gemm_call(self, op, cfg, call):
