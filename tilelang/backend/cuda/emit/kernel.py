@@ -853,7 +853,8 @@ class KernelCodegen:
         of one row, so each pair goes out as one 32-bit store (half the store
         instructions of the epilogue). Needs the pair's address to be 4-byte aligned
         (even row stride and column offset; the pointer is checked at launch) and the
-        bound check to hold or fail for both columns alike (`j + c < n`, n and c even)."""
+        bound check to hold or fail for both columns alike (`j + c < n`, n and c even).
+        An fp8 global tensor takes four columns per 32-bit store (`_quad_store`)."""
         from tilelang.arith.simplify import linear_form
         guard, st = None, body
         if isinstance(st, S.IfThenElse) and st.else_body is None:
@@ -867,34 +868,38 @@ class KernelCodegen:
         if not in_param and not (p is not None and p.kind == "smem" and p.swizzle and st.buffer.ndim == 2):
             return False
         G, iv, jv = st.buffer, vars_[0], vars_[1]
-        if G.dtype.bits != 16 or getattr(G, "strides", None) is not None or L.regs % 2:
+        fp8 = G.dtype.bits == 8 and G.dtype.name.startswith("float8") and in_param
+        width = 4 if fp8 else 2   # columns per 32-bit store
+        if not (G.dtype.bits == 16 or fp8) or getattr(G, "strides", None) is not None or L.regs % width:
             return False
 
         def has(e, v):
             return any(x is v for x in collect_vars(e))
 
-        def even_offset(e):
-            """e = j + (something even): the pair starts on an even column."""
+        def aligned_offset(e):
+            """e = j + (a multiple of width): the run starts on a column that is one."""
             lin = linear_form(simplify(E.binop("-", e, jv)))
             if lin is None or has(simplify(E.binop("-", e, jv)), jv):
                 return False
             terms, const = lin
-            return const % 2 == 0 and all(c % 2 == 0 for _, c in terms.values())
-        if any(has(i, jv) for i in st.indices[:-1]) or not even_offset(st.indices[-1]):
+            return const % width == 0 and all(c % width == 0 for _, c in terms.values())
+        if any(has(i, jv) for i in st.indices[:-1]) or not aligned_offset(st.indices[-1]):
             return False
         row = E.const_int_value(G.shape[-1])
-        if row is None or row % 2:
+        if row is None or row % width:
             return False
         if guard is not None:
             for c in E.conjuncts(guard):
                 if not has(c, jv):
                     continue
-                # `j + c < n` (n even) or `j + c >= 0`: true or false for both columns alike
+                # `j + c < n` (n a multiple of width) or `j + c >= 0`: true or false for the run alike
                 n = E.const_int_value(c.b) if isinstance(c, E.BinOp) and c.op in ("<", ">=") else None
-                if n is None or n % 2 or (c.op == ">=" and n != 0) or has(c.b, jv) or not even_offset(c.a):
+                if n is None or n % width or (c.op == ">=" and n != 0) or has(c.b, jv) or not aligned_offset(c.a):
                     return False
         if in_param:
             self.aligned[G.name] = max(self.aligned.get(G.name, 1), 4)
+        if fp8:
+            return self._quad_store(st, guard, regs, L, lt, slot, iv, jv)
         self.w("#pragma unroll")
         pair = self.names.fresh("tl_pair")
         self.w(f"for (int {pair} = 0; {pair} < {L.regs // 2}; ++{pair}) {{")
@@ -903,23 +908,58 @@ class KernelCodegen:
         i, j = self.bind(iv), self.bind(jv)
         self.w(f"const int {i} = {lt}::row(tl_tid, {slot});")
         self.w(f"const int {j} = {lt}::col(tl_tid, {slot});")
-        vals = []
-        for e in (0, 1):
-            for b in regs:
-                is_row = self.placement(b).kind == "row"
-                r = slot if e == 0 else f"({slot} + 1)"
-                self.acc_index[id(b)] = f"{lt}::row_slot({r})" if is_row else r
-            val = st.value
-            if isinstance(val, E.Cast) and val.dtype is G.dtype and val.value.dtype.name == "float32":
-                val = val.value
-            with self.names.bound(jv, j if e == 0 else f"({j} + 1)"):
-                v = self.expr(val)
-            # float values: store_pair converts both at once (one F2FP)
-            vals.append(v if val.dtype is G.dtype or val.dtype.name == "float32" else cast_str(val.dtype, G.dtype, v))
+        vals = [self._acc_value(st, regs, lt, slot, e, jv, j) for e in (0, 1)]
+        self._bind_acc(regs, lt, slot)
+        line = f"tl::store_pair(&{self.access(st)}, {vals[0]}, {vals[1]});"
+        self.w(f"if ({self.expr(guard)}) {{ {line} }}" if guard is not None else line)
+        for b in regs:
+            del self.acc_index[id(b)]
+        self.indent -= 1
+        self.w("}")
+        return True
+
+    def _bind_acc(self, regs, lt, r):
+        """Read the fragments in `regs` at register `r` (a C expression)."""
         for b in regs:
             is_row = self.placement(b).kind == "row"
-            self.acc_index[id(b)] = f"{lt}::row_slot({slot})" if is_row else slot
-        line = f"tl::store_pair(&{self.access(st)}, {vals[0]}, {vals[1]});"
+            self.acc_index[id(b)] = f"{lt}::row_slot({r})" if is_row else r
+
+    def _acc_value(self, st, regs, lt, slot, e, jv, j):
+        """The stored value of register `slot` + e, whose column is j + e % 2 (C text):
+        a float stays a float (the store helper converts two at once), other types are
+        cast to the tensor's."""
+        G = st.buffer
+        self._bind_acc(regs, lt, slot if e == 0 else f"({slot} + {e})")
+        val = st.value
+        if isinstance(val, E.Cast) and val.dtype is G.dtype and val.value.dtype.name == "float32":
+            val = val.value
+        with self.names.bound(jv, j if e % 2 == 0 else f"({j} + 1)"):
+            v = self.expr(val)
+        return v if val.dtype is G.dtype or val.dtype.name == "float32" else cast_str(val.dtype, G.dtype, v)
+
+    def _quad_store(self, st, guard, regs, L, lt, slot, iv, jv):
+        """fp8 accumulator stores, four columns per 32-bit store: registers r .. r + 3
+        (r % 4 = 0) hold columns c, c + 1 of row R and of row R + 8, and lanes 2t, 2t + 1
+        of a quad hold neighbouring column pairs; one shuffle (tl::fp8_quad_word) gives the
+        even lane row R's four bytes and the odd lane row R + 8's. The whole warp runs the
+        loop (an accumulator loop does); the store alone is guarded."""
+        G = st.buffer
+        self.w("#pragma unroll")
+        quad = self.names.fresh("tl_quad")
+        self.w(f"for (int {quad} = 0; {quad} < {L.regs // 4}; ++{quad}) {{")
+        self.indent += 1
+        self.w(f"const int {slot} = 4 * {quad};")
+        self.w("const int tl_odd = tl_tid & 1;")
+        i, j = self.bind(iv), self.bind(jv)
+        own = self.names.fresh("tl_col")
+        self.w(f"const int {own} = {lt}::col(tl_tid, {slot});")
+        vals = [self._acc_value(st, regs, lt, slot, e, jv, own) for e in range(4)]
+        word = self.names.fresh("tl_word")
+        self.w(f"const unsigned {word} = tl::fp8_quad_word<{ctype(G.dtype)}>({', '.join(vals)}, tl_odd);")
+        self.w(f"const int {i} = {lt}::row(tl_tid, {slot} + 2 * tl_odd);")
+        self.w(f"const int {j} = {own} - 2 * tl_odd;")
+        self._bind_acc(regs, lt, slot)
+        line = f"*reinterpret_cast<unsigned*>(&{self.access(st)}) = {word};"
         self.w(f"if ({self.expr(guard)}) {{ {line} }}" if guard is not None else line)
         for b in regs:
             del self.acc_index[id(b)]
