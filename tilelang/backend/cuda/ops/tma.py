@@ -42,6 +42,7 @@ class TmaCopy:
     width: int = 64      # columns of one box: the tile's swizzle strip (16-bit sw128: 64, sw64: 32,
                          # sw32: 16; fp8: 128, 64, 32)
     row_slabs: int = 1   # the tile's rows are stored in tl::slab_row<row_slabs> order: boxes of 16 rows
+    elem_bytes: int = 2  # bytes of one element (fp8: 1): the swizzle is width * elem_bytes
 
     @property
     def box_rows(self):
@@ -61,7 +62,7 @@ class TmaCopy:
 
     @property
     def swizzle_bytes(self):
-        return self.width * self.dst.dtype.itemsize
+        return self.width * self.elem_bytes
 
     @property
     def swizzle_code(self):
@@ -154,7 +155,7 @@ def match_tma(st, plan, param_ids):
             if not any(_is_bound(atom, load.indices[d], src.shape[d]) for d in range(n)):
                 return None
     return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize, row_dim, fixed or None, width,
-                   pd.row_slabs)
+                   pd.row_slabs, dst.dtype.itemsize)
 
 
 @dataclass
@@ -231,7 +232,7 @@ def plan_multicast(launch, loop, tmas, enabled):
             continue
         shared, halves = [], {}
         for t in tmas:
-            if t.fixed or t.width != 64 or t.row_slabs > 1 or t.dst.dtype.itemsize != 2:   # the halves: 2-D
+            if t.fixed or t.width != 64 or t.row_slabs > 1 or t.elem_bytes != 2:   # the halves: 2-D
                 # 16-bit sw128 tiles
                 continue
             vs = collect_vars(t.row0) + collect_vars(t.col0)

@@ -31,6 +31,11 @@ def is_fp8(dtype_name):
     return dtype_name in _FP8
 
 
+def ptx_type(dtype_name):
+    """The PTX operand type of a wgmma element type (f16, bf16, e4m3, e5m2)."""
+    return _PTX_TYPE[dtype_name][0]
+
+
 @dataclass(frozen=True)
 class WgmmaConfig(MmaConfig):
     dtype: str = "float16"    # A's element type (and B's, unless dtype_b says otherwise)
