@@ -209,3 +209,28 @@ def test_gpu_fp8_output_matches_torch(out, shape):
     ref = (a.float() @ b.float().T).to(getattr(torch, out)).float()
     # at most one unit in the last place apart (3 / 2 mantissa bits), where the fp32 sums round differently
     torch.testing.assert_close(c.float(), ref, rtol=0.13 if out == E4M3 else 0.26, atol=1e-2)
+
+
+@pytest.mark.parametrize("M,N,WM,WN", [(128, 128, 4, 1), (128, 128, 2, 2), (64, 256, 4, 2)])
+def test_quad_stores_cover_the_tile_once(M, N, WM, WN):
+    """The fp8 epilogue (emit/kernel.py `_quad_store`, tl::fp8_quad_word): lane 2t keeps its
+    row-R pair and takes lane 2t + 1's row-R pair, lane 2t + 1 keeps its row-R + 8 pair and
+    takes lane 2t's row-R + 8 pair; each stores four bytes at (row(tid, r + 2 odd), col(tid, r) - 2 odd). Every
+    element of the accumulator tile lands once, at its own place, 4-byte aligned."""
+    from tilelang.backend.cuda.layout.fragment import AccLayout
+    L = AccLayout(M, N, WM, WN)
+    where = {}
+    for tid in range(32 * WM * WN):
+        odd, partner = tid & 1, tid ^ 1
+        for r in range(0, L.regs, 4):
+            own = [(L.row(tid, r + e), L.col(tid, r + e)) for e in range(4)]
+            other = [(L.row(partner, r + e), L.col(partner, r + e)) for e in range(4)]
+            # what tl::fp8_quad_word sends: the even lane its row-R + 8 pair, the odd one its row-R pair
+            word = other[2:4] + own[2:4] if odd else own[0:2] + other[0:2]
+            row, col = L.row(tid, r + 2 * odd), L.col(tid, r) - 2 * odd
+            assert col % 4 == 0
+            for b, elem in enumerate(word):
+                assert elem == (row, col + b)
+                assert elem not in where
+                where[elem] = tid
+    assert len(where) == M * N
