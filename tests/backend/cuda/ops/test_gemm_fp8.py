@@ -194,6 +194,22 @@ def test_gpu_fp8_gemm_matches_torch(a_dtype, b_dtype, shape, bk):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("bm,bn,bk,threads", [(128, 256, 128, 256), (64, 128, 64, 128), (256, 128, 64, 256)])
+def test_gpu_fp8_block_shapes_match_torch(bm, bn, bk, threads):
+    # two warpgroups along M (sw128, one slab each), a 64-row tile, two slabs per warpgroup at 256 threads
+    import torch
+    import tilelang
+    M = N = K = 1024
+    torch.manual_seed(2)
+    a = torch.randn(M, K, device="cuda").to(torch.float8_e5m2)
+    b = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)
+    c = torch.zeros(M, N, device="cuda")
+    f = fp8_gemm(M, N, K, E5M2, E4M3, out="float32", bm=bm, bn=bn, bk=bk, threads=threads)
+    tilelang.compile(f, target="cuda")(a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float().T, rtol=1e-3, atol=1e-2)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("out", [E4M3, E5M2])
 @pytest.mark.parametrize("shape", [(1024, 1024, 1024), (1000, 1000, 1024)])
 def test_gpu_fp8_output_matches_torch(out, shape):
