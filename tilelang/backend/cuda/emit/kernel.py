@@ -868,7 +868,7 @@ class KernelCodegen:
         if not in_param and not (p is not None and p.kind == "smem" and p.swizzle and st.buffer.ndim == 2):
             return False
         G, iv, jv = st.buffer, vars_[0], vars_[1]
-        fp8 = G.dtype.bits == 8 and G.dtype.name.startswith("float8") and in_param
+        fp8 = G.dtype.name in ("float8_e4m3fn", "float8_e5m2") and in_param   # tl::fp8_pair_bits' types
         width = 4 if fp8 else 2   # columns per 32-bit store
         if not (G.dtype.bits == 16 or fp8) or getattr(G, "strides", None) is not None or L.regs % width:
             return False
