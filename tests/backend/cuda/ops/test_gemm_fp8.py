@@ -170,6 +170,37 @@ def test_fp8_wgmma_sass(a, b, out, bk):
         assert ops["STG"] == 32 and ops["SHFL"] >= 32, ops
 
 
+def scaled_fp8_gemm(M, N, K, out=E4M3, bm=128, bn=128, bk=64):
+    """An epilogue reading the row and the column of each element: C = acc * sa[i] + sb[j]."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def f(A: T.Tensor((M, K), E4M3), B: T.Tensor((N, K), E4M3), sa: T.Tensor((M,), "float32"),
+          sb: T.Tensor((N,), "float32"), C: T.Tensor((M, N), out)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            As = T.alloc_shared((bm, bk), E4M3)
+            Bs = T.alloc_shared((bn, bk), E4M3)
+            Cl = T.alloc_fragment((bm, bn), "float32")
+            T.clear(Cl)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=3):
+                T.copy(A[by * bm, k * bk], As)
+                T.copy(B[bx * bn, k * bk], Bs)
+                T.gemm(As, Bs, Cl, transpose_B=True)
+            for i, j in T.Parallel(bm, bn):
+                C[by * bm + i, bx * bn + j] = Cl[i, j] * sa[by * bm + i] + sb[bx * bn + j]
+    return f
+
+
+@needs_nvrtc
+def test_scaled_epilogue_reads_each_registers_row():
+    src = build(scaled_fp8_gemm(256, 256, 256), "sm_90a").source
+    body = src[src.index("tl::fp8_quad_word"):]
+    call = body[:body.index(";")]
+    # registers r, r + 1 scale by row R's factor, r + 2, r + 3 by row R + 8's
+    rows = re.findall(r"sa\[\(?\(?by \* 128\)? \+ (\w+)\)?\]", call)
+    assert len(rows) == 4 and rows[0] == rows[1] and rows[2] == rows[3] and rows[0] != rows[2], call
+
+
 @needs_nvrtc
 def test_fp8_other_forms_fall_back():
     assert "gemm_ss_k32" not in build(fp8_gemm(256, 256, 256, out="float32"), "sm_80").source   # no fp8 mma
@@ -207,6 +238,22 @@ def test_gpu_fp8_block_shapes_match_torch(bm, bn, bk, threads):
     f = fp8_gemm(M, N, K, E5M2, E4M3, out="float32", bm=bm, bn=bn, bk=bk, threads=threads)
     tilelang.compile(f, target="cuda")(a, b, c)
     torch.testing.assert_close(c, a.float() @ b.float().T, rtol=1e-3, atol=1e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(512, 512, 512), (1000, 1000, 1024)])
+def test_gpu_scaled_fp8_output_matches_torch(shape):
+    import torch
+    import tilelang
+    M, N, K = shape
+    torch.manual_seed(3)
+    a = (torch.randn(M, K, device="cuda") / 8).to(torch.float8_e4m3fn)
+    b = (torch.randn(N, K, device="cuda") / 8).to(torch.float8_e4m3fn)
+    sa, sb = torch.rand(M, device="cuda") + 0.5, torch.randn(N, device="cuda")
+    c = torch.zeros(M, N, device="cuda").to(torch.float8_e4m3fn)
+    tilelang.compile(scaled_fp8_gemm(M, N, K), target="cuda")(a, b, sa, sb, c)
+    ref = ((a.float() @ b.float().T) * sa[:, None] + sb[None, :]).to(torch.float8_e4m3fn).float()
+    torch.testing.assert_close(c.float(), ref, rtol=0.13, atol=1e-2)
 
 
 @pytest.mark.gpu

@@ -58,6 +58,15 @@ def _guarded_store(body):
     return body
 
 
+def _reads_memory(value):
+    """The expression loads from a buffer outside registers (a global or shared one)."""
+    from tilelang.ir.visitor import walk
+    found = []
+    walk(value, lambda n: found.append(n) if isinstance(n, E.BufferLoad) and
+         not n.buffer.scope.startswith("local") else None)
+    return bool(found)
+
+
 def _own_copy(plan, entry):
     """The plan the pass plan_kernels attached to the launch (plan/plan_kernels.py), as
     this printer's own copy: it adds what it makes while printing (the placements of the
@@ -924,18 +933,25 @@ class KernelCodegen:
             is_row = self.placement(b).kind == "row"
             self.acc_index[id(b)] = f"{lt}::row_slot({r})" if is_row else r
 
-    def _acc_value(self, st, regs, lt, slot, e, jv, j):
-        """The stored value of register `slot` + e, whose column is j + e % 2 (C text):
-        a float stays a float (the store helper converts two at once), other types are
-        cast to the tensor's."""
+    def _acc_value(self, st, regs, lt, slot, e, jv, j, row=None, guard=None):
+        """The stored value of register `slot` + e, whose column is j + e % 2 (C text) and,
+        given `row` = (iv, its C text), whose row is that: a float stays a float (the store
+        helper converts two at once), other types are cast to the tensor's. With `guard`,
+        the value is read only where the guard holds for that element (0 elsewhere)."""
         G = st.buffer
         self._bind_acc(regs, lt, slot if e == 0 else f"({slot} + {e})")
         val = st.value
         if isinstance(val, E.Cast) and val.dtype is G.dtype and val.value.dtype.name == "float32":
             val = val.value
-        with self.names.bound(jv, j if e % 2 == 0 else f"({j} + 1)"):
+        binds = [(jv, j if e % 2 == 0 else f"({j} + 1)")] + ([row] if row is not None else [])
+        with self.names.bound_all(binds):
             v = self.expr(val)
-        return v if val.dtype is G.dtype or val.dtype.name == "float32" else cast_str(val.dtype, G.dtype, v)
+            cond = self.expr(guard) if guard is not None else None
+        v = v if val.dtype is G.dtype or val.dtype.name == "float32" else cast_str(val.dtype, G.dtype, v)
+        if cond is not None:
+            zero = "0.0f" if val.dtype.name == "float32" else f"{ctype(G.dtype)}(0.0f)"
+            v = f"(({cond}) ? {v} : {zero})"
+        return v
 
     def _quad_store(self, st, guard, regs, L, lt, slot, iv, jv):
         """fp8 accumulator stores, four columns per 32-bit store: registers r .. r + 3
@@ -950,13 +966,20 @@ class KernelCodegen:
         self.indent += 1
         self.w(f"const int {slot} = 4 * {quad};")
         self.w("const int tl_odd = tl_tid & 1;")
-        i, j = self.bind(iv), self.bind(jv)
-        own = self.names.fresh("tl_col")
+        # the values read their registers' own rows (R for r, r + 1; R + 8 for r + 2, r + 3)
+        own, top, low = (self.names.fresh(n) for n in ("tl_col", "tl_row", "tl_row8"))
         self.w(f"const int {own} = {lt}::col(tl_tid, {slot});")
-        vals = [self._acc_value(st, regs, lt, slot, e, jv, own) for e in range(4)]
+        self.w(f"const int {top} = {lt}::row(tl_tid, {slot});")
+        self.w(f"const int {low} = {lt}::row(tl_tid, {slot} + 2);")
+        # every lane computes its four values before the shuffle: a guarded store's loads
+        # (an epilogue's scales, say) are guarded one by one, as the scalar loop would
+        reads = guard is not None and _reads_memory(st.value)
+        vals = [self._acc_value(st, regs, lt, slot, e, jv, own, (iv, top if e < 2 else low), guard if reads else None)
+                for e in range(4)]
         word = self.names.fresh("tl_word")
         self.w(f"const unsigned {word} = tl::fp8_quad_word<{ctype(G.dtype)}>({', '.join(vals)}, tl_odd);")
-        self.w(f"const int {i} = {lt}::row(tl_tid, {slot} + 2 * tl_odd);")
+        i, j = self.bind(iv), self.bind(jv)
+        self.w(f"const int {i} = tl_odd ? {low} : {top};")
         self.w(f"const int {j} = {own} - 2 * tl_odd;")
         self._bind_acc(regs, lt, slot)
         line = f"*reinterpret_cast<unsigned*>(&{self.access(st)}) = {word};"

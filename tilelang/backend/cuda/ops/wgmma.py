@@ -1,12 +1,12 @@
-"""`T.gemm` on sm_90a: warpgroup MMA (`wgmma.mma_async m64nNk16`, include/tl_cuda/wgmma.h).
+"""`T.gemm` on sm_90a: warpgroup MMA (`wgmma.mma_async m64nNk16` / `k32`, include/tl_cuda/wgmma.h).
 
 Chosen when A and B are whole 2-D fp16/bf16 tiles, or fp8 ones (e4m3 / e5m2, mixed too:
 `m64nNk32`, whose PTX form takes both operands K-major from shared memory only, so A not
-transposed and B transposed; an fp8 tile's 128-byte swizzle strip is 128 columns, its
-64-byte one 64: a 64-wide K tile), (A may also be a fragment that
-lives in registers in the accumulator layout), the last dimension of every shared
-operand is a multiple of 64 (one 128-byte swizzle atom; of 32 or 16 for an operand read
-K-major, which then takes the 64- or 32-byte swizzle: a 32-wide K tile) and the block tile has one
+transposed and B transposed; swizzles count bytes, so an fp8 tile's 128-byte strip is 128
+columns and its 64-byte one 64: a 64-wide K tile). A 16-bit A may also be a fragment that
+lives in registers in the accumulator layout. The rows of every shared operand are a
+multiple of 128 bytes (one 128-byte swizzle atom; of 64 or 32 for an operand read K-major,
+which then takes the 64- or 32-byte swizzle: a 32-wide 16-bit K tile) and the block tile has one
 64-row slab per warpgroup, or fewer slabs whose warpgroups then split N (the
 accumulator's warp grid is then warpgroup-major: `AccLayout.wg_cols`). The shared operands then get the `tl::sw128` layout
 (64-column strips, 16-byte chunks XOR-swizzled by row), which is what the wgmma
