@@ -211,7 +211,7 @@ def test_fp8_other_forms_fall_back():
 @pytest.mark.gpu
 @pytest.mark.parametrize("a_dtype,b_dtype", [(E4M3, E4M3), (E5M2, E5M2), (E4M3, E5M2)])
 @pytest.mark.parametrize("shape", [(1024, 1024, 1024), (1000, 1000, 1000), (1024, 512, 1056)])
-@pytest.mark.parametrize("bk", [64, 128])
+@pytest.mark.parametrize("bk", [32, 64, 128])
 def test_gpu_fp8_gemm_matches_torch(a_dtype, b_dtype, shape, bk):
     import torch
     import tilelang
