@@ -7,12 +7,12 @@ import tilelang.language as T
 
 
 def fp8_gemm(M, N, K, a_dtype="float8_e4m3fn", b_dtype="float8_e4m3fn", out="float8_e4m3fn", trans_B=True,
-             bm=128, bn=128, bk=64):
+             bm=128, bn=128, bk=64, threads=128):
     b_shape, bs_shape = ((N, K), (bn, bk)) if trans_B else ((K, N), (bk, bn))
 
     @T.prim_func
     def f(A: T.Tensor((M, K), a_dtype), B: T.Tensor(b_shape, b_dtype), C: T.Tensor((M, N), out)):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
             As = T.alloc_shared((bm, bk), a_dtype)
             Bs = T.alloc_shared(bs_shape, b_dtype)
             Cl = T.alloc_fragment((bm, bn), "float32")

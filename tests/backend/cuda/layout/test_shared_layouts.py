@@ -101,15 +101,19 @@ def test_layouts_no_path_can_honour_are_located_errors(make, msg):
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no host C++ compiler")
 def test_sw128_layout_is_the_device_headers_sw128(tmp_path):
     text = (Path(tilelang.__file__).parent / "backend/cuda/include/tl_cuda/async.h").read_text()
-    fn = re.search(r"template <int R> TL_DEVICE int sw128\(int r, int c\) \{.*?\n\}", text, re.S).group(0)
+    fn = re.search(r"template <int R, int EB = 2> TL_DEVICE int sw128\(int r, int c\) \{.*?\n\}", text, re.S).group(0)
+    # 16-bit tiles (sw128<R>) and fp8 ones (sw128<R, 1>: 128-column strips) against the public layout
     src = ("#include <cstdio>\n#define TL_DEVICE inline\n" + fn + "\nint main() {\n"
-           "  for (int r = 0; r < 64; ++r) for (int c = 0; c < 128; ++c) std::printf(\"%d\\n\", sw128<64>(r, c));\n}\n")
+           "  for (int r = 0; r < 64; ++r) for (int c = 0; c < 128; ++c) std::printf(\"%d\\n\", sw128<64>(r, c));\n"
+           "  for (int r = 0; r < 64; ++r) for (int c = 0; c < 256; ++c) std::printf(\"%d\\n\", sw128<64, 1>(r, c));\n}\n")
     (tmp_path / "s.cpp").write_text(src)
-    subprocess.run(["g++", "-O1", "-o", str(tmp_path / "s"), str(tmp_path / "s.cpp")], check=True)
+    subprocess.run(["g++", "-std=c++17", "-O1", "-o", str(tmp_path / "s"), str(tmp_path / "s.cpp")], check=True)
     out = np.array(subprocess.run([str(tmp_path / "s")], check=True, capture_output=True, text=True).stdout.split(),
-                   dtype=np.int64).reshape(64, 128)
+                   dtype=np.int64)
     buf = Buffer("t", [64, 128], as_dtype("float16"), scope="shared")
-    assert np.array_equal(sw128_layout(buf).offsets(), out)
+    assert np.array_equal(sw128_layout(buf).offsets(), out[:64 * 128].reshape(64, 128))
+    buf8 = Buffer("t8", [64, 256], as_dtype("float8_e4m3fn"), scope="shared")
+    assert np.array_equal(sw128_layout(buf8).offsets(), out[64 * 128:].reshape(64, 256))
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no host C++ compiler")

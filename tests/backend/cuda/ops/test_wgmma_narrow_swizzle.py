@@ -28,7 +28,7 @@ def _host_table(tmp_path, body):
     if cxx is None:
         pytest.skip("no host C++ compiler")
     text = HEADER.read_text()
-    fns = [re.search(r"template <int \w+> TL_DEVICE int %s\(.*?\n}\n" % name, text, re.S).group(0)
+    fns = [re.search(r"template <int \w+(?:, int \w+ = \d+)?> TL_DEVICE int %s\(.*?\n}\n" % name, text, re.S).group(0)
            for name in ("sw64", "sw32", "slab_row")]
     src = tmp_path / "t.cpp"
     src.write_text("#include <cstdio>\n#define TL_DEVICE inline\nnamespace tl {\n" + "".join(fns) +

@@ -18,7 +18,7 @@ def test_trace_ends_with_the_plan_and_the_source(tmp_path, monkeypatch):
     assert pages[-2].endswith("_ptx.ptx") and pages[-1].endswith("_sass.sass"), pages
     text = (tmp_path / plan[0]).read_text()
     assert "As" in text and "shared @" in text and "3 stages" in text
-    assert "mma.sync m16n8k32, warps 2 x 2" in text
-    assert "registers (acc): tl::MmaAccLayout<128, 128, 2, 2>" in text
+    assert "wgmma m64n128k32 e4m3 x e4m3, 2 slabs per warpgroup, A from shared" in text, text
+    assert "registers (acc): tl::MmaAccLayout<128, 128, 4, 1>" in text
     assert "__global__" in (tmp_path / pages[-3]).read_text()
     assert ".entry" in (tmp_path / pages[-2]).read_text()

@@ -58,6 +58,15 @@ def _guarded_store(body):
     return body
 
 
+def _reads_memory(value):
+    """The expression loads from a buffer outside registers (a global or shared one)."""
+    from tilelang.ir.visitor import walk
+    found = []
+    walk(value, lambda n: found.append(n) if isinstance(n, E.BufferLoad) and
+         not n.buffer.scope.startswith("local") else None)
+    return bool(found)
+
+
 def _own_copy(plan, entry):
     """The plan the pass plan_kernels attached to the launch (plan/plan_kernels.py), as
     this printer's own copy: it adds what it makes while printing (the placements of the
@@ -129,7 +138,8 @@ class KernelCodegen:
             row = self.expr(simplify(indices[0]))
             if p.row_slabs > 1:   # a wgmma A tile whose warpgroups compute several slabs
                 row = f"tl::slab_row<{p.row_slabs}>({row})"
-            return f"tl::sw{p.swizzle}<{rows}>({row}, {self.expr(simplify(indices[1]))})"
+            eb = f", {buf.dtype.itemsize}" if buf.dtype.itemsize != 2 else ""   # fp8: 1-byte elements
+            return f"tl::sw{p.swizzle}<{rows}{eb}>({row}, {self.expr(simplify(indices[1]))})"
         terms = []
         for i, s in zip(indices, self.strides(buf)):
             sv = E.const_int_value(s)
@@ -660,6 +670,8 @@ class KernelCodegen:
         if (cfg.swizzle_a, cfg.swizzle_b, cfg.slabs) != (128, 128, 1):   # a 32- or 16-wide K-major operand,
             wgn = f", {cfg.WN}, {cfg.swizzle_a}, {cfg.swizzle_b}"           # several slabs per warpgroup
             wgn += f", {cfg.slabs}" if cfg.slabs > 1 else ""
+        if cfg.dtype_b:   # fp8 e4m3 x e5m2: B's element type closes the list
+            wgn = f", {cfg.WN}, {cfg.swizzle_a}, {cfg.swizzle_b}, {cfg.slabs}, {ctype(op.B.buffer.dtype)}"
         return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {ta}, {tb}, {t}{wgn}>({a}, {b}, {acc}, tl_tid);"
 
     def _gemm_call(self, op, cfg, call):
@@ -850,7 +862,8 @@ class KernelCodegen:
         of one row, so each pair goes out as one 32-bit store (half the store
         instructions of the epilogue). Needs the pair's address to be 4-byte aligned
         (even row stride and column offset; the pointer is checked at launch) and the
-        bound check to hold or fail for both columns alike (`j + c < n`, n and c even)."""
+        bound check to hold or fail for both columns alike (`j + c < n`, n and c even).
+        An fp8 global tensor takes four columns per 32-bit store (`_quad_store`)."""
         from tilelang.arith.simplify import linear_form
         guard, st = None, body
         if isinstance(st, S.IfThenElse) and st.else_body is None:
@@ -864,34 +877,38 @@ class KernelCodegen:
         if not in_param and not (p is not None and p.kind == "smem" and p.swizzle and st.buffer.ndim == 2):
             return False
         G, iv, jv = st.buffer, vars_[0], vars_[1]
-        if G.dtype.bits != 16 or getattr(G, "strides", None) is not None or L.regs % 2:
+        fp8 = G.dtype.name in ("float8_e4m3fn", "float8_e5m2") and in_param   # tl::fp8_pair_bits' types
+        width = 4 if fp8 else 2   # columns per 32-bit store
+        if not (G.dtype.bits == 16 or fp8) or getattr(G, "strides", None) is not None or L.regs % width:
             return False
 
         def has(e, v):
             return any(x is v for x in collect_vars(e))
 
-        def even_offset(e):
-            """e = j + (something even): the pair starts on an even column."""
+        def aligned_offset(e):
+            """e = j + (a multiple of width): the run starts on a column that is one."""
             lin = linear_form(simplify(E.binop("-", e, jv)))
             if lin is None or has(simplify(E.binop("-", e, jv)), jv):
                 return False
             terms, const = lin
-            return const % 2 == 0 and all(c % 2 == 0 for _, c in terms.values())
-        if any(has(i, jv) for i in st.indices[:-1]) or not even_offset(st.indices[-1]):
+            return const % width == 0 and all(c % width == 0 for _, c in terms.values())
+        if any(has(i, jv) for i in st.indices[:-1]) or not aligned_offset(st.indices[-1]):
             return False
         row = E.const_int_value(G.shape[-1])
-        if row is None or row % 2:
+        if row is None or row % width:
             return False
         if guard is not None:
             for c in E.conjuncts(guard):
                 if not has(c, jv):
                     continue
-                # `j + c < n` (n even) or `j + c >= 0`: true or false for both columns alike
+                # `j + c < n` (n a multiple of width) or `j + c >= 0`: true or false for the run alike
                 n = E.const_int_value(c.b) if isinstance(c, E.BinOp) and c.op in ("<", ">=") else None
-                if n is None or n % 2 or (c.op == ">=" and n != 0) or has(c.b, jv) or not even_offset(c.a):
+                if n is None or n % width or (c.op == ">=" and n != 0) or has(c.b, jv) or not aligned_offset(c.a):
                     return False
         if in_param:
             self.aligned[G.name] = max(self.aligned.get(G.name, 1), 4)
+        if fp8:
+            return self._quad_store(st, guard, regs, L, lt, slot, iv, jv)
         self.w("#pragma unroll")
         pair = self.names.fresh("tl_pair")
         self.w(f"for (int {pair} = 0; {pair} < {L.regs // 2}; ++{pair}) {{")
@@ -900,23 +917,72 @@ class KernelCodegen:
         i, j = self.bind(iv), self.bind(jv)
         self.w(f"const int {i} = {lt}::row(tl_tid, {slot});")
         self.w(f"const int {j} = {lt}::col(tl_tid, {slot});")
-        vals = []
-        for e in (0, 1):
-            for b in regs:
-                is_row = self.placement(b).kind == "row"
-                r = slot if e == 0 else f"({slot} + 1)"
-                self.acc_index[id(b)] = f"{lt}::row_slot({r})" if is_row else r
-            val = st.value
-            if isinstance(val, E.Cast) and val.dtype is G.dtype and val.value.dtype.name == "float32":
-                val = val.value
-            with self.names.bound(jv, j if e == 0 else f"({j} + 1)"):
-                v = self.expr(val)
-            # float values: store_pair converts both at once (one F2FP)
-            vals.append(v if val.dtype is G.dtype or val.dtype.name == "float32" else cast_str(val.dtype, G.dtype, v))
+        vals = [self._acc_value(st, regs, lt, slot, e, jv, j) for e in (0, 1)]
+        self._bind_acc(regs, lt, slot)
+        line = f"tl::store_pair(&{self.access(st)}, {vals[0]}, {vals[1]});"
+        self.w(f"if ({self.expr(guard)}) {{ {line} }}" if guard is not None else line)
+        for b in regs:
+            del self.acc_index[id(b)]
+        self.indent -= 1
+        self.w("}")
+        return True
+
+    def _bind_acc(self, regs, lt, r):
+        """Read the fragments in `regs` at register `r` (a C expression)."""
         for b in regs:
             is_row = self.placement(b).kind == "row"
-            self.acc_index[id(b)] = f"{lt}::row_slot({slot})" if is_row else slot
-        line = f"tl::store_pair(&{self.access(st)}, {vals[0]}, {vals[1]});"
+            self.acc_index[id(b)] = f"{lt}::row_slot({r})" if is_row else r
+
+    def _acc_value(self, st, regs, lt, slot, e, jv, j, row=None, guard=None):
+        """The stored value of register `slot` + e, whose column is j + e % 2 (C text) and,
+        given `row` = (iv, its C text), whose row is that: a float stays a float (the store
+        helper converts two at once), other types are cast to the tensor's. With `guard`,
+        the value is read only where the guard holds for that element (0 elsewhere)."""
+        G = st.buffer
+        self._bind_acc(regs, lt, slot if e == 0 else f"({slot} + {e})")
+        val = st.value
+        if isinstance(val, E.Cast) and val.dtype is G.dtype and val.value.dtype.name == "float32":
+            val = val.value
+        binds = [(jv, j if e % 2 == 0 else f"({j} + 1)")] + ([row] if row is not None else [])
+        with self.names.bound_all(binds):
+            v = self.expr(val)
+            cond = self.expr(guard) if guard is not None else None
+        v = v if val.dtype is G.dtype or val.dtype.name == "float32" else cast_str(val.dtype, G.dtype, v)
+        if cond is not None:
+            zero = "0.0f" if val.dtype.name == "float32" else f"{ctype(G.dtype)}(0.0f)"
+            v = f"(({cond}) ? {v} : {zero})"
+        return v
+
+    def _quad_store(self, st, guard, regs, L, lt, slot, iv, jv):
+        """fp8 accumulator stores, four columns per 32-bit store: registers r .. r + 3
+        (r % 4 = 0) hold columns c, c + 1 of row R and of row R + 8, and lanes 2t, 2t + 1
+        of a quad hold neighbouring column pairs; one shuffle (tl::fp8_quad_word) gives the
+        even lane row R's four bytes and the odd lane row R + 8's. The whole warp runs the
+        loop (an accumulator loop does); the store alone is guarded."""
+        G = st.buffer
+        self.w("#pragma unroll")
+        quad = self.names.fresh("tl_quad")
+        self.w(f"for (int {quad} = 0; {quad} < {L.regs // 4}; ++{quad}) {{")
+        self.indent += 1
+        self.w(f"const int {slot} = 4 * {quad};")
+        self.w("const int tl_odd = tl_tid & 1;")
+        # the values read their registers' own rows (R for r, r + 1; R + 8 for r + 2, r + 3)
+        own, top, low = (self.names.fresh(n) for n in ("tl_col", "tl_row", "tl_row8"))
+        self.w(f"const int {own} = {lt}::col(tl_tid, {slot});")
+        self.w(f"const int {top} = {lt}::row(tl_tid, {slot});")
+        self.w(f"const int {low} = {lt}::row(tl_tid, {slot} + 2);")
+        # every lane computes its four values before the shuffle: a guarded store's loads
+        # (an epilogue's scales, say) are guarded one by one, as the scalar loop would
+        reads = guard is not None and _reads_memory(st.value)
+        vals = [self._acc_value(st, regs, lt, slot, e, jv, own, (iv, top if e < 2 else low), guard if reads else None)
+                for e in range(4)]
+        word = self.names.fresh("tl_word")
+        self.w(f"const unsigned {word} = tl::fp8_quad_word<{ctype(G.dtype)}>({', '.join(vals)}, tl_odd);")
+        i, j = self.bind(iv), self.bind(jv)
+        self.w(f"const int {i} = tl_odd ? {low} : {top};")
+        self.w(f"const int {j} = {own} - 2 * tl_odd;")
+        self._bind_acc(regs, lt, slot)
+        line = f"*reinterpret_cast<unsigned*>(&{self.access(st)}) = {word};"
         self.w(f"if ({self.expr(guard)}) {{ {line} }}" if guard is not None else line)
         for b in regs:
             del self.acc_index[id(b)]

@@ -64,12 +64,14 @@ def sw128_layout(buf):
 
 
 def narrow_swizzle_layout(buf, swizzle_bytes, row_slabs=1):
-    """The layout of a 16-bit wgmma operand tile in tl::sw128 / sw64 / sw32 (async.h: W-byte
-    rows, 8-element chunks XORed with the row's position in the 8-row pattern), its rows
+    """The layout of a 16- or 8-bit wgmma operand tile in tl::sw128 / sw64 / sw32 (async.h:
+    W-byte rows, 16-byte chunks XORed with the row's position in the 8-row pattern), its rows
     stored in tl::slab_row<row_slabs> order when a warpgroup computes several 64-row slabs."""
     rows = int(E.const_int_value(buf.shape[0]))
-    width = swizzle_bytes // 2   # columns of one swizzle strip (16-bit elements)
-    chunks = width // 8          # 8-element chunks per row: 8, 4, 2
+    es = buf.dtype.itemsize
+    width = swizzle_bytes // es  # columns of one swizzle strip
+    chunks = swizzle_bytes // 16  # 16-byte chunks per row: 8, 4, 2
+    ce = 16 // es                 # elements of one chunk
     shift = {8: 0, 4: 1, 2: 2}[chunks]
 
     def stored_row(r):
@@ -82,7 +84,7 @@ def narrow_swizzle_layout(buf, swizzle_bytes, row_slabs=1):
     def offset(r, c):
         sr = stored_row(r)
         return ((c // width) * (rows * width) + sr * width
-                + ((((c >> 3) ^ (sr >> shift)) & (chunks - 1)) << 3) + (c & 7))
+                + (((c // ce) ^ (sr >> shift)) & (chunks - 1)) * ce + (c % ce))
     return Layout([int(E.const_int_value(d)) for d in buf.shape], offset)
 
 
@@ -166,7 +168,7 @@ def placed_layout(buf, placement):
     for every shared placement): the sw128 swizzle, the user's layout read through its
     index, or the element strides (row-major, padded rows)."""
     if placement.swizzle:
-        if placement.swizzle == 128 and getattr(placement, "row_slabs", 1) == 1:
+        if placement.swizzle == 128 and getattr(placement, "row_slabs", 1) == 1 and buf.dtype.itemsize == 2:
             return sw128_layout(buf)
         return narrow_swizzle_layout(buf, placement.swizzle, getattr(placement, "row_slabs", 1))
     if placement.layout is not None:

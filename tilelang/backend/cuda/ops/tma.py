@@ -1,7 +1,7 @@
 """Tile copies of a pipelined sm_90a GEMM loop as bulk tensor copies (TMA).
 
 A copy `S[i, j] = A[r0 + i, c0 + j]` (optionally `if_then_else(bounds, A[...], 0)`)
-of a whole 2-D shared tile in the `tl::sw128` layout from a contiguous 16-bit global
+of a whole 2-D shared tile in the `tl::sw128` layout from a contiguous 16-bit (or fp8) global
 kernel parameter whose strides are compile-time multiples of 16 bytes becomes
 `C / 64` bulk tensor copies of R x 64 boxes, issued by one thread,
 completing on an mbarrier (`include/tl_cuda/tma.h`); a tile in `tl::sw64` / `sw32` (a
@@ -39,8 +39,10 @@ class TmaCopy:
     nbytes: int          # bytes one issue of this copy delivers
     row_dim: int = 0     # the source dimension of the tile's rows (columns: the last)
     fixed: dict = None   # source dimension -> its index, for the dimensions besides those two
-    width: int = 64      # columns of one box: the tile's swizzle strip (sw128: 64, sw64: 32, sw32: 16)
+    width: int = 64      # columns of one box: the tile's swizzle strip (16-bit sw128: 64, sw64: 32,
+                         # sw32: 16; fp8: 128, 64, 32)
     row_slabs: int = 1   # the tile's rows are stored in tl::slab_row<row_slabs> order: boxes of 16 rows
+    elem_bytes: int = 2  # bytes of one element (fp8: 1): the swizzle is width * elem_bytes
 
     @property
     def box_rows(self):
@@ -59,9 +61,13 @@ class TmaCopy:
                 for r in range(0, self.rows, self.box_rows)]
 
     @property
+    def swizzle_bytes(self):
+        return self.width * self.elem_bytes
+
+    @property
     def swizzle_code(self):
         """CUtensorMapSwizzle of the box: 128B (3), 64B (2), 32B (1)."""
-        return {64: 3, 32: 2, 16: 1}[self.width]
+        return {128: 3, 64: 2, 32: 1}[self.swizzle_bytes]
 
     def coords(self, row0, col0):
         """Every source dimension's index for a box at (row0, col0), innermost first
@@ -99,7 +105,8 @@ def match_tma(st, plan, param_ids):
     pd = plan.placements.get(id(dst))
     if guard is not None or pd is None or not pd.swizzle or dst.ndim != 2 or not 2 <= src.ndim <= 5:
         return None
-    if id(src) not in param_ids or src.dtype.bits != 16 or getattr(src, "strides", None) is not None:
+    if id(src) not in param_ids or src.dtype.bits not in (8, 16) or src.dtype.bits != dst.dtype.bits or \
+            getattr(src, "strides", None) is not None:
         return None
     # every stride (the product of the later dimensions) a constant multiple of 16 bytes
     inner = [E.const_int_value(d) for d in src.shape[1:]]
@@ -148,7 +155,7 @@ def match_tma(st, plan, param_ids):
             if not any(_is_bound(atom, load.indices[d], src.shape[d]) for d in range(n)):
                 return None
     return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize, row_dim, fixed or None, width,
-                   pd.row_slabs)
+                   pd.row_slabs, dst.dtype.itemsize)
 
 
 @dataclass
@@ -225,7 +232,8 @@ def plan_multicast(launch, loop, tmas, enabled):
             continue
         shared, halves = [], {}
         for t in tmas:
-            if t.fixed or t.width != 64 or t.row_slabs > 1:   # the halves are written for 2-D sw128 tiles
+            if t.fixed or t.width != 64 or t.row_slabs > 1 or t.elem_bytes != 2:   # the halves: 2-D
+                # 16-bit sw128 tiles
                 continue
             vs = collect_vars(t.row0) + collect_vars(t.col0)
             if _has_load(t.row0) or _has_load(t.col0) or any(id(v) in inner or v is bv for v in vs):

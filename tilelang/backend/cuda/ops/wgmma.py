@@ -1,9 +1,12 @@
-"""`T.gemm` on sm_90a: warpgroup MMA (`wgmma.mma_async m64nNk16`, include/tl_cuda/wgmma.h).
+"""`T.gemm` on sm_90a: warpgroup MMA (`wgmma.mma_async m64nNk16` / `k32`, include/tl_cuda/wgmma.h).
 
-Chosen when A and B are whole 2-D fp16/bf16 tiles (A may also be a fragment that
-lives in registers in the accumulator layout), the last dimension of every shared
-operand is a multiple of 64 (one 128-byte swizzle atom; of 32 or 16 for an operand read
-K-major, which then takes the 64- or 32-byte swizzle: a 32-wide K tile) and the block tile has one
+Chosen when A and B are whole 2-D fp16/bf16 tiles, or fp8 ones (e4m3 / e5m2, mixed too:
+`m64nNk32`, whose PTX form takes both operands K-major from shared memory only, so A not
+transposed and B transposed; swizzles count bytes, so an fp8 tile's 128-byte strip is 128
+columns and its 64-byte one 64: a 64-wide K tile). A 16-bit A may also be a fragment that
+lives in registers in the accumulator layout. The rows of every shared operand are a
+multiple of 128 bytes (one 128-byte swizzle atom; of 64 or 32 for an operand read K-major,
+which then takes the 64- or 32-byte swizzle: a 32-wide 16-bit K tile) and the block tile has one
 64-row slab per warpgroup, or fewer slabs whose warpgroups then split N (the
 accumulator's warp grid is then warpgroup-major: `AccLayout.wg_cols`). The shared operands then get the `tl::sw128` layout
 (64-column strips, 16-byte chunks XOR-swizzled by row), which is what the wgmma
@@ -19,12 +22,24 @@ from tilelang.ir import expr as E
 from tilelang.backend.cuda.ops.mma import MmaConfig, gemm_mnk
 from tilelang.backend.cuda.target import arch_number
 
-_PTX_TYPE = {"float16": ("f16", "half"), "bfloat16": ("bf16", "__nv_bfloat16")}
+_PTX_TYPE = {"float16": ("f16", "half"), "bfloat16": ("bf16", "__nv_bfloat16"),
+             "float8_e4m3fn": ("e4m3", "__nv_fp8_e4m3"), "float8_e5m2": ("e5m2", "__nv_fp8_e5m2")}
+_FP8 = ("float8_e4m3fn", "float8_e5m2")
+
+
+def is_fp8(dtype_name):
+    return dtype_name in _FP8
+
+
+def ptx_type(dtype_name):
+    """The PTX operand type of a wgmma element type (f16, bf16, e4m3, e5m2)."""
+    return _PTX_TYPE[dtype_name][0]
 
 
 @dataclass(frozen=True)
 class WgmmaConfig(MmaConfig):
-    dtype: str = "float16"
+    dtype: str = "float16"    # A's element type (and B's, unless dtype_b says otherwise)
+    dtype_b: str = ""         # B's element type when it differs (fp8: e4m3 x e5m2)
     trans_A: bool = False
     trans_B: bool = False
     a_regs: bool = False      # A read from a register fragment (wgmma RS)
@@ -41,6 +56,15 @@ class WgmmaConfig(MmaConfig):
         return self.WN > 1
 
     @property
+    def b_dtype(self):
+        return self.dtype_b or self.dtype
+
+    @property
+    def inst_k(self):
+        """K of one instruction: 32 bytes of each operand row (k16 for 16-bit, k32 for fp8)."""
+        return 32 if is_fp8(self.dtype) else 16
+
+    @property
     def inst_n(self):
         """N of one warpgroup's wgmma instruction."""
         return self.N // self.WN
@@ -50,20 +74,21 @@ class WgmmaConfig(MmaConfig):
 
 
 def swizzle_bytes(buf):
-    """The widest swizzle a 2-D 16-bit shared tile with rows % 8 takes: 128 (sw128) when
-    its rows are a multiple of 64 elements, 64 (sw64) for 32, 32 (sw32) for 16; else 0.
-    A buffer's swizzle is a function of its shape alone, so every gemm reading it agrees."""
-    if buf.ndim != 2 or buf.dtype.bits != 16:
+    """The widest swizzle a 2-D 16- or 8-bit shared tile with rows % 8 takes: 128 (sw128)
+    when its rows are a multiple of 128 bytes (64 16-bit / 128 fp8 elements), 64 (sw64) for
+    64 bytes, 32 (sw32) for 32; else 0. A buffer's swizzle is a function of its shape alone,
+    so every gemm reading it agrees."""
+    if buf.ndim != 2 or buf.dtype.bits not in (8, 16):
         return 0
     r, c = (E.const_int_value(d) for d in buf.shape)
     if r is None or c is None or r % 8:
         return 0
-    return next((sw for sw in (128, 64, 32) if c % (sw // 2) == 0), 0)
+    return next((sw for sw in (128, 64, 32) if (c * buf.dtype.itemsize) % sw == 0), 0)
 
 
 def swizzle_ok(buf, k_major=False):
-    """The buffer can be a wgmma operand: sw128 (2-D, 16-bit, rows % 8, cols % 64), or,
-    read K-major (its rows run along K), also sw64 / sw32 (cols % 32 / % 16)."""
+    """The buffer can be a wgmma operand: sw128 (2-D, rows % 8, 128-byte rows), or, read
+    K-major (its rows run along K), also sw64 / sw32 (rows of 64 / 32 bytes)."""
     sw = swizzle_bytes(buf)
     return sw == 128 or (k_major and sw > 0)
 
@@ -82,10 +107,15 @@ def wgmma_config(op, arch, nthreads):
         return None
     M, N, K = mnk
     da, db, dc = op.A.buffer.dtype, op.B.buffer.dtype, op.C.buffer.dtype
-    if da is not db or da.name not in _PTX_TYPE or dc.name != "float32":
+    fp8 = is_fp8(da.name) and is_fp8(db.name)
+    if not fp8 and da is not db or da.name not in _PTX_TYPE or dc.name != "float32":
         return None
     nwg = nthreads // 128
     a_regs = op.A.buffer.scope == "local.fragment"
+    # fp8 wgmma reads both operands K-major from shared memory (PTX: no transpose
+    # immediates, no register A of this layout); the other fp8 gemms keep mma.sync
+    if fp8 and (a_regs or op.trans_A or not op.trans_B or K % 32):
+        return None
     # warpgroups stack along M (one 64-row slab each); a block tile of fewer rows than
     # that splits N among the warpgroups of each slab instead (MLA decode: 64 rows, 2
     # warpgroups of m64 x N/2); one of more rows gives each warpgroup several slabs
@@ -115,7 +145,8 @@ def wgmma_config(op, arch, nthreads):
         return None
     if op.trans_A and M % 64 or not op.trans_A and K % 16:
         return None
-    return WgmmaConfig(M, N, K, 4 * (M // 64 // slabs), wgn, dtype=da.name, trans_A=bool(op.trans_A),
+    return WgmmaConfig(M, N, K, 4 * (M // 64 // slabs), wgn, dtype=da.name,
+                       dtype_b=db.name if db.name != da.name else "", trans_A=bool(op.trans_A),
                        trans_B=bool(op.trans_B), a_regs=a_regs,
                        swizzle_a=128 if a_regs else swizzle_bytes(op.A.buffer), swizzle_b=swizzle_bytes(op.B.buffer),
                        slabs=slabs)
@@ -126,26 +157,31 @@ def _operands(n, first=0):
 
 
 def instruction_wrappers(cfgs):
-    """C++ specializations of tl::WgmmaSS / tl::WgmmaRS for the configs used."""
+    """C++ specializations of tl::WgmmaSS / tl::WgmmaRS for the configs used. The 16-bit
+    forms take the operands' major-ness as immediates (imm-trans-a, imm-trans-b); the fp8
+    form (k32) has none: both operands are K-major."""
     seen, out = set(), []
     for c in cfgs:
         ptx, ct = _PTX_TYPE[c.dtype]
+        ptx_b, ct_b = _PTX_TYPE[c.b_dtype]
         n = c.inst_n
-        key = (c.a_regs, n, c.dtype, c.trans_A, c.trans_B)
+        key = (c.a_regs, n, c.dtype, c.b_dtype, c.trans_A, c.trans_B)
         if key in seen:
             continue
         seen.add(key)
         nd = n // 2
         outs = ", ".join(f'"+f"(d[{i}])' for i in range(nd))
-        shape = f"m64n{n}k16.f32.{ptx}.{ptx}"
+        shape = f"m64n{n}k{c.inst_k}.f32.{ptx}.{ptx_b}"
         tb = int(c.trans_B)
         if not c.a_regs:
             ta = int(c.trans_A)
+            trans = "" if is_fp8(c.dtype) else f", {ta}, {1 - tb}"
             body = (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nd + 2}, 0;\\n"\n'
                     f'      "wgmma.mma_async.sync.aligned.{shape} {{{_operands(nd)}}}, %{nd}, %{nd + 1}, '
-                    f'p, 1, 1, {ta}, {1 - tb};\\n}}\\n"\n'
+                    f'p, 1, 1{trans};\\n}}\\n"\n'
                     f'      : {outs}\n      : "l"(da), "l"(db), "r"(1));')
-            out.append(f"template <> struct WgmmaSS<{n}, {ct}, {ta}, {tb}> {{\n"
+            targs = f"{n}, {ct}, {ta}, {tb}" + (f", {ct_b}" if ct_b != ct else "")
+            out.append(f"template <> struct WgmmaSS<{targs}> {{\n"
                        f"  TL_DEVICE static void run(float* d, unsigned long long da, unsigned long long db) {{\n"
                        f"    {body}\n  }}\n}};")
         else:

@@ -32,7 +32,11 @@ def _gemm(cfg):
     if kind == "wgmma":
         grid = f", warpgroups {cfg.WM // 4} x {cfg.WN}" if cfg.WN > 1 else \
             f", {cfg.slabs} slabs per warpgroup" if getattr(cfg, "slabs", 1) > 1 else ""
-        return f"wgmma m64n{cfg.inst_n}k16{grid}, A from {'registers' if cfg.a_regs else 'shared'}"
+        types = ""
+        if cfg.inst_k == 32:   # fp8: the operand types (e4m3 / e5m2) decide the instruction
+            from tilelang.backend.cuda.ops.wgmma import ptx_type
+            types = f" {ptx_type(cfg.dtype)} x {ptx_type(cfg.b_dtype)}"
+        return f"wgmma m64n{cfg.inst_n}k{cfg.inst_k}{types}{grid}, A from {'registers' if cfg.a_regs else 'shared'}"
     form = "m16n8k32" if getattr(cfg, "k32", False) else "m16n8k8 .tf32" if getattr(cfg, "tf32", False) else \
         "m16n8k16"
     return f"mma.sync {form}, warps {cfg.WM} x {cfg.WN}, accumulate in {cfg.acc}"

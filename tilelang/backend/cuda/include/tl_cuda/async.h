@@ -71,17 +71,22 @@ TL_DEVICE void fence_proxy_async() {
 // Element offset of (r, c) in an R-row, 16-bit tile stored as 64-column strips
 // (each strip R x 128 bytes), 16-byte chunks XOR-swizzled by (row % 8): the
 // layout of CU_TENSOR_MAP_SWIZZLE_128B and of wgmma's 128B-swizzle descriptors.
-template <int R> TL_DEVICE int sw128(int r, int c) {
+// EB = 1: the same bytes for a 1-byte (fp8) tile, whose strips are 128 columns wide.
+template <int R, int EB = 2> TL_DEVICE int sw128(int r, int c) {
+  if constexpr (EB == 1) return (c >> 7) * (R * 128) + r * 128 + ((((c >> 4) ^ r) & 7) << 4) + (c & 15);
   return (c >> 6) * (R * 64) + r * 64 + ((((c >> 3) ^ r) & 7) << 3) + (c & 7);
 }
 // The narrower swizzles, for tiles whose rows are 32 or 16 elements wide (a 32-wide K
 // tile): 32- (16-) column strips of R x 64 (32) bytes; the 16-byte chunk index is XORed
 // with (row / 2) % 4 (sw64) or (row / 4) % 2 (sw32). The layouts of wgmma's 64B / 32B
-// swizzle descriptors and of CU_TENSOR_MAP_SWIZZLE_64B / _32B.
-template <int R> TL_DEVICE int sw64(int r, int c) {
+// swizzle descriptors and of CU_TENSOR_MAP_SWIZZLE_64B / _32B. EB = 1: fp8 tiles, whose
+// strips are 64 (32) columns wide.
+template <int R, int EB = 2> TL_DEVICE int sw64(int r, int c) {
+  if constexpr (EB == 1) return (c >> 6) * (R * 64) + r * 64 + ((((c >> 4) ^ (r >> 1)) & 3) << 4) + (c & 15);
   return (c >> 5) * (R * 32) + r * 32 + ((((c >> 3) ^ (r >> 1)) & 3) << 3) + (c & 7);
 }
-template <int R> TL_DEVICE int sw32(int r, int c) {
+template <int R, int EB = 2> TL_DEVICE int sw32(int r, int c) {
+  if constexpr (EB == 1) return (c >> 5) * (R * 32) + r * 32 + ((((c >> 4) ^ (r >> 2)) & 1) << 4) + (c & 15);
   return (c >> 4) * (R * 16) + r * 16 + ((((c >> 3) ^ (r >> 2)) & 1) << 3) + (c & 7);
 }
 

@@ -121,6 +121,32 @@ template <class T> TL_DEVICE void store_pair(T* p, T a, T b) {
   *reinterpret_cast<unsigned*>(p) = (unsigned)lo | ((unsigned)hi << 16);
 }
 
+// the 16 bits of two fp8 elements (from two floats: one packing conversion, saturating
+// like the element constructors)
+TL_DEVICE unsigned fp8_pair_bits(__nv_fp8_e4m3*, float a, float b) {
+  return __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, __NV_E4M3);
+}
+TL_DEVICE unsigned fp8_pair_bits(__nv_fp8_e5m2*, float a, float b) {
+  return __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, __NV_E5M2);
+}
+template <class T> TL_DEVICE unsigned fp8_pair_bits(T*, T a, T b) {
+  static_assert(sizeof(T) == 1, "fp8_pair_bits: 1-byte elements");
+  unsigned char lo, hi;
+  memcpy(&lo, &a, 1);
+  memcpy(&hi, &b, 1);
+  return (unsigned)lo | ((unsigned)hi << 8);
+}
+// Four consecutive fp8 columns of an accumulator row as one 32-bit word. In the m16n8 C
+// pattern registers r .. r + 3 hold (R, c), (R, c + 1), (R + 8, c), (R + 8, c + 1), lanes
+// 2t and 2t + 1 neighbouring column pairs: one shuffle within the lane pair leaves the even
+// lane row R's columns c .. c + 3 and the odd lane row R + 8's, columns c - 2 .. c + 1.
+// Every lane of the warp must call it.
+template <class T, class V> TL_DEVICE unsigned fp8_quad_word(V v0, V v1, V v2, V v3, int odd) {
+  const unsigned lo = fp8_pair_bits((T*)nullptr, v0, v1), hi = fp8_pair_bits((T*)nullptr, v2, v3);
+  const unsigned got = __shfl_xor_sync(0xffffffffu, odd ? lo : hi, 1);
+  return odd ? (got | (hi << 16)) : (lo | (got << 16));
+}
+
 TL_DEVICE float sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }
 TL_DEVICE double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 

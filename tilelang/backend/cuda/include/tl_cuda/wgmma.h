@@ -1,4 +1,5 @@
-// Warpgroup MMA for sm_90a: wgmma.mma_async m64nNk16 (fp16/bf16 in, fp32 accumulate),
+// Warpgroup MMA for sm_90a: wgmma.mma_async m64nNk16 (fp16/bf16 in, fp32 accumulate) or
+// m64nNk32 (fp8 e4m3 / e5m2, mixed too: both operands K-major, 32 bytes of K per instruction),
 // operands in shared memory through swizzle descriptors (128B: sw128 in async.h; a
 // K-major operand 32 or 16 columns wide: 64B / 32B, sw64 / sw32), or A in registers. Warpgroup g (threads 128g .. 128g+127) owns rows
 // 64g .. 64g+63 of the block tile; its N/2 accumulator registers per thread follow
@@ -11,7 +12,7 @@
 
 namespace tl {
 
-template <int N, class T, int TA, int TB> struct WgmmaSS;   // run(float* d, uint64 da, uint64 db)
+template <int N, class T, int TA, int TB, class U = T> struct WgmmaSS;   // run(float* d, uint64 da, uint64 db); U: B's type
 template <int N, class T, int TB> struct WgmmaRS;           // run(float* d, const unsigned* a, uint64 db)
 
 // shared-memory matrix descriptor; `sw`: the swizzle in bytes (128, 64 or 32), whose
@@ -50,15 +51,21 @@ template <int R> TL_DEVICE void fence_regs(float* d) {
 // SWA / SWB: the operands' swizzle in bytes. A K-major operand (A with TA=0, B with
 // TB=1) whose K is 32 or 16 wide takes the 64B / 32B swizzle (sw64 / sw32: strips of
 // SW / 2 columns, 8-row groups SW * 8 bytes apart); an MN-major one always has 128.
+// The strips and steps count bytes: a swizzle strip holds SW / sizeof(T) columns and one
+// instruction reads 32 bytes of K (16 16-bit or 32 fp8 elements); fp8 (1-byte T, U: B's
+// type) is K-major only.
 // S > 1: each warpgroup computes S 64-row slabs (M = 64 S warpgroups, K-major A, WGN = 1),
 // one instruction per slab into registers s * N / 2 ..; A's rows are stored permuted
 // (slab_row in async.h) so that slab s gives warp w the rows MmaAccLayout<M, N, 4 wg, 1>
 // assigns to its s-th 16-row tile.
-template <int M, int N, int K, bool TA, bool TB, class T, int WGN = 1, int SWA = 128, int SWB = 128, int S = 1>
-TL_DEVICE void wgmma_ss_issue(const T* A, const T* B, float* acc, int tid = thread_linear()) {
+template <int M, int N, int K, bool TA, bool TB, class T, int WGN = 1, int SWA = 128, int SWB = 128, int S = 1,
+          class U = T>
+TL_DEVICE void wgmma_ss_issue(const T* A, const U* B, float* acc, int tid = thread_linear()) {
   constexpr int WGM = M / 64 / S, NW = N / WGN;
   static_assert(S == 1 || (!TA && WGN == 1), "several slabs per warpgroup: K-major A, warpgroups along M");
-  constexpr int EA = SWA / 2, EB = SWB / 2;   // columns of one swizzle strip (16-bit elements)
+  static_assert(sizeof(T) == sizeof(U) && (sizeof(T) == 2 || (!TA && TB)), "fp8 wgmma: both operands K-major");
+  constexpr int EA = SWA / (int)sizeof(T), EB = SWB / (int)sizeof(U);   // columns of one swizzle strip
+  constexpr int KS = 32 / (int)sizeof(T);                                // K of one instruction
   static_assert(M % 64 == 0 && N % WGN == 0 && (TB || NW % 64 == 0), "wgmma_ss tile shape");
   static_assert((!TA || SWA == 128) && (TB || SWB == 128), "an MN-major wgmma operand takes the 128B swizzle");
   const int wg = tid >> 7;
@@ -71,20 +78,21 @@ TL_DEVICE void wgmma_ss_issue(const T* A, const T* B, float* acc, int tid = thre
   fence_regs<S * NW / 2>(acc);
   wgmma_fence();
 #pragma unroll
-  for (int k0 = 0; k0 < K; k0 += 16) {
+  for (int k0 = 0; k0 < K; k0 += KS) {
     const int oa = TA ? k0 * 64 : (k0 / EA) * (M * EA) + (k0 % EA);   // elements past the first step
     const int ob = TB ? (k0 / EB) * (N * EB) + (k0 % EB) : k0 * 64;
 #pragma unroll
     for (int s = 0; s < S; ++s)
-      WgmmaSS<NW, T, TA ? 1 : 0, TB ? 1 : 0>::run(acc + s * (NW / 2), desc_advance(da0, (oa + s * 64 * EA) * (int)sizeof(T)),
-                                                   desc_advance(db0, ob * (int)sizeof(T)));
+      WgmmaSS<NW, T, TA ? 1 : 0, TB ? 1 : 0, U>::run(acc + s * (NW / 2), desc_advance(da0, (oa + s * 64 * EA) * (int)sizeof(T)),
+                                                      desc_advance(db0, ob * (int)sizeof(U)));
   }
   wgmma_commit();
 }
 
-template <int M, int N, int K, bool TA, bool TB, class T, int WGN = 1, int SWA = 128, int SWB = 128, int S = 1>
-TL_DEVICE void wgmma_gemm_ss(const T* A, const T* B, float* acc, int tid = thread_linear()) {
-  wgmma_ss_issue<M, N, K, TA, TB, T, WGN, SWA, SWB, S>(A, B, acc, tid);
+template <int M, int N, int K, bool TA, bool TB, class T, int WGN = 1, int SWA = 128, int SWB = 128, int S = 1,
+          class U = T>
+TL_DEVICE void wgmma_gemm_ss(const T* A, const U* B, float* acc, int tid = thread_linear()) {
+  wgmma_ss_issue<M, N, K, TA, TB, T, WGN, SWA, SWB, S, U>(A, B, acc, tid);
   wgmma_wait<0>();
   fence_regs<S * N / WGN / 2>(acc);
 }
