@@ -472,7 +472,7 @@ def emit_ws_consumer(cg, st, info):
     """The consumers' side of the warp-specialized loop: wait for the slot's copies, run
     the body on it, release the slot (lane 0 of each warp, once the warp's wgmma groups on
     it are done). With one gemm per iteration (`in_flight`), its group stays in flight
-    and the previous iteration's slot is released instead."""
+    and the slot of the previous iteration that ran is released instead."""
     ws = cg.plan.warp_specialized
     ring = cg.ws_ring
     ns = ws.stages
@@ -482,6 +482,10 @@ def emit_ws_consumer(cg, st, info):
     stage, phase = cg.names.fresh("tl_stage"), cg.names.fresh("tl_phase")
     cg.w(f"int {stage} = 0;")
     cg.w(f"unsigned {phase} = 0u;")
+    prev = None
+    if ws.in_flight:   # the slot of the previous iteration that ran (-1: none yet)
+        prev = cg.names.fresh("tl_prev")
+        cg.w(f"int {prev} = -1;")
     k = cg.bind(st.var)
     cg.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
     cg.indent += 1
@@ -494,8 +498,8 @@ def emit_ws_consumer(cg, st, info):
         with cg.slot_pointers(info, stage):
             cg.w(cg.wgmma_call(g, cfg, issue_only=True))
         cg.w("tl::wgmma_wait<1>();")
-        cg.w(f"if ({k} > {lo} && (tl_tid & 31) == 0) "
-             f"tl::mbar_arrive(&{ring.empty}[{stage} == 0 ? {ns - 1} : {stage} - 1]);")
+        cg.w(f"if ({prev} >= 0 && (tl_tid & 31) == 0) tl::mbar_arrive(&{ring.empty}[{prev}]);")
+        cg.w(f"{prev} = {stage};")
     else:
         with cg.slot_pointers(info, stage):
             for s in info.rest:

@@ -64,7 +64,7 @@ class WarpSpecialization:
     barrier_id: int           # the consumers' named barrier (their block barriers)
     producer_regs: int = 0    # setmaxnreg.dec of the producer (0: no register split)
     consumer_regs: int = 0    # setmaxnreg.inc of the consumers
-    in_flight: bool = False   # one gemm per iteration: its group stays in flight, slot k-1 is released
+    in_flight: bool = False   # one gemm per iteration: its group stays in flight, the previous slot is released
     guarded: bool = False     # the body is under `if cond:`: both roles skip iterations where it fails
 
     @property
@@ -78,7 +78,7 @@ class WarpSpecialization:
     def describe(self) -> str:
         regs = (f", registers: producer {self.producer_regs}, consumers {self.consumer_regs} (setmaxnreg)"
                 if self.producer_regs else ", no register split (one consumer warpgroup)")
-        how = "one wgmma group in flight, slot k-1 released" if self.in_flight else "slot released after the body"
+        how = "one wgmma group in flight, the previous iteration's slot released" if self.in_flight else "slot released after the body"
         guard = ", masked iterations skipped by both" if self.guarded else ""
         return (f"warp-specialized loop over {self.loop_var}: {self.launch_threads} threads launched, producer "
                 f"threads {self.consumer_threads}..{self.launch_threads - 1} (one elected thread issues the TMA "
@@ -142,7 +142,7 @@ def decide(launch, plan, options, arch):
     if not free:
         return None, "no free named barrier for the consumers"
     pr, cr = register_split(T)
-    in_flight = info.guard is None and len(info.rest) == 1
+    in_flight = len(info.rest) == 1
     return WarpSpecialization(id(loop), loop.var.name, info.stages, T, free[0], pr, cr, in_flight,
                               info.guard is not None), None
 
