@@ -126,7 +126,7 @@ def decide(launch, plan, options, arch):
         return None, "the pipelined loop is nested in another loop or a branch"
     gemms = [s for s in info.rest if not isinstance(s, S.DeclBuffer)]
     if not gemms or not all(isinstance(g, TO.Gemm) and getattr(plan.gemms.get(id(g)), "kind", "") == "wgmma"
-                            and plan.placements[id(g.C.buffer)].kind == "acc" for g in gemms):
+                            and getattr(plan.placements.get(id(g.C.buffer)), "kind", "") == "acc" for g in gemms):
         return None, "the pipelined body does more than wgmma gemms into register accumulators"
     if any(plan.gemms[id(g)].a_regs for g in gemms):
         return None, "a gemm reads its A operand from registers"
