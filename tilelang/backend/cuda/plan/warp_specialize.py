@@ -206,7 +206,7 @@ def plan_warp_specialize(func, ctx=None):
     out = []
     for launch in stmts:
         plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
-        if plan is not None:
+        if plan is not None and plan.warp_specialized is None:   # (decided once: it sets sets_max_nreg)
             ws, why = decide(launch, plan, options, target.arch)
             if ws is not None or why is not None:
                 new = dataclasses.replace(plan, warp_specialized=ws, warp_specialize_why=why or "",
