@@ -14,7 +14,7 @@ from tilelang.backend.cuda.plan.warp_specialize import plan_warp_specialize, reg
 from tilelang.ir.printer import func_str
 from tilelang.transform.pass_manager import PassContext, run_passes
 from tests.backend.cuda import kernels as KS
-from tests.backend.cuda.conftest import needs_sass
+from tests.backend.cuda.conftest import needs_nvrtc, needs_sass
 from tests.backend.cuda.helpers import build, sass_ops
 
 WS = "# warp specialization: "
@@ -159,6 +159,25 @@ def test_sass_has_setmaxnreg_bulk_copies_wgmma_and_no_spills():
     assert ops["USETMAXREG"] == 0 and ops["UTMALDG"] > 0 and ops["STL"] == 0, ops
     off = build(KS.gemm(1024, 1024, 1024, threads=128, stages=3), config={"tl.disable_warp_specialized": True})
     assert off.meta["kernels"][0]["threads"] == [128, 1, 1] and "tl::slot_release_last(" in off.source
+
+
+@needs_nvrtc
+def test_both_roles_skip_the_masked_iterations_and_the_producer_leaves_first():
+    art = build(blocksparse(threads=128))
+    assert art.meta["kernels"][0]["threads"] == [256, 1, 1]
+    src = art.source
+    producer, consumer = src[:src.index("return;")], _consumer_code(src)
+    assert "if (tl_tid >= 128) {" in producer and "if (tl_tid == 128) {" in producer
+    # the producer: skip a masked iteration, else wait for the slot, announce the bytes, load
+    p = producer[producer.index("for (int k = "):]
+    assert p.index("continue;") < p.index("tl::mbar_wait(&tl_empty[") < \
+        p.index("tl::mbar_arrive_expect_tx(&tl_full[") < p.index("tl::tma_load_2d(")
+    # the consumers: the same skip, wait for the loads, issue; the epilogue's barriers are theirs
+    c = consumer[consumer.index("for (int k_1 = "):]
+    assert c.index("continue;") < c.index("tl::mbar_wait(&tl_full[") < c.index("tl::wgmma_ss_issue<") < \
+        c.index("tl::mbar_arrive(&tl_empty[")
+    assert "set_max_nreg" not in src and "__syncthreads" not in consumer and "bar.sync 1, 128;" in consumer
+    assert "C_l[" not in producer and "tl::tma_store(" in consumer   # user code runs in the consumers only
 
 
 # GPU -------------------------------------------------------------------------------------
