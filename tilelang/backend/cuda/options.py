@@ -52,6 +52,7 @@ _SWITCHES = {
     "TILELANG_CUDA_TMA_MULTICAST": (_flag, False, "tma_multicast", True),
     "TILELANG_CUDA_OVERLAP_GEMM": (_flag, False, "overlap_gemm", True),
     "TILELANG_CUDA_WGMMA_RS": (_flag, True, "wgmma_rs", True),
+    "TILELANG_CUDA_WARP_SPECIALIZE": (_flag, True, "warp_specialize", True),
     "TILELANG_CUDA_DUMP_FRAGMENTS": (_flag, False, "dump_fragments", True),   # prints while planning
     "TL_CUDA_LINEINFO": (_flag, False, "lineinfo", True),
     "TL_CUDA_DUMP": (_path, None, "dump_dir", False),
@@ -97,6 +98,8 @@ class CudaOptions:
     tma_multicast: bool = False    # pairs of blocks share GEMM tiles (..._TMA_MULTICAST)
     overlap_gemm: bool = False     # attention defers the P V wgmma into the next iteration (..._OVERLAP_GEMM)
     wgmma_rs: bool = True          # wgmma reads A from registers when it is a fragment (..._WGMMA_RS)
+    warp_specialize: bool = True   # a producer warpgroup feeds TMA-ring GEMM loops on sm_90 (plan/warp_specialize.py;
+                                   # ..._WARP_SPECIALIZE, pass config tl.disable_warp_specialized)
     dump_fragments: bool = False   # print the fragment layouts the planner chose (..._DUMP_FRAGMENTS)
     lineinfo: bool = False         # NVRTC -lineinfo: source lines in the cubin for profilers (TL_CUDA_LINEINFO=1)
     dump_dir: str | None = None    # keep every generated .cu here, and the source of a failed compile (TL_CUDA_DUMP)
@@ -117,6 +120,7 @@ class CudaOptions:
             tma_atomics=not bool(config.get("tl.disable_tma_lower", False)),
             lower_trace=_trace(config.get("tl.lower_trace"), None) or values["lower_trace"],
             fast_math=not bool(config.get("tl.disable_fast_math", False)),
+            warp_specialize=values["warp_specialize"] and not bool(config.get("tl.disable_warp_specialized", False)),
             compile_flags=nvrtc_flags(config.get("compile_flags") or ()),
         )
         return cls(**values)

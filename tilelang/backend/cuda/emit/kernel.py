@@ -24,7 +24,7 @@ from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
 from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic_helper
 from tilelang.backend.cuda.ops.mma import simt_gemm
 from tilelang.backend.cuda.ops.tma_pipeline import (ring_mode, emit_pipelined_tma, emit_pipelined_tma_body,
-                                               emit_tma_copy, tma_copies)
+                                               emit_tma_copy, tma_copies, emit_ws_producer, emit_ws_consumer)
 from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
 from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
 from tilelang.backend.cuda.plan.copy_forms import copy_form
@@ -102,6 +102,8 @@ class KernelCodegen:
         self.indent = 1
         self._addressed = None        # ids of buffers whose element addresses are taken
         self.range = self.plan.regions.full   # threads running the code emitted now (analysis/thread_ranges.py)
+        self.ws_consumer = False      # code emitted now runs in the consumers of a warp-specialized kernel
+        self.ws_ring = None           # their TMA ring (ops/tma_pipeline.py emit_ws_producer)
         self.printer = ExprPrinter(names, self.access)
 
     # helpers ------------------------------------------------------------------
@@ -210,7 +212,8 @@ class KernelCodegen:
     # kernel ----------------------------------------------------------------------
     def emit(self):
         L = self.launch
-        nt = self.plan.nthreads
+        ws = self.plan.warp_specialized   # plan/warp_specialize.py: a producer warpgroup after the user's threads
+        nt = ws.launch_threads if ws is not None else self.plan.nthreads
         sig = ", ".join(d for _, _, d in self.params)
         out = [f'extern "C" __global__ void __launch_bounds__({nt}{self._min_blocks()}) {self.entry}({sig}) {{']
         self.lines = out
@@ -232,6 +235,9 @@ class KernelCodegen:
             self.w(f"{ctype(b.dtype)}* {self.names.new(b, b.name)} = "
                    f"reinterpret_cast<{ctype(b.dtype)}*>(tl_smem + {p.offset});")
         body_start = len(out)
+        if ws is not None:
+            emit_ws_producer(self)
+            self.ws_consumer = True   # from here on only the user's threads run (sync: their named barrier)
         self.stmt(L.body, block=True)
         out[body_start:body_start] = ["  " + line for line in self.prologue]   # state the body asked for
         out.append("}")
@@ -241,7 +247,8 @@ class KernelCodegen:
                                                   for n, t in enumerate(self.tmaps)])
             out[0] = f'extern "C" __global__ void __launch_bounds__({nt}{self._min_blocks()}) {self.entry}({sig}) {{'
         self._check_smem(L)
-        meta = {"entry": self.entry, "threads": [int(t) for t in L.threads] + [1] * (3 - len(L.threads)),
+        threads = [nt] if ws is not None else [int(t) for t in L.threads]
+        meta = {"entry": self.entry, "threads": threads + [1] * (3 - len(threads)),
                 "grid": L.grid, "smem": self.plan.smem_bytes, "aligned": self.aligned,
                 "auto_cluster": self.cluster}
         # the wgmma instruction wrappers this kernel needs: the module prints each once (emit/module.py)
@@ -285,6 +292,9 @@ class KernelCodegen:
         scratch). Inside a warp-specialized branch: the named barrier of its thread range."""
         if fence and self.plan.fence_barriers:   # plan/proxy_fences.py
             self.w("tl::fence_proxy_async();")
+        if self.range == self.plan.regions.full and self.ws_consumer:   # the producer warpgroup has left
+            self.w(f'asm volatile("bar.sync {self.plan.warp_specialized.barrier_id}, {self.range.size};" ::: "memory");')
+            return
         if self.range == self.plan.regions.full:
             self.w("__syncthreads();")
             return
@@ -995,6 +1005,9 @@ class KernelCodegen:
         """A T.Pipelined loop whose tile copies run as cp.async into per-stage slots
         (plan/pipeline.py has the schedule and the conditions)."""
         ns = info.stages
+        ws = self.plan.warp_specialized
+        if ws is not None and ws.loop == id(st):   # plan/warp_specialize.py: the producer feeds it
+            return emit_ws_consumer(self, st, info)
         # the copies' form (plan/copy_forms.py): all on the TMA ring, or all cp.async
         ring = all(getattr(copy_form(c), "kind", None) == "tma_ring" for c in info.copies)
         tmas = tma_copies(self, info) if ring else None

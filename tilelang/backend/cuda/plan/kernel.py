@@ -76,6 +76,8 @@ class KernelPlan:
     options: object = None        # options.CudaOptions this plan was made with
     chained_gemms: set = field(default_factory=set)   # id(Gemm): wgmma issued, waited by the next gemm
     fence_barriers: bool = False  # block barriers fence shared memory toward the async proxy (plan/proxy_fences.py)
+    warp_specialized: object = None   # plan/warp_specialize.py: WarpSpecialization of the pipelined loop
+    warp_specialize_why: str = ""     # why the kernel's pipelined loop is not warp-specialized
 
     def threads_of(self, st) -> int:
         """Threads that run `st` together: the block, or the range of its branch."""

@@ -73,6 +73,10 @@ def format_plan(entry, launch, plan) -> str:
             guard = f" (each iteration under `if {expr_str(info.guard)}`)" if info.guard is not None else ""
             lines.append(f"  {info.stages} stages over {', '.join(b.name for b in info.bufs) or '-'}{guard}")
             lines.extend(f"    note: {n}" for n in info.notes)
+    if plan.warp_specialized is not None:   # plan/warp_specialize.py
+        lines.append(f"warp specialization: {plan.warp_specialized.describe()}")
+    elif plan.warp_specialize_why:
+        lines.append(f"warp specialization: none ({plan.warp_specialize_why})")
     if plan.fence_barriers:   # plan/proxy_fences.py
         lines.append("barriers: each fences shared memory toward the async proxy first (its tensor-core or bulk-copy readers)")
     for n in plan.notes:

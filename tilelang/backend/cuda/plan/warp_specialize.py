@@ -1,0 +1,221 @@
+"""Automatic warp specialization of a T.Pipelined loop on Hopper, as a pass
+(`plan_warp_specialize`, after plan_copy_forms whose forms it reads).
+
+A kernel whose pipelined loop is fed only by bulk tensor copies (the "TMA ring" form of
+plan/copy_forms.py) and whose body only runs wgmma gemms gets one more warpgroup, the
+producer: its elected thread waits for a ring slot to be released ("empty" mbarrier),
+announces the bytes on the slot's "full" mbarrier and issues the TMA loads of the next
+iteration into it; the user's threads (the consumers) wait "full", run the gemms and
+release the slot. The producer is the LAST warpgroup (threads T .. T+127 of a kernel
+written for T threads), so a user's thread index keeps its meaning in consumer code
+without remapping; every barrier of consumer code becomes a named barrier of the T
+consumer threads (never __syncthreads, which would wait for the producer). With two or
+more consumer warpgroups the registers are split (`setmaxnreg`): the producer drops to
+24, the consumers take what the register file leaves (240 for T = 256).
+
+The decision is recorded in the kernel plan (`KernelPlan.warp_specialized`, a
+`WarpSpecialization`, printed by plan/report.py under `with T.Kernel(...)` and so in the
+lower trace); for a kernel that does not qualify the plan says why
+(`KernelPlan.warp_specialize_why`, printed, not warned: the loop still runs well). ops/tma_pipeline.py
+(`emit_ws_producer`, `emit_ws_consumer`) prints the two roles from that record.
+
+What qualifies (else the loop keeps the single-role TMA ring):
+- an sm_90 target, the pass config `tl.disable_warp_specialized` unset (and the switch
+  TILELANG_CUDA_WARP_SPECIALIZE not 0);
+- one-dimensional threads, a multiple of 128, and T + 128 <= 1024;
+- no warp specialization written by the user (thread-index branches, T.set_max_nreg,
+  T.alloc_barrier, user cp.async groups), no thread-block cluster;
+- exactly one T.Pipelined loop, at the top level of the kernel body (not under a loop or
+  branch: the producer runs ahead of everything the consumers do), planned as a pipeline
+  whose copies are all on the TMA ring;
+- the body (possibly under one `if cond:` the whole block agrees on, e.g. a block-sparse
+  mask: then both roles skip the masked iterations) is only wgmma gemms with register
+  accumulators;
+- what the copies, the bounds and `cond` read is known at the kernel's start (block
+  indices, parameters, the loop variable), since the producer starts there;
+- no other shared buffer shares storage with the ring's buffers (the producer writes the
+  ring while consumers run the code before the loop)."""
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.visitor import walk, collect_vars
+from tilelang.transform.pass_manager import function_pass
+from tilelang.backend.cuda.target import arch_number
+
+PRODUCER_THREADS = 128      # one warpgroup: setmaxnreg works per warpgroup
+PRODUCER_REGS = 24          # the producer only computes coordinates and waits
+REGISTER_FILE = 65536       # 32-bit registers per SM (one block per SM once specialized)
+MAX_REGS = 240              # what one consumer thread may take (setmaxnreg's ceiling is 256)
+
+
+@dataclass(frozen=True)
+class WarpSpecialization:
+    """A T.Pipelined loop split into a producer warpgroup and the consumer threads."""
+    loop: int                 # id() of the T.Pipelined loop (the plan's convention)
+    loop_var: str             # its variable, for the report
+    stages: int               # ring slots
+    consumer_threads: int     # the user's threads: 0 .. consumer_threads - 1
+    barrier_id: int           # the consumers' named barrier (their block barriers)
+    producer_regs: int = 0    # setmaxnreg.dec of the producer (0: no register split)
+    consumer_regs: int = 0    # setmaxnreg.inc of the consumers
+    in_flight: bool = False   # one gemm per iteration: its group stays in flight, the previous slot is released
+    guarded: bool = False     # the body is under `if cond:`: both roles skip iterations where it fails
+
+    @property
+    def producer_threads(self) -> int:
+        return PRODUCER_THREADS
+
+    @property
+    def launch_threads(self) -> int:
+        return self.consumer_threads + PRODUCER_THREADS
+
+    def describe(self) -> str:
+        regs = (f", registers: producer {self.producer_regs}, consumers {self.consumer_regs} (setmaxnreg)"
+                if self.producer_regs else ", no register split (one consumer warpgroup)")
+        how = "one wgmma group in flight, the previous iteration's slot released" if self.in_flight else "slot released after the body"
+        guard = ", masked iterations skipped by both" if self.guarded else ""
+        return (f"warp-specialized loop over {self.loop_var}: {self.launch_threads} threads launched, producer "
+                f"threads {self.consumer_threads}..{self.launch_threads - 1} (one elected thread issues the TMA "
+                f"loads of {self.stages} slots), consumers 0..{self.consumer_threads - 1} with named barrier "
+                f"{self.barrier_id}{regs}; {how}{guard}")
+
+
+def register_split(consumers: int):
+    """(producer, consumer) registers per thread, or (0, 0) when one consumer warpgroup
+    has enough without a split (the launch bound already allows it 255)."""
+    if consumers < 256:
+        return 0, 0
+    per = (REGISTER_FILE - PRODUCER_THREADS * PRODUCER_REGS) // consumers // 8 * 8
+    return PRODUCER_REGS, min(MAX_REGS, per)
+
+
+def decide(launch, plan, options, arch):
+    """(WarpSpecialization or None, the reason when None; None when nothing asks for it)."""
+    from tilelang.backend.cuda.plan.copy_form import copy_form
+    loops = []
+    walk(launch.body, lambda n: loops.append(n) if isinstance(n, S.For) and n.kind == S.PIPELINED else None)
+    if not loops:
+        return None, None
+    if not getattr(options, "warp_specialize", True):
+        return None, "switched off (pass config tl.disable_warp_specialized or TILELANG_CUDA_WARP_SPECIALIZE=0)"
+    if arch is None or arch_number(arch) != 90:
+        return None, None   # a Hopper feature: nothing to say elsewhere
+    T = plan.nthreads
+    if len(launch.threads) != 1 or T % 128 or T + PRODUCER_THREADS > 1024:
+        return None, f"{T} threads: needs one-dimensional threads, a multiple of 128, and room for 128 more"
+    if plan.regions.branches or plan.sets_max_nreg or plan.user_cp_async or \
+            any(d.buffer.scope == "shared.barrier" for d in _nodes(launch, S.DeclBuffer)):
+        return None, "the kernel specializes its warps (or synchronizes with mbarriers) itself"
+    if launch.annotations.get("cluster_dims") or options.tma_multicast:
+        return None, "the kernel runs in thread-block clusters (or TMA multicast is asked for)"
+    if len(loops) != 1:
+        return None, f"{len(loops)} pipelined loops (one is specialized at most)"
+    loop = loops[0]
+    info = plan.pipelines.get(id(loop))
+    if info is None or not info.copies:
+        return None, "the pipelined loop has no copies issued ahead"
+    if not all(getattr(copy_form(c), "kind", None) == "tma_ring" for c in info.copies):
+        return None, "not every copy of the pipelined loop is a TMA ring load"
+    if not _top_level(launch.body, loop):
+        return None, "the pipelined loop is nested in another loop or a branch"
+    gemms = [s for s in info.rest if not isinstance(s, S.DeclBuffer)]
+    if not gemms or not all(isinstance(g, TO.Gemm) and getattr(plan.gemms.get(id(g)), "kind", "") == "wgmma"
+                            and getattr(plan.placements.get(id(g.C.buffer)), "kind", "") == "acc" for g in gemms):
+        return None, "the pipelined body does more than wgmma gemms into register accumulators"
+    if any(plan.gemms[id(g)].a_regs for g in gemms):
+        return None, "a gemm reads its A operand from registers"
+    inside = _defined_inside(launch) - {id(loop.var)}
+    reads = [loop.min, loop.extent] + list(info.copies) + ([info.guard] if info.guard is not None else [])
+    late = sorted({v.name for r in reads for v in collect_vars(r) if id(v) in inside - _bound_in(r)})
+    if late:
+        return None, f"the copies' indices read {', '.join(late)}, which the kernel computes before the loop"
+    if _ring_shares_storage(launch, plan, info):
+        return None, "the ring's shared buffers share storage with other buffers"
+    taken = {E.const_int_value(n.barrier_id) for n in _nodes(launch, S.Barrier) if n.barrier_id is not None}
+    free = [i for i in range(1, 16) if i not in taken]
+    if not free:
+        return None, "no free named barrier for the consumers"
+    pr, cr = register_split(T)
+    in_flight = len(info.rest) == 1
+    return WarpSpecialization(id(loop), loop.var.name, info.stages, T, free[0], pr, cr, in_flight,
+                              info.guard is not None), None
+
+
+def _nodes(launch, cls):
+    out = []
+    walk(launch.body, lambda n: out.append(n) if isinstance(n, cls) else None)
+    return out
+
+
+def _top_level(body, loop):
+    """Whether `loop` is reached from the kernel body through statement sequences only."""
+    if body is loop:
+        return True
+    if isinstance(body, S.SeqStmt):
+        return any(_top_level(s, loop) for s in body.stmts)
+    return False
+
+
+def _defined_inside(launch):
+    """ids of the variables the kernel body binds (loops, lets, thread indices)."""
+    out = {id(v) for v in launch.thread_vars}
+
+    def f(n):
+        if isinstance(n, (S.For, S.LetStmt)):
+            out.add(id(n.var))
+    walk(launch.body, f)
+    return out
+
+
+def _bound_in(node):
+    """ids of the variables `node` binds itself (a copy nest's loop variables)."""
+    out = set()
+    walk(node, lambda n: out.add(id(n.var)) if isinstance(n, (S.For, S.LetStmt)) else None)
+    return out
+
+
+def _ring_shares_storage(launch, plan, info):
+    ring = {id(b) for b in info.bufs}
+    spans = [(p.offset, p.offset + p.stage_bytes * p.stages)
+             for b in info.bufs for p in [plan.placements[id(b)]]]
+    for d in _nodes(launch, S.DeclBuffer):
+        p = plan.placements.get(id(d.buffer))
+        if id(d.buffer) in ring or p is None or p.kind != "smem":
+            continue
+        lo, hi = p.offset, p.offset + p.stage_bytes * p.stages
+        if any(lo < b and a < hi for a, b in spans):
+            return True
+    return False
+
+
+@function_pass("plan_warp_specialize")
+def plan_warp_specialize(func, ctx=None):
+    from tilelang.backend.cuda.options import OPTIONS, CudaOptions
+    from tilelang.backend.cuda.plan.plan_kernels import KERNEL_PLAN, PlannedKernel, kernel_plan
+    target = getattr(ctx, "target", None)
+    if target is None or getattr(target, "arch", None) is None:
+        return func
+    options = ctx.config.get(OPTIONS) or CudaOptions.from_config(ctx.config, target.arch)
+    stmts = func.body.stmts if isinstance(func.body, S.SeqStmt) else [func.body]
+    out = []
+    for launch in stmts:
+        plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
+        if plan is not None and plan.warp_specialized is None:   # (decided once: it sets sets_max_nreg)
+            ws, why = decide(launch, plan, options, target.arch)
+            if ws is not None or why is not None:
+                new = dataclasses.replace(plan, warp_specialized=ws, warp_specialize_why=why or "",
+                                          sets_max_nreg=plan.sets_max_nreg or bool(ws and ws.producer_regs))
+                launch = copy.copy(launch)
+                launch.annotations = dict(launch.annotations)
+                launch.annotations[KERNEL_PLAN] = PlannedKernel(new, launch.body)
+        out.append(launch)
+    return func.with_body(S.SeqStmt(out) if isinstance(func.body, S.SeqStmt) else out[0])
+
+
+__all__ = ["WarpSpecialization", "decide", "register_split", "plan_warp_specialize"]
