@@ -32,6 +32,9 @@ PROGRAMS = {
     "gemm_bf16_nt": lambda: _tir("gemm", "matmul", 128, 128, 64, 64, 64, 32, trans_B=True, relu=True,
                                  dtype="bfloat16"),
     "fa_causal": lambda: _tir("flash_attention", "flash_attention", 1, 1, 128, 128, 64, is_causal=True),
+    # register fragments: P, its cast (the register A operand of P @ V) and the row statistics
+    "fa_d64_regs": lambda: _tir("flash_attention", "flash_attention", 1, 2, 128, 192, 64, block_M=64, block_N=64,
+                                threads=256),
     "softmax": lambda: _tir("softmax", "softmax", 32, 160),
     "rms_norm": lambda: _tir("rms_norm", "rms_norm", 32, 128),
     # split-KV decode: two kernels, workspaces, a ragged last split (seqlen 100 = 3 x 32 + 4)
@@ -131,6 +134,28 @@ def test_flash_attention_causal(lib):
     p = np.exp(s - s.max(-1, keepdims=True))
     ref = (p / p.sum(-1, keepdims=True)) @ V.astype(np.float32)
     np.testing.assert_allclose(O.astype(np.float32), ref, rtol=1e-2, atol=1e-2)
+
+
+def _attention(Q, K, V, causal=False):
+    q, k, v = (x.astype(np.float32) for x in (Q, K, V))
+    s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1])
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool), s.shape[-1] - s.shape[-2]), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
+@pytest.mark.parametrize("tag,seq_q,seq_kv,heads,dim", [("fa_d64_regs", 128, 192, 2, 64)])
+def test_flash_attention_register_fragments(lib, tag, seq_q, seq_kv, heads, dim):
+    """4 waves of 16-row strips (FullRow): S, P and the softmax statistics in registers,
+    P fed to the second MFMA from registers, row reductions by shuffles across lane groups."""
+    L, metas = lib
+    rng = np.random.default_rng(12)
+    Q = rng.standard_normal((1, heads, seq_q, dim)).astype(np.float16)
+    K, V = (rng.standard_normal((1, heads, seq_kv, dim)).astype(np.float16) for _ in range(2))
+    O = np.zeros_like(Q)
+    emulator.run(L, metas[tag], [Q, K, V, O])
+    np.testing.assert_allclose(O.astype(np.float32), _attention(Q, K, V), rtol=1e-2, atol=1e-2)
 
 
 def test_softmax(lib):

@@ -1,9 +1,13 @@
 """Where each buffer of one T.Kernel lives on a CDNA GPU, decided before printing:
 
 - a fragment that is the accumulator of a T.gemm: registers, in the MFMA accumulator
-  layout of its `MfmaTiling` (tilelang/layout/mfma.py);
+  layout of its `MfmaTiling` (tilelang/layout/mfma.py: each lane holds part of one row);
+- other fragments whose every use fits a layout derived from those accumulators
+  (`register_layouts.py`): a tile of the accumulator's shape used elementwise with it
+  (the softmax's P, a cast copy, the register A operand of the next gemm) in the same
+  layout; a vector of the accumulator's rows (softmax statistics) one register per tile row;
 - every other fragment and every shared buffer: LDS (a fragment there is visible to the
-  whole block, so T.Parallel loops, reductions and gemm operands need no layout inference);
+  whole block, so its uses need no layout);
 - LDS tiles read by MFMA along their rows (A, or B stored N x K): a padded row pitch
   (`padded_pitch`) so that the 16 or 32 lanes reading one column of rows hit distinct banks;
 - local / var buffers: per-thread registers."""
@@ -23,15 +27,16 @@ from tilelang.backend.hip.target import LDS_BYTES
 @dataclass
 class KernelPlan:
     threads: int
-    tilings: dict = field(default_factory=dict)     # id(fragment) -> MfmaTiling
+    tilings: dict = field(default_factory=dict)     # id(gemm accumulator) -> MfmaTiling
+    regs: dict = field(default_factory=dict)        # id(register fragment) -> RegLayout (accumulators too)
     pitches: dict = field(default_factory=dict)     # id(LDS buffer) -> padded row pitch (elements)
     buffers: dict = field(default_factory=dict)     # id(buffer) -> buffer (every DeclBuffer of the kernel)
 
     def in_registers(self, b) -> bool:
-        return id(b) in self.tilings
+        return id(b) in self.regs
 
     def in_lds(self, b) -> bool:
-        return b.scope == "shared" or (b.scope == "local.fragment" and id(b) not in self.tilings)
+        return b.scope == "shared" or (b.scope == "local.fragment" and id(b) not in self.regs)
 
     def lds_bytes(self) -> int:
         total = 0
@@ -73,8 +78,13 @@ def plan_kernel(launch: S.KernelLaunch, arch: str) -> KernelPlan:
         elif isinstance(n, TO.Gemm):
             gemms.append(n)
     walk(launch.body, visit)
+    from tilelang.backend.hip.register_layouts import assign_register_layouts, joint_tilings
+    joint = joint_tilings(launch.body, gemms, plan.threads, arch)
     for g in gemms:
-        _plan_gemm(plan, g, arch)
+        _plan_gemm(plan, g, arch, joint.get(id(g)))
+    for b, t in plan.tilings.items():
+        plan.regs[b] = RegLayout("acc", t)
+    assign_register_layouts(plan, launch.body, gemms, arch)
     used = plan.lds_bytes()
     if used > LDS_BYTES:
         raise LoweringError(f"the kernel's shared buffers and non-accumulator fragments need {used} bytes of LDS; "
@@ -91,7 +101,23 @@ def gemm_dims(g):
     return M, N, K
 
 
-def _plan_gemm(plan, g, arch):
+@dataclass(frozen=True)
+class RegLayout:
+    """A fragment in registers, laid out by `tiling` (the transposed MFMA accumulator):
+    "acc" the accumulator itself (`floatx{c_regs}[MT*NT]`), "tile" a fragment of its
+    shape, slot for slot (`T[MT*NT*c_regs]`), "rows" a vector of its rows (`T[MT]`: the
+    row each lane holds in tile row mt, replicated over the lanes and waves sharing it)."""
+    kind: str
+    tiling: object
+
+
+def policy_name(g):
+    p = g.policy
+    name = getattr(p, "name", p)
+    return {"FullRow": "row", "FullCol": "col", 1: "row", 2: "col"}.get(name, "square")
+
+
+def _plan_gemm(plan, g, arch, tiling=None):
     A, B, C = g.A.buffer, g.B.buffer, g.C.buffer
     if C.scope != "local.fragment":
         raise LoweringError(f"T.gemm accumulates into a fragment (T.alloc_fragment); `{C.name}` is {C.scope}",
@@ -119,7 +145,8 @@ def _plan_gemm(plan, g, arch):
     if plan.threads % WAVE or waves == 0:
         raise LoweringError(f"T.gemm needs whole wavefronts: {plan.threads} threads is not a multiple of {WAVE}",
                             span=g.span, hint="use threads=64, 128, 256, ...")
-    tiling = choose_tiling(A.dtype.name, arch, M, N, K, waves)
+    if tiling is None:
+        tiling = choose_tiling(A.dtype.name, arch, M, N, K, waves, policy_name(g))
     if tiling is None:
         sizes = ", ".join(f"{s.m}x{s.n}x{s.k}" for s in shapes_for(A.dtype.name, arch))
         raise LoweringError(f"T.gemm {M}x{N}x{K} on {waves} wavefronts: no MFMA tiling ({sizes}) divides it",
