@@ -35,6 +35,11 @@ PROGRAMS = {
     # register fragments: P, its cast (the register A operand of P @ V) and the row statistics
     "fa_d64_regs": lambda: _tir("flash_attention", "flash_attention", 1, 2, 128, 192, 64, block_M=64, block_N=64,
                                 threads=256),
+    # head dim 128: the output tile reuses Q's LDS bytes (lds_reuse.py); 128x64 also unpadded (64 KiB)
+    "fa_d128_regs": lambda: _tir("flash_attention", "flash_attention", 1, 1, 128, 128, 128, block_M=128,
+                                 block_N=64, threads=256),
+    "fa_d128_causal": lambda: _tir("flash_attention", "flash_attention", 1, 1, 128, 128, 128, is_causal=True,
+                                   block_M=64, block_N=64, threads=256),
     "softmax": lambda: _tir("softmax", "softmax", 32, 160),
     "rms_norm": lambda: _tir("rms_norm", "rms_norm", 32, 128),
     # split-KV decode: two kernels, workspaces, a ragged last split (seqlen 100 = 3 x 32 + 4)
@@ -145,8 +150,10 @@ def _attention(Q, K, V, causal=False):
     return (p / p.sum(-1, keepdims=True)) @ v
 
 
-@pytest.mark.parametrize("tag,seq_q,seq_kv,heads,dim", [("fa_d64_regs", 128, 192, 2, 64)])
-def test_flash_attention_register_fragments(lib, tag, seq_q, seq_kv, heads, dim):
+@pytest.mark.parametrize("tag,seq_q,seq_kv,heads,dim,causal", [
+    ("fa_d64_regs", 128, 192, 2, 64, False), ("fa_d128_regs", 128, 128, 1, 128, False),
+    ("fa_d128_causal", 128, 128, 1, 128, True)])
+def test_flash_attention_register_fragments(lib, tag, seq_q, seq_kv, heads, dim, causal):
     """4 waves of 16-row strips (FullRow): S, P and the softmax statistics in registers,
     P fed to the second MFMA from registers, row reductions by shuffles across lane groups."""
     L, metas = lib
@@ -155,7 +162,7 @@ def test_flash_attention_register_fragments(lib, tag, seq_q, seq_kv, heads, dim)
     K, V = (rng.standard_normal((1, heads, seq_kv, dim)).astype(np.float16) for _ in range(2))
     O = np.zeros_like(Q)
     emulator.run(L, metas[tag], [Q, K, V, O])
-    np.testing.assert_allclose(O.astype(np.float32), _attention(Q, K, V), rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(O.astype(np.float32), _attention(Q, K, V, causal), rtol=1e-2, atol=1e-2)
 
 
 def test_softmax(lib):

@@ -43,6 +43,7 @@ class KernelCodegen:
         self.ind = 1
         self.in_thread = False      # inside per-thread code (a T.Parallel body)
         self.slots = {}             # id(register fragment) -> (loop vars, C lvalue of the current slot)
+        self.arena_declared = False
         self.store_guard = None     # C condition on stores to memory (one replica of a row vector stores)
         self.storage = {}           # id(buffer) -> buffer whose storage it reads (a reduce's LDS staging)
         self.staging = {}           # id(register fragment) -> its LDS copy for reductions
@@ -184,7 +185,15 @@ class KernelCodegen:
         elif self.plan.in_lds(b):
             pitch = self.plan.pitches.get(id(b))
             note = f"   // row pitch {pitch} (padded: no LDS bank conflicts for MFMA reads)" if pitch else ""
-            self.emit(f"__shared__ __attribute__((aligned(16))) {t} {name}[{self.plan.numel(b)}];{note}")
+            off = self.plan.lds_offsets.get(id(b))
+            if off is not None:   # one arena, bytes shared by buffers never live together (lds_reuse.py)
+                if not self.arena_declared:
+                    self.top.append(f"__shared__ __attribute__((aligned(16))) char tl_lds[{self.plan.lds_arena}];"
+                                    f"   // LDS shared by buffers whose live ranges do not overlap")
+                    self.arena_declared = True
+                self.emit(f"{t}* {name} = ({t}*)(tl_lds + {off});   // {self.plan.numel(b)} elements{note}")
+            else:
+                self.emit(f"__shared__ __attribute__((aligned(16))) {t} {name}[{self.plan.numel(b)}];{note}")
         elif b.scope == "local.var":
             init = self.expr(E.cast(b.init, b.dtype)) if b.init is not None else f"{t}(0)"
             self.emit(f"{t} {name}[1] = {{{init}}};")

@@ -31,6 +31,9 @@ class KernelPlan:
     regs: dict = field(default_factory=dict)        # id(register fragment) -> RegLayout (accumulators too)
     pitches: dict = field(default_factory=dict)     # id(LDS buffer) -> padded row pitch (elements)
     buffers: dict = field(default_factory=dict)     # id(buffer) -> buffer (every DeclBuffer of the kernel)
+    lds_offsets: dict = field(default_factory=dict)  # id(LDS buffer) -> byte offset in one arena (lds_reuse.py)
+    lds_arena: int = 0                               # the arena's bytes (0: one array per buffer)
+    lds_keys: dict = field(default_factory=dict)     # id(LDS buffer) -> id shared by buffers with overlapping bytes
 
     def in_registers(self, b) -> bool:
         return id(b) in self.regs
@@ -38,7 +41,18 @@ class KernelPlan:
     def in_lds(self, b) -> bool:
         return b.scope == "shared" or (b.scope == "local.fragment" and id(b) not in self.regs)
 
+    def lds_key(self, b):
+        root = getattr(b, "alias_of", None)
+        k = id(root) if root is not None and id(root) in self.lds_keys else id(b)
+        return self.lds_keys.get(k, k)
+
+    def lds_sizes(self):
+        return {k: self.numel(b) * max(1, b.dtype.bits // 8) for k, b in self.buffers.items()
+                if self.in_lds(b) and getattr(b, "alias_of", None) is None}
+
     def lds_bytes(self) -> int:
+        if self.lds_arena:
+            return self.lds_arena
         total = 0
         for b in self.buffers.values():
             if self.in_lds(b) and getattr(b, "alias_of", None) is None:
@@ -87,11 +101,37 @@ def plan_kernel(launch: S.KernelLaunch, arch: str) -> KernelPlan:
     assign_register_layouts(plan, launch.body, gemms, arch)
     used = plan.lds_bytes()
     if used > LDS_BYTES:
+        used = _fit_lds(plan, launch.body, used)
+    if used > LDS_BYTES:
         raise LoweringError(f"the kernel's shared buffers and non-accumulator fragments need {used} bytes of LDS; "
                             f"a CDNA block has {LDS_BYTES}", span=launch.span,
-                            hint="use smaller tiles (the HIP backend keeps fragments that are not T.gemm "
-                                 "accumulators in LDS)")
+                            hint="use smaller tiles (LDS buffers live at the same time cannot share bytes; "
+                                 "fragments that no MFMA layout fits stay in LDS)")
     return plan
+
+
+def _fit_lds(plan, body, used):
+    """Over the LDS budget: share bytes between buffers never live together, and if that
+    is not enough, drop the rows' padding (bank conflicts on the MFMA reads, but it runs)."""
+    from tilelang.backend.hip.lds_reuse import plan_lds_reuse, overlap_classes
+    for unpad in (False, True):
+        if unpad:
+            if not plan.pitches:
+                break
+            plan.pitches.clear()
+            used = min(used, sum(plan.lds_sizes().values()))
+            if used <= LDS_BYTES:
+                plan.lds_offsets, plan.lds_arena, plan.lds_keys = {}, 0, {}
+                return used
+        sizes = plan.lds_sizes()
+        offsets, arena = plan_lds_reuse(plan, body, sizes)
+        if arena < sum(sizes.values()):
+            plan.lds_offsets, plan.lds_arena = offsets, arena
+            plan.lds_keys = overlap_classes(offsets, sizes)
+            used = arena
+        if used <= LDS_BYTES:
+            return used
+    return used
 
 
 def gemm_dims(g):
