@@ -12,6 +12,7 @@ from tests.examples.test_examples_cuda import _example
 from tests.backend.hip.helpers import hip_source
 from tests.backend.hip import emulator
 from tests.backend.cuda import kernels as CK
+from tests.backend.hip import kernels as HK
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(emulator.clang() is None, reason="clang++ (C++20) not installed")
@@ -45,6 +46,8 @@ PROGRAMS = {
     # split-KV decode: two kernels, workspaces, a ragged last split (seqlen 100 = 3 x 32 + 4)
     "mla": lambda: _tir("deepseek_mla", "mla_decode", 1, 16, 100, 64, 16, block_H=16, block_N=16, num_split=3,
                         threads=64),
+    # the AMD form of MLA decode: 64-head blocks, Q and P in registers (tests/backend/hip/kernels.py)
+    "mla_regs": lambda: HK.mla_decode_registers(1, 64, 100, 64, 16, block_H=64, block_N=32, num_split=2),
     "fp8_gemm": lambda: fp8_gemm(64, 64, 64, 64, 64, 64),
     "splitk": lambda: _tir("gemm_splitk", "matmul_splitk", 64, 64, 128, split_k=2),
     "acc_reductions": lambda: acc_reductions(),
@@ -55,7 +58,7 @@ PROGRAMS = {
     "rowstats_dim0": lambda: CK.gemm_row_stats(M=128, reduce_dim=0),
     "row_sum_atomic": lambda: CK.row_sum_atomic(),
 }
-CPU_CHECKED = ["gemm_tA_tB", "copy_2d", "scalar_dyn", "rowstats_dim0", "row_sum_atomic"]
+CPU_CHECKED = ["fa_d64_regs", "mla_regs", "softmax", "gemm_tA_tB", "copy_2d", "scalar_dyn", "rowstats_dim0", "row_sum_atomic"]
 
 
 def acc_reductions():
@@ -193,6 +196,18 @@ def test_mla_decode_split_kv(lib):
     Q, Qpe, KV, Kpe = (x.astype(np.float16) for x in (Q, Qpe, KV, Kpe))
     O = np.zeros((1, 16, 64), np.float16)
     emulator.run(L, metas["mla"], [Q, Qpe, KV, Kpe, O])
+    ref = _example("deepseek_mla", "mla_decode").ref_program(*(torch.from_numpy(x) for x in (Q, Qpe, KV, Kpe)))
+    np.testing.assert_allclose(O.astype(np.float32), ref.float().numpy(), rtol=2e-2, atol=2e-2)
+
+
+def test_mla_decode_64_head_blocks_in_registers(lib):
+    L, metas = lib
+    rng = np.random.default_rng(13)
+    Q, Qpe = rng.standard_normal((1, 64, 64)), rng.standard_normal((1, 64, 16))
+    KV, Kpe = rng.standard_normal((1, 100, 64)), rng.standard_normal((1, 100, 16))
+    Q, Qpe, KV, Kpe = (x.astype(np.float16) for x in (Q, Qpe, KV, Kpe))
+    O = np.zeros((1, 64, 64), np.float16)
+    emulator.run(L, metas["mla_regs"], [Q, Qpe, KV, Kpe, O])
     ref = _example("deepseek_mla", "mla_decode").ref_program(*(torch.from_numpy(x) for x in (Q, Qpe, KV, Kpe)))
     np.testing.assert_allclose(O.astype(np.float32), ref.float().numpy(), rtol=2e-2, atol=2e-2)
 

@@ -9,6 +9,9 @@ layouts from mma/wgmma), before printing:
   nests over (i, j), takes its layout slot for slot ("tile": the softmax's P, its cast);
   if a gemm reads it as A, it must be the register operand that layout already is
   (fp16/bf16, whole rows per wave, K along its columns: tilelang/layout/mfma.py);
+- a 2-D fragment read as the A operand of a gemm whose waves hold whole rows (and
+  written elementwise, e.g. loaded from global memory) takes the operand layout that
+  gemm reads (the accumulator layout of an M x K tile, tilelang/layout/mfma.py);
 - a 1-D fragment of an accumulator's row count, indexed only by the row variable of such
   nests, of 1-D nests over its length, or written by a row reduction of a register
   fragment, is a "rows" vector: one register per tile row per lane.
@@ -22,7 +25,7 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.visitor import walk
-from tilelang.layout.mfma import choose_tiling, shapes_for, WAVE
+from tilelang.layout.mfma import choose_tiling, shapes_for, MfmaTiling, WAVE
 
 REGISTER_A_DTYPES = ("float16", "bfloat16")
 
@@ -171,6 +174,13 @@ def assign_register_layouts(plan, body, gemms, arch):
     frags = {id(b): b for b in plan.buffers.values()
              if b.scope == "local.fragment" and id(b) not in plan.tilings and getattr(b, "alias_of", None) is None}
     known = {k: RegLayout("acc", t) for k, t in plan.tilings.items()}
+    for g in gemms:   # an A operand loaded straight into registers: the layout MFMA reads it in
+        a, t = g.A.buffer, plan.tilings.get(id(g.C.buffer))
+        if id(a) in frags and id(a) not in outside and t is not None and t.WN == 1 and \
+                a.dtype.name in REGISTER_A_DTYPES and _whole(g.A) and len(a.shape) == 2:
+            K = gemm_dims(g)[2]
+            if [E.const_int_value(d) for d in a.shape] == [t.M, K]:
+                cand[id(a)] = RegLayout("tile", MfmaTiling(t.shape, t.M, K, t.WM, 1))
     grew = True
     while grew:   # spread from the accumulators through the nests and reductions they share
         grew = False
