@@ -64,8 +64,10 @@ def _mfma_isa(s, a_regs, b_regs, c_regs):
 @pytest.mark.parametrize("M,N,K,waves", [(64, 64, 32, 4), (64, 32, 32, 2), (32, 64, 16, 1)])
 def test_block_gemm_schedule_computes_a_times_b(M, N, K, waves):
     """The HIP backend's gemm (backend/hip/gemm.py): wave w at (w % WM, w // WM), lane l loads
-    A rows wm*M/WM + mt*m + a_index, K runs a_index; the accumulator is read back through
-    MfmaTiling.logical. Simulated lane by lane, the result is A @ B."""
+    A rows wm*M/WM + mt*m + a_index, K runs a_index; the MFMA gets B's registers as its A
+    operand and A's as its B (it computes C^T, so a lane holds part of a row of C); the
+    accumulator is read back through MfmaTiling.logical. Simulated lane by lane, the result
+    is A @ B."""
     rng = np.random.default_rng(0)
     A, B = rng.standard_normal((M, K)), rng.standard_normal((K, N))
     t = choose_tiling("float16", "gfx90a", M, N, K, waves)
@@ -85,7 +87,7 @@ def test_block_gemm_schedule_computes_a_times_b(M, N, K, waves):
                             b_regs[(l, r)] = B[k0 + k, wn * (N // t.WN) + nt * s.n + j]
                         for r in range(s.c_regs):
                             c_regs[(l, r)] = acc[(w * WAVE + l, (mt * t.NT + nt) * s.c_regs + r)]
-                    d = _mfma_isa(s, a_regs, b_regs, c_regs)
+                    d = _mfma_isa(s, b_regs, a_regs, c_regs)   # swapped: the MFMA computes C^T
                     for (l, r), v in d.items():
                         acc[(w * WAVE + l, (mt * t.NT + nt) * s.c_regs + r)] = v
     C = np.full((M, N), np.nan)
