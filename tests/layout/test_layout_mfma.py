@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tilelang.layout import mfma
-from tilelang.layout.mfma import MFMA, WAVE, a_index, b_index, c_index, choose_tiling, padded_pitch
+from tilelang.layout.mfma import MFMA, WAVE, MfmaTiling, a_index, b_index, c_index, choose_tiling, padded_pitch
 
 
 def _isa_a(m, regs, i, k):
@@ -135,3 +135,39 @@ def test_padded_pitch_removes_bank_conflicts(cols, m):
         return out
     assert worst(cols) > 1          # unpadded: the rows' runs share banks
     assert worst(pitch) == 1
+
+
+@pytest.mark.parametrize("m,M,N,waves", [(32, 64, 64, 2), (16, 64, 64, 4), (16, 32, 128, 2)])
+def test_transposed_accumulator_rows_and_register_a_operand(m, M, N, waves):
+    """In the transposed placement each lane's items of tile row mt lie in one row
+    (MfmaTiling.row, replicated over row_owners); with whole rows per wave (WN == 1), the
+    4 items 4*((k % n) / K) .. of tile column k / n are exactly the A operand run a_index
+    wants at K step k: C converted to fp16 feeds the next MFMA from registers."""
+    s = next(x for x in MFMA["float16"] if x.m == m)
+    t = MfmaTiling(s, M, N, waves, 1)
+    for th in range(waves * WAVE):
+        for mt in range(t.MT):
+            i = t.row(th, mt)
+            threads, mt2 = t.row_owners(i)
+            assert th in threads and mt2 == mt and all(t.row(x, mt) == i for x in threads)
+            for nt in range(t.NT):
+                for r in range(s.c_regs):
+                    assert t.logical(th, mt, nt, r)[0] == i
+            lane = th % WAVE
+            for k in range(0, N, s.k):
+                for e in range(s.a_regs):
+                    slot = (mt * t.NT + k // s.n) * s.c_regs + 4 * ((k % s.n) // s.k) + e
+                    nt, r = divmod(slot - mt * t.NT * s.c_regs, s.c_regs)
+                    ai, ak = a_index(s, lane, e)
+                    assert t.logical(th, mt, nt, r) == ((th // WAVE) * (M // waves) + mt * s.m + ai, k + ak)
+
+
+def test_choose_tiling_follows_the_warp_policy():
+    # FullRow: a whole row per wave even if that takes the smaller MFMA shape
+    t = choose_tiling("float16", "gfx90a", 64, 64, 64, 4, "row")
+    assert (t.shape.m, t.WM, t.WN) == (16, 4, 1)
+    t = choose_tiling("float16", "gfx90a", 64, 128, 64, 4, "col")
+    assert (t.shape.m, t.WM, t.WN) == (32, 1, 4)
+    t = choose_tiling("float16", "gfx90a", 64, 64, 64, 4, "square")
+    assert (t.shape.m, t.WM, t.WN) == (32, 2, 2)
+    assert choose_tiling("float16", "gfx90a", 64, 64, 64, 4, shape_m=16, WM_only=2).WN == 2
