@@ -52,7 +52,7 @@ class _Nest:
 
 def _scan(body):
     """(outermost T.Parallel nests, ids of buffers accessed outside them, reduces)."""
-    nests, inner, inside, everywhere, reduces, = [], set(), set(), {}, []
+    nests, inner, inside, everywhere, reduces = [], set(), set(), {}, []
 
     def f(n):
         if isinstance(n, S.For) and n.kind == S.PARALLEL and id(n) not in inner:
