@@ -160,3 +160,23 @@ def test_lds_reuse_live_ranges():
     off, arena = plan_lds_reuse(plan, launch.body, sizes)
     assert off[bufs["X"]] != off[bufs["Y"]] and arena == 32768   # Z fits in X's bytes (X dead by then)
     assert off[bufs["Z"]] == off[bufs["X"]]
+
+
+def test_lds_over_budget_names_the_largest_buffers():
+    import pytest
+    from tilelang.ir.errors import LoweringError
+
+    @T.prim_func
+    def big(A: T.Tensor((256, 256), "float16"), B: T.Tensor((256, 256), "float16")):
+        with T.Kernel(1, threads=256) as bx:
+            X = T.alloc_shared((128, 256), "float16")
+            Y = T.alloc_shared((64, 256), "float16")
+            T.copy(A[0:128, :], X)
+            T.copy(A[0:64, :], Y)
+            for i, j in T.Parallel(64, 256):
+                B[i, j] = X[i, j] + Y[i, j]
+    with pytest.raises(LoweringError) as e:
+        hip_source(big)
+    text = str(e.value)
+    assert "98304 bytes of LDS" in text and "`X` 65536 bytes, `Y` 32768 bytes" in text
+    assert "with T.Kernel(1, threads=256)" in text   # points at the kernel's line

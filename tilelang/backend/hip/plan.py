@@ -105,9 +105,15 @@ def plan_kernel(launch: S.KernelLaunch, arch: str) -> KernelPlan:
     if used > LDS_BYTES:
         raise LoweringError(f"the kernel's shared buffers and non-accumulator fragments need {used} bytes of LDS; "
                             f"a CDNA block has {LDS_BYTES}", span=launch.span,
-                            hint="use smaller tiles (LDS buffers live at the same time cannot share bytes; "
-                                 "fragments that no MFMA layout fits stay in LDS)")
+                            hint=f"largest: {_largest(plan)}; use smaller tiles, or keep a gemm's A operand in a "
+                                 f"T.alloc_fragment (registers) instead of shared memory (LDS buffers live at the same "
+                                 f"time cannot share bytes; fragments that no MFMA layout fits stay in LDS)")
     return plan
+
+
+def _largest(plan, n=3):
+    sizes = sorted(((v, plan.buffers[k].name) for k, v in plan.lds_sizes().items()), reverse=True)
+    return ", ".join(f"`{name}` {v} bytes" for v, name in sizes[:n])
 
 
 def _fit_lds(plan, body, used):
