@@ -98,7 +98,7 @@ def plan_kernel(launch: S.KernelLaunch, arch: str) -> KernelPlan:
         _plan_gemm(plan, g, arch, joint.get(id(g)))
     for b, t in plan.tilings.items():
         plan.regs[b] = RegLayout("acc", t)
-    assign_register_layouts(plan, launch.body, gemms, arch)
+    assign_register_layouts(plan, launch.body, gemms)
     used = plan.lds_bytes()
     if used > LDS_BYTES:
         used = _fit_lds(plan, launch.body, used)

@@ -167,13 +167,13 @@ def _is_vars(indices, vars_):
     return len(indices) == len(vars_) and all(i is v for i, v in zip(indices, vars_))
 
 
-def assign_register_layouts(plan, body, gemms, arch):
+def assign_register_layouts(plan, body, gemms):
     from tilelang.backend.hip.plan import RegLayout, gemm_dims
     nests, outside, reduces = _scan(body)
     cand = {}
     frags = {id(b): b for b in plan.buffers.values()
              if b.scope == "local.fragment" and id(b) not in plan.tilings and getattr(b, "alias_of", None) is None}
-    known = {k: RegLayout("acc", t) for k, t in plan.tilings.items()}
+    accs = {k: RegLayout("acc", t) for k, t in plan.tilings.items()}
     for g in gemms:   # an A operand loaded straight into registers: the layout MFMA reads it in
         a, t = g.A.buffer, plan.tilings.get(id(g.C.buffer))
         if id(a) in frags and id(a) not in outside and t is not None and t.WN == 1 and \
@@ -188,8 +188,8 @@ def assign_register_layouts(plan, body, gemms, arch):
             shape = [E.const_int_value(d) for d in b.shape]
             if k in cand or k in outside or any(d is None for d in shape):
                 continue
-            near = [known.get(a) or cand.get(a) for n in nests if k in n.fragments() for a in n.fragments()]
-            near += [known.get(id(r.src.buffer)) or cand.get(id(r.src.buffer)) for r in reduces if r.dst.buffer is b]
+            near = [accs.get(a) or cand.get(a) for n in nests if k in n.fragments() for a in n.fragments()]
+            near += [accs.get(id(r.src.buffer)) or cand.get(id(r.src.buffer)) for r in reduces if r.dst.buffer is b]
             for lay in near:
                 if lay is None:
                     continue
@@ -201,15 +201,14 @@ def assign_register_layouts(plan, body, gemms, arch):
                     cand[k] = RegLayout("rows", t)
                     break
             grew = grew or k in cand
-    layout = {k: RegLayout("acc", t) for k, t in plan.tilings.items()}
+    layout = dict(accs)
     layout.update(cand)
     changed = True
     while changed:
         changed = False
         bad = set()
         for n in nests:
-            if not _nest_ok(n, layout):
-                bad |= {k for k in n.fragments() if k in cand and k in layout}
+            bad |= _nest_offenders(n, layout)
         for r in reduces:
             s, d = layout.get(id(r.src.buffer)), layout.get(id(r.dst.buffer))
             if s is not None and s.kind == "rows":
@@ -235,23 +234,30 @@ def assign_register_layouts(plan, body, gemms, arch):
         plan.regs[k] = lay
 
 
-def _nest_ok(n, layout):
+def _nest_offenders(n, layout):
+    """The register fragments of nest `n` whose accesses its layout cannot serve: with a
+    2-D register fragment indexed by the loop variables as the driver (an accumulator
+    first), those of another tiling or indexed otherwise; without one, every row vector
+    not indexed by the only loop variable of an M-long nest."""
     regs = [(b, idx) for b, idx in n.accesses if id(b) in layout]
-    if not regs:
-        return True
-    two_d = [layout[id(b)].tiling for b, _ in regs if layout[id(b)].kind != "rows"]
-    if two_d:
-        t = two_d[0]
-        if n.exts != [t.M, t.N]:
-            return False
+    drivers = [layout[id(b)] for b, idx in regs if layout[id(b)].kind != "rows" and _is_vars(idx, n.vars)
+               and n.exts == [layout[id(b)].tiling.M, layout[id(b)].tiling.N]]
+    drivers.sort(key=lambda lay: lay.kind != "acc")
+    out = set()
+    if drivers:
+        t = drivers[0].tiling
         for b, idx in regs:
             lay = layout[id(b)]
-            if lay.kind == "rows":
-                if not (len(idx) == 1 and idx[0] is n.vars[0] and rows_compatible(lay.tiling, t)):
-                    return False
-            elif lay.tiling != t or not _is_vars(idx, n.vars):
-                return False
-        return True
-    t = layout[id(regs[0][0])].tiling
-    return n.exts == [t.M] and all(len(idx) == 1 and idx[0] is n.vars[0] and rows_compatible(layout[id(b)].tiling, t)
-                                   for b, idx in regs)
+            ok = (len(idx) == 1 and idx[0] is n.vars[0] and rows_compatible(lay.tiling, t)) if lay.kind == "rows" \
+                else (lay.tiling == t and _is_vars(idx, n.vars))
+            if not ok:
+                out.add(id(b))
+        return out
+    for b, idx in regs:
+        lay = layout[id(b)]
+        if lay.kind != "rows" or n.exts != [lay.tiling.M] or len(idx) != 1 or idx[0] is not n.vars[0]:
+            out.add(id(b))
+    rows = [layout[id(b)].tiling for b, _ in regs if id(b) not in out]
+    if any(not rows_compatible(rows[0], t) for t in rows[1:]):
+        out |= {id(b) for b, _ in regs}
+    return out
