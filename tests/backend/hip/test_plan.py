@@ -90,7 +90,7 @@ def test_reductions_of_an_accumulator():
     plan = plan_kernel(_nodes(low, S.KernelLaunch)[0], "gfx90a")
     kinds = {b.name: plan.regs[k].kind if k in plan.regs else "lds" for k, b in plan.buffers.items()}
     assert kinds == {"S_": "lds", "acc": "acc", "m": "rows", "s": "rows", "c": "lds"}
-    assert src.count("in registers: __shfl_xor over the 2 lanes of a row, LDS across 2 waves") == 2
+    assert src.count("in registers: __shfl_xor over the 2 lanes holding a row, LDS across 2 waves") == 2
     offsets = re.findall(r"tl::shfl_xor\(tl_racc\w*\[0\], (\d+)\);", src)
     assert offsets[:2] == ["32", "32"] and offsets[2:] == ["32", "16", "8", "4", "2", "1"]   # rows; column
     # Y's store from the replicated row vectors: one replica (lane group 0, wave column 0)

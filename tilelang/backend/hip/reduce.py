@@ -129,7 +129,7 @@ def _emit_rows_from_registers(cg, op):
     clear = op.clear if isinstance(op.clear, bool) else bool(E.const_int_value(op.clear))
     to_regs = cg.plan.in_registers(dst.buffer)
     cg.emit(f"{{   // T.reduce_{op.kind}({src.buffer.name} -> {dst.buffer.name}, dim=1) in registers: "
-            f"__shfl_xor over the {s.groups} lanes of a row" + (f", LDS across {tl.WN} waves" if tl.WN > 1 else ""))
+            f"__shfl_xor over the {s.groups} lanes holding a row" + (f", LDS across {tl.WN} waves" if tl.WN > 1 else ""))
     cg.ind += 1
     red = None
     if tl.WN > 1:
@@ -142,14 +142,12 @@ def _emit_rows_from_registers(cg, op):
     acc_b, oth_b = Buffer("tl_racc", (1,), adt, "local"), Buffer("tl_rother", (1,), adt, "local")
     acc, oth = (E.BufferLoad(b, [E.IntImm(0)]) for b in (acc_b, oth_b))
     acc_n, oth_n = cg.names.new(acc_b, "tl_racc", True), cg.names.new(oth_b, "tl_rother", True)
-    part = cg.names.fresh("tl_part")
     mt, r, nt, wn = (cg.names.fresh(x) for x in ("tl_mt", "tl_r", "tl_nt", "tl_wn"))
     iv, jv = E.Var("tl_i"), E.Var("tl_j")
     ov = E.Var("tl_ov")
     _, didx, _ = reduce_indices(op, [ov], E.Var("tl_unused"))
-    cg.emit(f"const int {wn} = (tl_tid / 64) / {tl.WM};")
     if red is not None:
-        cg.emit(f"{ctype(adt)} {part}[{tl.MT}];")
+        cg.emit(f"const int {wn} = (tl_tid / 64) / {tl.WM};")
     cg.emit("#pragma unroll")
     cg.emit(f"for (int {mt} = 0; {mt} < {tl.MT}; ++{mt}) {{")
     cg.ind += 1
@@ -191,7 +189,6 @@ def _emit_rows_from_registers(cg, op):
         cg.emit(store(acc_n, row, mt))
     else:
         cg.emit(f"if (tl_tid % 64 < {s.m}) {red}[{wn} * {tl.M} + {row}] = {acc_n}[0];")
-        cg.emit(f"{part}[{mt}] = {acc_n}[0];")
     cg.ind -= 1
     cg.emit("}")
     if red is not None:   # every lane combines the waves' partials of its rows
