@@ -3,15 +3,17 @@ needed: the ISA of every GEMM / attention kernel has MFMA instructions, and no k
 spills (VGPR/SGPR spill counts and ScratchSize are 0). All example files are built in one
 hipcc run per arch (a translation unit of every kernel) to keep the test fast.
 
-Sizes differ from the CUDA list where CDNA differs: FlashAttention with head dim 64
-(the HIP backend keeps non-accumulator fragments in LDS: 64 KiB per block), MLA decode
-with 16-row head blocks, flash decoding with a whole wavefront (threads=64; the example
-picks 32 threads for its 16-head block). Whether they compute the right values is
+Sizes differ from the CUDA list where CDNA differs: the LDS of a block is 64 KiB, so
+MLA decode at 64-head blocks and 512 latent columns takes its AMD form (Q and P in
+registers: tests/backend/hip/kernels.py; the example's Q tile alone is 64 KiB in LDS);
+flash decoding with a whole wavefront (threads=64; the example picks 32 threads for its
+16-head block). Whether they compute the right values is
 checked on the CPU backend by each example's own test (tests/examples/test_<name>.py)."""
 import pytest
 
 from tests.examples.test_examples_cuda import _example
 from tests.backend.hip.helpers import needs_hipcc, hip_source
+from tests.backend.hip import kernels as HK
 
 # (folder, file, factory, args, kwargs, uses matrix cores)
 KERNELS = [
@@ -20,6 +22,11 @@ KERNELS = [
     ("quickstart", None, "matmul_relu", (256, 256, 256, 128, 128, 32), {}, True),
     ("flash_attention", None, "flash_attention", (1, 2, 256, 256, 64), {}, True),
     ("flash_attention", None, "flash_attention", (1, 2, 256, 256, 64), dict(is_causal=True), True),
+    # register fragments (P, the softmax statistics), 256 threads; d128 reuses Q's LDS for O
+    ("flash_attention", None, "flash_attention", (1, 2, 256, 256, 64), dict(threads=256), True),
+    ("flash_attention", None, "flash_attention", (1, 2, 256, 256, 128), dict(threads=256), True),
+    ("flash_attention", None, "flash_attention", (1, 2, 256, 256, 128), dict(block_M=128, threads=256), True),
+    (None, None, "mla_decode_registers", (1, 64, 256, 512, 64), dict(block_H=64, block_N=32), True),
     ("flash_decoding", None, "flash_decoding", (1, 8, 2, 256, 64), dict(threads=64), True),
     ("deepseek_mla", "mla_decode", "mla_decode", (1, 64, 256, 512, 64), dict(block_H=16, block_N=16, threads=64),
      True),
@@ -32,7 +39,7 @@ KERNELS = [
     ("reduce", None, "row_sum", (256, 256), {}, False),
     ("gemv", None, "gemv", (256, 256), {}, False),
 ]
-IDS = [f"{k[0]}_{i}" for i, k in enumerate(KERNELS)]
+IDS = [f"{k[0] or k[2]}_{i}" for i, k in enumerate(KERNELS)]
 
 
 @pytest.fixture(scope="module", params=["gfx90a", "gfx940"])
@@ -41,7 +48,7 @@ def built(request):
     arch = request.param
     sources = {}
     for tag, (folder, file, factory, args, kwargs, _) in zip(IDS, KERNELS):
-        fn = getattr(_example(folder, file), factory)
+        fn = getattr(_example(folder, file) if folder else HK, factory)
         func = fn.get_tir(*args, **kwargs) if hasattr(fn, "get_tir") else fn(*args, **kwargs)
         sources[tag] = hip_source(func, arch)[1]
     asm, resources, owners = compile_many(sources, arch)

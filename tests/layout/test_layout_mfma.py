@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tilelang.layout import mfma
-from tilelang.layout.mfma import MFMA, WAVE, a_index, b_index, c_index, choose_tiling, padded_pitch
+from tilelang.layout.mfma import MFMA, WAVE, MfmaTiling, a_index, b_index, c_index, choose_tiling, padded_pitch
 
 
 def _isa_a(m, regs, i, k):
@@ -64,8 +64,10 @@ def _mfma_isa(s, a_regs, b_regs, c_regs):
 @pytest.mark.parametrize("M,N,K,waves", [(64, 64, 32, 4), (64, 32, 32, 2), (32, 64, 16, 1)])
 def test_block_gemm_schedule_computes_a_times_b(M, N, K, waves):
     """The HIP backend's gemm (backend/hip/gemm.py): wave w at (w % WM, w // WM), lane l loads
-    A rows wm*M/WM + mt*m + a_index, K runs a_index; the accumulator is read back through
-    MfmaTiling.logical. Simulated lane by lane, the result is A @ B."""
+    A rows wm*M/WM + mt*m + a_index, K runs a_index; the MFMA gets B's registers as its A
+    operand and A's as its B (it computes C^T, so a lane holds part of a row of C); the
+    accumulator is read back through MfmaTiling.logical. Simulated lane by lane, the result
+    is A @ B."""
     rng = np.random.default_rng(0)
     A, B = rng.standard_normal((M, K)), rng.standard_normal((K, N))
     t = choose_tiling("float16", "gfx90a", M, N, K, waves)
@@ -85,7 +87,7 @@ def test_block_gemm_schedule_computes_a_times_b(M, N, K, waves):
                             b_regs[(l, r)] = B[k0 + k, wn * (N // t.WN) + nt * s.n + j]
                         for r in range(s.c_regs):
                             c_regs[(l, r)] = acc[(w * WAVE + l, (mt * t.NT + nt) * s.c_regs + r)]
-                    d = _mfma_isa(s, a_regs, b_regs, c_regs)
+                    d = _mfma_isa(s, b_regs, a_regs, c_regs)   # swapped: the MFMA computes C^T
                     for (l, r), v in d.items():
                         acc[(w * WAVE + l, (mt * t.NT + nt) * s.c_regs + r)] = v
     C = np.full((M, N), np.nan)
@@ -133,3 +135,39 @@ def test_padded_pitch_removes_bank_conflicts(cols, m):
         return out
     assert worst(cols) > 1          # unpadded: the rows' runs share banks
     assert worst(pitch) == 1
+
+
+@pytest.mark.parametrize("m,M,N,waves", [(32, 64, 64, 2), (16, 64, 64, 4), (16, 32, 128, 2)])
+def test_transposed_accumulator_rows_and_register_a_operand(m, M, N, waves):
+    """In the transposed placement each lane's items of tile row mt lie in one row
+    (MfmaTiling.row, replicated over row_owners); with whole rows per wave (WN == 1), the
+    4 items 4*((k % n) / K) .. of tile column k / n are exactly the A operand run a_index
+    wants at K step k: C converted to fp16 feeds the next MFMA from registers."""
+    s = next(x for x in MFMA["float16"] if x.m == m)
+    t = MfmaTiling(s, M, N, waves, 1)
+    for th in range(waves * WAVE):
+        for mt in range(t.MT):
+            i = t.row(th, mt)
+            threads, mt2 = t.row_owners(i)
+            assert th in threads and mt2 == mt and all(t.row(x, mt) == i for x in threads)
+            for nt in range(t.NT):
+                for r in range(s.c_regs):
+                    assert t.logical(th, mt, nt, r)[0] == i
+            lane = th % WAVE
+            for k in range(0, N, s.k):
+                for e in range(s.a_regs):
+                    slot = (mt * t.NT + k // s.n) * s.c_regs + 4 * ((k % s.n) // s.k) + e
+                    nt, r = divmod(slot - mt * t.NT * s.c_regs, s.c_regs)
+                    ai, ak = a_index(s, lane, e)
+                    assert t.logical(th, mt, nt, r) == ((th // WAVE) * (M // waves) + mt * s.m + ai, k + ak)
+
+
+def test_choose_tiling_follows_the_warp_policy():
+    # FullRow: a whole row per wave even if that takes the smaller MFMA shape
+    t = choose_tiling("float16", "gfx90a", 64, 64, 64, 4, "row")
+    assert (t.shape.m, t.WM, t.WN) == (16, 4, 1)
+    t = choose_tiling("float16", "gfx90a", 64, 128, 64, 4, "col")
+    assert (t.shape.m, t.WM, t.WN) == (32, 1, 4)
+    t = choose_tiling("float16", "gfx90a", 64, 64, 64, 4, "square")
+    assert (t.shape.m, t.WM, t.WN) == (32, 2, 2)
+    assert choose_tiling("float16", "gfx90a", 64, 64, 64, 4, shape_m=16, WM_only=2).WN == 2

@@ -90,12 +90,28 @@ def b_owner(s: MfmaShape, k, j):
     return j + s.n * (k // s.a_regs), k % s.a_regs
 
 
+# the transposed accumulator: the gemm issues MFMA with its operands swapped ------------
+# (D^T = B^T A^T), so each lane holds part of one ROW of C: row i = l % m, columns at the
+# ISA's C-row formula. Row vectors (softmax statistics) then need one register per tile
+# row, row reductions are in-lane plus shuffles across the lane groups (l // m), and a C
+# tile converted to the operand dtype is already the A operand of a following gemm
+# whose K runs along C's columns (columns 4*g*(r//4) + 4*(l//m) + r%4: K step r // 4).
+def ct_index(s: MfmaShape, lane, r):
+    """(i, j) of C held by `lane` at item `r` when the gemm computes C^T."""
+    j, i = c_index(s, lane, r)
+    return i, j
+
+
+def ct_owner(s: MfmaShape, i, j):
+    return c_owner(s, j, i)
+
+
 # a block's accumulator: waves tiled WM x WN, each holding MT x NT instruction tiles ----
 @dataclass(frozen=True)
 class MfmaTiling:
     """C (M x N) of one block computed by `WM * WN` waves (wave w at row w % WM, column
-    w // WM), each covering (M / WM) x (N / WN) with MT x NT instruction tiles. A lane's
-    register slot `s = (mt * NT + nt) * c_regs + r`."""
+    w // WM), each covering (M / WM) x (N / WN) with MT x NT instruction tiles, in the
+    transposed placement (`ct_index`). A lane's register slot `s = (mt * NT + nt) * c_regs + r`."""
     shape: MfmaShape
     M: int
     N: int
@@ -117,7 +133,7 @@ class MfmaTiling:
     def logical(self, thread, mt, nt, r):
         """(i, j) of C held by `thread` in tile (mt, nt), item `r` (ints: mt, nt, r)."""
         wave, lane = thread // WAVE, thread % WAVE
-        ci, cj = c_index(self.shape, lane, r)
+        ci, cj = ct_index(self.shape, lane, r)
         i = (wave % self.WM) * (self.M // self.WM) + mt * self.shape.m + ci
         j = (wave // self.WM) * (self.N // self.WN) + nt * self.shape.n + cj
         return i, j
@@ -127,25 +143,48 @@ class MfmaTiling:
         tm, tn = self.M // self.WM, self.N // self.WN
         wm, wn = i // tm, j // tn
         mt, nt = (i % tm) // self.shape.m, (j % tn) // self.shape.n
-        lane, r = c_owner(self.shape, i % self.shape.m, j % self.shape.n)
+        lane, r = ct_owner(self.shape, i % self.shape.m, j % self.shape.n)
         return (wm + self.WM * wn) * WAVE + lane, (mt * self.NT + nt) * self.shape.c_regs + r
 
+    def row(self, thread, mt):
+        """The row of C that `thread` holds in tile row `mt` (all its items there)."""
+        wave, lane = thread // WAVE, thread % WAVE
+        return (wave % self.WM) * (self.M // self.WM) + mt * self.shape.m + lane % self.shape.m
 
-def choose_tiling(dtype, arch, M, N, K, waves):
+    def row_owners(self, i):
+        """(threads, mt) of every thread holding (a part of) row i: the lanes l // m of
+        the WN waves in its wave row (a row vector is replicated over them)."""
+        tm = self.M // self.WM
+        wm, mt, li = i // tm, (i % tm) // self.shape.m, i % self.shape.m
+        return [(wm + self.WM * wn) * WAVE + g * self.shape.m + li
+                for wn in range(self.WN) for g in range(self.shape.groups)], mt
+
+
+def choose_tiling(dtype, arch, M, N, K, waves, policy="square", shape_m=None, WM_only=None):
     """The MFMA tiling of an M x N x K gemm on `waves` wavefronts: the first shape (32x32
-    before 16x16) whose tiles divide the problem, with the split of the waves closest to
-    square. None when nothing fits."""
+    before 16x16, or the one with `shape_m`) whose tiles divide the problem, with the split
+    of the waves the policy prefers: "row" (T.GemmWarpPolicy.FullRow: waves split M only
+    when they can), "col" (FullCol: split N), else the split closest to square; `WM_only`
+    forces the wave rows. None when nothing fits. A full split in a smaller shape beats a
+    partial split in a larger one (a full row per wave keeps row statistics in one wave and
+    lets C be the next gemm's register A operand)."""
+    if policy in ("row", "col") and WM_only is None:
+        wm = waves if policy == "row" else 1
+        for s in shapes_for(dtype, arch):
+            if (shape_m is None or s.m == shape_m) and not K % s.k and not M % (wm * s.m) \
+                    and not N % (waves // wm * s.n):
+                return MfmaTiling(s, M, N, wm, waves // wm)
     for s in shapes_for(dtype, arch):
-        if K % s.k:
+        if K % s.k or (shape_m is not None and s.m != shape_m):
             continue
         best = None
         for WM in range(1, waves + 1):
-            if waves % WM:
+            if waves % WM or (WM_only is not None and WM != WM_only):
                 continue
             WN = waves // WM
             if M % (WM * s.m) or N % (WN * s.n):
                 continue
-            score = abs(M // WM - N // WN)
+            score = {"row": WN, "col": WM}.get(policy, 0) * 1_000_000 + abs(M // WM - N // WN)
             if best is None or score < best[0]:
                 best = (score, MfmaTiling(s, M, N, WM, WN))
         if best is not None:

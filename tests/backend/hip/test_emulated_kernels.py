@@ -12,6 +12,7 @@ from tests.examples.test_examples_cuda import _example
 from tests.backend.hip.helpers import hip_source
 from tests.backend.hip import emulator
 from tests.backend.cuda import kernels as CK
+from tests.backend.hip import kernels as HK
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(emulator.clang() is None, reason="clang++ (C++20) not installed")
@@ -32,11 +33,21 @@ PROGRAMS = {
     "gemm_bf16_nt": lambda: _tir("gemm", "matmul", 128, 128, 64, 64, 64, 32, trans_B=True, relu=True,
                                  dtype="bfloat16"),
     "fa_causal": lambda: _tir("flash_attention", "flash_attention", 1, 1, 128, 128, 64, is_causal=True),
+    # register fragments: P, its cast (the register A operand of P @ V) and the row statistics
+    "fa_d64_regs": lambda: _tir("flash_attention", "flash_attention", 1, 1, 128, 192, 64, block_M=64, block_N=64,
+                                threads=256),
+    # head dim 128: the output tile reuses Q's LDS bytes (lds_reuse.py); 128x64 also unpadded (64 KiB)
+    "fa_d128_regs": lambda: _tir("flash_attention", "flash_attention", 1, 1, 128, 128, 128, block_M=128,
+                                 block_N=64, threads=256),
+    "fa_d128_causal": lambda: _tir("flash_attention", "flash_attention", 1, 1, 128, 128, 128, is_causal=True,
+                                   block_M=64, block_N=64, threads=256),
     "softmax": lambda: _tir("softmax", "softmax", 32, 160),
     "rms_norm": lambda: _tir("rms_norm", "rms_norm", 32, 128),
     # split-KV decode: two kernels, workspaces, a ragged last split (seqlen 100 = 3 x 32 + 4)
     "mla": lambda: _tir("deepseek_mla", "mla_decode", 1, 16, 100, 64, 16, block_H=16, block_N=16, num_split=3,
                         threads=64),
+    # the AMD form of MLA decode: 64-head blocks, Q and P in registers (tests/backend/hip/kernels.py)
+    "mla_regs": lambda: HK.mla_decode_registers(1, 64, 100, 64, 16, block_H=64, block_N=32, num_split=2),
     "fp8_gemm": lambda: fp8_gemm(64, 64, 64, 64, 64, 64),
     "splitk": lambda: _tir("gemm_splitk", "matmul_splitk", 64, 64, 128, split_k=2),
     "acc_reductions": lambda: acc_reductions(),
@@ -47,7 +58,8 @@ PROGRAMS = {
     "rowstats_dim0": lambda: CK.gemm_row_stats(M=128, reduce_dim=0),
     "row_sum_atomic": lambda: CK.row_sum_atomic(),
 }
-CPU_CHECKED = ["gemm_tA_tB", "copy_2d", "scalar_dyn", "rowstats_dim0", "row_sum_atomic"]
+CPU_CHECKED = ["fa_d64_regs", "mla_regs", "softmax", "gemm_tA_tB", "copy_2d", "scalar_dyn", "rowstats_dim0",
+               "row_sum_atomic"]
 
 
 def acc_reductions():
@@ -131,6 +143,31 @@ def test_flash_attention_causal(lib):
     p = np.exp(s - s.max(-1, keepdims=True))
     ref = (p / p.sum(-1, keepdims=True)) @ V.astype(np.float32)
     np.testing.assert_allclose(O.astype(np.float32), ref, rtol=1e-2, atol=1e-2)
+
+
+def _attention(Q, K, V, causal=False):
+    q, k, v = (x.astype(np.float32) for x in (Q, K, V))
+    s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1])
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool), s.shape[-1] - s.shape[-2]), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
+@pytest.mark.parametrize("tag,seq_q,seq_kv,heads,dim,causal", [
+    ("fa_d128_regs", 128, 128, 1, 128, False), ("fa_d128_causal", 128, 128, 1, 128, True)])
+def test_flash_attention_register_fragments(lib, tag, seq_q, seq_kv, heads, dim, causal):
+    """Head dim 128 on 4 waves (FullRow: 16- or 32-row strips): S, P and the softmax
+    statistics in registers, P fed to the second MFMA from registers, row reductions by
+    shuffles across lane groups, O_shared in Q_shared's LDS bytes. (Head dim 64 and MLA
+    decode are checked against the CPU backend below.)"""
+    L, metas = lib
+    rng = np.random.default_rng(12)
+    Q = rng.standard_normal((1, heads, seq_q, dim)).astype(np.float16)
+    K, V = (rng.standard_normal((1, heads, seq_kv, dim)).astype(np.float16) for _ in range(2))
+    O = np.zeros_like(Q)
+    emulator.run(L, metas[tag], [Q, K, V, O])
+    np.testing.assert_allclose(O.astype(np.float32), _attention(Q, K, V, causal), rtol=1e-2, atol=1e-2)
 
 
 def test_softmax(lib):

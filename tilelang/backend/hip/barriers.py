@@ -47,7 +47,9 @@ def accesses(cg, s) -> Accesses:
 
     def lds(b):
         b = cg.storage.get(id(b), b)
-        return id(b) if cg.plan.in_lds(b) or b.scope == "global" else None
+        if cg.plan.in_lds(b):
+            return cg.plan.lds_key(b)   # buffers sharing LDS bytes (lds_reuse.py) order as one
+        return id(b) if b.scope == "global" else None
 
     def f(n):
         if isinstance(n, TO.Reduce):

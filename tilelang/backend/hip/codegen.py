@@ -43,6 +43,8 @@ class KernelCodegen:
         self.ind = 1
         self.in_thread = False      # inside per-thread code (a T.Parallel body)
         self.slots = {}             # id(register fragment) -> (loop vars, C lvalue of the current slot)
+        self.arena_declared = False
+        self.store_guard = None     # C condition on stores to memory (one replica of a row vector stores)
         self.storage = {}           # id(buffer) -> buffer whose storage it reads (a reduce's LDS staging)
         self.staging = {}           # id(register fragment) -> its LDS copy for reductions
         self.top = []               # declarations at the top of the kernel (the staging copies)
@@ -169,14 +171,29 @@ class KernelCodegen:
         t = ctype(b.dtype)
         name = self.bname(b)
         if self.plan.in_registers(b):
-            tl = self.plan.tilings[id(b)]
-            self.emit(f"tl::floatx{tl.shape.c_regs} {name}[{tl.MT * tl.NT}];   "
-                      f"// {b.name}: MFMA {tl.shape.m}x{tl.shape.n}x{tl.shape.k} accumulator, "
-                      f"waves {tl.WM}x{tl.WN}")
+            lay = self.plan.regs[id(b)]
+            tl = lay.tiling
+            mfma = f"MFMA {tl.shape.m}x{tl.shape.n}x{tl.shape.k}"
+            if lay.kind == "acc":
+                self.emit(f"tl::floatx{tl.shape.c_regs} {name}[{tl.MT * tl.NT}];   "
+                          f"// {b.name}: {mfma} accumulator, waves {tl.WM}x{tl.WN}")
+            elif lay.kind == "tile":
+                self.emit(f"{t} {name}[{tl.MT * tl.NT * tl.shape.c_regs}];   "
+                          f"// {b.name}: registers in the {mfma} accumulator layout")
+            else:
+                self.emit(f"{t} {name}[{tl.MT}];   // {b.name}: the rows this lane holds ({mfma} layout)")
         elif self.plan.in_lds(b):
             pitch = self.plan.pitches.get(id(b))
             note = f"   // row pitch {pitch} (padded: no LDS bank conflicts for MFMA reads)" if pitch else ""
-            self.emit(f"__shared__ __attribute__((aligned(16))) {t} {name}[{self.plan.numel(b)}];{note}")
+            off = self.plan.lds_offsets.get(id(b))
+            if off is not None:   # one arena, bytes shared by buffers never live together (lds_reuse.py)
+                if not self.arena_declared:
+                    self.top.append(f"__shared__ __attribute__((aligned(16))) char tl_lds[{self.plan.lds_arena}];"
+                                    f"   // LDS shared by buffers whose live ranges do not overlap")
+                    self.arena_declared = True
+                self.emit(f"{t}* {name} = ({t}*)(tl_lds + {off});   // {self.plan.numel(b)} elements{note}")
+            else:
+                self.emit(f"__shared__ __attribute__((aligned(16))) {t} {name}[{self.plan.numel(b)}];{note}")
         elif b.scope == "local.var":
             init = self.expr(E.cast(b.init, b.dtype)) if b.init is not None else f"{t}(0)"
             self.emit(f"{t} {name}[1] = {{{init}}};")
@@ -190,6 +207,9 @@ class KernelCodegen:
         line = f"{lhs} = {self.expr(s.value)};"
         store_once = not self.in_thread and s.buffer.scope in ("global", "shared", "local.fragment") \
             and not self.plan.in_registers(s.buffer)
+        if self.in_thread and self.store_guard and s.buffer.scope in ("global", "shared", "local.fragment") \
+                and not self.plan.in_registers(s.buffer):
+            line = f"if {self.store_guard} {line}"
         self.block_leaf(s, lambda: self.emit(f"if (tl_tid == 0) {line}" if store_once else line))
 
     def s_Evaluate(self, s):

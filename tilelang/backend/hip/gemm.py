@@ -1,7 +1,11 @@
 """T.gemm on CDNA matrix cores: each wavefront computes its (M/WM) x (N/WN) part of C
 with MT x NT MFMA tiles per K step; operands are read from LDS in the lane layout of
 tilelang/layout/mfma.py (`a_index` / `b_index`), one 8-byte vector per lane where the
-operand's K run is contiguous and aligned, else gathered element by element."""
+operand's K run is contiguous and aligned, else gathered element by element. The MFMA
+gets B's vector as its first operand and A's as its second: it computes C^T, so each
+lane holds part of a row of C (`ct_index`). An A operand kept in registers (a "tile"
+fragment: the previous gemm's layout, register_layouts.py) is read from its own slots,
+with the K loop unrolled so that every register index is a constant."""
 from __future__ import annotations
 
 from tilelang.ir import expr as E
@@ -24,15 +28,21 @@ def emit_gemm(cg, g):
         cg.emit("#pragma unroll")
         cg.emit(f"for (int q = 0; q < {tl.MT * tl.NT}; ++q) {acc}[q] = (tl::floatx{s.c_regs})(0.0f);")
     a, b = cg.names.fresh("tl_a"), cg.names.fresh("tl_b")
+    a_regs = cg.plan.regs.get(id(g.A.buffer))
+    if a_regs is not None:
+        cg.emit("#pragma unroll")
     cg.emit(f"for (int {k} = 0; {k} < {K}; {k} += {s.k}) {{")
     cg.ind += 1
     cg.emit(f"{s.in_ctype} {a}[{tl.MT}], {b}[{tl.NT}];")
-    # A: row i = lane % m of tile mt, K run a_regs * (lane / m) ... + a_regs
-    row = f"{wm} * {M // tl.WM} + t * {s.m} + {lane} % {s.m}"
-    kk = f"{k} + {s.a_regs} * ({lane} / {s.m})"
     cg.emit("#pragma unroll")
-    cg.emit(f"for (int t = 0; t < {tl.MT}; ++t) {a}[t] = "
-            f"{_operand(cg, g.A, row, kk, g.trans_A, s)};")
+    if a_regs is not None:
+        cg.emit(f"for (int t = 0; t < {tl.MT}; ++t) {a}[t] = {_register_operand(cg, g.A.buffer, a_regs.tiling, k, s)};")
+    else:
+        # A: row i = lane % m of tile mt, K run a_regs * (lane / m) ... + a_regs
+        row = f"{wm} * {M // tl.WM} + t * {s.m} + {lane} % {s.m}"
+        kk = f"{k} + {s.a_regs} * ({lane} / {s.m})"
+        cg.emit(f"for (int t = 0; t < {tl.MT}; ++t) {a}[t] = "
+                f"{_operand(cg, g.A, row, kk, g.trans_A, s)};")
     col = f"{wn} * {N // tl.WN} + t * {s.n} + {lane} % {s.n}"
     kk = f"{k} + {s.a_regs} * ({lane} / {s.n})"
     cg.emit("#pragma unroll")
@@ -42,11 +52,22 @@ def emit_gemm(cg, g):
     cg.emit(f"for (int mt = 0; mt < {tl.MT}; ++mt)")
     cg.emit("#pragma unroll")
     cg.emit(f"  for (int nt = 0; nt < {tl.NT}; ++nt)")
-    cg.emit(f"    {acc}[mt * {tl.NT} + nt] = {s.builtin}({a}[mt], {b}[nt], {acc}[mt * {tl.NT} + nt], 0, 0, 0);")
+    cg.emit(f"    {acc}[mt * {tl.NT} + nt] = {s.builtin}({b}[nt], {a}[mt], {acc}[mt * {tl.NT} + nt], 0, 0, 0);")
     cg.ind -= 1
     cg.emit("}")
     cg.ind -= 1
     cg.emit("}")
+
+
+def _register_operand(cg, buf, t, k, s):
+    """Lane's A vector for tile row t at K step `k` from a register tile in the layout of
+    tiling `t` (WN == 1): columns k .. k + s.k sit in tile column k / n, items
+    4 * ((k % n) / s.k) .. + 4 (ct_index: column 4*g*(r//4) + 4*(l//m) + r%4)."""
+    c = t.shape.c_regs
+    first = f"(t * {t.NT} + {k} / {t.shape.n}) * {c} + 4 * (({k} % {t.shape.n}) / {s.k})"
+    name = cg.bname(buf)
+    bits = ".bits" if buf.dtype.name == "bfloat16" else ""
+    return f"{s.in_ctype}{{" + ", ".join(f"{name}[{first} + {e}]{bits}" for e in range(4)) + "}"
 
 
 def _clear(g):

@@ -1,8 +1,9 @@
 """A block-level T.Parallel nest on the HIP backend: which thread runs which iteration.
 
-- The nest touches a gemm accumulator kept in registers: the accumulator's MFMA layout
-  decides (each thread runs the iterations whose element it holds, slot by slot, in
-  fully unrolled loops so that every register index is a constant).
+- The nest touches a fragment kept in registers (plan.py): its MFMA layout decides (each
+  thread runs the iterations whose element it holds, slot by slot, in fully unrolled
+  loops so that every register index is a constant); a nest over row vectors only runs
+  each thread's rows, and one replica of a row stores it to memory.
 - Otherwise: the flattened iterations round-robin over the block's threads
   (`tl_e = tl_tid; tl_e < total; tl_e += threads`), consecutive threads on consecutive
   innermost indices (coalesced global accesses)."""
@@ -12,6 +13,7 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.errors import LoweringError
 from tilelang.ir.visitor import walk
+from tilelang.layout.mfma import WAVE
 
 
 def nest_of(loop):
@@ -79,13 +81,33 @@ def _round_robin(cg, loop, vars_, exts, body):
     cg.emit("}")
 
 
+def slot_lvalue(cg, b, q, r):
+    """The C lvalue of register fragment `b`'s item r of tile q (`q`, `r`: C text)."""
+    lay = cg.plan.regs[id(b)]
+    c = lay.tiling.shape.c_regs
+    if lay.kind == "acc":
+        return f"{cg.bname(b)}[{q}][{r}]"
+    return f"{cg.bname(b)}[({q}) * {c} + {r}]"
+
+
+def replica_zero(tl):
+    """C condition: this thread is the first of those holding its rows (lane group 0 of
+    wave column 0) -- the one that stores a row value to memory."""
+    return f"(tl_tid % {WAVE} < {tl.shape.m} && (tl_tid / {WAVE}) < {tl.WM})"
+
+
 def _by_layout(cg, loop, vars_, exts, body, frags):
-    driver = frags[0]
-    tl = cg.plan.tilings[id(driver)]
-    for f in frags[1:]:
-        if cg.plan.tilings[id(f)] != tl:
-            raise LoweringError(f"a T.Parallel loop over `{driver.name}` and `{f.name}`, gemm accumulators with "
-                                f"different MFMA layouts ({tl} / {cg.plan.tilings[id(f)]})", span=loop.span,
+    lays = {id(f): cg.plan.regs[id(f)] for f in frags}
+    two_d = [f for f in frags if lays[id(f)].kind != "rows"]
+    if not two_d:
+        _by_rows(cg, loop, vars_, exts, body, frags)
+        return
+    driver = two_d[0]
+    tl = lays[id(driver)].tiling
+    for f in two_d[1:]:
+        if lays[id(f)].tiling != tl:
+            raise LoweringError(f"a T.Parallel loop over `{driver.name}` and `{f.name}`, register fragments with "
+                                f"different MFMA layouts ({tl} / {lays[id(f)].tiling})", span=loop.span,
                                 hint="split the loop, or copy one of them to a shared buffer")
     shape = [E.const_int_value(d) for d in driver.shape]
     if [E.const_int_value(x) for x in exts] != shape:
@@ -101,7 +123,12 @@ def _by_layout(cg, loop, vars_, exts, body, frags):
     vi, vj = (cg.names.name(v, v.name) for v in vars_)
     cg.emit(f"const int {vi} = {_c(i)};")
     cg.emit(f"const int {vj} = {_c(j)};")
-    slot = {id(f): (vars_, f"{cg.bname(f)}[{mt} * {tl.NT} + {nt}][{r}]") for f in frags}
+    slot = {}
+    for f in frags:
+        if lays[id(f)].kind == "rows":
+            slot[id(f)] = (vars_[:1], f"{cg.bname(f)}[{mt}]")
+        else:
+            slot[id(f)] = (vars_, slot_lvalue(cg, f, f"{mt} * {tl.NT} + {nt}", r))
     saved = dict(cg.slots)
     cg.slots.update(slot)
     try:
@@ -111,6 +138,30 @@ def _by_layout(cg, loop, vars_, exts, body, frags):
     for _ in range(3):
         cg.ind -= 1
         cg.emit("}")
+
+
+def _by_rows(cg, loop, vars_, exts, body, frags):
+    """A 1-D nest over row vectors: each thread updates the rows it holds (all replicas
+    compute the same values); stores to memory come from one replica per row."""
+    tl = cg.plan.regs[id(frags[0])].tiling
+    if len(vars_) != 1 or E.const_int_value(exts[0]) != tl.M:
+        raise LoweringError(f"a T.Parallel loop of extents {[str(x) for x in exts]} touches the row vector "
+                            f"`{frags[0].name}` kept in registers ({tl.M} rows)", span=loop.span)
+    mt = cg.names.fresh("tl_mt")
+    cg.emit("#pragma unroll")
+    cg.emit(f"for (int {mt} = 0; {mt} < {tl.MT}; ++{mt}) {{")
+    cg.ind += 1
+    vi = cg.names.name(vars_[0], vars_[0].name)
+    cg.emit(f"const int {vi} = {_c(tl.row(E.Var('tl_tid'), E.Var(mt)))};")
+    saved, guard = dict(cg.slots), cg.store_guard
+    cg.slots.update({id(f): (vars_, f"{cg.bname(f)}[{mt}]") for f in frags})
+    cg.store_guard = replica_zero(tl)
+    try:
+        cg.stmt(body)
+    finally:
+        cg.slots, cg.store_guard = saved, guard
+    cg.ind -= 1
+    cg.emit("}")
 
 
 def _c(e):

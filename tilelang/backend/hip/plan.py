@@ -1,9 +1,13 @@
 """Where each buffer of one T.Kernel lives on a CDNA GPU, decided before printing:
 
 - a fragment that is the accumulator of a T.gemm: registers, in the MFMA accumulator
-  layout of its `MfmaTiling` (tilelang/layout/mfma.py);
+  layout of its `MfmaTiling` (tilelang/layout/mfma.py: each lane holds part of one row);
+- other fragments whose every use fits a layout derived from those accumulators
+  (`register_layouts.py`): a tile of the accumulator's shape used elementwise with it
+  (the softmax's P, a cast copy, the register A operand of the next gemm) in the same
+  layout; a vector of the accumulator's rows (softmax statistics) one register per tile row;
 - every other fragment and every shared buffer: LDS (a fragment there is visible to the
-  whole block, so T.Parallel loops, reductions and gemm operands need no layout inference);
+  whole block, so its uses need no layout);
 - LDS tiles read by MFMA along their rows (A, or B stored N x K): a padded row pitch
   (`padded_pitch`) so that the 16 or 32 lanes reading one column of rows hit distinct banks;
 - local / var buffers: per-thread registers."""
@@ -23,17 +27,32 @@ from tilelang.backend.hip.target import LDS_BYTES
 @dataclass
 class KernelPlan:
     threads: int
-    tilings: dict = field(default_factory=dict)     # id(fragment) -> MfmaTiling
+    tilings: dict = field(default_factory=dict)     # id(gemm accumulator) -> MfmaTiling
+    regs: dict = field(default_factory=dict)        # id(register fragment) -> RegLayout (accumulators too)
     pitches: dict = field(default_factory=dict)     # id(LDS buffer) -> padded row pitch (elements)
     buffers: dict = field(default_factory=dict)     # id(buffer) -> buffer (every DeclBuffer of the kernel)
+    lds_offsets: dict = field(default_factory=dict)  # id(LDS buffer) -> byte offset in one arena (lds_reuse.py)
+    lds_arena: int = 0                               # the arena's bytes (0: one array per buffer)
+    lds_keys: dict = field(default_factory=dict)     # id(LDS buffer) -> id shared by buffers with overlapping bytes
 
     def in_registers(self, b) -> bool:
-        return id(b) in self.tilings
+        return id(b) in self.regs
 
     def in_lds(self, b) -> bool:
-        return b.scope == "shared" or (b.scope == "local.fragment" and id(b) not in self.tilings)
+        return b.scope == "shared" or (b.scope == "local.fragment" and id(b) not in self.regs)
+
+    def lds_key(self, b):
+        root = getattr(b, "alias_of", None)
+        k = id(root) if root is not None and id(root) in self.lds_keys else id(b)
+        return self.lds_keys.get(k, k)
+
+    def lds_sizes(self):
+        return {k: self.numel(b) * max(1, b.dtype.bits // 8) for k, b in self.buffers.items()
+                if self.in_lds(b) and getattr(b, "alias_of", None) is None}
 
     def lds_bytes(self) -> int:
+        if self.lds_arena:
+            return self.lds_arena
         total = 0
         for b in self.buffers.values():
             if self.in_lds(b) and getattr(b, "alias_of", None) is None:
@@ -73,15 +92,52 @@ def plan_kernel(launch: S.KernelLaunch, arch: str) -> KernelPlan:
         elif isinstance(n, TO.Gemm):
             gemms.append(n)
     walk(launch.body, visit)
+    from tilelang.backend.hip.register_layouts import assign_register_layouts, joint_tilings
+    joint = joint_tilings(launch.body, gemms, plan.threads, arch)
     for g in gemms:
-        _plan_gemm(plan, g, arch)
+        _plan_gemm(plan, g, arch, joint.get(id(g)))
+    for b, t in plan.tilings.items():
+        plan.regs[b] = RegLayout("acc", t)
+    assign_register_layouts(plan, launch.body, gemms)
     used = plan.lds_bytes()
+    if used > LDS_BYTES:
+        used = _fit_lds(plan, launch.body, used)
     if used > LDS_BYTES:
         raise LoweringError(f"the kernel's shared buffers and non-accumulator fragments need {used} bytes of LDS; "
                             f"a CDNA block has {LDS_BYTES}", span=launch.span,
-                            hint="use smaller tiles (the HIP backend keeps fragments that are not T.gemm "
-                                 "accumulators in LDS)")
+                            hint=f"largest: {_largest(plan)}; use smaller tiles, or keep a gemm's A operand in a "
+                                 f"T.alloc_fragment (registers) instead of shared memory (LDS buffers live at the same "
+                                 f"time cannot share bytes; fragments that no MFMA layout fits stay in LDS)")
     return plan
+
+
+def _largest(plan, n=3):
+    sizes = sorted(((v, plan.buffers[k].name) for k, v in plan.lds_sizes().items()), reverse=True)
+    return ", ".join(f"`{name}` {v} bytes" for v, name in sizes[:n])
+
+
+def _fit_lds(plan, body, used):
+    """Over the LDS budget: share bytes between buffers never live together, and if that
+    is not enough, drop the rows' padding (bank conflicts on the MFMA reads, but it runs)."""
+    from tilelang.backend.hip.lds_reuse import plan_lds_reuse, overlap_classes
+    for unpad in (False, True):
+        if unpad:
+            if not plan.pitches:
+                break
+            plan.pitches.clear()
+            used = min(used, sum(plan.lds_sizes().values()))
+            if used <= LDS_BYTES:
+                plan.lds_offsets, plan.lds_arena, plan.lds_keys = {}, 0, {}
+                return used
+        sizes = plan.lds_sizes()
+        offsets, arena = plan_lds_reuse(plan, body, sizes)
+        if arena < sum(sizes.values()):
+            plan.lds_offsets, plan.lds_arena = offsets, arena
+            plan.lds_keys = overlap_classes(offsets, sizes)
+            used = arena
+        if used <= LDS_BYTES:
+            return used
+    return used
 
 
 def gemm_dims(g):
@@ -91,7 +147,23 @@ def gemm_dims(g):
     return M, N, K
 
 
-def _plan_gemm(plan, g, arch):
+@dataclass(frozen=True)
+class RegLayout:
+    """A fragment in registers, laid out by `tiling` (the transposed MFMA accumulator):
+    "acc" the accumulator itself (`floatx{c_regs}[MT*NT]`), "tile" a fragment of its
+    shape, slot for slot (`T[MT*NT*c_regs]`), "rows" a vector of its rows (`T[MT]`: the
+    row each lane holds in tile row mt, replicated over the lanes and waves sharing it)."""
+    kind: str
+    tiling: object
+
+
+def policy_name(g):
+    p = g.policy
+    name = getattr(p, "name", p)
+    return {"FullRow": "row", "FullCol": "col", 1: "row", 2: "col"}.get(name, "square")
+
+
+def _plan_gemm(plan, g, arch, tiling=None):
     A, B, C = g.A.buffer, g.B.buffer, g.C.buffer
     if C.scope != "local.fragment":
         raise LoweringError(f"T.gemm accumulates into a fragment (T.alloc_fragment); `{C.name}` is {C.scope}",
@@ -119,7 +191,8 @@ def _plan_gemm(plan, g, arch):
     if plan.threads % WAVE or waves == 0:
         raise LoweringError(f"T.gemm needs whole wavefronts: {plan.threads} threads is not a multiple of {WAVE}",
                             span=g.span, hint="use threads=64, 128, 256, ...")
-    tiling = choose_tiling(A.dtype.name, arch, M, N, K, waves)
+    if tiling is None:
+        tiling = choose_tiling(A.dtype.name, arch, M, N, K, waves, policy_name(g))
     if tiling is None:
         sizes = ", ".join(f"{s.m}x{s.n}x{s.k}" for s in shapes_for(A.dtype.name, arch))
         raise LoweringError(f"T.gemm {M}x{N}x{K} on {waves} wavefronts: no MFMA tiling ({sizes}) divides it",

@@ -3,7 +3,8 @@ one wavefront (G a power of two <= 64): the lanes stride over the reduced dimens
 then combine their partials with `__shfl_xor` butterflies inside the wavefront
 (offsets G/2 ... 1), and the group's first lane stores the result. Every lane runs the
 same number of rounds, so all 64 lanes take part in each shuffle. A source kept in
-registers (a gemm accumulator) is first staged to LDS in its MFMA layout."""
+registers is reduced along its rows in registers (`_emit_rows_from_registers`), else
+first staged to LDS in its MFMA layout."""
 from __future__ import annotations
 
 import math
@@ -14,6 +15,7 @@ from tilelang.ir.errors import LoweringError
 from tilelang.transform.lower_tile_ops import reduce_indices, accumulator_dtype, _combine, _reduce_init
 from tilelang.backend.hip.expr import ctype
 from tilelang.backend.hip import parallel as _parallel
+from tilelang.layout.mfma import WAVE
 
 _MERGE = {"abssum": "sum", "absmax": "max"}   # partials are already absolute values
 
@@ -26,7 +28,7 @@ def group_size(extent, threads):
 
 def emit_reduce(cg, op):
     src, dst = op.src, op.dst
-    if cg.plan.in_registers(dst.buffer):
+    if cg.plan.in_registers(dst.buffer) and not (cg.plan.in_registers(src.buffer) and _rows_in_registers(cg, op)):
         raise LoweringError(f"T.reduce into the gemm accumulator `{dst.buffer.name}`: the HIP backend reduces into "
                             f"fragments that are not gemm accumulators", span=op.span)
     nd = len(src.extents)
@@ -99,28 +101,35 @@ def emit_reduce(cg, op):
 
 
 def _rows_in_registers(cg, op):
-    """A row reduction (dim 1) of a whole accumulator into a fragment in LDS."""
+    """A row reduction (dim 1) of a whole register fragment into a fragment in LDS or a
+    row vector in registers."""
     src = op.src
+    dst = cg.plan.regs.get(id(op.dst.buffer))
     return op.dim == 1 and len(src.extents) == 2 and all(E.const_int_value(x) == 0 for x in src.starts) and \
         [E.const_int_value(x) for x in src.extents] == [E.const_int_value(d) for d in src.buffer.shape] and \
-        cg.plan.in_lds(op.dst.buffer)
+        cg.plan.regs[id(src.buffer)].kind != "rows" and (cg.plan.in_lds(op.dst.buffer) or
+                                                        (dst is not None and dst.kind == "rows"))
 
 
 def _emit_rows_from_registers(cg, op):
-    """Row reduction of an MFMA accumulator without leaving registers: each lane combines
-    its slots of one row across its N tiles, the `n` lanes holding a row (lane % n) combine
-    with `__shfl_xor` (offsets n/2 .. 1), and the WN waves sharing a row through a small
-    LDS array."""
-    from tilelang.backend.hip.parallel import _c
+    """Row reduction of a register fragment without leaving registers. Each lane holds
+    part of one row per tile row mt (the transposed MFMA layout): it combines its items
+    across its N tiles, the `groups` lanes holding the row (lane % m equal) combine with
+    `__shfl_xor` (offsets m .. 32), so every one of them has the row's value, and the WN
+    waves sharing a row through a small LDS array that every lane reads back. A row
+    vector in registers takes the value in every lane holding the row; an LDS
+    destination is written by the first of them."""
+    from tilelang.backend.hip.parallel import _c, slot_lvalue, replica_zero
     src, dst = op.src, op.dst
-    tl = cg.plan.tilings[id(src.buffer)]
+    tl = cg.plan.regs[id(src.buffer)].tiling
     s = tl.shape
     dt = dst.buffer.dtype
     adt = accumulator_dtype(op.kind, dt)
     merge = _MERGE.get(op.kind, op.kind)
     clear = op.clear if isinstance(op.clear, bool) else bool(E.const_int_value(op.clear))
+    to_regs = cg.plan.in_registers(dst.buffer)
     cg.emit(f"{{   // T.reduce_{op.kind}({src.buffer.name} -> {dst.buffer.name}, dim=1) in registers: "
-            f"__shfl_xor over the {s.n} lanes of a row" + (f", LDS across {tl.WN} waves" if tl.WN > 1 else ""))
+            f"__shfl_xor over the {s.groups} lanes holding a row" + (f", LDS across {tl.WN} waves" if tl.WN > 1 else ""))
     cg.ind += 1
     red = None
     if tl.WN > 1:
@@ -137,53 +146,61 @@ def _emit_rows_from_registers(cg, op):
     iv, jv = E.Var("tl_i"), E.Var("tl_j")
     ov = E.Var("tl_ov")
     _, didx, _ = reduce_indices(op, [ov], E.Var("tl_unused"))
-    cg.emit(f"const int {wn} = (tl_tid / 64) / {tl.WM};")
-    for v, ext in ((mt, tl.MT), (r, s.c_regs)):
+    if red is not None:
+        cg.emit(f"const int {wn} = (tl_tid / 64) / {tl.WM};")
+    cg.emit("#pragma unroll")
+    cg.emit(f"for (int {mt} = 0; {mt} < {tl.MT}; ++{mt}) {{")
+    cg.ind += 1
+    row = _c(tl.row(E.Var("tl_tid"), E.Var(mt)))
+    cg.emit(f"{ctype(adt)} {acc_n}[1] = {{{cg.expr(_reduce_init(op.kind, adt))}}}, {oth_n}[1];")
+    for v, ext in ((nt, tl.NT), (r, s.c_regs)):
         cg.emit("#pragma unroll")
         cg.emit(f"for (int {v} = 0; {v} < {ext}; ++{v}) {{")
         cg.ind += 1
-    row = _c(tl.logical(E.Var("tl_tid"), E.Var(mt), E.IntImm(0), E.Var(r))[0])
-    cg.emit(f"{ctype(adt)} {acc_n}[1] = {{{cg.expr(_reduce_init(op.kind, adt))}}}, {oth_n}[1];")
-    cg.emit("#pragma unroll")
-    cg.emit(f"for (int {nt} = 0; {nt} < {tl.NT}; ++{nt}) {{")
-    cg.ind += 1
     saved = dict(cg.slots)
-    cg.slots[id(src.buffer)] = ([iv, jv], f"{cg.bname(src.buffer)}[{mt} * {tl.NT} + {nt}][{r}]")
+    cg.slots[id(src.buffer)] = ([iv, jv], slot_lvalue(cg, src.buffer, f"{mt} * {tl.NT} + {nt}", r))
     try:
         x = E.cast(E.BufferLoad(src.buffer, [iv, jv]), adt)
         cg.emit(f"{acc_n}[0] = {cg.expr(_combine(op.kind, acc, x, op.nan_propagate))};")
     finally:
         cg.slots = saved
-    cg.ind -= 1
-    cg.emit("}")
-    off = s.n // 2
-    while off >= 1:
-        cg.emit(f"{oth_n}[0] = tl::shfl_xor({acc_n}[0], {off});")
-        cg.emit(f"{acc_n}[0] = {cg.expr(_combine(merge, acc, oth, op.nan_propagate))};")
-        off //= 2
-
-    def store(value_c, row_c):
-        with cg.names.bound(ov, row_c), cg.names.bound(acc_b, value_c):
-            d = E.BufferLoad(dst.buffer, didx)
-            val = E.cast(acc, dt) if clear else E.cast(_combine(merge, E.cast(d, adt), acc, op.nan_propagate), dt)
-            return f"{cg.elem(dst.buffer, didx, op.span)} = {cg.expr(val)};"
-    if red is None:
-        cg.emit(f"if (tl_tid % {s.n} == 0) {store(acc_n, row)}")
-    else:
-        cg.emit(f"if (tl_tid % {s.n} == 0) {red}[{wn} * {tl.M} + {row}] = {acc_n}[0];")
     for _ in range(2):
         cg.ind -= 1
         cg.emit("}")
-    if red is not None:   # combine the waves' partials of each row
+    off = s.m
+    while off < WAVE:
+        cg.emit(f"{oth_n}[0] = tl::shfl_xor({acc_n}[0], {off});")
+        cg.emit(f"{acc_n}[0] = {cg.expr(_combine(merge, acc, oth, op.nan_propagate))};")
+        off *= 2
+
+    def store(value_c, row_c, slot_mt):
+        with cg.names.bound(ov, row_c), cg.names.bound(acc_b, value_c):
+            if to_regs:
+                lhs = f"{cg.bname(dst.buffer)}[{slot_mt}]"
+                d = E.Var("tl_dold", dt)
+                with cg.names.bound(d, lhs):
+                    val = E.cast(acc, dt) if clear else \
+                        E.cast(_combine(merge, E.cast(d, adt), acc, op.nan_propagate), dt)
+                    return f"{lhs} = {cg.expr(val)};"
+            d = E.BufferLoad(dst.buffer, didx)
+            val = E.cast(acc, dt) if clear else E.cast(_combine(merge, E.cast(d, adt), acc, op.nan_propagate), dt)
+            return f"if {replica_zero(tl)} {cg.elem(dst.buffer, didx, op.span)} = {cg.expr(val)};"
+    if red is None:
+        cg.emit(store(acc_n, row, mt))
+    else:
+        cg.emit(f"if (tl_tid % 64 < {s.m}) {red}[{wn} * {tl.M} + {row}] = {acc_n}[0];")
+    cg.ind -= 1
+    cg.emit("}")
+    if red is not None:   # every lane combines the waves' partials of its rows
         cg.sync()
-        i = cg.names.fresh("tl_row")
-        cg.emit(f"for (int {i} = tl_tid; {i} < {tl.M}; {i} += {cg.plan.threads}) {{")
+        cg.emit("#pragma unroll")
+        cg.emit(f"for (int {mt} = 0; {mt} < {tl.MT}; ++{mt}) {{")
         cg.ind += 1
-        cg.emit(f"{ctype(adt)} {acc_n}[1] = {{{red}[{i}]}}, {oth_n}[1];")
+        cg.emit(f"{ctype(adt)} {acc_n}[1] = {{{red}[{row}]}}, {oth_n}[1];")
         for w in range(1, tl.WN):
-            cg.emit(f"{oth_n}[0] = {red}[{w * tl.M} + {i}];")
+            cg.emit(f"{oth_n}[0] = {red}[{w * tl.M} + {row}];")
             cg.emit(f"{acc_n}[0] = {cg.expr(_combine(merge, acc, oth, op.nan_propagate))};")
-        cg.emit(store(acc_n, i))
+        cg.emit(store(acc_n, row, mt))
         cg.ind -= 1
         cg.emit("}")
     cg.ind -= 1
