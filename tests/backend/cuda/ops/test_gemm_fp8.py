@@ -212,6 +212,21 @@ def test_fp8_other_forms_fall_back():
     assert "gemm_ss_k32" not in src and "wgmma" not in src
 
 
+def assert_close_to_fp8_wgmma_precision(c, a, b):
+    """Hopper's fp8 wgmma adds its products into an accumulator of reduced precision (about 14
+    mantissa bits: the DeepSeek-V3 report; the reason for the published 2xAcc example), so an
+    fp32 reference differs by more than fp32 rounding (the H200 showed up to 0.2 on entries near
+    30 at K=1024, 1-5% of entries past rtol 1e-3 / atol 1e-2). Bound: K/32 roundings of a
+    sum no larger than sum |a_ik b_jk|, at 2^-14 each; a wrong layout or tile is off by O(1)."""
+    import torch
+    af, bf = a.float(), b.float()
+    ref = af @ bf.T
+    err = (c - ref).abs()
+    bound = (af.abs() @ bf.abs().T) * (a.shape[1] / 32) * 2.0 ** -14 + 1e-2
+    assert bool((err <= bound).all()), f"{int((err > bound).sum())} entries past the bound, max error {float(err.max())}"
+    assert float((c - ref).norm() / ref.norm()) < 2e-3
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("a_dtype,b_dtype", [(E4M3, E4M3), (E5M2, E5M2), (E4M3, E5M2)])
 @pytest.mark.parametrize("shape", [(1024, 1024, 1024), (1000, 1000, 1000), (1024, 512, 1056)])
@@ -225,7 +240,7 @@ def test_gpu_fp8_gemm_matches_torch(a_dtype, b_dtype, shape, bk):
     b = torch.randn(N, K, device="cuda").to(getattr(torch, b_dtype))
     c = torch.zeros(M, N, device="cuda")
     tilelang.compile(fp8_gemm(M, N, K, a_dtype, b_dtype, out="float32", bk=bk), target="cuda")(a, b, c)
-    torch.testing.assert_close(c, a.float() @ b.float().T, rtol=1e-3, atol=1e-2)
+    assert_close_to_fp8_wgmma_precision(c, a, b)
 
 
 @pytest.mark.gpu
@@ -241,7 +256,7 @@ def test_gpu_fp8_block_shapes_match_torch(bm, bn, bk, threads):
     c = torch.zeros(M, N, device="cuda")
     f = fp8_gemm(M, N, K, E5M2, E4M3, out="float32", bm=bm, bn=bn, bk=bk, threads=threads)
     tilelang.compile(f, target="cuda")(a, b, c)
-    torch.testing.assert_close(c, a.float() @ b.float().T, rtol=1e-3, atol=1e-2)
+    assert_close_to_fp8_wgmma_precision(c, a, b)
 
 
 @pytest.mark.gpu

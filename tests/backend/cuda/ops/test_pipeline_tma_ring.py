@@ -81,11 +81,19 @@ def test_attention_matches_torch_on_gpu(monkeypatch, env, b, h, sq, skv, d, caus
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("m,n,k", [(512, 512, 512), (1000, 768, 520)])
-def test_two_stage_gemm_on_the_ring_matches_torch(m, n, k):
+@pytest.mark.parametrize("warp_specialized", [False, True])
+def test_two_stage_gemm_on_the_ring_matches_torch(m, n, k, warp_specialized):
+    """The single-role ring (the consumers' last warp refills a slot) and the ring a producer
+    warpgroup feeds (plan/warp_specialize.py, the default on sm_90)."""
     import torch
     pf = GEMM.matmul.get_tir(m, n, k, block_M=128, block_N=128, block_K=64, num_stages=2, threads=256)
-    kern = tilelang.compile(pf, out_idx=[-1], target="cuda")
-    assert "tl::slot_release_last(" in kern.get_kernel_source()
+    kern = tilelang.compile(pf, out_idx=[-1], target="cuda",
+                            pass_configs={"tl.disable_warp_specialized": not warp_specialized})
+    src = kern.get_kernel_source()
+    if warp_specialized:
+        assert "the producer warpgroup" in src and "tl::slot_release_last(" not in src
+    else:
+        assert "tl::slot_release_last(" in src
     a = torch.randn(m, k, device="cuda", dtype=torch.float16)
     b = torch.randn(k, n, device="cuda", dtype=torch.float16)
     c = kern(a, b)
