@@ -216,6 +216,10 @@ class Printer:
             why = "" if getattr(s, "reason", None) is None else \
                 f"  # inserted{', after a fence.proxy.async' if s.fence_async_proxy else ''}: {s.reason}"
             self.emit(f"T.sync_threads({', '.join(self.expr(a) for a in args)}){why}", ind)
+        elif isinstance(s, S.StageSlot):   # a software pipeline's ring slot (ir/stmt.py)
+            bufs = ", ".join(self.buf(b) for b in s.buffers)
+            self.emit(f"with T.stage_slot({bufs}, slot={self.expr(s.slot)}, stages={s.stages}):", ind)
+            self.body(s.body, ind + 1)
         elif isinstance(s, S.ThreadAllReduce):
             fn = f"lambda {self.var(s.lhs)}, {self.var(s.rhs)}: {self.expr(s.combine)}"
             self.emit(f"with T.attr(T.comm_reducer({fn}, [{self.expr(s.identity)}]), \"reduce_scope\", 0):", ind)
