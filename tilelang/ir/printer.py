@@ -12,6 +12,8 @@ from tilelang.ir.pipeline_spec import PIPELINE, pipeline_spec
 _PREC = {"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6, "<": 7, "<=": 7, ">": 7,
          ">=": 7, "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "//": 10, "%": 10}
 _PYOP = {"&&": "and", "||": "or"}
+# cp.async groups (ir/mbarrier.py), as the T functions that make them (language/sync.py)
+_T_NAMES = {"tl.cp_async_commit": "ptx_commit_group", "tl.cp_async_wait": "ptx_wait_group"}
 
 
 class Namer:
@@ -99,6 +101,8 @@ class Printer:
         if e.name == E.SHUFFLE:   # lanes of vectors: the dtype follows from the operands
             vs, ix = E.shuffle_parts(e)
             return f"T.Shuffle([{', '.join(self.expr(v) for v in vs)}], [{', '.join(str(i.value) for i in ix)}])"
+        if e.name in _T_NAMES:   # intrinsics kept under their `tl.` name, printed as the T call that makes them
+            return f"T.{_T_NAMES[e.name]}({args})"
         import tilelang.language as T
         if "." in e.name or not hasattr(T, e.name):  # an extern function
             return f'T.call_extern("{e.dtype}", {e.name!r}{", " + args if args else ""})'

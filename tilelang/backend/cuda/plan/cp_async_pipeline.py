@@ -13,18 +13,18 @@ lower trace shows it and emit/ only prints it. For a loop `for k in T.Pipelined(
             k_0 = lo + p                    (a LetStmt)
             with T.stage_slot(A_s, B_s, slot=p, stages=s):
                 [if cond(k_0):] the copies of iteration k_0  (cp.async)
-        T.cp_async_commit()                 one group per iteration, empty past the end
+        T.ptx_commit_group()                one group per iteration, empty past the end
     for k in T.serial(lo, hi):
-        T.cp_async_wait(s - 2)              iteration k's group has landed (for this thread)
+        T.ptx_wait_group(s - 2)             iteration k's group has landed (for this thread)
         T.sync_threads()  # inserted: ...   ... for every thread; slot (k - 1) % s is free
         if k + s - 1 < hi:
             k_next = k + s - 1
             with T.stage_slot(..., slot=T.truncmod(k_next - lo, s), stages=s):
                 [if cond(k_next):] the copies of iteration k_next
-        T.cp_async_commit()                 (also when empty: the waits count groups)
+        T.ptx_commit_group()                (also when empty: the waits count groups)
         with T.stage_slot(..., slot=T.truncmod(k - lo, s), stages=s):
             [if cond(k):] the rest of the body
-    T.cp_async_wait(0)
+    T.ptx_wait_group(0)
 
 The copies keep their `copy_form` (`cp.async xV`), which the printer reads. Loops whose
 copies run on the TMA ring (ops/tma_pipeline.py), a lone wgmma kept in flight across
@@ -105,8 +105,7 @@ def schedule(loop, info, fence):
                          S.LetStmt(kn, var + d, slot(ring_index(kn), copies_of(kn))))
     main = S.For(var, loop.min, loop.extent, S.SERIAL, S.seq([
         call(M.CP_ASYNC_WAIT, ns - 2),
-        barrier(f"the copies into {ring} of iteration {var.name} landed; the slot of iteration "
-                f"{var.name} - 1 is free"),
+        barrier(f"this iteration's copies into {ring} landed; the slot the previous one read is free"),
         issue,
         call(M.CP_ASYNC_COMMIT),
         slot(ring_index(var), guarded(var, info.rest))]))
