@@ -1,6 +1,8 @@
 """The CUDA backend's pass list: the generic passes, keeping the tile ops that the
 CUDA codegen lowers itself (gemm -> tensor cores, reduce -> warp shuffles) and the
-T.Pipelined loops that it software-pipelines (codegen_kernel.pipelined)."""
+T.Pipelined loops; the kernel plan, barriers, copy forms, proxy fences, then the cp.async
+software pipelines as IR (plan/cp_async_pipeline.py). The other pipelined loops (TMA ring,
+wgmma overlap) are scheduled by emit/kernel.py `pipelined`."""
 from __future__ import annotations
 
 from tilelang.ir import tile_ops as TO
