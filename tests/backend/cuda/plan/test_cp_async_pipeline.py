@@ -58,8 +58,8 @@ def test_three_stages_become_a_prologue_a_ring_and_groups():
     assert _schedule(after) == [
         "T.sync_threads()  # inserted: As, Bs may still be read before the pipeline's prologue",
         "for p in T.serial(2):",
-        "    if 0 + p < 8:",
-        "        k = 0 + p",
+        "    if p < 8:",
+        "        k = p",
         "        with T.stage_slot(As, Bs, slot=p, stages=3):",
         "            for i0_1, i1_1 in T.Parallel(128, 32):  # copy -> cp.async x8 (16 B)",
         "            for i0_2, i1_2 in T.Parallel(32, 128):  # copy -> cp.async x8 (16 B)",
@@ -70,11 +70,11 @@ def test_three_stages_become_a_prologue_a_ring_and_groups():
         "read is free",
         "    if k_1 + 2 < 8:",
         "        k_next = k_1 + 2",
-        "        with T.stage_slot(As, Bs, slot=T.truncmod(k_next - 0, 3), stages=3):",
+        "        with T.stage_slot(As, Bs, slot=T.truncmod(k_next, 3), stages=3):",
         "            for i0_1, i1_1 in T.Parallel(128, 32):  # copy -> cp.async x8 (16 B)",
         "            for i0_2, i1_2 in T.Parallel(32, 128):  # copy -> cp.async x8 (16 B)",
         "    T.evaluate(T.ptx_commit_group())",
-        "    with T.stage_slot(As, Bs, slot=T.truncmod(k_1 - 0, 3), stages=3):",
+        "    with T.stage_slot(As, Bs, slot=T.truncmod(k_1, 3), stages=3):",
         "        T.gemm(As, Bs, Cl)",
         "T.evaluate(T.ptx_wait_group(0))"]
     # the copies issued ahead read the iteration they fill
@@ -88,7 +88,7 @@ def test_the_depth_sets_the_prologue_the_wait_and_the_ring(stages):
     assert sched[1] == f"for p in T.serial({stages - 1}):"
     assert f"    T.evaluate(T.ptx_wait_group({stages - 2}))" in sched
     assert f"    if k_1 + {stages - 1} < 8:" in sched
-    assert f"    with T.stage_slot(As, Bs, slot=T.truncmod(k_1 - 0, {stages}), stages={stages}):" in sched
+    assert f"    with T.stage_slot(As, Bs, slot=T.truncmod(k_1, {stages}), stages={stages}):" in sched
 
 
 def test_a_guarded_body_guards_each_iteration_by_its_own_condition():
@@ -100,7 +100,7 @@ def test_a_guarded_body_guards_each_iteration_by_its_own_condition():
     # every iteration closes its group, taken or not: the commits are outside the conditions
     assert [ln for ln in sched if "ptx_commit_group" in ln] == ["    T.evaluate(T.ptx_commit_group())"] * 2
     # the gemm of iteration k under its condition, in its slot
-    rest = sched[at["with T.stage_slot(A_s, B_s, slot=T.truncmod(k_1 - 0, 3), stages=3):"]:]
+    rest = sched[at["with T.stage_slot(A_s, B_s, slot=T.truncmod(k_1, 3), stages=3):"]:]
     assert [ln.strip() for ln in rest[1:3]] == ["if Mask[by, bx, k_1]:", "T.gemm(A_s, B_s, C_l)"]
 
 
@@ -109,9 +109,9 @@ def test_a_manual_schedule_issues_only_its_early_stage_copies_ahead():
     before, after = _before_after(gemm(order=[1, 0, 2], stage=[1, 0, 1]))
     sched = _schedule(after)
     assert "for k in T.Pipelined(8, num_stages=0, order=[1, 0, 2], stage=[1, 0, 1]):" in before
-    assert sched[1:5] == ["for p in T.serial(1):", "    if 0 + p < 8:", "        k = 0 + p",
+    assert sched[1:5] == ["for p in T.serial(1):", "    if p < 8:", "        k = p",
                           "        with T.stage_slot(Bs, slot=p, stages=2):"]
-    rest = sched[sched.index("    with T.stage_slot(Bs, slot=T.truncmod(k_1 - 0, 2), stages=2):"):]
+    rest = sched[sched.index("    with T.stage_slot(Bs, slot=T.truncmod(k_1, 2), stages=2):"):]
     assert [ln.strip() for ln in rest[1:]] == [
         "for i0_2, i1_2 in T.Parallel(128, 32):  # copy -> vector x8 (16 B)",
         "T.sync_threads()  # inserted: As", "T.gemm(As, Bs, Cl)", "T.evaluate(T.ptx_wait_group(0))"]
@@ -119,13 +119,13 @@ def test_a_manual_schedule_issues_only_its_early_stage_copies_ahead():
 
 def test_fewer_iterations_than_stages_leave_empty_groups():
     sched = _schedule(_before_after(gemm(K=64, num_stages=4))[1])
-    assert sched[1:3] == ["for p in T.serial(3):", "    if 0 + p < 2:"]   # iterations 0, 1; a third empty group
+    assert sched[1:3] == ["for p in T.serial(3):", "    if p < 2:"]   # iterations 0, 1; a third empty group
     assert "for k_1 in T.serial(2):" in sched and "    if k_1 + 3 < 2:" in sched
 
 
 def test_a_dynamic_trip_count_bounds_the_prologue_and_the_refill():
     sched = _schedule(_before_after(gemm(dynamic=True, num_stages=3))[1])
-    assert sched[2] == "    if 0 + p < (K + 31) // 32:"
+    assert sched[2] == "    if p < (K + 31) // 32:"
     assert "for k_1 in T.serial((K + 31) // 32):" in sched and "    if k_1 + 2 < (K + 31) // 32:" in sched
 
 
@@ -146,10 +146,23 @@ def test_the_printed_cuda_follows_the_schedule():
                                                   "for (int k", "half* As_slot", "tl::gemm_ss<"))]
     assert order == ["half* As_slot = As + (p) * 5120;", "tl::cp_async_commit();",
                      "for (int k_1 = 0; k_1 < 8; ++k_1) {", "tl::cp_async_wait<1>();",
-                     "__syncthreads();", "half* As_slot_1 = As + ((((k_next - 0)) % (3))) * 5120;",
-                     "tl::cp_async_commit();", "half* As_slot_2 = As + ((((k_1 - 0)) % (3))) * 5120;",
+                     "__syncthreads();", "half* As_slot_1 = As + (((k_next) % (3))) * 5120;",
+                     "tl::cp_async_commit();", "half* As_slot_2 = As + (((k_1) % (3))) * 5120;",
                      order[8], "tl::cp_async_wait<0>();"]
     assert order[8].startswith("tl::gemm_ss<")
+
+
+def test_the_lower_trace_shows_the_schedule(tmp_path, monkeypatch):
+    pytest.importorskip("cuda.bindings")
+    import os
+    import tilelang
+    monkeypatch.setenv("TL_LOWER_TRACE", str(tmp_path))
+    tilelang.compile(gemm(num_stages=3), target="cuda -arch=sm_80")
+    page = [p for p in sorted(os.listdir(tmp_path)) if p.endswith("_pipeline_cp_async.py")]
+    assert len(page) == 1
+    text = (tmp_path / page[0]).read_text()
+    assert "with T.stage_slot(As, Bs, slot=T.truncmod(k_1, 3), stages=3):" in text
+    assert "T.evaluate(T.ptx_wait_group(1))" in text
 
 
 # On the H200 the TMA ring is the default: without it (tl.disable_tma_lower) two stages and

@@ -91,14 +91,14 @@ def schedule(loop, info, fence):
         return S.StageSlot(info.bufs, expr, ns, body)
 
     def ring_index(k):   # k - lo >= 0: C's remainder, as the ring has always been indexed
-        return E.Call("truncmod", [k - lo, E.IntImm(ns, k.dtype)], k.dtype)
+        return E.Call("truncmod", [simplify(k - lo), E.IntImm(ns, k.dtype)], k.dtype)
 
     ring = ", ".join(b.name for b in info.bufs)
     p = E.Var("p", var.dtype)
     k0 = E.Var(var.name, var.dtype)
     prologue = S.For(p, E.IntImm(0, var.dtype), E.IntImm(d, var.dtype), S.SERIAL, S.seq([
-        S.IfThenElse(E.binop("<", lo + p, hi),
-                     S.LetStmt(k0, lo + p, slot(p, copies_of(k0)))),
+        S.IfThenElse(E.binop("<", simplify(lo + p), hi),
+                     S.LetStmt(k0, simplify(lo + p), slot(p, copies_of(k0)))),
         call(M.CP_ASYNC_COMMIT)]))
     kn = E.Var(var.name + "_next", var.dtype)
     issue = S.IfThenElse(E.binop("<", var + d, hi),
