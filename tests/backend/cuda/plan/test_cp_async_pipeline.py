@@ -129,6 +129,27 @@ def test_a_dynamic_trip_count_bounds_the_prologue_and_the_refill():
     assert "for k_1 in T.serial((K + 31) // 32):" in sched and "    if k_1 + 2 < (K + 31) // 32:" in sched
 
 
+def test_a_pipelined_loop_inside_another_loop_is_replaced_there():
+    M = N = K = 256
+
+    @T.prim_func
+    def main(A: T.Tensor((2, M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((2, M, N), "float16")):
+        with T.Kernel(2, 2, threads=128) as (bx, by):
+            As = T.alloc_shared((128, 32), "float16")
+            Bs = T.alloc_shared((32, 128), "float16")
+            Cl = T.alloc_fragment((128, 128), "float32")
+            for r in T.serial(2):
+                for k in T.Pipelined(8, num_stages=2):
+                    T.copy(A[r, by * 128, k * 32], As)
+                    T.copy(B[k * 32, bx * 128], Bs)
+                    T.gemm(As, Bs, Cl)
+            T.copy(Cl, C[0, by * 128, bx * 128])
+    text = _before_after(main)[1]
+    assert _schedule(text)[1:3] == ["for p in T.serial(1):", "    if p < 8:"]
+    at = text.index("for r in T.serial(2):")
+    assert at < text.index("for p in T.serial(1):") < text.index("for k_1 in T.serial(8):")
+
+
 def test_the_tma_ring_and_unpipelined_loops_are_left_alone():
     before, after = _before_after(gemm(num_stages=3), arch="sm_90a")   # the TMA ring: ops/tma_pipeline.py
     assert after == before and "T.Pipelined(8, num_stages=3)" in after

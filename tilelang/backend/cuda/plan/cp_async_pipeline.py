@@ -123,7 +123,7 @@ def _replace(parent, old, new_stmts) -> bool:
                 parent.stmts[i:i + 1] = new_stmts
                 return True
         return False
-    for attr in ("body", "then_body", "else_body"):
+    for attr in ("body", "then_body", "else_body"):   # (a KernelLaunch's body too)
         if getattr(parent, attr, None) is old:
             setattr(parent, attr, S.seq(new_stmts))
             return True
@@ -160,24 +160,22 @@ def pipeline_cp_async(func, ctx=None):
         plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
         if plan is not None and plan.pipelines:
             k = _Kernel(launch, plan, func, target, options)
-            body = launch.body
-            for parent, loop in _parents(launch):
-                if not (isinstance(loop, S.For) and loop.kind == S.PIPELINED and id(loop) in plan.pipelines):
-                    continue
-                info = plan.pipelines[id(loop)]
-                if not runs_on_cp_async(k, info):
-                    continue
-                new = schedule(loop, info, plan.fence_barriers)
-                if parent is launch:
-                    body = S.seq(new)
-                else:
-                    _replace(parent, loop, new)
-            if body is not launch.body:   # the loop was the whole kernel body: the plan follows it
-                launch = copy.copy(launch)
+            launch = copy.copy(launch)   # the same body, changed in place below
+            done = set()
+            while True:   # one loop at a time: a schedule holds the statements (and loops) of its body
+                found = next(((parent, loop) for parent, loop in _parents(launch)
+                              if isinstance(loop, S.For) and loop.kind == S.PIPELINED and id(loop) in plan.pipelines
+                              and id(loop) not in done and runs_on_cp_async(k, plan.pipelines[id(loop)])), None)
+                if found is None:
+                    break
+                parent, loop = found
+                done.add(id(loop))
+                _replace(parent, loop, schedule(loop, plan.pipelines[id(loop)], plan.fence_barriers))
+            if launch.body is not launch.annotations[KERNEL_PLAN].body:
+                # the loop was the whole kernel body: the plan follows the new one
                 launch.annotations = dict(launch.annotations)
-                launch.annotations[KERNEL_PLAN] = PlannedKernel(plan, body)
-                launch.body = body
-                changed = True
+                launch.annotations[KERNEL_PLAN] = PlannedKernel(plan, launch.body)
+            changed = changed or bool(done)
         out.append(launch)
     if not changed:
         return func
