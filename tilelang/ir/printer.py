@@ -12,6 +12,8 @@ from tilelang.ir.pipeline_spec import PIPELINE, pipeline_spec
 _PREC = {"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6, "<": 7, "<=": 7, ">": 7,
          ">=": 7, "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "//": 10, "%": 10}
 _PYOP = {"&&": "and", "||": "or"}
+# cp.async groups (ir/mbarrier.py), as the T functions that make them (language/sync.py)
+_T_NAMES = {"tl.cp_async_commit": "ptx_commit_group", "tl.cp_async_wait": "ptx_wait_group"}
 
 
 class Namer:
@@ -99,6 +101,8 @@ class Printer:
         if e.name == E.SHUFFLE:   # lanes of vectors: the dtype follows from the operands
             vs, ix = E.shuffle_parts(e)
             return f"T.Shuffle([{', '.join(self.expr(v) for v in vs)}], [{', '.join(str(i.value) for i in ix)}])"
+        if e.name in _T_NAMES:   # intrinsics kept under their `tl.` name, printed as the T call that makes them
+            return f"T.{_T_NAMES[e.name]}({args})"
         import tilelang.language as T
         if "." in e.name or not hasattr(T, e.name):  # an extern function
             return f'T.call_extern("{e.dtype}", {e.name!r}{", " + args if args else ""})'
@@ -216,6 +220,10 @@ class Printer:
             why = "" if getattr(s, "reason", None) is None else \
                 f"  # inserted{', after a fence.proxy.async' if s.fence_async_proxy else ''}: {s.reason}"
             self.emit(f"T.sync_threads({', '.join(self.expr(a) for a in args)}){why}", ind)
+        elif isinstance(s, S.StageSlot):   # a software pipeline's ring slot (ir/stmt.py)
+            bufs = ", ".join(self.buf(b) for b in s.buffers)
+            self.emit(f"with T.stage_slot({bufs}, slot={self.expr(s.slot)}, stages={s.stages}):", ind)
+            self.body(s.body, ind + 1)
         elif isinstance(s, S.ThreadAllReduce):
             fn = f"lambda {self.var(s.lhs)}, {self.var(s.rhs)}: {self.expr(s.combine)}"
             self.emit(f"with T.attr(T.comm_reducer({fn}, [{self.expr(s.identity)}]), \"reduce_scope\", 0):", ind)

@@ -144,6 +144,17 @@ class Barrier(Stmt):
         return self.arrive_count is not None or self.kind == "warp"
 
 
+class StageSlot(Stmt):
+    """Inside `body`, each buffer of `buffers` (a multi-buffered shared tile of a software
+    pipeline: `stages` copies of the tile side by side) means its copy number `slot`. Made by
+    a backend's pipelining pass (backend/cuda/plan/cp_async_pipeline.py); prints as
+    `with T.stage_slot(A_s, B_s, slot=..., stages=3):`."""
+
+    def __init__(self, buffers, slot, stages, body):
+        self._init()
+        self.buffers, self.slot, self.stages, self.body = list(buffers), slot, int(stages), body
+
+
 class ThreadAllReduce(Stmt):
     """`T.tvm_thread_allreduce`: every thread of a group, the threads that differ only
     in `thread_vars`, gets the combination of the group's `value`s (threads whose `cond`

@@ -1,6 +1,8 @@
 """The CUDA backend's pass list: the generic passes, keeping the tile ops that the
 CUDA codegen lowers itself (gemm -> tensor cores, reduce -> warp shuffles) and the
-T.Pipelined loops that it software-pipelines (codegen_kernel.pipelined)."""
+T.Pipelined loops; the kernel plan, barriers, copy forms, proxy fences, then the cp.async
+software pipelines as IR (plan/cp_async_pipeline.py). The other pipelined loops (TMA ring,
+wgmma overlap) are scheduled by emit/kernel.py `pipelined`."""
 from __future__ import annotations
 
 from tilelang.ir import tile_ops as TO
@@ -23,13 +25,14 @@ from tilelang.backend.cuda.plan.sync import insert_barriers
 from tilelang.backend.cuda.plan.copy_forms import plan_copy_forms
 from tilelang.backend.cuda.plan.proxy_fences import plan_proxy_fences
 from tilelang.backend.cuda.plan.warp_specialize import plan_warp_specialize
+from tilelang.backend.cuda.plan.cp_async_pipeline import pipeline_cp_async
 
 KEEP_TILE_OPS = (TO.Gemm, TO.Reduce, TO.FinalizeReducer, TMA_COPY, TMA_ATOMIC)
 
 PASSES = [lower_gemm_sp, implicit_kernel, sink_address_tensors, lower_reducers, rasterize_blocks, plan_tma_atomics,
           fold_vectorized_cp_async, lower_tile_ops, simplify, widen_indices,
           legalize_safe_memory_access, simplify, broadcast_block_effects, plan_kernels,
-          insert_barriers, plan_copy_forms, plan_warp_specialize, plan_proxy_fences]
+          insert_barriers, plan_copy_forms, plan_warp_specialize, plan_proxy_fences, pipeline_cp_async]
 
 
 def lower(func, target, ctx=None):

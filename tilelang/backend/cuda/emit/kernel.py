@@ -449,8 +449,14 @@ class KernelCodegen:
                 if not emit(self, st, form.eviction):
                     raise AssertionError(f"CUDA codegen: the copy planned as {form} does not match its nest")
                 return
+            if getattr(form, "kind", None) == "cp_async" and not self.async_copy:   # issued by a pipeline
+                self.async_copy = True
+                try:
+                    return self.cooperative(st)
+                finally:
+                    self.async_copy = False
             return self.cooperative(st)
-        if block and id(st) in self.plan.pipelines:
+        if block and st.kind == S.PIPELINED and id(st) in self.plan.pipelines:
             return self.pipelined(st, self.plan.pipelines[id(st)])
         inner_block = block and not self.plan.depends(st.min) and not self.plan.depends(st.extent)
         from tilelang.backend.cuda.ops import vector_atomic as vector_atomic
@@ -565,6 +571,12 @@ class KernelCodegen:
         self.stmt(st.body, block)
         self.indent -= 1
         self.w("}")
+
+    def s_StageSlot(self, st, block):
+        """A software pipeline's ring slot (plan/cp_async_pipeline.py): its buffers print as
+        pointers to slot `st.slot` inside the body."""
+        with self.slot_buffers(st.buffers, self.expr(st.slot)):
+            self.stmt(st.body, block)
 
     def s_ThreadAllReduce(self, st, block):
         emit_thread_allreduce(self, st, block)
@@ -1016,7 +1028,7 @@ class KernelCodegen:
         if info.guard is not None:   # `if cond:` body: the ring, predicated per iteration
             if tmas is not None:
                 return emit_pipelined_tma_body(self, st, info, tmas, ring_mode(self, info))
-            return self._pipelined_cp_async(st, info)
+            return self._not_scheduled(st)
         if self._overlapped_wgmma(info):
             if tmas is not None:
                 return emit_pipelined_tma(self, st, info, tmas)
@@ -1027,22 +1039,12 @@ class KernelCodegen:
             return emit_overlapped(self, st, info, ov)
         if tmas is not None:
             return emit_pipelined_tma_body(self, st, info, tmas, ring_mode(self, info))
-        return self._pipelined_cp_async(st, info)
+        return self._not_scheduled(st)
 
-    def _pipelined_cp_async(self, st, info):
-        ns = info.stages
-        lo, hi = self._cp_async_prologue(st, info, ns - 1)
-        k = self.bind(st.var)
-        self.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
-        self.indent += 1
-        self.w(f"tl::cp_async_wait<{ns - 2}>();")
-        self.sync()
-        self._issue_ahead(st, info, k, ns - 1, lo, hi)
-        with self.slot_pointers(info, f"({k} - {lo}) % {ns}"):
-            self._guarded(info, lambda: [self.stmt(s, True) for s in info.rest])
-        self.indent -= 1
-        self.w("}")
-        self.w("tl::cp_async_wait<0>();")
+    def _not_scheduled(self, st):
+        raise AssertionError(f"CUDA codegen: the T.Pipelined loop over `{st.var.name}` runs on cp.async, "
+                             f"whose schedule the pass pipeline_cp_async (plan/cp_async_pipeline.py) writes "
+                             f"into the IR; lower it with the CUDA pass pipeline (backend/cuda/pipeline.py)")
 
     def _issue_ahead(self, st, info, k, d, lo, hi):
         """Inside the main loop at iteration `k`: the copies of iteration k + d into its
@@ -1107,12 +1109,17 @@ class KernelCodegen:
         self.w(f"tl::fence_regs<{cfg.regs}>({acc});")
         self.w("tl::cp_async_wait<0>();")
 
-    @contextlib.contextmanager
     def slot_pointers(self, info, slot):
         """Inside the block, each ring buffer of `info` prints as a pointer to ring slot
         `slot` (a C expression), declared here."""
+        return self.slot_buffers(info.bufs, slot)
+
+    @contextlib.contextmanager
+    def slot_buffers(self, bufs, slot):
+        """Inside the block, each ring buffer of `bufs` prints as a pointer to ring slot
+        `slot` (a C expression), declared here."""
         binds = []
-        for b in info.bufs:
+        for b in bufs:
             base = self.buf_name(b)
             pl = self.placement(b)
             name = self.names.fresh(base + "_slot")

@@ -8,7 +8,8 @@ copies of iteration k+s-1 into the slot that iteration k-1 read, and runs the re
 of the body on slot k % s. A copy is hoisted only when that cannot change results:
 its shared buffer is written by nothing else and not touched earlier in the body,
 its global source is never written by the kernel, and its indices read no buffer
-but the source.
+but the source. (This module decides; plan/cp_async_pipeline.py writes the cp.async schedule
+into the IR, ops/tma_pipeline.py prints the TMA ring's.)
 
 A body that is one `if cond:` without `else` (block-sparse GEMM: `if BlockMask[by, bx, k]:`)
 is pipelined the same way when every thread of the block agrees on `cond` and `cond` reads

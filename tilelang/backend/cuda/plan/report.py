@@ -65,8 +65,12 @@ def format_plan(entry, launch, plan) -> str:
     walk(launch.body, lambda n: copies.append(n) if isinstance(n, S.For) and "copy_form" in n.annotations else None)
     if copies:   # plan/copy_forms.py
         lines.append("copies:")
+        seen = set()   # a pipelined copy is in the prologue and the loop (plan/cp_async_pipeline.py): once
         for c in copies:
-            lines.append(f"  {_copy_text(c)}: {c.annotations['copy_form']}")
+            line = f"  {_copy_text(c)}: {c.annotations['copy_form']}"
+            if line not in seen:
+                seen.add(line)
+                lines.append(line)
     if plan.pipelines:
         lines.append("pipelines:")
         for info in plan.pipelines.values():

@@ -1,0 +1,185 @@
+"""The cp.async software pipeline of a `T.Pipelined` loop as an IR-to-IR pass
+(`pipeline_cp_async`, after plan_proxy_fences).
+
+plan/pipeline.py decides which copies of the body are issued ahead (`PipelineInfo`: the
+depth s, the copies, their ring buffers, the rest of the body with the barriers
+plan/sync.py put into it, an `if cond:` guard); plan/copy_forms.py decides that they run
+as cp.async (not on the TMA ring). This pass writes the schedule into the IR, so that the
+lower trace shows it and emit/ only prints it. For a loop `for k in T.Pipelined(lo, hi)`:
+
+    T.sync_threads()  # inserted: ...       the slots may still be read by earlier code
+    for p in T.serial(s - 1):               the prologue: iterations lo .. lo + s - 2
+        if lo + p < hi:
+            k_0 = lo + p                    (a LetStmt)
+            with T.stage_slot(A_s, B_s, slot=p, stages=s):
+                [if cond(k_0):] the copies of iteration k_0  (cp.async)
+        T.ptx_commit_group()                one group per iteration, empty past the end
+    for k in T.serial(lo, hi):
+        T.ptx_wait_group(s - 2)             iteration k's group has landed (for this thread)
+        T.sync_threads()  # inserted: ...   ... for every thread; slot (k - 1) % s is free
+        if k + s - 1 < hi:
+            k_next = k + s - 1
+            with T.stage_slot(..., slot=T.truncmod(k_next - lo, s), stages=s):
+                [if cond(k_next):] the copies of iteration k_next
+        T.ptx_commit_group()                (also when empty: the waits count groups)
+        with T.stage_slot(..., slot=T.truncmod(k - lo, s), stages=s):
+            [if cond(k):] the rest of the body
+    T.ptx_wait_group(0)
+
+The copies keep their `copy_form` (`cp.async xV`), which the printer reads. Loops whose
+copies run on the TMA ring (ops/tma_pipeline.py), a lone wgmma kept in flight across
+iterations (`overlapped_wgmma`) and the attention overlap (plan/overlap.py) are left to
+their schedules in emit/. The kernel plan keeps the loop's PipelineInfo (the plan report
+still lists the pipeline); the loop itself is replaced in place, as the other CUDA passes
+change the plan's tree."""
+from __future__ import annotations
+
+from tilelang.ir import expr as E
+from tilelang.ir import mbarrier as M
+from tilelang.ir import stmt as S
+from tilelang.ir.visitor import substitute
+from tilelang.arith.simplify import simplify
+from tilelang.transform.pass_manager import function_pass
+from tilelang.backend.cuda.plan.copy_form import copy_form
+from tilelang.backend.cuda.target import arch_number
+
+# the copy forms of a loop whose copies are issued as cp.async (a scalar one: a plain
+# store in the same group position, e.g. coalesced_width=1)
+_CP_ASYNC_FORMS = {"cp_async", "scalar"}
+
+
+def runs_on_cp_async(k, info) -> bool:
+    """Whether the pipelined loop of `info` gets this pass's schedule: its copies were
+    planned as cp.async at block level (plan/copy_forms.py gives a loop reached inside
+    one thread's code `per-thread` forms, a TMA one `TMA ring`), and neither of emit/'s
+    wgmma schedules takes it (`k`: plan/copy_forms.py's view of the kernel)."""
+    from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
+    from tilelang.backend.cuda.plan.overlap import plan_overlap
+    kinds = {getattr(copy_form(c), "kind", None) for c in info.copies}
+    if not kinds or not kinds <= _CP_ASYNC_FORMS:
+        return False
+    if info.guard is not None:
+        return True
+    if overlapped_wgmma(k, info):
+        return False
+    return not (arch_number(k.target.arch) >= 90 and plan_overlap(k, info) is not None)
+
+
+def schedule(loop, info, fence):
+    """The statements that replace `loop` (module docstring); `fence`: the barriers first
+    make generic-proxy writes visible to the async proxy (plan/proxy_fences.py)."""
+    ns, var = info.stages, loop.var
+    lo, hi = loop.min, simplify(loop.min + loop.extent)
+    d = ns - 1   # iterations in flight ahead of the one computing
+
+    def barrier(why):
+        return S.Barrier("block", reason=why, fence_async_proxy=fence)
+
+    def call(name, *args):
+        return S.Evaluate(M.call(name, *args))
+
+    def guarded(k, stmts):
+        body = S.seq(stmts)
+        if info.guard is None:
+            return body
+        return S.IfThenElse(substitute(info.guard, {var: k}) if k is not var else info.guard, body)
+
+    def copies_of(k):
+        return guarded(k, [substitute(c, {var: k}) for c in info.copies])
+
+    def slot(expr, body):
+        return S.StageSlot(info.bufs, expr, ns, body)
+
+    def ring_index(k):   # k - lo >= 0: C's remainder, as the ring has always been indexed
+        return E.Call("truncmod", [simplify(k - lo), E.IntImm(ns, k.dtype)], k.dtype)
+
+    ring = ", ".join(b.name for b in info.bufs)
+    p = E.Var("p", var.dtype)
+    k0 = E.Var(var.name, var.dtype)
+    prologue = S.For(p, E.IntImm(0, var.dtype), E.IntImm(d, var.dtype), S.SERIAL, S.seq([
+        S.IfThenElse(E.binop("<", simplify(lo + p), hi),
+                     S.LetStmt(k0, simplify(lo + p), slot(p, copies_of(k0)))),
+        call(M.CP_ASYNC_COMMIT)]))
+    kn = E.Var(var.name + "_next", var.dtype)
+    issue = S.IfThenElse(E.binop("<", var + d, hi),
+                         S.LetStmt(kn, var + d, slot(ring_index(kn), copies_of(kn))))
+    main = S.For(var, loop.min, loop.extent, S.SERIAL, S.seq([
+        call(M.CP_ASYNC_WAIT, ns - 2),
+        barrier(f"this iteration's copies into {ring} landed; the slot the previous one read is free"),
+        issue,
+        call(M.CP_ASYNC_COMMIT),
+        slot(ring_index(var), guarded(var, info.rest))]))
+    for s in (prologue, main):
+        s.span = loop.span
+    return [barrier(f"{ring} may still be read before the pipeline's prologue"), prologue, main,
+            call(M.CP_ASYNC_WAIT, 0)]
+
+
+def _replace(parent, old, new_stmts) -> bool:
+    """Put `new_stmts` where `old` is among `parent`'s children, in place."""
+    if isinstance(parent, S.SeqStmt):
+        for i, s in enumerate(parent.stmts):
+            if s is old:
+                parent.stmts[i:i + 1] = new_stmts
+                return True
+        return False
+    for attr in ("body", "then_body", "else_body"):   # (a KernelLaunch's body too)
+        if getattr(parent, attr, None) is old:
+            setattr(parent, attr, S.seq(new_stmts))
+            return True
+    return False
+
+
+def _parents(root):
+    """(parent, child) for every statement under `root` that holds statements."""
+    out, todo = [], [root]
+    while todo:
+        n = todo.pop()
+        kids = list(n.stmts) if isinstance(n, S.SeqStmt) else \
+            [getattr(n, a, None) for a in ("body", "then_body", "else_body")]
+        for c in kids:
+            if isinstance(c, S.Stmt):
+                out.append((n, c))
+                todo.append(c)
+    return out
+
+
+@function_pass("pipeline_cp_async")
+def pipeline_cp_async(func, ctx=None):
+    import copy
+    from tilelang.backend.cuda.options import OPTIONS, CudaOptions
+    from tilelang.backend.cuda.plan.copy_forms import _Kernel
+    from tilelang.backend.cuda.plan.plan_kernels import KERNEL_PLAN, PlannedKernel, kernel_plan
+    target = getattr(ctx, "target", None)
+    if target is None or getattr(target, "arch", None) is None:
+        return func
+    options = ctx.config.get(OPTIONS) or CudaOptions.from_config(ctx.config, target.arch)
+    stmts = func.body.stmts if isinstance(func.body, S.SeqStmt) else [func.body]
+    out, changed = [], False
+    for launch in stmts:
+        plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
+        if plan is not None and plan.pipelines:
+            k = _Kernel(launch, plan, func, target, options)
+            launch = copy.copy(launch)   # the same body, changed in place below
+            done = set()
+            while True:   # one loop at a time: a schedule holds the statements (and loops) of its body
+                found = next(((parent, loop) for parent, loop in _parents(launch)
+                              if isinstance(loop, S.For) and loop.kind == S.PIPELINED and id(loop) in plan.pipelines
+                              and id(loop) not in done and runs_on_cp_async(k, plan.pipelines[id(loop)])), None)
+                if found is None:
+                    break
+                parent, loop = found
+                done.add(id(loop))
+                _replace(parent, loop, schedule(loop, plan.pipelines[id(loop)], plan.fence_barriers))
+            if launch.body is not launch.annotations[KERNEL_PLAN].body:
+                # the loop was the whole kernel body: the plan follows the new one
+                launch.annotations = dict(launch.annotations)
+                launch.annotations[KERNEL_PLAN] = PlannedKernel(plan, launch.body)
+            changed = changed or bool(done)
+        out.append(launch)
+    if not changed:
+        return func
+    return func.with_body(S.SeqStmt(out) if isinstance(func.body, S.SeqStmt) else out[0])
+
+
+__all__ = ["pipeline_cp_async", "runs_on_cp_async", "schedule"]
