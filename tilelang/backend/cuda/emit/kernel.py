@@ -631,10 +631,16 @@ class KernelCodegen:
             return self._gemm_call(op, cfg, call)
 
         def ptr(r):
+            p = self.placement(r.buffer)
+            if p is not None and p.swizzle:   # a whole tile in a wgmma operand's layout: its strip stride
+                assert p.row_slabs == 1, "mma.sync reading a tile in wgmma slab order"
+                return self.buf_name(r.buffer), str(E.const_int_value(r.buffer.shape[0]) * p.swizzle // 2)
             return f"{self.buf_name(r.buffer)} + {self.flat(r.buffer, r.starts)}", \
                 self.expr(E.convert(self.strides(r.buffer)[-2]))
         (pa, lda), (pb, ldb) = ptr(op.A), ptr(op.B)
-        call = (f"tl::gemm_ss<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}, {ta}, {tb}>"
+        sw = [getattr(self.placement(r.buffer), "swizzle", 0) or 0 for r in (op.A, op.B)]
+        sw = f", {sw[0]}, {sw[1]}" if any(sw) else ""
+        call = (f"tl::gemm_ss<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}, {ta}, {tb}{sw}>"
                 f"({pa}, {lda}, {pb}, {ldb}, {{acc}}, tl_tid);")
         if getattr(cfg, "k32", False):   # fp8: A M x K, B N x K (gemm_lowering.mma_config)
             call = (f"tl::gemm_ss_k32<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}>"
