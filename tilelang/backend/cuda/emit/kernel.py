@@ -851,26 +851,40 @@ class KernelCodegen:
         self.w("}")
 
     def _pair_store(self, vars_, body, regs, L, lt, slot):
-        """An accumulator tile stored to a 16-bit global tensor or sw128 shared tile, `G[.., j + c] = f(acc[i, j])`
-        (optionally under a bound check): registers r and r + 1 hold columns j and j + 1
-        of one row, so each pair goes out as one 32-bit store (half the store
-        instructions of the epilogue). Needs the pair's address to be 4-byte aligned
+        """An accumulator tile stored to a 16-bit global tensor or shared tile, `G[.., j + c] = f(acc[i, j])`,
+        or added atomically to a global tensor (optionally under a bound check): registers
+        r and r + 1 hold columns j and j + 1 of one row, so each pair goes out as one 32-bit
+        store or one vector atomic (half the instructions). Needs the pair's address aligned
         (even row stride and column offset; the pointer is checked at launch) and the
         bound check to hold or fail for both columns alike (`j + c < n`, n and c even)."""
         from tilelang.arith.simplify import linear_form
+        from tilelang.backend.cuda.ops import vector_atomic
         guard, st = None, body
         if isinstance(st, S.IfThenElse) and st.else_body is None:
             guard, st = st.cond, st.then_body
+        # `T.atomic_add(G[i, j + c], f(acc[i, j]))` into a global tensor: one vector atomic per
+        # pair (float2 on sm_90, half2 / bfloat162), half the atomics of dQ in attention backward
+        atomic = vector_atomic.match(body)
+        if atomic is not None:
+            dst = atomic[1].args[0]
+            if dst.buffer.dtype.name not in ("float32", "float16", "bfloat16"):
+                return False
+            st = S.BufferStore(dst.buffer, atomic[1].args[1], dst.indices)
         if not isinstance(st, S.BufferStore):
             return False
         # a global tensor, or a shared tile in wgmma's sw128 layout (P of MLA decode), where
-        # columns j, j + 1 (j even) stay neighbours within their 16-byte chunk
+        # columns j, j + 1 (j even) stay neighbours within their 16-byte chunk, or a row-major
+        # shared tile of even row stride (dS of attention backward, copied for an mma.sync gemm)
         in_param = id(st.buffer) in self.param_bufs
         p = self.placement(st.buffer)
-        if not in_param and not (p is not None and p.kind == "smem" and p.swizzle and st.buffer.ndim == 2):
+        smem_ok = p is not None and p.kind == "smem" and st.buffer.ndim == 2 and p.row_slabs == 1 and (
+            p.swizzle or p.layout is None and p.strides is not None and E.const_int_value(p.strides[-1]) == 1 and
+            (E.const_int_value(p.strides[-2]) or 1) % 2 == 0)
+        if not in_param and (atomic is not None or not smem_ok):
             return False
         G, iv, jv = st.buffer, vars_[0], vars_[1]
-        if G.dtype.bits != 16 or getattr(G, "strides", None) is not None or L.regs % 2:
+        if G.dtype.bits != (32 if atomic is not None and G.dtype.name == "float32" else 16) or \
+                getattr(G, "strides", None) is not None or L.regs % 2:
             return False
 
         def has(e, v):
@@ -897,7 +911,7 @@ class KernelCodegen:
                 if n is None or n % 2 or (c.op == ">=" and n != 0) or has(c.b, jv) or not even_offset(c.a):
                     return False
         if in_param:
-            self.aligned[G.name] = max(self.aligned.get(G.name, 1), 4)
+            self.aligned[G.name] = max(self.aligned.get(G.name, 1), 2 * G.dtype.itemsize)
         self.w("#pragma unroll")
         pair = self.names.fresh("tl_pair")
         self.w(f"for (int {pair} = 0; {pair} < {L.regs // 2}; ++{pair}) {{")
@@ -918,11 +932,15 @@ class KernelCodegen:
             with self.names.bound(jv, j if e == 0 else f"({j} + 1)"):
                 v = self.expr(val)
             # float values: store_pair converts both at once (one F2FP)
-            vals.append(v if val.dtype is G.dtype or val.dtype.name == "float32" else cast_str(val.dtype, G.dtype, v))
+            keep = val.dtype is G.dtype or val.dtype.name == "float32" and atomic is None
+            vals.append(v if keep else cast_str(val.dtype, G.dtype, v))
         for b in regs:
             is_row = self.placement(b).kind == "row"
             self.acc_index[id(b)] = f"{lt}::row_slot({slot})" if is_row else slot
-        line = f"tl::store_pair(&{self.access(st)}, {vals[0]}, {vals[1]});"
+        if atomic is not None:
+            line = vector_atomic.call_line(self, atomic[1], 2, self.access(st), vals)
+        else:
+            line = f"tl::store_pair(&{self.access(st)}, {vals[0]}, {vals[1]});"
         self.w(f"if ({self.expr(guard)}) {{ {line} }}" if guard is not None else line)
         for b in regs:
             del self.acc_index[id(b)]
