@@ -860,11 +860,11 @@ class KernelCodegen:
         from tilelang.arith.simplify import linear_form
         from tilelang.backend.cuda.ops import vector_atomic
         guard, st = None, body
-        if isinstance(st, S.IfThenElse) and st.else_body is None:
-            guard, st = st.cond, st.then_body
+        while isinstance(st, S.IfThenElse) and st.else_body is None:   # nested guards: their conjunction
+            guard, st = st.cond if guard is None else E.binop("&&", guard, st.cond), st.then_body
         # `T.atomic_add(G[i, j + c], f(acc[i, j]))` into a global tensor: one vector atomic per
         # pair (float2 on sm_90, half2 / bfloat162), half the atomics of dQ in attention backward
-        atomic = vector_atomic.match(body)
+        atomic = vector_atomic.match(st)
         if atomic is not None:
             dst = atomic[1].args[0]
             if dst.buffer.dtype.name not in ("float32", "float16", "bfloat16"):
