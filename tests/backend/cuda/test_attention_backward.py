@@ -43,6 +43,29 @@ def test_sass_hgmma_vector_atomics_no_spills():
     assert reds and all(r.startswith("REDG.E.ADD.F32x2") for r in reds), reds
 
 
+def _run_and_check(target, b, h, n, dim, causal, **cfg):
+    import torch
+    import tilelang
+    dev = "cuda" if target == "cuda" else "cpu"
+    kern = tilelang.compile(attention_bwd(b, h, n, dim, causal=causal, **cfg), target=target)
+    torch.manual_seed(0)
+    q, k, v, do = (torch.randn(b, h, n, dim, device=dev, dtype=torch.float16) for _ in range(4))
+    lse, delta, dq_ref, dk_ref, dv_ref = reference(q, k, v, do, causal)
+    dq = torch.zeros(b, h, n, dim, device=dev, dtype=torch.float32)
+    dk = torch.empty_like(q)
+    dv = torch.empty_like(q)
+    kern(q, k, v, do, lse.contiguous(), delta.contiguous(), dq, dk, dv)
+    torch.testing.assert_close(dv.float(), dv_ref, rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(dk.float(), dk_ref, rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(dq, dq_ref, rtol=2e-2, atol=2e-2)
+
+
+def test_cpu_reference_matches_torch_autograd():
+    """The kernel and its reference agree on the CPU backend (the semantics the GPU must meet)."""
+    pytest.importorskip("torch")
+    _run_and_check("cpu", 1, 1, 64, 32, True, block_M=32, block_N=16, threads=128)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("cfg", [
     dict(block_M=128, block_N=32, threads=256, stages=2),   # attention_sink's sm_90 configuration
@@ -51,17 +74,4 @@ def test_sass_hgmma_vector_atomics_no_spills():
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("dim", [64, 128])
 def test_matches_torch_autograd(cfg, causal, dim):
-    import torch
-    import tilelang
-    b, h, n = 2, 3, 256
-    kern = tilelang.compile(attention_bwd(b, h, n, dim, causal=causal, **cfg), target="cuda")
-    torch.manual_seed(0)
-    q, k, v, do = (torch.randn(b, h, n, dim, device="cuda", dtype=torch.float16) for _ in range(4))
-    lse, delta, dq_ref, dk_ref, dv_ref = reference(q, k, v, do, causal)
-    dq = torch.zeros(b, h, n, dim, device="cuda", dtype=torch.float32)
-    dk = torch.empty_like(q)
-    dv = torch.empty_like(q)
-    kern(q, k, v, do, lse.contiguous(), delta.contiguous(), dq, dk, dv)
-    torch.testing.assert_close(dv.float(), dv_ref, rtol=2e-2, atol=2e-2)
-    torch.testing.assert_close(dk.float(), dk_ref, rtol=2e-2, atol=2e-2)
-    torch.testing.assert_close(dq, dq_ref, rtol=2e-2, atol=2e-2)
+    _run_and_check("cuda", 2, 3, 256, dim, causal, **cfg)
