@@ -563,9 +563,9 @@ def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride, forced
     """Fill plan.gemms; returns the ids of shared buffers that take the sw128 layout
     (`forced`: those whose annotated layout it is). A wgmma with a fragment A reads it
     from registers unless its gemm is in `shared_a`. A gemm that cannot use wgmma but
-    shares an operand with one that does would fall back to the SIMT loop (ldmatrix
-    cannot read the swizzled tile): then the wgmma gemms it shares buffers with use
-    mma.sync too (MLA decode with block_N = 32: the P V gemm's 32-column P)."""
+    shares an operand with one that does runs mma.sync on the swizzled tile when ldmatrix
+    can address it (_mma_reads_swizzled: a whole 16-bit tile); otherwise it would fall back
+    to the SIMT loop, and then the wgmma gemms it shares buffers with use mma.sync too."""
     no_wgmma = set()
     while True:
         swizzled, blocked = _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_wgmma,
