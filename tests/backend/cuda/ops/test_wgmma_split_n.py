@@ -104,12 +104,14 @@ def test_one_warpgroup_keeps_the_m_stacked_form(tmp_path, monkeypatch):
 
 
 @needs_nvrtc
-def test_gemms_sharing_a_tile_with_a_fallback_leave_wgmma(tmp_path, monkeypatch):
-    """One warpgroup, P V with N = 512: no wgmma form; Q K^T could be one, but its KV tile
-    would then carry wgmma's swizzle, which the mma.sync P V cannot read (it would run as
-    the SIMT loop): all three gemms take mma.sync, S keeps one accumulator layout."""
-    _, text = _plan_text(tmp_path, monkeypatch, mla_decode_no_split(1, 64, 512, 512, 64, threads=128))
-    assert text.count("mma.sync m16n8k16") == 3 and "wgmma" not in text, text
+def test_gemms_sharing_a_tile_with_an_mma_keep_wgmma(tmp_path, monkeypatch):
+    """One warpgroup, P V with N = 512: no wgmma form; Q K^T keeps wgmma and its KV tile
+    wgmma's swizzle, which the mma.sync P V reads through ldmatrix (tl::tile_offset);
+    S keeps one accumulator layout."""
+    art, text = _plan_text(tmp_path, monkeypatch, mla_decode_no_split(1, 64, 512, 512, 64, threads=128))
+    assert text.count("wgmma m64n64k16, A from shared") == 2, text
+    assert "T.gemm(p_s, kv_s, o): mma.sync m16n8k16, warps 1 x 4, accumulate in float32, reads kv_s sw128" in text
+    assert "tl::gemm_ss<64, 512, 64, 1, 4, false, false, 0, 128>(" in art.source
     assert "registers (acc)" in next(ln for ln in text.splitlines() if ln.split()[:1] == ["s"])
 
 

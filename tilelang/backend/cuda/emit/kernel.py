@@ -663,10 +663,16 @@ class KernelCodegen:
             return self._gemm_call(op, cfg, call)
 
         def ptr(r):
+            p = self.placement(r.buffer)
+            if p is not None and p.swizzle:   # a whole tile in a wgmma operand's layout: its strip stride
+                assert p.row_slabs == 1, "mma.sync reading a tile in wgmma slab order"
+                return self.buf_name(r.buffer), str(E.const_int_value(r.buffer.shape[0]) * p.swizzle // 2)
             return f"{self.buf_name(r.buffer)} + {self.flat(r.buffer, r.starts)}", \
                 self.expr(E.convert(self.strides(r.buffer)[-2]))
         (pa, lda), (pb, ldb) = ptr(op.A), ptr(op.B)
-        call = (f"tl::gemm_ss<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}, {ta}, {tb}>"
+        sw = [getattr(self.placement(r.buffer), "swizzle", 0) or 0 for r in (op.A, op.B)]
+        sw = f", {sw[0]}, {sw[1]}" if any(sw) else ""
+        call = (f"tl::gemm_ss<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}, {ta}, {tb}{sw}>"
                 f"({pa}, {lda}, {pb}, {ldb}, {{acc}}, tl_tid);")
         if getattr(cfg, "k32", False):   # fp8: A M x K, B N x K (gemm_lowering.mma_config)
             call = (f"tl::gemm_ss_k32<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}>"
@@ -879,29 +885,43 @@ class KernelCodegen:
         self.w("}")
 
     def _pair_store(self, vars_, body, regs, L, lt, slot):
-        """An accumulator tile stored to a 16-bit global tensor or sw128 shared tile, `G[.., j + c] = f(acc[i, j])`
-        (optionally under a bound check): registers r and r + 1 hold columns j and j + 1
-        of one row, so each pair goes out as one 32-bit store (half the store
-        instructions of the epilogue). Needs the pair's address to be 4-byte aligned
+        """An accumulator tile stored to a 16-bit global tensor or shared tile, `G[.., j + c] = f(acc[i, j])`,
+        or added atomically to a global tensor (optionally under a bound check): registers
+        r and r + 1 hold columns j and j + 1 of one row, so each pair goes out as one 32-bit
+        store or one vector atomic (half the instructions). Needs the pair's address aligned
         (even row stride and column offset; the pointer is checked at launch) and the
         bound check to hold or fail for both columns alike (`j + c < n`, n and c even).
         An fp8 global tensor takes four columns per 32-bit store (`_quad_store`)."""
         from tilelang.arith.simplify import linear_form
+        from tilelang.backend.cuda.ops import vector_atomic
         guard, st = None, body
-        if isinstance(st, S.IfThenElse) and st.else_body is None:
-            guard, st = st.cond, st.then_body
+        while isinstance(st, S.IfThenElse) and st.else_body is None:   # nested guards: their conjunction
+            guard, st = st.cond if guard is None else E.binop("&&", guard, st.cond), st.then_body
+        # `T.atomic_add(G[i, j + c], f(acc[i, j]))` into a global tensor: one vector atomic per
+        # pair (float2 on sm_90, half2 / bfloat162), half the atomics of dQ in attention backward
+        atomic = vector_atomic.match(st)
+        if atomic is not None:
+            dst = atomic[1].args[0]
+            if dst.buffer.dtype.name not in ("float32", "float16", "bfloat16"):
+                return False
+            st = S.BufferStore(dst.buffer, atomic[1].args[1], dst.indices)
         if not isinstance(st, S.BufferStore):
             return False
         # a global tensor, or a shared tile in wgmma's sw128 layout (P of MLA decode), where
-        # columns j, j + 1 (j even) stay neighbours within their 16-byte chunk
+        # columns j, j + 1 (j even) stay neighbours within their 16-byte chunk, or a row-major
+        # shared tile of even row stride (dS of attention backward, copied for an mma.sync gemm)
         in_param = id(st.buffer) in self.param_bufs
         p = self.placement(st.buffer)
-        if not in_param and not (p is not None and p.kind == "smem" and p.swizzle and st.buffer.ndim == 2):
+        smem_ok = p is not None and p.kind == "smem" and st.buffer.ndim == 2 and p.row_slabs == 1 and (
+            p.swizzle or p.layout is None and p.strides is not None and E.const_int_value(p.strides[-1]) == 1 and
+            (E.const_int_value(p.strides[-2]) or 1) % 2 == 0)
+        if not in_param and (atomic is not None or not smem_ok):
             return False
         G, iv, jv = st.buffer, vars_[0], vars_[1]
-        fp8 = G.dtype.name in ("float8_e4m3fn", "float8_e5m2") and in_param   # tl::fp8_pair_bits' types
+        fp8 = G.dtype.name in ("float8_e4m3fn", "float8_e5m2") and in_param and atomic is None   # tl::fp8_pair_bits' types
         width = 4 if fp8 else 2   # columns per 32-bit store
-        if not (G.dtype.bits == 16 or fp8) or getattr(G, "strides", None) is not None or L.regs % width:
+        bits = 32 if atomic is not None and G.dtype.name == "float32" else 16   # float2 atomics, else 16-bit pairs
+        if not (G.dtype.bits == bits or fp8) or getattr(G, "strides", None) is not None or L.regs % width:
             return False
 
         def has(e, v):
@@ -928,7 +948,7 @@ class KernelCodegen:
                 if n is None or n % width or (c.op == ">=" and n != 0) or has(c.b, jv) or not aligned_offset(c.a):
                     return False
         if in_param:
-            self.aligned[G.name] = max(self.aligned.get(G.name, 1), 4)
+            self.aligned[G.name] = max(self.aligned.get(G.name, 1), width * G.dtype.itemsize)
         if fp8:
             return self._quad_store(st, guard, regs, L, lt, slot, iv, jv)
         self.w("#pragma unroll")
@@ -939,9 +959,13 @@ class KernelCodegen:
         i, j = self.bind(iv), self.bind(jv)
         self.w(f"const int {i} = {lt}::row(tl_tid, {slot});")
         self.w(f"const int {j} = {lt}::col(tl_tid, {slot});")
-        vals = [self._acc_value(st, regs, lt, slot, e, jv, j) for e in (0, 1)]
+        # float values: store_pair converts both at once (one F2FP); an atomic takes the tensor's type
+        vals = [self._acc_value(st, regs, lt, slot, e, jv, j, keep_float=atomic is None) for e in (0, 1)]
         self._bind_acc(regs, lt, slot)
-        line = f"tl::store_pair(&{self.access(st)}, {vals[0]}, {vals[1]});"
+        if atomic is not None:
+            line = vector_atomic.call_line(self, atomic[1], 2, self.access(st), vals)
+        else:
+            line = f"tl::store_pair(&{self.access(st)}, {vals[0]}, {vals[1]});"
         self.w(f"if ({self.expr(guard)}) {{ {line} }}" if guard is not None else line)
         for b in regs:
             del self.acc_index[id(b)]
@@ -955,7 +979,7 @@ class KernelCodegen:
             is_row = self.placement(b).kind == "row"
             self.acc_index[id(b)] = f"{lt}::row_slot({r})" if is_row else r
 
-    def _acc_value(self, st, regs, lt, slot, e, jv, j, row=None, guard=None):
+    def _acc_value(self, st, regs, lt, slot, e, jv, j, row=None, guard=None, keep_float=True):
         """The stored value of register `slot` + e, whose column is j + e % 2 (C text) and,
         given `row` = (iv, its C text), whose row is that: a float stays a float (the store
         helper converts two at once), other types are cast to the tensor's. With `guard`,
@@ -969,7 +993,7 @@ class KernelCodegen:
         with self.names.bound_all(binds):
             v = self.expr(val)
             cond = self.expr(guard) if guard is not None else None
-        v = v if val.dtype is G.dtype or val.dtype.name == "float32" else cast_str(val.dtype, G.dtype, v)
+        v = v if val.dtype is G.dtype or keep_float and val.dtype.name == "float32" else cast_str(val.dtype, G.dtype, v)
         if cond is not None:
             zero = "0.0f" if val.dtype.name == "float32" else f"{ctype(G.dtype)}(0.0f)"
             v = f"(({cond}) ? {v} : {zero})"

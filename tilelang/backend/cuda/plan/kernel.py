@@ -565,9 +565,9 @@ def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride, forced
     """Fill plan.gemms; returns the ids of shared buffers that take the sw128 layout
     (`forced`: those whose annotated layout it is). A wgmma with a fragment A reads it
     from registers unless its gemm is in `shared_a`. A gemm that cannot use wgmma but
-    shares an operand with one that does would fall back to the SIMT loop (ldmatrix
-    cannot read the swizzled tile): then the wgmma gemms it shares buffers with use
-    mma.sync too (MLA decode with block_N = 32: the P V gemm's 32-column P)."""
+    shares an operand with one that does runs mma.sync on the swizzled tile when ldmatrix
+    can address it (_mma_reads_swizzled: a whole 16-bit tile); otherwise it would fall back
+    to the SIMT loop, and then the wgmma gemms it shares buffers with use mma.sync too."""
     no_wgmma = set()
     while True:
         swizzled, blocked = _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_wgmma,
@@ -589,6 +589,18 @@ def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride, forced
         if grown == no_wgmma:
             return swizzled
         no_wgmma = grown
+
+
+def _mma_reads_swizzled(cfg, r, gemms, plan):
+    """An mma.sync gemm (ldmatrix, 16-bit operands) can read operand `r` in the swizzled
+    layout a wgmma gemm gives its buffer (tl::tile_offset in mma.h): a whole 2-D tile
+    whose rows are not in a wgmma's slab order. The FlashAttention backward reads K as the
+    A of a wgmma (S = K Q^T, 128 rows) and as the B of an mma.sync (dQ = dS^T K, 32 rows):
+    without this both, and every gemm sharing a tile with them, fell back to mma.sync."""
+    buf = r.buffer
+    return not cfg.k32 and not cfg.tf32 and buf.ndim == 2 and buf.dtype.bits == 16 and \
+        swizzle_bytes(buf) > 0 and _whole_region(r) and \
+        not any(h.A.buffer is buf and getattr(plan.gemms.get(id(h)), "slabs", 1) > 1 for h in gemms)
 
 
 def _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_wgmma, pinned):
@@ -632,8 +644,9 @@ def _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_
             both = {id(g.A.buffer), id(g.B.buffer)} & swizzled
             if cfg is not None and both and not both & for_wgmma:
                 swizzled -= both   # an annotated swizzle gives way to the tensor cores' own layout
-            elif cfg is not None and both:
-                cfg = None   # ldmatrix addressing assumes row-major rows; the SIMT loop handles any layout
+            elif cfg is not None and both and not all(
+                    _mma_reads_swizzled(cfg, r, gemms, plan) for r in (g.A, g.B) if id(r.buffer) in both):
+                cfg = None   # ldmatrix cannot address this tile; the SIMT loop handles any layout
                 blocked.append(g)
             plan.gemms[id(g)] = cfg
     return swizzled, blocked

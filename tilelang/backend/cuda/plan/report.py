@@ -59,8 +59,12 @@ def format_plan(entry, launch, plan) -> str:
     if gemms:
         lines.append("gemms:")
         for g in gemms:
+            cfg = plan.gemms.get(id(g))
+            # an mma.sync reading a tile in a wgmma operand's swizzle (ldmatrix through tl::tile_offset)
+            sw = [f"{r.buffer.name} sw{p.swizzle}" for r in (g.A, g.B) for p in [plan.placements.get(id(r.buffer))]
+                  if cfg is not None and getattr(cfg, "kind", "mma") == "mma" and p is not None and p.swizzle]
             lines.append(f"  T.gemm({g.A.buffer.name}, {g.B.buffer.name}, {g.C.buffer.name}): "
-                         f"{_gemm(plan.gemms.get(id(g)))}")
+                         f"{_gemm(cfg)}" + (f", reads {', '.join(sw)}" if sw else ""))
     copies = []
     walk(launch.body, lambda n: copies.append(n) if isinstance(n, S.For) and "copy_form" in n.annotations else None)
     if copies:   # plan/copy_forms.py

@@ -111,9 +111,25 @@ template <int M, int WM, int WN = 1, bool WGC = false> struct MmaRowLayout {
   }
 };
 
+// Element (r, c) of a 16-bit shared tile, c a multiple of 8 (one 16-byte ldmatrix row):
+// SW = 0 row-major with row stride `ld`; SW = 128 / 64 / 32 the swizzled layouts of
+// wgmma's operands (tl::sw128 / sw64 / sw32 in async.h), `ld` then the elements between
+// two column strips (rows * SW / 2). So an mma.sync gemm reads a tile a wgmma gemm of the
+// same kernel also reads (FlashAttention backward: K as wgmma A and as mma B).
+template <int SW> TL_DEVICE int tile_offset(int r, int c, int ld) {
+  if constexpr (SW == 0) {
+    return r * ld + c;
+  } else {
+    constexpr int W = SW / 2;                            // elements per strip row
+    constexpr int S = SW == 128 ? 0 : SW == 64 ? 1 : 2;  // rows sharing one XOR pattern: 1 << S
+    return (c / W) * ld + r * W + ((((c >> 3) ^ (r >> S)) & (W / 8 - 1)) << 3) + (c & 7);
+  }
+}
+
 // C[M, N] += A[M, K] * B[K, N]; A is stored K x M when TA, B is stored N x K when TB.
-// lda/ldb are the shared-memory row strides in elements (multiples of 8).
-template <int M, int N, int K, int WM, int WN, bool TA, bool TB, class T, class TC>
+// lda/ldb are the shared-memory row strides in elements (multiples of 8), or for a
+// swizzled operand (SWA / SWB bytes) its strip stride (tile_offset).
+template <int M, int N, int K, int WM, int WN, bool TA, bool TB, int SWA = 0, int SWB = 0, class T, class TC>
 TL_DEVICE void gemm_ss(const T* A, int lda, const T* B, int ldb, TC* acc, int tid = thread_linear()) {
   using L = MmaAccLayout<M, N, WM, WN>;
   static_assert(L::WTM % 16 == 0 && L::WTN % 16 == 0 && K % 16 == 0, "gemm_ss tile shape");
@@ -127,9 +143,9 @@ TL_DEVICE void gemm_ss(const T* A, int lda, const T* B, int ldb, TC* acc, int ti
     for (int mi = 0; mi < L::MI; ++mi) {
       const int m0 = wr * L::WTM + mi * 16;
       if (!TA) {
-        ldmatrix_x4(a[mi], A + (m0 + (lane & 15)) * lda + k0 + (lane >> 4) * 8);
+        ldmatrix_x4(a[mi], A + tile_offset<SWA>(m0 + (lane & 15), k0 + (lane >> 4) * 8, lda));
       } else {
-        ldmatrix_x4_trans(a[mi], A + (k0 + (lane >> 4) * 8 + (lane & 7)) * lda + m0 + ((lane >> 3) & 1) * 8);
+        ldmatrix_x4_trans(a[mi], A + tile_offset<SWA>(k0 + (lane >> 4) * 8 + (lane & 7), m0 + ((lane >> 3) & 1) * 8, lda));
       }
     }
 #pragma unroll
@@ -137,9 +153,9 @@ TL_DEVICE void gemm_ss(const T* A, int lda, const T* B, int ldb, TC* acc, int ti
       const int n0 = wc * L::WTN + nj * 16;
       unsigned r[4];
       if (!TB) {
-        ldmatrix_x4_trans(r, B + (k0 + ((lane >> 3) & 1) * 8 + (lane & 7)) * ldb + n0 + (lane >> 4) * 8);
+        ldmatrix_x4_trans(r, B + tile_offset<SWB>(k0 + ((lane >> 3) & 1) * 8 + (lane & 7), n0 + (lane >> 4) * 8, ldb));
       } else {
-        ldmatrix_x4(r, B + (n0 + (lane >> 4) * 8 + (lane & 7)) * ldb + k0 + ((lane >> 3) & 1) * 8);
+        ldmatrix_x4(r, B + tile_offset<SWB>(n0 + (lane >> 4) * 8 + (lane & 7), k0 + ((lane >> 3) & 1) * 8, ldb));
       }
       b[2 * nj][0] = r[0]; b[2 * nj][1] = r[1];
       b[2 * nj + 1][0] = r[2]; b[2 * nj + 1][1] = r[3];

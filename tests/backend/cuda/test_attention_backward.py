@@ -1,0 +1,78 @@
+"""The FlashAttention backward on sm_90a (the published attention_sink / flash_attention
+examples' kernel, tests/backend/cuda/kernels_attn_bwd.py): its four 128-row products run on
+wgmma although the key tile K is also the B operand of the 32-row dQ product (mma.sync
+reads it in wgmma's swizzle), and dQ is added to global memory in float2 pairs
+(REDG.E.ADD.F32x2) rather than one scalar atomic per element."""
+import pytest
+
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.visitor import walk
+from tilelang.backend.cuda.plan.plan_kernels import plan_kernels, kernel_plan
+from tests.backend.cuda.conftest import needs_sass
+from tests.backend.cuda.helpers import build, sass_ops
+from tests.backend.cuda.kernels_attn_bwd import attention_bwd, reference
+from tests.backend.cuda.plan.test_plan_kernels import _launch, _lower_to
+
+
+def test_gemm_forms():
+    _, after, _ = _lower_to(attention_bwd(1, 2, 256, 64), plan_kernels)
+    launch = _launch(after)
+    plan = kernel_plan(launch)
+    gemms = []
+    walk(launch.body, lambda n: gemms.append(n) if isinstance(n, TO.Gemm) else None)
+    kinds = {(g.A.buffer.name, g.B.buffer.name): plan.gemms[id(g)].kind for g in gemms}
+    assert kinds == {("k_s", "q_s"): "wgmma", ("v_s", "do_s"): "wgmma", ("p16", "do_s"): "wgmma",
+                     ("ds16", "q_s"): "wgmma", ("ds_s", "k_s"): "mma"}, kinds
+    # dV += P^T dO and dK += dS^T Q take their A from registers
+    assert [plan.gemms[id(g)].a_regs for g in gemms if g.A.buffer.name in ("p16", "ds16")] == [True, True]
+    k_s = next(g.A.buffer for g in gemms if g.A.buffer.name == "k_s")
+    assert plan.placements[id(k_s)].swizzle == 128
+
+
+@needs_sass
+def test_sass_hgmma_vector_atomics_no_spills():
+    art = build(attention_bwd(1, 2, 256, 128))
+    assert "AtomicAddx2(&dQ[" in art.source and "AtomicAdd(&dQ[" not in art.source
+    ops = sass_ops(art)
+    # per iteration: K Q^T and V dO^T (K = 128: 8 k-steps each), P^T dO and dS^T Q (K = 32: 2 each)
+    assert ops["HGMMA"] == 20 and ops["HMMA"] == 32, ops   # HMMA: the 32-row dQ = dS^T K on mma.sync
+    assert ops["LDL"] == 0 and ops["STL"] == 0, ops
+    import re
+    from tilelang.backend.cuda.host.nvrtc import sass
+    reds = re.findall(r"REDG\.E\.ADD\.F32[A-Za-z0-9.]*", sass(art.binary))
+    # 32 x 128 dQ floats over 256 threads: 8 pairs each
+    assert len(reds) == 8 and all(r.startswith("REDG.E.ADD.F32x2") for r in reds), reds
+
+
+def _run_and_check(target, b, h, n, dim, causal, **cfg):
+    import torch
+    import tilelang
+    dev = "cuda" if target == "cuda" else "cpu"
+    kern = tilelang.compile(attention_bwd(b, h, n, dim, causal=causal, **cfg), target=target)
+    torch.manual_seed(0)
+    q, k, v, do = (torch.randn(b, h, n, dim, device=dev, dtype=torch.float16) for _ in range(4))
+    lse, delta, dq_ref, dk_ref, dv_ref = reference(q, k, v, do, causal)
+    dq = torch.zeros(b, h, n, dim, device=dev, dtype=torch.float32)
+    dk = torch.empty_like(q)
+    dv = torch.empty_like(q)
+    kern(q, k, v, do, lse.contiguous(), delta.contiguous(), dq, dk, dv)
+    torch.testing.assert_close(dv.float(), dv_ref, rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(dk.float(), dk_ref, rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(dq, dq_ref, rtol=2e-2, atol=2e-2)
+
+
+def test_cpu_reference_matches_torch_autograd():
+    """The kernel and its reference agree on the CPU backend (the semantics the GPU must meet)."""
+    pytest.importorskip("torch")
+    _run_and_check("cpu", 1, 1, 64, 32, True, block_M=32, block_N=16, threads=128)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", [
+    dict(block_M=128, block_N=32, threads=256, stages=2),   # attention_sink's sm_90 configuration
+    dict(block_M=64, block_N=64, threads=128, stages=2),    # flash_attention example_mha_bwd_bhsd
+])
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("dim", [64, 128])
+def test_matches_torch_autograd(cfg, causal, dim):
+    _run_and_check("cuda", 2, 3, 256, dim, causal, **cfg)
