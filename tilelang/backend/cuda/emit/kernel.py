@@ -654,7 +654,8 @@ class KernelCodegen:
         acc = acc or self.buf_name(op.C.buffer)
         if cfg.a_regs:
             fn = "wgmma_rs_issue" if issue_only else "wgmma_gemm_rs"
-            return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {tb}, {t}>({a}, {b}, {acc}, tl_tid);"
+            slabs = f", {cfg.slabs}" if cfg.slabs > 1 else ""
+            return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {tb}, {t}{slabs}>({a}, {b}, {acc}, tl_tid);"
         fn = "wgmma_ss_issue" if issue_only else "wgmma_gemm_ss"
         wgn = f", {cfg.WN}" if cfg.WN > 1 else ""   # warpgroups along N
         if (cfg.swizzle_a, cfg.swizzle_b, cfg.slabs) != (128, 128, 1):   # a 32- or 16-wide K-major operand,
