@@ -797,12 +797,19 @@ class KernelCodegen:
                 rem = f"(({rem}) / {ext})"
             else:
                 self.w(f"const {ct} {self.bind(vars_[k])} = ({rem}){scale}{off};")
+        waited = form is not None and form.kind == "cp_async_wait" and not self.async_copy
+        if waited:   # plan/copy_forms.py: all of this thread's copies in flight, then one wait
+            self.async_copy = True
         if V or eviction:
             emit_vector_copy(self, body, V or 1, vars_[-1], eviction)
         else:
             self.stmt(body, False)
         self.indent -= 1
         self.w("}")
+        if waited:
+            self.async_copy = False
+            self.w("tl::cp_async_commit();")
+            self.w("tl::cp_async_wait<0>();")
 
     def fragment_loop(self, vars_, body, regs, exts=None):
         """A T.Parallel nest over register fragments (layout/fragment.py checked that
