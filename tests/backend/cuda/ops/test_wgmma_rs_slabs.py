@@ -74,6 +74,12 @@ def test_the_chain_runs_on_wgmma_with_two_slabs(dim):
     assert [ln for ln in text.splitlines() if "-> K_s" in ln][0].endswith("TMA ring (pipelined)")
 
 
+def test_a_num_stages_1_loop_copies_its_tiles_as_cp_async_and_waits():
+    plan, text = _plan(attention(256, 2, 128, block_N=128, stages=1), "sm_90a")
+    copies = [ln for ln in text.splitlines() if "-> K_s" in ln or "-> V_s" in ln]
+    assert len(copies) == 2 and all(ln.endswith("cp.async + wait x8 (16 B)") for ln in copies), copies
+
+
 def test_accumulators_past_the_budget_keep_mma_sync():
     # 128 x 128 scores and 128 x 128 output on 128 threads: 256 accumulator registers
     plan, text = _plan(attention(256, 2, 128, block_N=128), "sm_90a")
@@ -88,13 +94,14 @@ def test_sass_has_hgmma_and_no_spills():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dim,block_N", [(64, 64), (128, 64), (128, 128)])
-def test_attention_matches_torch_on_the_gpu(dim, block_N):
+@pytest.mark.parametrize("dim,block_N,stages", [(64, 64, 2), (128, 64, 2), (128, 128, 2), (128, 128, 1), (64, 128, 1)])
+def test_attention_matches_torch_on_the_gpu(dim, block_N, stages):
+    # stages=1 (example_mha_fwd_bshd's form): the K/V tiles copied in the loop as cp.async + wait
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
     seq, heads = 384, 2
     q, k, v = (torch.randn(1, seq, heads, dim, dtype=torch.float16, device="cuda") for _ in range(3))
-    kern = tilelang.compile(attention(seq, heads, dim, block_N=block_N), out_idx=[3])
+    kern = tilelang.compile(attention(seq, heads, dim, block_N=block_N, stages=stages), out_idx=[3])
     ref = torch.nn.functional.scaled_dot_product_attention(*(x.transpose(1, 2) for x in (q, k, v))).transpose(1, 2)
     torch.testing.assert_close(kern(q, k, v), ref, rtol=2e-2, atol=2e-2)
