@@ -10,7 +10,8 @@ from tilelang.ir import stmt as S
 COPY_FORM = "copy_form"
 
 _TITLES = {"tma_load": "TMA load", "tma_store": "TMA store", "tma_ring": "TMA ring (pipelined)",
-           "cp_async": "cp.async", "cp_async_wait": "cp.async + wait", "vector": "vector", "scalar": "scalar", "registers": "registers",
+           "cp_async": "cp.async", "cp_async_wait": "cp.async + wait", "vector": "vector", "scalar": "scalar",
+           "registers": "registers",
            "per_thread": "per-thread"}
 
 

@@ -11,8 +11,8 @@ printed with the nest in the IR text and so in the lower trace):
   ops/tma_pipeline.py);
 - `cp.async xV`: a pipelined copy issued asynchronously, V elements per instruction;
 - `cp.async + wait xV`: a copy of a tile from global to shared memory outside a
-  pipeline, 16-byte vectors, more per thread than the printer unrolls (sm_80+): every thread issues all its
-  cp.async, then waits for them once (ops/cp_async.py). As loads and stores, ptxas kept
+  pipeline, 16-byte vectors, more per thread than the printer unrolls (sm_80+): every
+  thread issues all its cp.async, then waits for them once (ops/cp_async.py). As loads and stores, ptxas kept
   four loads in flight and waited for them before the next four: FlashAttention's
   128 x 128 K/V tiles of a `num_stages=1` loop took four dependent round trips to memory
   each (`example_mha_fwd_bshd`). Not in a cp.async pipeline's body, whose groups the
