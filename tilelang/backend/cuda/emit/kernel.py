@@ -692,7 +692,8 @@ class KernelCodegen:
         acc = acc or self.buf_name(op.C.buffer)
         if cfg.a_regs:
             fn = "wgmma_rs_issue" if issue_only else "wgmma_gemm_rs"
-            return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {tb}, {t}>({a}, {b}, {acc}, tl_tid);"
+            slabs = f", {cfg.slabs}" if cfg.slabs > 1 else ""
+            return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {tb}, {t}{slabs}>({a}, {b}, {acc}, tl_tid);"
         fn = "wgmma_ss_issue" if issue_only else "wgmma_gemm_ss"
         wgn = f", {cfg.WN}" if cfg.WN > 1 else ""   # warpgroups along N
         if (cfg.swizzle_a, cfg.swizzle_b, cfg.slabs) != (128, 128, 1):   # a 32- or 16-wide K-major operand,
@@ -798,7 +799,7 @@ class KernelCodegen:
             if emit_tile_loop(self, vars_, mins, exts, body, regs):
                 return
         elif regs:
-            return self.fragment_loop(vars_, body, regs)
+            return self.fragment_loop(vars_, body, regs, exts)
         nt = self.plan.nthreads
         from tilelang.backend.cuda.ops.vector_copy import vector_width, emit_vector_copy
         form, eviction = copy_form(st), None
@@ -836,21 +837,36 @@ class KernelCodegen:
                 rem = f"(({rem}) / {ext})"
             else:
                 self.w(f"const {ct} {self.bind(vars_[k])} = ({rem}){scale}{off};")
+        waited = form is not None and form.kind == "cp_async_wait" and not self.async_copy
+        if waited:   # plan/copy_forms.py: all of this thread's copies in flight, then one wait
+            self.async_copy = True
         if V or eviction:
             emit_vector_copy(self, body, V or 1, vars_[-1], eviction)
         else:
             self.stmt(body, False)
         self.indent -= 1
         self.w("}")
+        if waited:
+            self.async_copy = False
+            self.w("tl::cp_async_commit();")
+            self.w("tl::cp_async_wait<0>();")
 
-    def fragment_loop(self, vars_, body, regs):
+    def fragment_loop(self, vars_, body, regs, exts=None):
         """A T.Parallel nest over register fragments (layout/fragment.py checked that
         it indexes them by its loop variables): each thread runs the slots it holds;
-        a 2-D nest follows the accumulator layout, a 1-D nest the row layout."""
+        a 2-D nest follows the accumulator layout, a 1-D nest the row layout. A 2-D nest
+        over a leading window of the accumulator (layout/fragment.py window_of) skips the
+        slots outside it."""
         lays = [self.placement(b).acc for b in regs]
         acc = [L for L in lays if isinstance(L, AccLayout)]
         L = acc[0] if acc else lays[0]
         lt = L.layout()
+        window = None
+        if acc and exts is not None and len(vars_) == 2:
+            from tilelang.backend.cuda.layout.fragment import window_of
+            window = window_of([E.const_int_value(e) for e in exts], L)
+            if window is not None and not any(window):
+                window = None
         shift = None
         if acc:   # a shifted window acc[i + c0, j + c1] (layout/fragment.py checked it)
             from tilelang.backend.cuda.layout.fragment import index_shift
@@ -862,7 +878,7 @@ class KernelCodegen:
                 shift = found[0]
         slot = self.names.fresh("tl_r")
         # sm_80: ptxas then trades a small spill for occupancy in some GEMMs; keep scalar stores
-        if acc and shift is None and len(vars_) == 2 and arch_number(self.target.arch) >= 90 and \
+        if acc and shift is None and window is None and len(vars_) == 2 and arch_number(self.target.arch) >= 90 and \
                 self._pair_store(vars_, body, regs, L, lt, slot):
             return
         self.w("#pragma unroll")
@@ -875,6 +891,9 @@ class KernelCodegen:
         if shift:
             i, j = self.names[vars_[0]], self.names[vars_[1]]
             self.w(f"if ({i} < 0 || {i} >= {L.M} || {j} < 0 || {j} >= {L.N}) continue;")
+        elif window:
+            bounds = [f"{self.names[v]} >= {self.expr(e)}" for v, e, w in zip(vars_, exts, window) if w]
+            self.w(f"if ({' || '.join(bounds)}) continue;")
         for b in regs:
             is_row = self.placement(b).kind == "row"
             self.acc_index[id(b)] = f"{lt}::row_slot({slot})" if acc and is_row else slot

@@ -181,6 +181,17 @@ class _Loop:
         return offs[0]
 
 
+def window_of(exts, L):
+    """The loop over the 2-D accumulator L covers rows [0, exts[0]) and columns [0, exts[1]):
+    (exts[0] < L.M, exts[1] < L.N) says which bound its slots are checked against, or None
+    when the extents are not a leading window of L. A window (`T.copy(acc_o[:valid_block_H,
+    :], O_shared)` of GQA decode: 4 of its 64 rows) runs each element on the thread that
+    holds it, as the whole tile does; without it the accumulator went to shared memory."""
+    if len(exts) != 2 or None in exts or not (0 < exts[0] <= L.M and 0 < exts[1] <= L.N):
+        return None
+    return exts[0] < L.M, exts[1] < L.N
+
+
 def index_shift(ix, vars_):
     """(c0, c1) when the 2-D index ix is (vars_[0] + c0, vars_[1] + c1) with c0, c1 free
     of vars_ (constants, or outer loop variables as in `acc[i + s * 32, j]`), else None."""
@@ -437,7 +448,7 @@ def _validate(lay, loops, reduces, gemms, gemm_cfgs, frags):
         ok = lp.zero and len(accs) <= 1 and len(rows) <= 1
         if ok and accs:
             (L,) = accs
-            ok = lp.exts == [L.M, L.N] and all(lp.indexed_by(f, 2) for f in regs if lay[f] == L) and \
+            ok = window_of(lp.exts, L) is not None and all(lp.indexed_by(f, 2) for f in regs if lay[f] == L) and \
                 all(lay[f] == L.row_layout() and lp.indexed_by(f, 1) for f in regs if lay[f] != L)
             if not ok and lp.exts == [L.M, L.N] and all(lay[f] == L for f in regs) and lp.guarded:
                 # `X[i, j] = acc[i + c0, j + c1]` (a shifted window of the accumulator):

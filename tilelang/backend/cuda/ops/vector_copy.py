@@ -14,10 +14,13 @@ from tilelang.backend.cuda.ops.vector_access import (VEC_TYPES, vec_type, global
 
 
 def match_copy(body):
-    """(guard cond | None, dst BufferStore, src BufferLoad, select cond | None) or None."""
+    """(guard cond | None, dst BufferStore, src BufferLoad, select cond | None) or None.
+    Nested guards (a user's row check around the bounds check: varlen attention's output
+    store) are one guard, their conjunction."""
     guard = None
-    if isinstance(body, S.IfThenElse) and body.else_body is None:
-        guard, body = body.cond, body.then_body
+    while isinstance(body, S.IfThenElse) and body.else_body is None:
+        guard = body.cond if guard is None else E.binop("&&", guard, body.cond)
+        body = body.then_body
     if not isinstance(body, S.BufferStore):
         return None
     val, sel = body.value, None

@@ -119,10 +119,12 @@ def wgmma_config(op, arch, nthreads):
     # warpgroups stack along M (one 64-row slab each); a block tile of fewer rows than
     # that splits N among the warpgroups of each slab instead (MLA decode: 64 rows, 2
     # warpgroups of m64 x N/2); one of more rows gives each warpgroup several slabs
-    # (128 rows, 128 threads: the block-sparse GEMM example), A then read K-major from
-    # shared memory with its rows in slab_row order
+    # (128 rows, 128 threads: the block-sparse GEMM example, FlashAttention's published
+    # 128 x 128 tile on 128 threads), A then read K-major from shared memory with its
+    # rows in slab_row order, or from registers: slab s from the registers of the
+    # fragment's s-th 16-row tile, the rows its accumulator gets
     slabs = M // (64 * nwg) if M % (64 * nwg) == 0 and M > 64 * nwg else 1
-    if slabs > 1 and (a_regs or op.trans_A):
+    if slabs > 1 and op.trans_A:
         return None
     if slabs == 1 and (M % 64 or M > 64 * nwg or nwg % (M // 64) or N % (nwg // (M // 64))):
         return None

@@ -10,15 +10,16 @@ from tilelang.ir import stmt as S
 COPY_FORM = "copy_form"
 
 _TITLES = {"tma_load": "TMA load", "tma_store": "TMA store", "tma_ring": "TMA ring (pipelined)",
-           "cp_async": "cp.async", "vector": "vector", "scalar": "scalar", "registers": "registers",
+           "cp_async": "cp.async", "cp_async_wait": "cp.async + wait", "vector": "vector", "scalar": "scalar",
+           "registers": "registers",
            "per_thread": "per-thread"}
 
 
 @dataclass(frozen=True)
 class CopyForm:
     kind: str                  # a key of _TITLES
-    width: int | None = None   # elements per instruction (cp_async, vector)
-    nbytes: int | None = None  # bytes per instruction (cp_async, vector)
+    width: int | None = None   # elements per instruction (cp_async, cp_async_wait, vector)
+    nbytes: int | None = None  # bytes per instruction (cp_async, cp_async_wait, vector)
     eviction: str | None = None   # "evict_first" ...: the L2 hint of its global accesses
     why: str = ""              # for a scalar form: why no vector form holds
 

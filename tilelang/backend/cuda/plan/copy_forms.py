@@ -10,6 +10,13 @@ printed with the nest in the IR text and so in the lower trace):
 - `TMA ring`: a copy of a T.Pipelined loop fed by bulk tensor copies (ops/tma.py,
   ops/tma_pipeline.py);
 - `cp.async xV`: a pipelined copy issued asynchronously, V elements per instruction;
+- `cp.async + wait xV`: a copy of a tile from global to shared memory outside a
+  pipeline, 16-byte vectors, more per thread than the printer unrolls (sm_80+): every
+  thread issues all its cp.async, then waits for them once (ops/cp_async.py). As loads and stores, ptxas kept
+  four loads in flight and waited for them before the next four: FlashAttention's
+  128 x 128 K/V tiles of a `num_stages=1` loop took four dependent round trips to memory
+  each (`example_mha_fwd_bshd`). Not in a cp.async pipeline's body, whose groups the
+  wait would drain;
 - `vector xV`: V elements per load and store (ops/vector_copy.py);
 - `scalar`: one element per access, with the reason no vector form holds;
 - `registers`: a copy to or from a register fragment, laid out by its layout;
@@ -91,6 +98,7 @@ class _Chooser:
     def __init__(self, k: _Kernel):
         self.k = k
         self.forms = {}   # id(nest) -> CopyForm
+        self.in_cp_async_loop = False   # visiting the body of a pipelined loop fed by cp.async
 
     # walking as the code generator does (emit/kernel.py: which statements run at block level)
     def visit(self, st, block):
@@ -164,8 +172,30 @@ class _Chooser:
                     return self._with_eviction(st, CopyForm("tma_store"))
                 if tma_load_sync.match(k, st) is not None:
                     return self._with_eviction(st, CopyForm("tma_load"))
-            return self._with_eviction(st, self.vector(st, cp_async=False))
+            return self._with_eviction(st, self._waited(st, self.vector(st, cp_async=False)))
         self.record(st, choose)
+
+    def _waited(self, st, form):
+        """The vector form of a global -> shared tile copy as cp.async + wait, when that
+        keeps more loads in flight (module docstring)."""
+        k = self.k
+        if form.kind != "vector" or form.nbytes != 16 or self.in_cp_async_loop or \
+                arch_number(k.target.arch) < 80 or _args(st).get("coalesced_width") is not None or \
+                _args(st).get("eviction_policy") is not None:
+            return form
+        from tilelang.backend.cuda.ops.vector_copy import match_copy, without_assumes
+        vars_, mins, exts, body = parallel_nest(st)
+        m = match_copy(without_assumes(body))
+        if m is None or m[2].buffer.scope != "global" or getattr(k.placement(m[1].buffer), "kind", None) != "smem":
+            return form
+        n = 1
+        for e in exts:
+            n *= E.const_int_value(e) or 0
+        # the printer unrolls up to 8 vectors a thread of an exact split, 4 of another
+        # (emit/kernel.py cooperative): their loads are all in flight already
+        vectors, nt = n // form.width, k.plan.nthreads
+        unrolled = 8 if vectors % nt == 0 else 4
+        return CopyForm("cp_async_wait", form.width, form.nbytes) if vectors > unrolled * nt else form
 
     def pipelined(self, loop, info):
         from tilelang.backend.cuda.ops.tma_pipeline import tma_copies, ring_mode
@@ -184,8 +214,10 @@ class _Chooser:
         for c in info.copies:
             self.record(c, (lambda: CopyForm("tma_ring")) if use_tma else
                         (lambda c=c: self._with_eviction(c, self.vector(c, cp_async=True))))
+        saved, self.in_cp_async_loop = self.in_cp_async_loop, self.in_cp_async_loop or not use_tma
         for s in info.rest:
             self.visit(s, True)
+        self.in_cp_async_loop = saved
 
     def vector(self, st, cp_async):
         """The vector (or cp.async) form of a cooperative copy nest, or the scalar one."""

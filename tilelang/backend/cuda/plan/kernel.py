@@ -603,6 +603,23 @@ def _mma_reads_swizzled(cfg, r, gemms, plan):
         not any(h.A.buffer is buf and getattr(plan.gemms.get(id(h)), "slabs", 1) > 1 for h in gemms)
 
 
+_SLAB_CHAIN_REGS = 192   # accumulator registers per thread that leave room for the rest (of 255)
+
+
+def _accumulator_regs(gemms, plan):
+    """Registers per thread of the register accumulators of the kernel's gemms (each once)."""
+    seen, total = set(), 0
+    for h in gemms:
+        c = h.C.buffer
+        n = 1
+        for d in c.shape:
+            n *= E.const_int_value(d) or 0
+        if c.scope == "local.fragment" and id(c) not in seen:
+            seen.add(id(c))
+            total += n * c.dtype.bits // 32 // max(plan.threads_of(h), 1)
+    return total
+
+
 def _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_wgmma, pinned):
     """One round of _gemm_configs: (swizzled buffer ids, the gemms left to the SIMT
     loop only because an operand has wgmma's swizzle). `pinned`: {id(buf): SharedLayout}
@@ -618,11 +635,15 @@ def _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_
             cfg = None if g.trans_A or not swizzle_ok(g.A.buffer) or cfg.K % 64 else \
                 dataclasses.replace(cfg, a_regs=False)
         if cfg is not None and cfg.slabs > 1 and (
-                sum(id(g.A.buffer) in (id(h.A.buffer), id(h.B.buffer)) for h in gemms) > 1 or
-                any(h.A.buffer.scope == "local.fragment" for h in gemms)):
+                not cfg.a_regs and sum(id(g.A.buffer) in (id(h.A.buffer), id(h.B.buffer)) for h in gemms) > 1 or
+                any(h.A.buffer.scope == "local.fragment" for h in gemms) and
+                _accumulator_regs(gemms, plan) > _SLAB_CHAIN_REGS):
             # A's rows are stored in this gemm's slab order: no other gemm may read it; and
-            # not in attention-like chains (a register A next to it), where mma.sync kept
-            # fewer registers live (FlashAttention d128, 128 rows, 128 threads: 6 spills, 42 with slabs)
+            # in attention-like chains (a register A next to it) only while the accumulators
+            # leave registers for the rest: wgmma keeps each whole accumulator live where
+            # mma.sync lets ptxas spill parts (FlashAttention d128, 128 x 128 tile, 128
+            # threads: 256 accumulator registers, 70 spills with mma.sync, 260 with slabs;
+            # its 128 x 64 tile: 192, no spills with slabs, 9 with mma.sync)
             cfg = None
         if cfg is not None:
             for_wgmma.add(id(g.B.buffer))

@@ -81,10 +81,28 @@ def _writes_in(root):
     return counts
 
 
-def _only_loads_of(nest, src):
+def _only_loads_of(nest, src, invariant=frozenset()):
+    """The nest reads `src` and, in its indices, only the block-uniform scalars of
+    `invariant` (ids of local.var buffers the loop does not write: varlen attention's
+    `kv_start_idx`, read from cu_seqlens before the loop), which a copy issued
+    iterations ahead reads with the same value."""
     bad = []
-    walk(nest, lambda n: bad.append(n) if isinstance(n, E.BufferLoad) and n.buffer is not src else None)
+    walk(nest, lambda n: bad.append(n) if isinstance(n, E.BufferLoad) and n.buffer is not src and
+         id(n.buffer) not in invariant else None)
     return not bad
+
+
+def _invariant_scalars(loop, plan, writes_in_loop):
+    """ids of the local.var scalars the loop body reads but never writes, whose values
+    are the same in every thread (plan.depends: not thread-dependent)."""
+    out = set()
+
+    def f(n):
+        if isinstance(n, E.BufferLoad) and n.buffer.scope == "local.var" and \
+                not writes_in_loop.get(id(n.buffer)) and not plan.depends(n):
+            out.add(id(n.buffer))
+    walk(loop.body, f)
+    return out
 
 
 def find_pipelines(launch, plan, arch, vector_width, max_stages=None):
@@ -113,9 +131,10 @@ def find_pipelines(launch, plan, arch, vector_width, max_stages=None):
         info = PipelineInfo(stages, spec=spec, guard=guard)
         sched = _scheduled(stmts, spec, info.notes)   # body index -> index in order/stage
         seen = []   # statements before the current one
+        invariant = _invariant_scalars(loop, plan, _writes_in(loop.body))
         for k, st in enumerate(stmts):
             ahead = k not in sched or spec.stage[sched[k]] < max(spec.stage)
-            if ahead and _is_async_copy(st, plan, writes, aliased, seen, vector_width):
+            if ahead and _is_async_copy(st, plan, writes, aliased, seen, vector_width, invariant):
                 vars_, mins, exts, inner = parallel_nest(st)
                 info.copies.append(st)
                 info.bufs.append(inner.buffer)
@@ -167,7 +186,7 @@ def _note_schedule(info, stmts, sched):
                           "copies are grouped per iteration")
 
 
-def _is_async_copy(st, plan, writes, aliased, seen, vector_width):
+def _is_async_copy(st, plan, writes, aliased, seen, vector_width, invariant=frozenset()):
     from tilelang.backend.cuda.ops.vector_copy import match_copy
     if not (isinstance(st, S.For) and st.kind == S.PARALLEL):
         return False
@@ -184,7 +203,7 @@ def _is_async_copy(st, plan, writes, aliased, seen, vector_width):
         return False
     if any(plan.depends(e) for e in exts + mins):
         return False
-    if not _only_loads_of(inner, src):
+    if not _only_loads_of(inner, src, invariant):
         return False
     for prev in seen:
         r, w = accesses(prev)

@@ -103,39 +103,46 @@ template <class T> TL_DEVICE unsigned pack_bits2(T lo, T hi) {
   return (unsigned)l | ((unsigned)h << 16);
 }
 
-// A from registers: `a` holds this thread's M x K fragment in MmaAccLayout<M, K, 4 wg, 1>.
+// A from registers: `a` holds this thread's M x K fragment in MmaAccLayout<M, K, 4 wg / S, 1>.
 // Issue and commit one group without waiting (the caller waits before it touches `a`
 // or `acc` again; ptxas keeps the A registers the group reads intact until then).
 // The A registers are all packed before the fence: packing inside the loop let ptxas
 // place the packs between the wgmmas, and it then put a warpgroup.arrive (C7519)
-// before every one of them.
-template <int M, int N, int K, bool TB, class T>
+// before every one of them. S > 1 slabs per warpgroup: slab s multiplies the fragment's
+// s-th 16-row tile of each warp (registers s * K / 2 ..) into acc + s * N / 2, the rows
+// MmaAccLayout gives both (A and the accumulator share the warp grid).
+template <int M, int N, int K, bool TB, class T, int S = 1>
 TL_DEVICE void wgmma_rs_issue(T* a, const T* B, float* acc, int /*tid: registers say it all*/ = 0) {
-  unsigned ar[K / 16][4];
+  unsigned ar[S][K / 16][4];
 #pragma unroll
-  for (int s = 0; s < K / 16; ++s) {
+  for (int m = 0; m < S; ++m) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      ar[s][j] = pack_bits2(a[s * 8 + 2 * j], a[s * 8 + 2 * j + 1]);
-      asm volatile("" : "+r"(ar[s][j])::"memory");
+    for (int s = 0; s < K / 16; ++s) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        ar[m][s][j] = pack_bits2(a[m * (K / 2) + s * 8 + 2 * j], a[m * (K / 2) + s * 8 + 2 * j + 1]);
+        asm volatile("" : "+r"(ar[m][s][j])::"memory");
+      }
     }
   }
   const unsigned long long db0 = wgmma_desc(B, TB ? 16 : K * 128, 1024);
-  fence_regs<N / 2>(acc);
+  fence_regs<S * N / 2>(acc);
   wgmma_fence();
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 16) {
     const int ob = TB ? (k0 >> 6) * (N * 64) + (k0 & 63) : k0 * 64;
-    WgmmaRS<N, T, TB ? 1 : 0>::run(acc, ar[k0 >> 4], desc_advance(db0, ob * (int)sizeof(T)));
+#pragma unroll
+    for (int m = 0; m < S; ++m)
+      WgmmaRS<N, T, TB ? 1 : 0>::run(acc + m * (N / 2), ar[m][k0 >> 4], desc_advance(db0, ob * (int)sizeof(T)));
   }
   wgmma_commit();
 }
 
-template <int M, int N, int K, bool TB, class T>
+template <int M, int N, int K, bool TB, class T, int S = 1>
 TL_DEVICE void wgmma_gemm_rs(T* a, const T* B, float* acc, int tid = 0) {
-  wgmma_rs_issue<M, N, K, TB, T>(a, B, acc, tid);
+  wgmma_rs_issue<M, N, K, TB, T, S>(a, B, acc, tid);
   wgmma_wait<0>();
-  fence_regs<N / 2>(acc);
+  fence_regs<S * N / 2>(acc);
 }
 
 }  // namespace tl
