@@ -20,7 +20,8 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.backend.cuda.emit.expr import ctype, cast_str
 from tilelang.backend.cuda.layout.tile import ThreadTile, TileRows, TileCols, Scalar
-from tilelang.backend.cuda.ops.vector_access import vec_type, _has, _mult_except, _cond_ok, consecutive
+from tilelang.backend.cuda.ops.vector_access import vec_type, _has, _mult_except, _cond_ok, consecutive, \
+    swizzled_vector_ok
 
 
 def emit_tile_loop(cg, vars_, mins, exts, body, regs):
@@ -298,20 +299,24 @@ def _vector_copy(cg, body, jv, V, lays):
         return None
     mem = val if reg[0] is body else body
     p = cg.placement(mem.buffer)
-    if mem.buffer.dtype.bits < 8 or (p is not None and (p.kind != "smem" or p.swizzle)):
+    if mem.buffer.dtype.bits < 8 or (p is not None and p.kind != "smem"):
         return None
     if mem.buffer.scope not in ("global", "shared", "shared.dyn", "local.fragment"):
         return None
     if V * mem.buffer.dtype.itemsize < 2 or (V * mem.buffer.dtype.itemsize > 16 and
                                               V * mem.buffer.dtype.itemsize % 16):
         return None
-    strides = cg.strides(mem.buffer)
-    if E.const_int_value(strides[-1]) != 1 or any(_has(i, jv) for i in mem.indices[:-1]):
-        return None
-    if any(E.const_int_value(s) is None or E.const_int_value(s) % V for s in strides[:-1]):
-        return None
-    if not consecutive(mem.indices[-1], jv, V):
-        return None
+    if p is not None and p.swizzle:     # a tl::sw* tile: vectors inside its 16-byte chunks
+        if not swizzled_vector_ok(mem.indices, jv, V):
+            return None
+    else:
+        strides = cg.strides(mem.buffer)
+        if E.const_int_value(strides[-1]) != 1 or any(_has(i, jv) for i in mem.indices[:-1]):
+            return None
+        if any(E.const_int_value(s) is None or E.const_int_value(s) % V for s in strides[:-1]):
+            return None
+        if not consecutive(mem.indices[-1], jv, V):
+            return None
     if not all(c is None or _cond_ok(c, jv, V) for c in (guard, sel)):
         return None
     if sel is not None and mem is body:
