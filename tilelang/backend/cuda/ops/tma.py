@@ -41,6 +41,11 @@ class TmaCopy:
     fixed: dict = None   # source dimension -> its index, for the dimensions besides those two
     width: int = 64      # columns of one box: the tile's swizzle strip (sw128: 64, sw64: 32, sw32: 16)
     row_slabs: int = 1   # the tile's rows are stored in tl::slab_row<row_slabs> order: boxes of 16 rows
+    atom_bytes: int = 0  # bytes of one swizzle-atom row; 0: width 16-bit elements (our tl::sw* tiles)
+
+    @property
+    def swizzle_bytes(self):
+        return self.atom_bytes or self.width * 2
 
     @property
     def box_rows(self):
@@ -61,7 +66,7 @@ class TmaCopy:
     @property
     def swizzle_code(self):
         """CUtensorMapSwizzle of the box: 128B (3), 64B (2), 32B (1)."""
-        return {64: 3, 32: 2, 16: 1}[self.width]
+        return {128: 3, 64: 2, 32: 1}[self.swizzle_bytes]
 
     def coords(self, row0, col0):
         """Every source dimension's index for a box at (row0, col0), innermost first
@@ -87,6 +92,22 @@ def _is_bound(atom, idx, dim):
 
 
 
+def tile_swizzle_bytes(pd, dst):
+    """Bytes of one swizzle-atom row of shared tile `dst` as a TMA box writes it, or 0:
+    our tl::sw128 / sw64 / sw32 placements (16-bit tiles), or a user's annotated layout
+    (`make_swizzled_layout`, e.g. the packed uint8 tile of a dequantizing GEMM) that is
+    exactly a TMA swizzle, strip by strip (layout/swizzle.py `is_tma_wgmma_compatible`)."""
+    if pd.swizzle:
+        return pd.swizzle if dst.dtype.bits == 16 else 0
+    if pd.layout is None or pd.row_slabs != 1 or dst.dtype.bits not in (8, 16):
+        return 0
+    from tilelang.layout.swizzle import detect_swizzle_mode, is_tma_wgmma_compatible
+    mode = detect_swizzle_mode(pd.layout, dst)
+    if mode.is_none() or not is_tma_wgmma_compatible(pd.layout, dst):
+        return 0
+    return mode.value
+
+
 def match_tma(st, plan, param_ids):
     """A TmaCopy for the T.Parallel copy nest `st`, or None (cp.async then)."""
     from tilelang.backend.cuda.ops.vector_copy import match_copy
@@ -97,16 +118,19 @@ def match_tma(st, plan, param_ids):
     guard, store, load, sel = m
     dst, src = store.buffer, load.buffer
     pd = plan.placements.get(id(dst))
-    if guard is not None or pd is None or not pd.swizzle or dst.ndim != 2 or not 2 <= src.ndim <= 5:
+    if guard is not None or pd is None or dst.ndim != 2 or not 2 <= src.ndim <= 5:
         return None
-    if id(src) not in param_ids or src.dtype.bits != 16 or getattr(src, "strides", None) is not None:
+    if id(src) not in param_ids or src.dtype.bits not in (8, 16) or getattr(src, "strides", None) is not None:
+        return None
+    sw = tile_swizzle_bytes(pd, dst)
+    if not sw:
         return None
     # every stride (the product of the later dimensions) a constant multiple of 16 bytes
     inner = [E.const_int_value(d) for d in src.shape[1:]]
     if None in inner or any(x <= 0 for x in inner) or (inner[-1] * src.dtype.itemsize) % 16:
         return None
     R, C = (E.const_int_value(d) for d in dst.shape)
-    width = pd.swizzle // dst.dtype.itemsize   # one box per swizzle strip
+    width = sw // dst.dtype.itemsize   # one box per swizzle strip
     if R is None or C is None or R > 256 or R % 8 or C % width or R % (16 * pd.row_slabs):
         return None
     if [E.const_int_value(e) for e in exts] != [R, C] or not all(E.const_int_value(x) == 0 for x in mins):
@@ -148,7 +172,7 @@ def match_tma(st, plan, param_ids):
             if not any(_is_bound(atom, load.indices[d], src.shape[d]) for d in range(n)):
                 return None
     return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize, row_dim, fixed or None, width,
-                   pd.row_slabs)
+                   pd.row_slabs, sw)
 
 
 @dataclass
@@ -225,7 +249,7 @@ def plan_multicast(launch, loop, tmas, enabled):
             continue
         shared, halves = [], {}
         for t in tmas:
-            if t.fixed or t.width != 64 or t.row_slabs > 1:   # the halves are written for 2-D sw128 tiles
+            if t.fixed or t.swizzle_bytes != 128 or t.width != 64 or t.row_slabs > 1:   # written for 2-D sw128 tiles
                 continue
             vs = collect_vars(t.row0) + collect_vars(t.col0)
             if _has_load(t.row0) or _has_load(t.col0) or any(id(v) in inner or v is bv for v in vs):
