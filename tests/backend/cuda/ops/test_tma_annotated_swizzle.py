@@ -1,8 +1,9 @@
-"""ops/tma.py `tile_swizzle_bytes`: a shared tile whose user-annotated layout
-(`make_swizzled_layout`) is exactly a TMA swizzle takes bulk tensor copies, 8-bit tiles
-included: the packed uint8 tile of a dequantizing GEMM (the published bf16 mxfp4 / fp4
-Hopper examples: 64-byte rows, the 64B swizzle) no longer sends the whole pipelined loop,
-its bf16 A tile too, back to cp.async (16 cp.async per thread and iteration there)."""
+"""ops/tma.py `tile_swizzle_bytes`, `plain_row_bytes`: a shared tile whose user-annotated
+layout (`make_swizzled_layout`) is exactly a TMA swizzle takes bulk tensor copies, 8-bit
+tiles included, and so does a row-major uint8 tile (one unswizzled box): the packed tile of a
+dequantizing GEMM (the published bf16 mxfp4 Hopper example: 64-byte rows, the 64B swizzle;
+bf16 fp4: row-major) no longer sends the whole pipelined loop, its bf16 A tile too, back to
+cp.async (16 cp.async per thread and iteration there)."""
 import pytest
 
 import tilelang
@@ -60,8 +61,21 @@ def test_pipelined_loop_with_a_swizzled_uint8_tile_runs_on_the_tma_ring():
     B = getattr(B, "buffer", B)
     spec = tensor_map_spec(TmaCopy(B, None, 128, 64, 0, 0, 8192, width=64, atom_bytes=64), [B], {})
     assert spec["elem_bytes"] == 1 and spec["box"] == [64, 128] and spec["swizzle"] == 2, spec
-    # without the annotation the tile is row-major: the loop keeps cp.async
-    assert "cp_async" in build(dequant_gemm(swizzle=False)).source
+    # without the annotation the uint8 tile is row-major: one unswizzled box per tile
+    plain = build(dequant_gemm(swizzle=False)).source
+    assert "tl::tma_load_2d(B_shared" in plain and "cp_async" not in plain, plain
+    spec = tensor_map_spec(TmaCopy(B, None, 128, 64, 0, 0, 8192, width=64, atom_bytes=64, plain=True), [B], {})
+    assert spec["swizzle"] == 0, spec
+
+
+def test_plain_rows_take_one_unswizzled_box():
+    from tilelang.backend.cuda.ops.tma import plain_row_bytes
+    from tilelang.backend.cuda.plan.kernel import Placement
+    from tilelang.ir.buffer import Buffer
+    b = Buffer("B_shared", [128, 64], "uint8", scope="shared.dyn")
+    assert plain_row_bytes(Placement("smem", strides=[64, 1]), b) == 64
+    assert plain_row_bytes(Placement("smem", strides=[72, 1]), b) == 0       # padded rows
+    assert plain_row_bytes(Placement("smem", strides=[8, 1]), Buffer("t", [128, 8], "uint8", scope="shared")) == 0
 
 
 @needs_sass

@@ -42,6 +42,7 @@ class TmaCopy:
     width: int = 64      # columns of one box: the tile's swizzle strip (sw128: 64, sw64: 32, sw32: 16)
     row_slabs: int = 1   # the tile's rows are stored in tl::slab_row<row_slabs> order: boxes of 16 rows
     atom_bytes: int = 0  # bytes of one swizzle-atom row; 0: width 16-bit elements (our tl::sw* tiles)
+    plain: bool = False  # a row-major tile, one box per row run, no swizzle
 
     @property
     def swizzle_bytes(self):
@@ -65,8 +66,8 @@ class TmaCopy:
 
     @property
     def swizzle_code(self):
-        """CUtensorMapSwizzle of the box: 128B (3), 64B (2), 32B (1)."""
-        return {128: 3, 64: 2, 32: 1}[self.swizzle_bytes]
+        """CUtensorMapSwizzle of the box: 128B (3), 64B (2), 32B (1), none (0)."""
+        return 0 if self.plain else {128: 3, 64: 2, 32: 1}[self.swizzle_bytes]
 
     def coords(self, row0, col0):
         """Every source dimension's index for a box at (row0, col0), innermost first
@@ -108,6 +109,19 @@ def tile_swizzle_bytes(pd, dst):
     return mode.value
 
 
+def plain_row_bytes(pd, dst):
+    """Bytes of a row of shared tile `dst` stored row-major without padding, where one
+    unswizzled TMA box (rows of 16-byte multiples, at most 256 elements) writes it
+    exactly (the packed uint8 tile of a dequantizing GEMM without a layout); else 0."""
+    if pd.swizzle or pd.layout is not None or pd.row_slabs != 1 or pd.strides is None or dst.ndim != 2:
+        return 0
+    C = E.const_int_value(dst.shape[1])
+    if C is None or C > 256 or [E.const_int_value(x) for x in pd.strides] != [C, 1]:
+        return 0
+    nbytes = C * dst.dtype.itemsize
+    return nbytes if nbytes % 16 == 0 else 0
+
+
 def match_tma(st, plan, param_ids):
     """A TmaCopy for the T.Parallel copy nest `st`, or None (cp.async then)."""
     from tilelang.backend.cuda.ops.vector_copy import match_copy
@@ -123,6 +137,9 @@ def match_tma(st, plan, param_ids):
     if id(src) not in param_ids or src.dtype.bits not in (8, 16) or getattr(src, "strides", None) is not None:
         return None
     sw = tile_swizzle_bytes(pd, dst)
+    plain = not sw and dst.dtype.bits == 8 and plain_row_bytes(pd, dst)
+    if plain:       # one box per row: its columns are the whole row
+        sw = plain
     if not sw:
         return None
     # every stride (the product of the later dimensions) a constant multiple of 16 bytes
@@ -172,7 +189,7 @@ def match_tma(st, plan, param_ids):
             if not any(_is_bound(atom, load.indices[d], src.shape[d]) for d in range(n)):
                 return None
     return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize, row_dim, fixed or None, width,
-                   pd.row_slabs, sw)
+                   pd.row_slabs, sw, bool(plain))
 
 
 @dataclass
@@ -249,7 +266,7 @@ def plan_multicast(launch, loop, tmas, enabled):
             continue
         shared, halves = [], {}
         for t in tmas:
-            if t.fixed or t.swizzle_bytes != 128 or t.width != 64 or t.row_slabs > 1:   # written for 2-D sw128 tiles
+            if t.fixed or t.plain or t.swizzle_bytes != 128 or t.width != 64 or t.row_slabs > 1:   # 2-D sw128 tiles
                 continue
             vs = collect_vars(t.row0) + collect_vars(t.col0)
             if _has_load(t.row0) or _has_load(t.col0) or any(id(v) in inner or v is bv for v in vs):
