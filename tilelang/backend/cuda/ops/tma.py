@@ -5,7 +5,10 @@ of a whole 2-D shared tile in the `tl::sw128` layout from a contiguous 16-bit gl
 kernel parameter whose strides are compile-time multiples of 16 bytes becomes
 `C / 64` bulk tensor copies of R x 64 boxes, issued by one thread,
 completing on an mbarrier (`include/tl_cuda/tma.h`); a tile in `tl::sw64` / `sw32` (a
-32- or 16-wide K tile of wgmma) takes boxes 32 / 16 columns wide. The host encodes one tensor
+32- or 16-wide K tile of wgmma) takes boxes 32 / 16 columns wide; a tile whose annotated layout
+is exactly one of the hardware swizzles (8- or 16-bit) takes boxes one atom row wide, and a
+row-major 8-bit tile one unswizzled box (`tile_swizzle_bytes`, `plain_row_bytes`: the packed
+operand of a dequantizing GEMM). The host encodes one tensor
 map (`CU_TENSOR_MAP_SWIZZLE_128B` (64B, 32B), whose shared layout is exactly sw128's) per copy
 in the launcher (runtime.py) and passes it as a `const __grid_constant__`
 parameter. Boxes that run past the tensor's edge are zero-filled by the hardware,
