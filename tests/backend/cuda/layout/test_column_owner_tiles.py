@@ -69,9 +69,10 @@ def test_rows_of_its_own_choosing_make_a_column_owner_tile(capsys, monkeypatch):
 
 
 @needs_nvrtc
-def test_columns_the_threads_cannot_own_fall_back_to_shared(capsys, monkeypatch):
-    # 200 columns over 128 threads: no whole-column split
-    _, rep = _report(mix_rows(h=400, h_blk=200), capsys, monkeypatch)
+@pytest.mark.parametrize("h,h_blk", [(400, 200),    # 200 columns over 128 threads: no whole-column split
+                                     (256, 128)])   # one bf16 column per thread: 2-byte accesses
+def test_columns_the_threads_cannot_own_fall_back_to_shared(capsys, monkeypatch, h, h_blk):
+    _, rep = _report(mix_rows(h=h, h_blk=h_blk), capsys, monkeypatch)
     assert "shared" in rep["b_local"] and "whole columns" in rep["b_local"], rep
 
 

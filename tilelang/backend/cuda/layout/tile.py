@@ -420,9 +420,9 @@ def _solve(frags, live, cls, reduces, scalar_ok, T, loops):
     tiles = {}
     for mn, item in narrow.items():
         users = [f for f, r in role.items() if r[1] == mn]
-        if mn in owned:     # whole columns per thread: N / T of them
-            V = mn[1] // T if mn[1] % T == 0 else 0
-            if not V or not ThreadTile.fits(mn[0], mn[1], T, V):
+        if mn in owned:     # whole columns per thread: N / T of them, at least 4 bytes of the
+            V = mn[1] // T if mn[1] % T == 0 else 0    # narrowest element (no 1- or 2-byte accesses)
+            if V * item < 4 or not ThreadTile.fits(mn[0], mn[1], T, V):
                 return sorted(owned[mn]), f"rows of its own choosing in a {mn[0]} x {mn[1]} tile that " \
                     f"{T} threads cannot hold by whole columns"
             tiles[mn] = L = ThreadTile(mn[0], mn[1], T, V)
