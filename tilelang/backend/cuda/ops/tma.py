@@ -6,7 +6,7 @@ kernel parameter whose strides are compile-time multiples of 16 bytes becomes
 `C / 64` bulk tensor copies of R x 64 boxes, issued by one thread,
 completing on an mbarrier (`include/tl_cuda/tma.h`); a tile in `tl::sw64` / `sw32` (a
 32- or 16-wide K tile of wgmma) takes boxes 32 / 16 columns wide; a tile whose annotated layout
-is exactly one of the hardware swizzles (8- or 16-bit) takes boxes one atom row wide, and a
+is exactly one of the hardware swizzles (8-bit tiles for now) takes boxes one atom row wide, and a
 row-major 8-bit tile one unswizzled box (`tile_swizzle_bytes`, `plain_row_bytes`: the packed
 operand of a dequantizing GEMM). The host encodes one tensor
 map (`CU_TENSOR_MAP_SWIZZLE_128B` (64B, 32B), whose shared layout is exactly sw128's) per copy
@@ -103,7 +103,9 @@ def tile_swizzle_bytes(pd, dst):
     exactly a TMA swizzle, strip by strip (layout/swizzle.py `is_tma_wgmma_compatible`)."""
     if pd.swizzle:
         return pd.swizzle if dst.dtype.bits == 16 else 0
-    if pd.layout is None or pd.row_slabs != 1 or dst.dtype.bits not in (8, 16):
+    # (8-bit tiles only for now: the dequantizing GEMMs' packed operands; a kept 16-bit
+    # annotation, e.g. a half-bank swizzle, stays on cp.async until measured on the GPU)
+    if pd.layout is None or pd.row_slabs != 1 or dst.dtype.bits != 8:
         return 0
     from tilelang.layout.swizzle import detect_swizzle_mode, is_tma_wgmma_compatible
     mode = detect_swizzle_mode(pd.layout, dst)
