@@ -31,6 +31,23 @@ def test_provable_accesses_are_left_alone():
     assert "if " not in text and "if_then_else" not in text
 
 
+def test_a_dynamic_grid_extent_bounds_its_block_index():
+    """`T.Kernel(n) as i` over a dynamic n: row i of an (n, ...) tensor is in bounds (the
+    tile copies of DeepSeek mHC's pre block); a row past it (i + 1) is still guarded."""
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def f(A: T.Tensor((n, 64), "float32"), C: T.Tensor((n, 64), "float32")):
+        with T.Kernel(n) as i:
+            s = T.alloc_shared((64,), "float32")
+            T.copy(A[i, 0:64], s)
+            for j in T.Parallel(64):
+                C[i, j] = s[j] + A[i + 1, j]
+    text = _legal(f)
+    assert "i < n" not in text, text
+    assert "i + 1 < n" in text, text
+
+
 def test_the_users_own_guard_is_enough():
     @T.prim_func
     def f(A: T.Tensor((100,), "float32"), C: T.Tensor((100,), "float32")):

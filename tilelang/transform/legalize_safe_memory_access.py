@@ -119,7 +119,16 @@ class _Legalize(Mutator):
             b = bound(t, self.ranges)
             if b is not None:
                 self.ranges[id(v)] = (0, b[1] - 1)
+        # a symbolic grid extent (a dynamic dimension) bounds its block index all the same:
+        # `T.Kernel(num_tokens) as i` proves the `i < num_tokens` of every tile access at i
+        inside = None
+        for v, g in zip(n.block_vars, n.grid):
+            if E.const_int_value(g) is None:
+                c = E.binop("<", v, g)
+                inside = c if inside is None else E.binop("&&", inside, c)
         try:
+            if inside is not None:
+                return self.with_facts(inside, lambda: super(_Legalize, self).generic_visit(n))
             return super().generic_visit(n)
         finally:
             for v in list(n.block_vars) + list(n.thread_vars):
@@ -146,7 +155,8 @@ class _Legalize(Mutator):
         a block-level statement runs once (transform/broadcast_block_effects.py)."""
         terms = E.conjuncts(cond)
         threads = getattr(self, "thread_var_ids", set())
-        keep = [c for c in terms if not self.proven(c) or any(id(v) in threads for v in collect_vars(c))]
+        keep = [c for c in terms if not (self.proven(c) or self.known(c))
+                or any(id(v) in threads for v in collect_vars(c))]
         if len(keep) == len(terms):
             return cond
         out = None

@@ -167,7 +167,8 @@ class KernelCodegen:
                 return f"{name}[0]"
             if id(buf) not in self.acc_index:
                 raise NotImplementedError(f"register fragment `{buf.name}` accessed outside its layout")
-            return f"{name}[{self.acc_index[id(buf)]}]"
+            slot = self.acc_index[id(buf)]
+            return f"{name}[{slot(idx) if callable(slot) else slot}]"   # callable: tile_loops._owned_slot
         if p is not None and p.kind == "var":   # a T.alloc_var: one scalar variable
             return name
         if p is not None and p.kind == "view" and self._laid_out(buf.alias_of):

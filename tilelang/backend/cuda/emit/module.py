@@ -130,6 +130,6 @@ def tensor_map_spec(t, bufs, env):
     box[n - 1] = t.width
     spec = {"buffer": bufs.index(t.src), "dims": [py_expr(E.convert(shape[d]), env) for d in range(n - 1, -1, -1)],
             "strides": strides, "box": box[::-1], "elem_bytes": es}
-    if t.swizzle_bytes != 128:   # 64B / 32B swizzle (the launcher's default is 128B)
+    if t.plain or t.swizzle_bytes != 128:   # 64B / 32B / no swizzle (the launcher's default is 128B)
         spec["swizzle"] = t.swizzle_code
     return spec

@@ -19,8 +19,9 @@ from __future__ import annotations
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.backend.cuda.emit.expr import ctype, cast_str
-from tilelang.backend.cuda.layout.tile import ThreadTile, TileRows, TileCols, Scalar
-from tilelang.backend.cuda.ops.vector_access import vec_type, _has, _mult_except, _cond_ok, consecutive
+from tilelang.backend.cuda.layout.tile import ThreadTile, TileRows, TileCols, Scalar, column_owner
+from tilelang.backend.cuda.ops.vector_access import vec_type, _has, _mult_except, _cond_ok, consecutive, \
+    swizzled_vector_ok
 
 
 def emit_tile_loop(cg, vars_, mins, exts, body, regs):
@@ -94,16 +95,19 @@ def _chunk_loop(cg, L, mode, cv, body, regs, lays):
         cg.w(f"const int {cg.bind(cv[0])} = {f} / {L.N};")
     j0 = cg.names.fresh("tl_j0")
     cg.w(f"const int {j0} = {f} % {L.N};" if L.M > 1 else f"const int {j0} = {f};")
+    # fragments the body reads at rows of its own choosing (a column-owner tile)
+    free = {id(b) for b in regs if mode == "tile" and len(cv) == 2 and isinstance(lays[id(b)], ThreadTile)
+            and _free_rows(body, b, cv[0])}
     W, vec = L.V, None
-    while W >= 2 and vec is None:   # the widest vector that divides the chunk and the row stride
+    while W >= 2 and vec is None and not free:   # the widest vector that divides the chunk and the row stride
         vec = _vector_copy(cg, body, jv, W, lays)
         W = W if vec is not None else W // 2
     if vec is not None:
         for e0 in range(0, L.V, W):
             _emit_vector_copy(cg, vec, jv, j0 if e0 == 0 else f"({j0} + {e0})", c, L, W, e0)
-    elif _register_cast(body, L, lays) is not None:
+    elif not free and _register_cast(body, L, lays) is not None:
         _emit_register_cast(cg, body, jv, j0, c, L, mode, lays)
-    elif _atomic_width(cg, body, jv, L):
+    elif not free and _atomic_width(cg, body, jv, L):
         _emit_register_atomic(cg, body, jv, j0, c, L, mode, regs, lays, _atomic_width(cg, body, jv, L))
     else:
         e = cg.names.fresh("tl_e")
@@ -115,7 +119,9 @@ def _chunk_loop(cg, L, mode, cv, body, regs, lays):
         s = f"{c} * {L.V} + {e}"
         for b in regs:
             lay = lays[id(b)]
-            if not isinstance(lay, Scalar):
+            if id(b) in free:
+                cg.acc_index[id(b)] = _owned_slot(cg, b, lay, e)
+            elif not isinstance(lay, Scalar):
                 cg.acc_index[id(b)] = _slot(L, lay, s) if mode == "tile" else s
         cg.stmt(body, False)
         for b in regs:
@@ -127,6 +133,32 @@ def _chunk_loop(cg, L, mode, cv, body, regs, lays):
         cg.w("}")
     cg.indent -= 1
     cg.w("}")
+
+
+def _free_rows(body, buf, iv):
+    """Whether the body reads or writes `buf` at a row other than the loop's own `iv`."""
+    from tilelang.ir.visitor import walk
+    hit = []
+
+    def f(n):
+        if isinstance(n, (E.BufferLoad, S.BufferStore)) and n.buffer is buf:
+            rows = [i for i, d in zip(n.indices, buf.shape) if E.const_int_value(d) != 1]
+            if len(rows) == 2 and rows[0] is not iv:
+                hit.append(n)
+    walk(body, f)
+    return bool(hit)
+
+
+def _owned_slot(cg, buf, L, e):
+    """The register of buf[row, column] on the column's owner (layout/tile.py
+    `column_owner`: chunk c is row c): row * V + the column's lane e."""
+    if not (isinstance(L, ThreadTile) and column_owner(L)):
+        raise NotImplementedError(f"register tile `{buf.name}` read at another row without whole columns")
+
+    def slot(idx):
+        row = next(i for i, d in zip(idx, buf.shape) if E.const_int_value(d) != 1)
+        return f"({cg.expr(row)}) * {L.V} + {e}"
+    return slot
 
 
 def _register_cast(body, L, lays):
@@ -298,20 +330,24 @@ def _vector_copy(cg, body, jv, V, lays):
         return None
     mem = val if reg[0] is body else body
     p = cg.placement(mem.buffer)
-    if mem.buffer.dtype.bits < 8 or (p is not None and (p.kind != "smem" or p.swizzle)):
+    if mem.buffer.dtype.bits < 8 or (p is not None and p.kind != "smem"):
         return None
     if mem.buffer.scope not in ("global", "shared", "shared.dyn", "local.fragment"):
         return None
     if V * mem.buffer.dtype.itemsize < 2 or (V * mem.buffer.dtype.itemsize > 16 and
                                               V * mem.buffer.dtype.itemsize % 16):
         return None
-    strides = cg.strides(mem.buffer)
-    if E.const_int_value(strides[-1]) != 1 or any(_has(i, jv) for i in mem.indices[:-1]):
-        return None
-    if any(E.const_int_value(s) is None or E.const_int_value(s) % V for s in strides[:-1]):
-        return None
-    if not consecutive(mem.indices[-1], jv, V):
-        return None
+    if p is not None and p.swizzle:     # a tl::sw* tile: vectors inside its 16-byte chunks
+        if not swizzled_vector_ok(mem.indices, jv, V):
+            return None
+    else:
+        strides = cg.strides(mem.buffer)
+        if E.const_int_value(strides[-1]) != 1 or any(_has(i, jv) for i in mem.indices[:-1]):
+            return None
+        if any(E.const_int_value(s) is None or E.const_int_value(s) % V for s in strides[:-1]):
+            return None
+        if not consecutive(mem.indices[-1], jv, V):
+            return None
     if not all(c is None or _cond_ok(c, jv, V) for c in (guard, sel)):
         return None
     if sel is not None and mem is body:

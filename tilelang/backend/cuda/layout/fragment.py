@@ -386,8 +386,10 @@ def infer(launch, gemm_cfgs, depends, regions=None):
     one = {f for f, b in frags.items() if not canon_shape(b)}
     # the element-wise tiles assume the whole block; those of a thread range stay in shared memory
     in_range = {i for i, rs in touching.items() if any(r != regions.full for r in rs)}
+    # a loop that reads a gemm operand held in shared memory (an mma.sync A fragment, say) can
+    # still run over register tiles: only the register layouts of the gemms bind their groups
     lay.update(infer_tiles(frags, gemm_ids | set(bad) | in_range, loops, reduces, one, _nthreads(launch), mark,
-                           taint=gemm_ids & set(frags)))
+                           taint=set(lay) & set(frags)))
     out.layouts = lay
     for fid, b in frags.items():
         if fid in lay:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
-from tilelang.ir.visitor import walk
+from tilelang.ir.visitor import walk, collect_vars
 from tilelang.layout import Fragment, make_fully_replicated_layout_fragment
 
 def owner(layout, t, r):
@@ -182,6 +182,16 @@ class Scalar:
 TILE_LAYOUTS = (ThreadTile, TileRows, TileCols, Scalar)
 
 
+FREE = "*"   # CanonLoop access position of a row index that is no loop variable
+
+
+def column_owner(L):
+    """Whether thread t of tile L holds whole columns (the V columns t V .. t V + V - 1
+    of every row, chunk c being row c): then any row of a column the thread runs is in
+    its registers, at slot row * V + (column % V)."""
+    return L.T * L.V == L.N
+
+
 def canon_shape(buf):
     return [d for d in (E.const_int_value(x) for x in buf.shape) if d != 1]
 
@@ -219,9 +229,14 @@ class CanonLoop:
                 continue
             k = next((k for k, v in enumerate(self.vars) if i is v), None)
             if k is None:
+                # a row the iteration picks itself (`b[k, j]` under `for k in T.serial`):
+                # FREE, when the index reads none of the nest's variables
+                if not pos and len(self.vars) == 2 and not any(x is v for x in collect_vars(i) for v in self.vars):
+                    pos.append(FREE)
+                    continue
                 return None
             pos.append(k)
-        if pos != sorted(set(pos)):
+        if FREE not in pos and pos != sorted(set(pos)):
             return None
         return tuple(pos)
 
@@ -239,6 +254,10 @@ def _role(cl, fid, buf):
         return ("scalar", None)
     if len(cl.exts) == 2:
         m, n = cl.exts
+        if a == (FREE, 1):      # any row of the iteration's column: the column's owner holds them all
+            return ("tile", (m, n)) if cs == [m, n] else None
+        if FREE in a:
+            return None
         return {(0, 1): ("tile", (m, n)), (0,): ("rows", (m, n)), (1,): ("cols", (m, n))}[a]
     if len(cl.exts) == 1:
         return "any1"
@@ -304,6 +323,7 @@ def infer_tiles(frags, skip, loops, reduces, scalar_ok, nthreads, mark, taint=()
 def _solve(frags, live, cls, reduces, scalar_ok, T, loops):
     """{fid: layout}, or ([fids], reason) for fragments to send to shared memory."""
     role = {}
+    owned = {}      # tile shape -> fids some loop reads at rows of its own choosing
 
     def want(fid, r):
         r = _norm(r)
@@ -344,6 +364,8 @@ def _solve(frags, live, cls, reduces, scalar_ok, T, loops):
                 r = _role(cl, fid, frags[fid])
                 if r is None:
                     raise _Conflict([fid], "a T.Parallel loop that indexes it other than by its loop variables")
+                if cl.access.get(fid) == (FREE, 1):
+                    owned.setdefault(r[1], set()).add(fid)
                 if r != "any1":
                     want(fid, r)
         changed = True
@@ -397,11 +419,20 @@ def _solve(frags, live, cls, reduces, scalar_ok, T, loops):
             narrow.setdefault(r[1], frags[fid].dtype.itemsize)
     tiles = {}
     for mn, item in narrow.items():
+        users = [f for f, r in role.items() if r[1] == mn]
+        if mn in owned:     # whole columns per thread: N / T of them, at least 4 bytes of the
+            V = mn[1] // T if mn[1] % T == 0 else 0    # narrowest element (no 1- or 2-byte accesses)
+            if V * item < 4 or not ThreadTile.fits(mn[0], mn[1], T, V):
+                return sorted(owned[mn]), f"rows of its own choosing in a {mn[0]} x {mn[1]} tile that " \
+                    f"{T} threads cannot hold by whole columns"
+            tiles[mn] = L = ThreadTile(mn[0], mn[1], T, V)
+            if L.regs > MAX_TILE_REGS:
+                return users, f"{L.regs} registers per thread for a {mn[0]} x {mn[1]} tile"
+            continue
         V = max(1, 16 // max(1, item))
         while V > 1 and not ThreadTile.fits(mn[0], mn[1], T, V):
             V //= 2
         L = ThreadTile(mn[0], mn[1], T, V)
-        users = [f for f, r in role.items() if r[1] == mn]
         if not ThreadTile.fits(*mn, T, V):
             return users, f"a {mn[0]} x {mn[1]} tile that {T} threads cannot split evenly"
         tile_bytes = mn[0] * mn[1] * max(frags[f].dtype.itemsize for f in users)

@@ -5,7 +5,10 @@ of a whole 2-D shared tile in the `tl::sw128` layout from a contiguous 16-bit (o
 kernel parameter whose strides are compile-time multiples of 16 bytes becomes
 `C / 64` bulk tensor copies of R x 64 boxes, issued by one thread,
 completing on an mbarrier (`include/tl_cuda/tma.h`); a tile in `tl::sw64` / `sw32` (a
-32- or 16-wide K tile of wgmma) takes boxes 32 / 16 columns wide. The host encodes one tensor
+32- or 16-wide K tile of wgmma) takes boxes 32 / 16 columns wide; a tile whose annotated layout
+is exactly one of the hardware swizzles (8-bit tiles for now) takes boxes one atom row wide, and a
+row-major 8-bit tile one unswizzled box (`tile_swizzle_bytes`, `plain_row_bytes`: the packed
+operand of a dequantizing GEMM). The host encodes one tensor
 map (`CU_TENSOR_MAP_SWIZZLE_128B` (64B, 32B), whose shared layout is exactly sw128's) per copy
 in the launcher (runtime.py) and passes it as a `const __grid_constant__`
 parameter. Boxes that run past the tensor's edge are zero-filled by the hardware,
@@ -43,6 +46,7 @@ class TmaCopy:
                          # sw32: 16; fp8: 128, 64, 32)
     row_slabs: int = 1   # the tile's rows are stored in tl::slab_row<row_slabs> order: boxes of 16 rows
     elem_bytes: int = 2  # bytes of one element (fp8: 1): the swizzle is width * elem_bytes
+    plain: bool = False  # a row-major tile, one box per row run, no swizzle
 
     @property
     def box_rows(self):
@@ -66,8 +70,8 @@ class TmaCopy:
 
     @property
     def swizzle_code(self):
-        """CUtensorMapSwizzle of the box: 128B (3), 64B (2), 32B (1)."""
-        return {128: 3, 64: 2, 32: 1}[self.swizzle_bytes]
+        """CUtensorMapSwizzle of the box: 128B (3), 64B (2), 32B (1), none (0)."""
+        return 0 if self.plain else {128: 3, 64: 2, 32: 1}[self.swizzle_bytes]
 
     def coords(self, row0, col0):
         """Every source dimension's index for a box at (row0, col0), innermost first
@@ -93,6 +97,37 @@ def _is_bound(atom, idx, dim):
 
 
 
+def tile_swizzle_bytes(pd, dst):
+    """Bytes of one swizzle-atom row of shared tile `dst` as a TMA box writes it, or 0:
+    our tl::sw128 / sw64 / sw32 placements (16-bit tiles), or a user's annotated layout
+    (`make_swizzled_layout`, e.g. the packed uint8 tile of a dequantizing GEMM) that is
+    exactly a TMA swizzle, strip by strip (layout/swizzle.py `is_tma_wgmma_compatible`)."""
+    if pd.swizzle:   # bytes of the strip: 16-bit tiles, and fp8 gemm operands (ops/wgmma.py)
+        return pd.swizzle
+    # (8-bit tiles only for now: the dequantizing GEMMs' packed operands; a kept 16-bit
+    # annotation, e.g. a half-bank swizzle, stays on cp.async until measured on the GPU)
+    if pd.layout is None or pd.row_slabs != 1 or dst.dtype.bits != 8:
+        return 0
+    from tilelang.layout.swizzle import detect_swizzle_mode, is_tma_wgmma_compatible
+    mode = detect_swizzle_mode(pd.layout, dst)
+    if mode.is_none() or not is_tma_wgmma_compatible(pd.layout, dst):
+        return 0
+    return mode.value
+
+
+def plain_row_bytes(pd, dst):
+    """Bytes of a row of shared tile `dst` stored row-major without padding, where one
+    unswizzled TMA box (rows of 16-byte multiples, at most 256 elements) writes it
+    exactly (the packed uint8 tile of a dequantizing GEMM without a layout); else 0."""
+    if pd.swizzle or pd.layout is not None or pd.row_slabs != 1 or pd.strides is None or dst.ndim != 2:
+        return 0
+    C = E.const_int_value(dst.shape[1])
+    if C is None or C > 256 or [E.const_int_value(x) for x in pd.strides] != [C, 1]:
+        return 0
+    nbytes = C * dst.dtype.itemsize
+    return nbytes if nbytes % 16 == 0 else 0
+
+
 def match_tma(st, plan, param_ids):
     """A TmaCopy for the T.Parallel copy nest `st`, or None (cp.async then)."""
     from tilelang.backend.cuda.ops.vector_copy import match_copy
@@ -103,17 +138,23 @@ def match_tma(st, plan, param_ids):
     guard, store, load, sel = m
     dst, src = store.buffer, load.buffer
     pd = plan.placements.get(id(dst))
-    if guard is not None or pd is None or not pd.swizzle or dst.ndim != 2 or not 2 <= src.ndim <= 5:
+    if guard is not None or pd is None or dst.ndim != 2 or not 2 <= src.ndim <= 5:
         return None
     if id(src) not in param_ids or src.dtype.bits not in (8, 16) or src.dtype.bits != dst.dtype.bits or \
             getattr(src, "strides", None) is not None:
+        return None
+    sw = tile_swizzle_bytes(pd, dst)
+    plain = not sw and dst.dtype.bits == 8 and plain_row_bytes(pd, dst)
+    if plain:       # one box per row: its columns are the whole row
+        sw = plain
+    if not sw:
         return None
     # every stride (the product of the later dimensions) a constant multiple of 16 bytes
     inner = [E.const_int_value(d) for d in src.shape[1:]]
     if None in inner or any(x <= 0 for x in inner) or (inner[-1] * src.dtype.itemsize) % 16:
         return None
     R, C = (E.const_int_value(d) for d in dst.shape)
-    width = pd.swizzle // dst.dtype.itemsize   # one box per swizzle strip
+    width = sw // dst.dtype.itemsize   # one box per swizzle strip
     if R is None or C is None or R > 256 or R % 8 or C % width or R % (16 * pd.row_slabs):
         return None
     if [E.const_int_value(e) for e in exts] != [R, C] or not all(E.const_int_value(x) == 0 for x in mins):
@@ -155,7 +196,7 @@ def match_tma(st, plan, param_ids):
             if not any(_is_bound(atom, load.indices[d], src.shape[d]) for d in range(n)):
                 return None
     return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize, row_dim, fixed or None, width,
-                   pd.row_slabs, dst.dtype.itemsize)
+                   pd.row_slabs, dst.dtype.itemsize, bool(plain))
 
 
 @dataclass
@@ -232,7 +273,7 @@ def plan_multicast(launch, loop, tmas, enabled):
             continue
         shared, halves = [], {}
         for t in tmas:
-            if t.fixed or t.width != 64 or t.row_slabs > 1 or t.elem_bytes != 2:   # the halves: 2-D
+            if t.fixed or t.plain or t.width != 64 or t.row_slabs > 1 or t.elem_bytes != 2:   # the halves: 2-D
                 # 16-bit sw128 tiles
                 continue
             vs = collect_vars(t.row0) + collect_vars(t.col0)

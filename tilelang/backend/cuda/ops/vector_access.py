@@ -111,6 +111,18 @@ def consecutive(e, v, V):
     return _has(e, v) and _mult_except(e, v, V)
 
 
+# the elements a tl::sw128 / sw64 / sw32 tile keeps together: the XOR moves whole chunks of
+# 8 (16 bytes of 16-bit data), so an aligned run inside one chunk stays contiguous
+SWIZZLE_RUN = 8
+
+
+def swizzled_vector_ok(idx, v, V):
+    """Whether `tile[idx]` of a 2-D tile in a tl::sw* layout (emit/kernel.py `flat`) moves
+    as one vector of V elements as `v` runs over it: the row is the same over the vector,
+    the column steps by one from a multiple of V, and V divides the swizzle's run."""
+    return len(idx) == 2 and SWIZZLE_RUN % V == 0 and _uniform(idx[0], v, V) and consecutive(idx[1], v, V)
+
+
 def _cond_ok(c, v, V):
     for atom in E.conjuncts(c):
         if _uniform(atom, v, V):
