@@ -282,13 +282,12 @@ def _buffers(st):
 
 @function_pass("plan_copy_forms")
 def plan_copy_forms(func, ctx=None):
-    from tilelang.backend.cuda.options import OPTIONS, CudaOptions
-    from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
-    target = getattr(ctx, "target", None)
-    if target is None or getattr(target, "arch", None) is None:
+    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, kernel_plan
+    found = cuda_context(func, ctx)
+    if found is None:
         return func
-    options = ctx.config.get(OPTIONS) or CudaOptions.from_config(ctx.config, target.arch)
-    for launch in func.body.stmts if isinstance(func.body, S.SeqStmt) else [func.body]:
+    target, options, stmts = found
+    for launch in stmts:
         plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
         if plan is None:
             continue   # (the caller's own CUDA source, or no plan_kernels before this pass)

@@ -147,14 +147,12 @@ def _parents(root):
 @function_pass("pipeline_cp_async")
 def pipeline_cp_async(func, ctx=None):
     import copy
-    from tilelang.backend.cuda.options import OPTIONS, CudaOptions
     from tilelang.backend.cuda.plan.copy_forms import _Kernel
-    from tilelang.backend.cuda.plan.plan_kernels import KERNEL_PLAN, PlannedKernel, kernel_plan
-    target = getattr(ctx, "target", None)
-    if target is None or getattr(target, "arch", None) is None:
+    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, KERNEL_PLAN, PlannedKernel, kernel_plan
+    found = cuda_context(func, ctx)
+    if found is None:
         return func
-    options = ctx.config.get(OPTIONS) or CudaOptions.from_config(ctx.config, target.arch)
-    stmts = func.body.stmts if isinstance(func.body, S.SeqStmt) else [func.body]
+    target, options, stmts = found
     out, changed = [], False
     for launch in stmts:
         plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None

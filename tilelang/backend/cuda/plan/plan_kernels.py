@@ -47,6 +47,18 @@ def kernel_plan(launch) -> KernelPlan | None:
     return kept.plan
 
 
+def cuda_context(func, ctx):
+    """(target, CudaOptions, the statements of func's body: its launches) for a CUDA plan
+    pass, or None where the pass context names no CUDA target (the pass leaves func alone).
+    The options are the ones the backend read once (options.py), else read from the configs."""
+    from tilelang.backend.cuda.options import OPTIONS, CudaOptions
+    target = getattr(ctx, "target", None)
+    if target is None or getattr(target, "arch", None) is None:
+        return None
+    options = ctx.config.get(OPTIONS) or CudaOptions.from_config(ctx.config, target.arch)
+    return target, options, (func.body.stmts if isinstance(func.body, S.SeqStmt) else [func.body])
+
+
 class _Fresh(Mutator):
     """A new node for every statement that holds others (sequences, loops, branches,
     lets): the CUDA passes after this one annotate loops and insert statements into
@@ -67,11 +79,10 @@ class _Fresh(Mutator):
 
 @function_pass("plan_kernels")
 def plan_kernels(func, ctx=None):
-    from tilelang.backend.cuda.options import OPTIONS, CudaOptions
-    target = getattr(ctx, "target", None)
-    if target is None or getattr(target, "arch", None) is None:
+    found = cuda_context(func, ctx)
+    if found is None:
         return func
-    options = ctx.config.get(OPTIONS) or CudaOptions.from_config(ctx.config, target.arch)
+    target, options, _ = found
     body = _Fresh().visit(func.body)
     stmts = body.stmts if isinstance(body, S.SeqStmt) else [body]
     out = []

@@ -196,13 +196,11 @@ def _ring_shares_storage(launch, plan, info):
 
 @function_pass("plan_warp_specialize")
 def plan_warp_specialize(func, ctx=None):
-    from tilelang.backend.cuda.options import OPTIONS, CudaOptions
-    from tilelang.backend.cuda.plan.plan_kernels import KERNEL_PLAN, PlannedKernel, kernel_plan
-    target = getattr(ctx, "target", None)
-    if target is None or getattr(target, "arch", None) is None:
+    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, KERNEL_PLAN, PlannedKernel, kernel_plan
+    found = cuda_context(func, ctx)
+    if found is None:
         return func
-    options = ctx.config.get(OPTIONS) or CudaOptions.from_config(ctx.config, target.arch)
-    stmts = func.body.stmts if isinstance(func.body, S.SeqStmt) else [func.body]
+    target, options, stmts = found
     out = []
     for launch in stmts:
         plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
