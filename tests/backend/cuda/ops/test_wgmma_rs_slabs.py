@@ -102,6 +102,6 @@ def test_attention_matches_torch_on_the_gpu(dim, block_N, stages):
         pytest.skip("no CUDA device")
     seq, heads = 384, 2
     q, k, v = (torch.randn(1, seq, heads, dim, dtype=torch.float16, device="cuda") for _ in range(3))
-    kern = tilelang.compile(attention(seq, heads, dim, block_N=block_N, stages=stages), out_idx=[3])
+    kern = tilelang.compile(attention(seq, heads, dim, block_N=block_N, stages=stages), out_idx=[3], target="cuda")
     ref = torch.nn.functional.scaled_dot_product_attention(*(x.transpose(1, 2) for x in (q, k, v))).transpose(1, 2)
     torch.testing.assert_close(kern(q, k, v), ref, rtol=2e-2, atol=2e-2)

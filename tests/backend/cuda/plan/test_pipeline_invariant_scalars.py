@@ -89,7 +89,7 @@ def test_varlen_attention_matches_torch_on_the_gpu(stages):
     cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32, device="cuda")
     total = int(cu[-1])
     q, k, v = (torch.randn(total, heads, dim, dtype=torch.float16, device="cuda") for _ in range(3))
-    kern = tilelang.compile(_varlen_attention(batch, total, heads, dim, stages=stages), out_idx=[5])
+    kern = tilelang.compile(_varlen_attention(batch, total, heads, dim, stages=stages), out_idx=[5], target="cuda")
     out = kern(q, k, v, cu, max(lens))
     for b in range(batch):
         s, e = int(cu[b]), int(cu[b + 1])

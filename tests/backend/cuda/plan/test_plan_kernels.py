@@ -79,3 +79,25 @@ def test_the_lower_trace_page_of_the_pass(tmp_path, monkeypatch):
     pages = [p for p in tmp_path.iterdir() if p.name.endswith("_plan_kernels.py")]
     assert len(pages) == 1
     assert "# kernel plan: 128 threads" in pages[0].read_text()
+
+
+def test_a_wgmma_plan_that_overflows_shared_memory_gives_way_to_mma(monkeypatch):
+    """The published sparse MLA backward (deepseek_v32, H=64): two gemms on wgmma keep their
+    accumulators in shared memory and the buffers need 237568 bytes; on mma.sync they fit
+    (226432). plan_kernel takes the plan that fits and says why; when neither fits, the wgmma
+    plan stays (and the printer reports the overflow at the user's kernel)."""
+    from types import SimpleNamespace
+    from tilelang.backend.cuda.plan import kernel as PK
+    limit = PK.max_dynamic_smem("sm_90a")
+    sizes = {False: limit + 5120, True: limit - 6016}
+
+    def fake(launch, arch, options, mma_only):
+        return SimpleNamespace(smem_bytes=sizes[mma_only], uses_wgmma=not mma_only, notes=[], mma_only=mma_only)
+    monkeypatch.setattr(PK, "_plan_kernel", fake)
+    plan = PK.plan_kernel(None, "sm_90a")
+    assert plan.mma_only and plan.notes == [f"gemms on mma.sync: with wgmma's layouts the shared buffers need "
+                                            f"{limit + 5120} bytes, more than the {limit} one block may use"]
+    sizes[True] = limit + 1
+    assert not PK.plan_kernel(None, "sm_90a").mma_only
+    sizes[False] = limit   # fits: no second plan
+    assert not PK.plan_kernel(None, "sm_90a").mma_only

@@ -123,6 +123,36 @@ def test_loops_it_cannot_split_keep_the_ring_and_say_why(kind, why):
     assert _decision(after) == [f"none ({why})"]
 
 
+def grouped_gemm(M=1024, N=1024, K=1024, groups=8):
+    """A copy indexed by a scalar the kernel reads from a tensor before the loop (a grouped
+    GEMM's row offset, T.alloc_var): the TMA ring may issue it ahead (the scalar is
+    block-uniform and the loop never writes it), but a producer warpgroup printed at the top of
+    the kernel would not have it."""
+    @T.prim_func
+    def main(A: T.Tensor((M * 2, K), "float16"), B: T.Tensor((K, N), "float16"),
+             Off: T.Tensor((groups,), "int32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(N // 128, M // 128, threads=128) as (bx, by):
+            a = T.alloc_shared((128, 64), "float16")
+            b = T.alloc_shared((64, 128), "float16")
+            c = T.alloc_fragment((128, 128), "float32")
+            off = T.alloc_var("int32")
+            off = Off[by % groups]
+            T.clear(c)
+            for k in T.Pipelined(K // 64, num_stages=3):
+                T.copy(A[off + by * 128, k * 64], a)
+                T.copy(B[k * 64, bx * 128], b)
+                T.gemm(a, b, c)
+            T.copy(c, C[by * 128, bx * 128])
+    return main
+
+
+def test_copies_indexed_by_a_scalar_of_the_kernel_keep_the_single_role_ring():
+    _, after = _before_after(grouped_gemm())
+    assert _decision(after) == ["none (the copies' indices read off, which the kernel computes before the loop)"]
+    from tests.backend.cuda.helpers import build
+    assert "tl::tma_load_2d(a" in build(grouped_gemm(), "sm_90a").source   # still on the TMA ring
+
+
 def test_switched_off_by_the_pass_config_and_absent_off_hopper():
     f = KS.gemm(1024, 1024, 1024, stages=3)
     _, after = _before_after(f, config={"tl.disable_warp_specialized": True})

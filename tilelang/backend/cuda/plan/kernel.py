@@ -111,7 +111,23 @@ def local_placement(buf):
     return Placement("local", _row_major(_const_shape(buf))[0])
 
 
-def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None) -> KernelPlan:
+def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None, mma_only=False) -> KernelPlan:
+    """The kernel's plan. When wgmma's operand and accumulator layouts make the shared
+    buffers overflow (the published sparse MLA backward: two of its gemms on wgmma keep their
+    accumulators in shared memory) while mma.sync for every gemm fits, the mma.sync plan
+    (`mma_only`) is taken and the plan says so."""
+    plan = _plan_kernel(launch, arch, options, mma_only)
+    limit = max_dynamic_smem(arch)
+    if not mma_only and plan.uses_wgmma and plan.smem_bytes > limit:
+        alt = _plan_kernel(launch, arch, options, True)
+        if alt.smem_bytes <= limit:
+            alt.notes.append(f"gemms on mma.sync: with wgmma's layouts the shared buffers need {plan.smem_bytes} "
+                             f"bytes, more than the {limit} one block may use")
+            return alt
+    return plan
+
+
+def _plan_kernel(launch, arch, options, mma_only):
     nthreads = 1
     for t in launch.threads:
         nthreads *= int(t)
@@ -144,7 +160,8 @@ def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None
     pinned = {i: a for i, a in annotated.items() if a.kind != "sw128" and a.swizzle.is_none()}
     while True:
         swizzled = _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride,
-                                 {i for i, a in annotated.items() if a.kind == "sw128"}, pinned)
+                                 {i for i, a in annotated.items() if a.kind == "sw128"}, pinned,
+                                 no_wgmma={id(g) for g in gemms} if mma_only else set())
         frag = infer_fragment_layouts(launch, plan.gemms, plan.depends, plan.regions)
         lost = {id(g) for g in gemms if getattr(plan.gemms[id(g)], "a_regs", False) and
                 id(g.A.buffer) not in frag.layouts}
@@ -561,14 +578,15 @@ def _as_shared_view(g):
     return v
 
 
-def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride, forced=(), pinned=None):
+def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride, forced=(), pinned=None, no_wgmma=()):
     """Fill plan.gemms; returns the ids of shared buffers that take the sw128 layout
     (`forced`: those whose annotated layout it is). A wgmma with a fragment A reads it
     from registers unless its gemm is in `shared_a`. A gemm that cannot use wgmma but
     shares an operand with one that does runs mma.sync on the swizzled tile when ldmatrix
     can address it (_mma_reads_swizzled: a whole 16-bit tile); otherwise it would fall back
-    to the SIMT loop, and then the wgmma gemms it shares buffers with use mma.sync too."""
-    no_wgmma = set()
+    to the SIMT loop, and then the wgmma gemms it shares buffers with use mma.sync too.
+    The gemms in `no_wgmma` do not use wgmma."""
+    no_wgmma = set(no_wgmma)
     while True:
         swizzled, blocked = _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_wgmma,
                                                pinned or {})

@@ -133,6 +133,10 @@ def decide(launch, plan, options, arch):
     inside = _defined_inside(launch) - {id(loop.var)}
     reads = [loop.min, loop.extent] + list(info.copies) + ([info.guard] if info.guard is not None else [])
     late = sorted({v.name for r in reads for v in collect_vars(r) if id(v) in inside - _bound_in(r)})
+    # a scalar the kernel keeps in a buffer of its own (T.alloc_var: a grouped GEMM's row offset,
+    # read from a tensor before the loop) is not there when the producer starts
+    declared = {id(d.buffer) for d in _nodes(launch, S.DeclBuffer)}
+    late += sorted({n.buffer.name for r in reads for n in _nodes_of(r, E.BufferLoad) if id(n.buffer) in declared})
     if late:
         return None, f"the copies' indices read {', '.join(late)}, which the kernel computes before the loop"
     if _ring_shares_storage(launch, plan, info):
@@ -150,6 +154,12 @@ def decide(launch, plan, options, arch):
 def _nodes(launch, cls):
     out = []
     walk(launch.body, lambda n: out.append(n) if isinstance(n, cls) else None)
+    return out
+
+
+def _nodes_of(node, cls):
+    out = []
+    walk(node, lambda n: out.append(n) if isinstance(n, cls) else None)
     return out
 
 
