@@ -1060,7 +1060,6 @@ class KernelCodegen:
     def pipelined(self, st, info):
         """A T.Pipelined loop whose tile copies run as cp.async into per-stage slots
         (plan/pipeline.py has the schedule and the conditions)."""
-        ns = info.stages
         ws = self.plan.warp_specialized
         if ws is not None and ws.loop == id(st):   # plan/warp_specialize.py: the producer feeds it
             return emit_ws_consumer(self, st, info)

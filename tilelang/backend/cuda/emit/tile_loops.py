@@ -20,7 +20,7 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.backend.cuda.emit.expr import ctype, cast_str
 from tilelang.backend.cuda.layout.tile import ThreadTile, TileRows, TileCols, Scalar, column_owner
-from tilelang.backend.cuda.ops.vector_access import vec_type, _has, _mult_except, _cond_ok, consecutive, \
+from tilelang.backend.cuda.ops.vector_access import vec_type, _has, _cond_ok, consecutive, \
     swizzled_vector_ok
 
 

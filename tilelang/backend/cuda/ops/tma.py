@@ -28,7 +28,6 @@ from tilelang.ir import expr as E
 from tilelang.ir.visitor import collect_vars
 from tilelang.arith.simplify import simplify, linear_form
 from tilelang.backend.cuda.analysis.facts import parallel_nest
-from tilelang.backend.cuda.target import arch_number
 
 
 @dataclass

@@ -148,7 +148,7 @@ def _parents(root):
 def pipeline_cp_async(func, ctx=None):
     import copy
     from tilelang.backend.cuda.plan.copy_forms import _Kernel
-    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, KERNEL_PLAN, PlannedKernel, kernel_plan
+    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, KERNEL_PLAN, kernel_plan, with_launches, with_plan
     found = cuda_context(func, ctx)
     if found is None:
         return func
@@ -171,13 +171,12 @@ def pipeline_cp_async(func, ctx=None):
                 _replace(parent, loop, schedule(loop, plan.pipelines[id(loop)], plan.fence_barriers))
             if launch.body is not launch.annotations[KERNEL_PLAN].body:
                 # the loop was the whole kernel body: the plan follows the new one
-                launch.annotations = dict(launch.annotations)
-                launch.annotations[KERNEL_PLAN] = PlannedKernel(plan, launch.body)
+                launch = with_plan(launch, plan)
             changed = changed or bool(done)
         out.append(launch)
     if not changed:
         return func
-    return func.with_body(S.SeqStmt(out) if isinstance(func.body, S.SeqStmt) else out[0])
+    return with_launches(func, out)
 
 
 __all__ = ["pipeline_cp_async", "runs_on_cp_async", "schedule"]

@@ -47,6 +47,19 @@ def kernel_plan(launch) -> KernelPlan | None:
     return kept.plan
 
 
+def with_plan(launch, plan):
+    """A copy of `launch` (the same body: the plan's node identities hold) carrying `plan`."""
+    launch = copy.copy(launch)
+    launch.annotations = dict(launch.annotations)
+    launch.annotations[KERNEL_PLAN] = PlannedKernel(plan, launch.body)
+    return launch
+
+
+def with_launches(func, launches):
+    """func with its body's statements (its launches) replaced by `launches`."""
+    return func.with_body(S.SeqStmt(launches) if isinstance(func.body, S.SeqStmt) else launches[0])
+
+
 def cuda_context(func, ctx):
     """(target, CudaOptions, the statements of func's body: its launches) for a CUDA plan
     pass, or None where the pass context names no CUDA target (the pass leaves func alone).
@@ -88,11 +101,9 @@ def plan_kernels(func, ctx=None):
     out = []
     for st in stmts:
         if isinstance(st, S.KernelLaunch) and "cuda_source" not in st.annotations:
-            st = copy.copy(st)   # the same body: the plan's identities hold
-            st.annotations = dict(st.annotations)
-            st.annotations[KERNEL_PLAN] = PlannedKernel(plan_kernel(st, target.arch, options), st.body)
+            st = with_plan(st, plan_kernel(st, target.arch, options))
         out.append(st)
     return func.with_body(S.SeqStmt(out) if isinstance(body, S.SeqStmt) else out[0])
 
 
-__all__ = ["KERNEL_PLAN", "PlannedKernel", "kernel_plan", "plan_kernels"]
+__all__ = ["KERNEL_PLAN", "PlannedKernel", "kernel_plan", "plan_kernels", "cuda_context", "with_plan", "with_launches"]

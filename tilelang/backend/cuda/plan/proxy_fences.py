@@ -9,7 +9,6 @@ the plan records it (`KernelPlan.fence_barriers`) for the barriers the code gene
 prints inside the schedules it still makes itself (pipelines, reductions)."""
 from __future__ import annotations
 
-import copy
 import dataclasses
 
 from tilelang.ir import stmt as S
@@ -30,7 +29,7 @@ def needs_fences(k) -> bool:
 @function_pass("plan_proxy_fences")
 def plan_proxy_fences(func, ctx=None):
     from tilelang.backend.cuda.plan.copy_forms import _Kernel
-    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, KERNEL_PLAN, PlannedKernel, kernel_plan
+    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, kernel_plan, with_launches, with_plan
     found = cuda_context(func, ctx)
     if found is None:
         return func
@@ -41,12 +40,9 @@ def plan_proxy_fences(func, ctx=None):
         if plan is not None and not plan.fence_barriers and needs_fences(_Kernel(launch, plan, func, target, options)):
             # the barrier nodes are this pipeline's own (plan/sync.py made them)
             walk(launch.body, lambda n: setattr(n, "fence_async_proxy", True) if is_inserted_barrier(n) else None)
-            launch = copy.copy(launch)
-            launch.annotations = dict(launch.annotations)
-            launch.annotations[KERNEL_PLAN] = PlannedKernel(dataclasses.replace(plan, fence_barriers=True),
-                                                            launch.body)
+            launch = with_plan(launch, dataclasses.replace(plan, fence_barriers=True))
         out.append(launch)
-    return func.with_body(S.SeqStmt(out) if isinstance(func.body, S.SeqStmt) else out[0])
+    return with_launches(func, out)
 
 
 __all__ = ["needs_fences", "plan_proxy_fences"]

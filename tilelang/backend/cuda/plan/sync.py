@@ -297,9 +297,8 @@ def insert_barriers(func, ctx=None):
     `T.sync_threads()  # inserted: <the buffers it orders>`), where the planner above
     decides; the code generator prints them. A T.Pipelined loop's statements in the plan
     (PipelineInfo.rest) list them too, for the schedules that print the body themselves."""
-    import copy as _copy
     import dataclasses
-    from tilelang.backend.cuda.plan.plan_kernels import KERNEL_PLAN, PlannedKernel, kernel_plan
+    from tilelang.backend.cuda.plan.plan_kernels import kernel_plan, with_launches, with_plan
     stmts = func.body.stmts if isinstance(func.body, S.SeqStmt) else [func.body]
     out = []
     for launch in stmts:
@@ -312,9 +311,6 @@ def insert_barriers(func, ctx=None):
                 pipelines = {k: dataclasses.replace(info, rest=[x for s in info.rest for x in
                                                                 ([made[id(s)]] if id(s) in made else []) + [s]])
                              for k, info in plan.pipelines.items()}
-                launch = _copy.copy(launch)
-                launch.annotations = dict(launch.annotations)
-                launch.annotations[KERNEL_PLAN] = PlannedKernel(dataclasses.replace(plan, pipelines=pipelines),
-                                                                launch.body)
+                launch = with_plan(launch, dataclasses.replace(plan, pipelines=pipelines))
         out.append(launch)
-    return func.with_body(S.SeqStmt(out) if isinstance(func.body, S.SeqStmt) else out[0])
+    return with_launches(func, out)

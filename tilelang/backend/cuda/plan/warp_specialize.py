@@ -37,7 +37,6 @@ What qualifies (else the loop keeps the single-role TMA ring):
   ring while consumers run the code before the loop)."""
 from __future__ import annotations
 
-import copy
 import dataclasses
 from dataclasses import dataclass
 
@@ -206,7 +205,7 @@ def _ring_shares_storage(launch, plan, info):
 
 @function_pass("plan_warp_specialize")
 def plan_warp_specialize(func, ctx=None):
-    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, KERNEL_PLAN, PlannedKernel, kernel_plan
+    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, kernel_plan, with_launches, with_plan
     found = cuda_context(func, ctx)
     if found is None:
         return func
@@ -219,11 +218,9 @@ def plan_warp_specialize(func, ctx=None):
             if ws is not None or why is not None:
                 new = dataclasses.replace(plan, warp_specialized=ws, warp_specialize_why=why or "",
                                           sets_max_nreg=plan.sets_max_nreg or bool(ws and ws.producer_regs))
-                launch = copy.copy(launch)
-                launch.annotations = dict(launch.annotations)
-                launch.annotations[KERNEL_PLAN] = PlannedKernel(new, launch.body)
+                launch = with_plan(launch, new)
         out.append(launch)
-    return func.with_body(S.SeqStmt(out) if isinstance(func.body, S.SeqStmt) else out[0])
+    return with_launches(func, out)
 
 
 __all__ = ["WarpSpecialization", "decide", "register_split", "plan_warp_specialize"]
