@@ -112,7 +112,13 @@ def _fallback_kernels():
             f = T.alloc_fragment((16, 16), dtype="float32")
             T.fill(f, 1)
             T.atomic_add(out, f, use_tma=True)
-    return [part_of_tile, ordered, unaligned_rows, from_registers]
+    @T.prim_func
+    def unaligned_column(out: T.Tensor((16, 24), "float32")):   # the box starts 12 bytes into a row
+        with T.Kernel(1):
+            s = T.alloc_shared((16, 4), dtype="float32")
+            T.fill(s, 1)
+            T.atomic_add(out[0:16, 3:7], s, use_tma=True)
+    return [part_of_tile, ordered, unaligned_rows, from_registers, unaligned_column]
 
 
 @pytest.mark.parametrize("k", _fallback_kernels(), ids=lambda k: k.name)

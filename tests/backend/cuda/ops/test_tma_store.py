@@ -110,12 +110,31 @@ def _fallbacks():
             S = T.alloc_shared((64, 64), "float16")
             T.copy(A, S)
             T.copy(S, C)
-    return [part_of_tile, narrow_rows, cast_on_the_way]
+    @T.prim_func
+    def unaligned_column(A: T.Tensor((64, 24), "float32"), C: T.Tensor((64, 24), "float32")):
+        # a box whose first column is 12 bytes into a row: the hardware's illegal
+        # instruction (fuzz program #969 of seed 1)
+        with T.Kernel(3, 4, threads=128) as (bx, by):
+            S = T.alloc_shared((16, 4), "float32")
+            T.copy(A[by * 16, bx * 8 + 3], S)
+            T.copy(S, C[by * 16:by * 16 + 16, bx * 8 + 3:bx * 8 + 7])
+    return [part_of_tile, narrow_rows, cast_on_the_way, unaligned_column]
 
 
 @pytest.mark.parametrize("k", _fallbacks(), ids=lambda k: k.name)
 def test_what_a_bulk_store_cannot_do_stays_thread_stores(k):
     assert "tma_store" not in _src(k)
+
+
+def test_box_origins_aligned_to_16_bytes_only():
+    from tilelang.ir import expr as E
+    from tilelang.backend.cuda.ops.tma import offset_aligned16
+    bx, k = E.Var("bx"), E.Var("k")
+    assert offset_aligned16(bx * 8 + 4, 4) and offset_aligned16(k * 32, 2)
+    assert not offset_aligned16(bx * 8 + 3, 4) and not offset_aligned16(k * 4, 2)
+    assert offset_aligned16(E.binop("//", bx, 2), 16)          # any integer, of 16-byte elements
+    assert not offset_aligned16(E.binop("//", bx, 3), 4)       # bx // 3 may be odd
+    assert offset_aligned16(E.binop("//", bx, 3) * 4, 4)
 
 
 def test_sm80_and_disabled_tma_keep_thread_stores():
@@ -175,3 +194,17 @@ def test_store_then_read_on_gpu():
     k(a, c, d)
     torch.testing.assert_close(c, a)
     torch.testing.assert_close(d, torch.roll(a, -1, dims=1))
+
+
+@pytest.mark.gpu
+def test_unaligned_box_column_on_gpu():
+    """The fuzz program that raised an illegal instruction: now the threads store."""
+    (k,) = [f for f in _fallbacks() if f.name == "unaligned_column"]
+    kern = tilelang.compile(k, target="cuda")
+    a = torch.randn(64, 24, device="cuda")
+    c = torch.zeros_like(a)
+    kern(a, c)
+    want = torch.zeros_like(a)
+    for bx in range(3):
+        want[:, bx * 8 + 3:bx * 8 + 7] = a[:, bx * 8 + 3:bx * 8 + 7]
+    torch.testing.assert_close(c, want)

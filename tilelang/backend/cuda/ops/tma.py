@@ -85,6 +85,19 @@ def _zero(e):
     return E.const_int_value(simplify(e)) == 0
 
 
+def offset_aligned16(offset, itemsize) -> bool:
+    """Whether `offset` elements of `itemsize` bytes is provably a multiple of 16 bytes in
+    every block and iteration: every coefficient of its linear form and its constant are.
+    A TMA box's innermost coordinate (and a bulk copy's address) must be: the hardware
+    raises an illegal instruction otherwise (found by the fuzzer: a box at column 3 of a
+    float32 tensor)."""
+    lin = linear_form(simplify(offset))
+    if lin is None:
+        return False
+    terms, const = lin
+    return (const * itemsize) % 16 == 0 and all((c * itemsize) % 16 == 0 for _, c in terms.values())
+
+
 def _is_bound(atom, idx, dim):
     """atom is `idx < dim` or `idx >= 0` (both already in the source's index space; the
     bulk copy zero-fills coordinates outside [0, dim), negative ones included)."""
@@ -183,6 +196,8 @@ def match_tma(st, plan, param_ids):
         if plan.depends(rest):
             return None
         origin.append(rest)
+    if not offset_aligned16(origin[1], src.dtype.itemsize):   # the box's first column
+        return None
     fixed = {}
     for d in range(n - 1):
         if d != row_dim:

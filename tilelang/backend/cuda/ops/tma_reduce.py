@@ -52,7 +52,8 @@ def _const(xs):
 def fits_tensor_map(op, params) -> bool:
     """Whether one box of a tensor map describes the op: the whole row-major shared tile
     added into a region of a dense kernel-parameter tensor whose strides are multiples of
-    16 bytes, every box extent at most 256, its innermost a multiple of 16 bytes."""
+    16 bytes, every box extent at most 256, its innermost a multiple of 16 bytes and its
+    first element's innermost coordinate too."""
     dst, val = op.dst, op.value
     g, s = dst.buffer, val.buffer
     if op.kind != "add" or op.memory_order is not None or g.dtype != s.dtype:
@@ -75,7 +76,8 @@ def fits_tensor_map(op, params) -> bool:
         stride *= d
         if stride % 16:
             return False
-    return max(ext) <= MAX_BOX and (ext[-1] * es) % 16 == 0
+    from tilelang.backend.cuda.ops.tma import offset_aligned16
+    return max(ext) <= MAX_BOX and (ext[-1] * es) % 16 == 0 and offset_aligned16(dst.starts[-1], es)
 
 
 def _check_layout(op):

@@ -28,7 +28,7 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.visitor import collect_vars, walk, substitute
 from tilelang.backend.cuda.analysis.facts import parallel_nest
-from tilelang.backend.cuda.ops.tma import _is_bound
+from tilelang.backend.cuda.ops.tma import _is_bound, offset_aligned16
 
 MAX_BOX = 256
 
@@ -168,9 +168,9 @@ def match_tile_copy(st, plan, param_ids, to_global, launch=None, pointers=False)
                             f"(T.make_tensor)", span=getattr(st, "span", None),
                             hint="copy one contiguous run of it (a plain bulk copy needs no tensor map), or drop "
                                  "prefer_instruction=\"tma\" (the threads copy)")
-    if not contiguous and (max(box) > MAX_BOX or (box[-1] * es) % 16):
+    if not contiguous and (max(box) > MAX_BOX or (box[-1] * es) % 16 or not offset_aligned16(origin[-1], es)):
         return None
-    if contiguous and _bytes(s) % 16:
+    if contiguous and (_bytes(s) % 16 or not offset_aligned16(_flat_offset(g, origin), es)):
         return None
     return TmaStore(g, s, origin, box, contiguous)
 
@@ -202,6 +202,15 @@ def _always(atom, ranges):
         if E.const_int_value(v) != 1:
             return False
     return True
+
+
+def _flat_offset(g, origin):
+    """The element offset of the box's first element in row-major tensor `g`."""
+    offset, acc = E.IntImm(0), 1
+    for d in reversed(range(g.ndim)):
+        offset = E.binop("+", offset, E.binop("*", origin[d], E.IntImm(acc)))
+        acc *= E.const_int_value(g.shape[d]) if d else 1
+    return offset
 
 
 def _bytes(buf):
@@ -264,12 +273,7 @@ def _touches_elsewhere(cg, st, g):
 
 def flat_origin(cg, t):
     """C++ for the element offset of the tile's origin in its (row-major) tensor."""
-    g = t.dst
-    offset, acc = E.IntImm(0), 1
-    for d in range(g.ndim - 1, -1, -1):
-        offset = E.binop("+", offset, E.binop("*", t.origin[d], E.IntImm(acc)))
-        acc *= E.const_int_value(g.shape[d]) if d else 1
-    return cg.expr(simplify(offset))
+    return cg.expr(simplify(_flat_offset(t.dst, t.origin)))
 
 
 def tensor_map_param(cg, t):
