@@ -9,7 +9,7 @@ import re
 import pytest
 
 import tilelang.language as T
-from tests.backend.cuda.conftest import needs_nvrtc, needs_sass
+from tests.backend.cuda.conftest import needs_sass
 from tests.backend.cuda.helpers import build
 from tilelang.backend.registry import get_backend
 from tilelang.ir import tile_ops as TO
@@ -123,10 +123,9 @@ def test_two_stages_keep_the_body_schedule(monkeypatch):
 
 
 @needs_sass
-@pytest.mark.parametrize("dtype", [E4M3, E5M2])
-def test_sass_keeps_the_group_in_flight(dtype):
+def test_sass_keeps_the_group_in_flight():
     from tilelang.backend.cuda.host.nvrtc import sass
-    art = build(two_acc_gemm(1024, 1024, 8192, dtype), "sm_90a")
+    art = build(two_acc_gemm(1024, 1024, 8192), "sm_90a")
     text = sass(art.binary)
     lines = [ln for ln in text.splitlines() if re.search(r"/\*[0-9a-f]{4}\*/", ln)]
     ops = [re.sub(r"/\*[0-9a-f]{4}\*/\s+|\s*;.*", "", ln).strip() for ln in lines]
