@@ -17,10 +17,11 @@ from tilelang.ir import tile_ops as TO
 E4M3, E5M2 = "float8_e4m3fn", "float8_e5m2"
 
 
-def two_acc_gemm(M, N, K, dtype=E4M3, bk=64, interval=2, stages=3, before=False, other=False):
+def two_acc_gemm(M, N, K, dtype=E4M3, bk=64, interval=2, stages=3, before=False, other=False, always=False):
     """The published example's kernel as a prim_func: promotes where (k + 1) % interval == 0;
     `before`: a statement reading the accumulator before the gemm; `other`: an else branch
-    that scales the accumulator."""
+    that scales the promoted sum (not the accumulator); `always`: promotes every iteration
+    without a branch (DeepGEMM's form)."""
     bm = bn = 128
 
     @T.prim_func
@@ -40,14 +41,18 @@ def two_acc_gemm(M, N, K, dtype=E4M3, bk=64, interval=2, stages=3, before=False,
                     for i, j in T.Parallel(bm, bn):
                         Ca[i, j] += Cl[i, j]
                 T.gemm(As, Bs, Cl, transpose_B=True)
-                if other:
+                if always:
+                    for i, j in T.Parallel(bm, bn):
+                        Ca[i, j] += Cl[i, j]
+                    T.clear(Cl)
+                elif other:
                     if (k + 1) % interval == 0:
                         for i, j in T.Parallel(bm, bn):
                             Ca[i, j] += Cl[i, j]
                         T.clear(Cl)
                     else:
                         for i, j in T.Parallel(bm, bn):
-                            Cl[i, j] *= 1.0
+                            Ca[i, j] *= 1.0
                 else:
                     if (k + 1) % interval == 0:
                         for i, j in T.Parallel(bm, bn):
@@ -101,13 +106,18 @@ def test_promotion_waits_inside_its_branch(monkeypatch):
     assert after.index("tl::wgmma_wait<0>();") < after.index("__syncthreads();")
 
 
-def test_else_branch_waits_on_its_own(monkeypatch):
+def test_a_branch_not_touching_the_accumulator_leaves_it_in_flight(monkeypatch):
     src, plan = _source_and_plan(two_acc_gemm(1024, 1024, 1024, other=True), monkeypatch)
     assert plan is not None
     loop = _loop(src)
     branch = loop.index("} else {")
-    assert loop.count("tl::wgmma_wait<0>();") == 2            # one per branch
-    assert loop.index("tl::wgmma_wait<0>();", branch) > branch
+    assert loop.count("tl::wgmma_wait<0>();") == 1 and loop.index("tl::wgmma_wait<0>();") < branch
+
+
+def test_an_unconditional_promotion_keeps_the_body_schedule(monkeypatch):
+    # every path waits: nothing would stay in flight, the slot would only be released later
+    src, plan = _source_and_plan(two_acc_gemm(1024, 1024, 1024, always=True), monkeypatch)
+    assert plan is None and "wgmma_gemm_ss" in _loop(src)
 
 
 def test_accumulator_read_before_the_gemm_keeps_the_body_schedule(monkeypatch):

@@ -26,7 +26,9 @@ per-iteration guard) of at least three stages whose body is register-only (ring_
 "free"); exactly one gemm in the body, a wgmma reading both operands from shared memory
 into a register accumulator; the statements before it neither touch the accumulator nor
 write the operands; some statement after it touches the accumulator (else the one-gemm
-loop applies). Checked on the H200 by tests/backend/cuda/ops/test_wgmma_deferred_wait.py."""
+loop applies), but not on every path (else nothing would stay in flight, and releasing the
+slot an iteration later would only shorten the prefetch). Tests (the GPU ones compare with
+torch): tests/backend/cuda/ops/test_wgmma_deferred_wait.py."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -82,6 +84,10 @@ def plan_deferred_wait(cg, info, mode):
         return None
     if not any(_touches(s, [g.C.buffer]) for s in after):
         return None
+    if _waits_on_every_path(cg, after, g.C.buffer):
+        # nothing stays in flight: releasing the slot a whole iteration later would only
+        # shorten the prefetch (DeepGEMM's unconditional promotion keeps the body schedule)
+        return None
     return DeferredWait(g, before, after)
 
 
@@ -132,6 +138,26 @@ def emit_deferred_wait(cg, st, info, tmas, plan):
     invalidate_ring(cg, ns, ring)
 
 
+def _branch_waits_inside(cg, s, acc):
+    """Whether statement `s` touching `acc` is a block-uniform `if` whose condition does
+    not read `acc`: then the wait goes into the branches that need it."""
+    return isinstance(s, S.IfThenElse) and id(s) not in cg.plan.regions.branches and \
+        not cg.plan.depends(s.cond) and not _touches(S.Evaluate(s.cond), [acc])
+
+
+def _waits_on_every_path(cg, stmts, acc):
+    """Whether `_emit_waiting` puts a wait on every path through `stmts`."""
+    for s in stmts:
+        if not _touches(s, [acc]):
+            continue
+        if not _branch_waits_inside(cg, s, acc):
+            return True
+        if s.else_body is not None and _waits_on_every_path(cg, _flat(s.then_body), acc) and \
+                _waits_on_every_path(cg, _flat(s.else_body), acc):
+            return True
+    return False
+
+
 def _emit_waiting(cg, stmts, acc, wait):
     """Print `stmts` at block level with `wait()` before the first one touching `acc` on
     each path; returns whether every path waited. A block-uniform `if` whose condition
@@ -140,8 +166,7 @@ def _emit_waiting(cg, stmts, acc, wait):
         if not _touches(s, [acc]):
             cg.stmt(s, True)
             continue
-        if isinstance(s, S.IfThenElse) and id(s) not in cg.plan.regions.branches and \
-                not cg.plan.depends(s.cond) and not _touches(S.Evaluate(s.cond), [acc]):
+        if _branch_waits_inside(cg, s, acc):
             cg.w(f"if ({cg.expr(s.cond)}) {{")
             cg.indent += 1
             done = _emit_waiting(cg, _flat(s.then_body), acc, wait)
