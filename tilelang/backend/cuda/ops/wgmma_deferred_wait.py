@@ -70,7 +70,7 @@ def plan_deferred_wait(cg, info, mode):
         return None
     if info.guard is not None or info.stages < 3:
         return None
-    body = [s for s in info.rest if not isinstance(s, S.DeclBuffer)]
+    body = list(info.rest)   # (declarations of the body's own buffers stay in place)
     gemms = [g for s in body for g in _gemms_in(s)]
     if len(gemms) != 1 or not any(s is gemms[0] for s in body):
         return None
