@@ -22,7 +22,7 @@ results are the program's: nothing reads or writes the accumulator while a group
 writes it is in flight, and a slot is refilled only after the group that read it retired.
 
 Conditions (else the ordinary body schedule runs): an sm_90a TMA-ring loop (not under a
-per-iteration guard) of at least three stages whose body is register-only (ring_mode
+per-iteration guard, no L2 prefetches asked for) of at least three stages whose body is register-only (ring_mode
 "free"); exactly one gemm in the body, a wgmma reading both operands from shared memory
 into a register accumulator; the statements before it neither touch the accumulator nor
 write the operands; some statement after it touches the accumulator (else the one-gemm
@@ -38,6 +38,8 @@ from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.visitor import walk
 from tilelang.backend.cuda.analysis.facts import accesses
+from tilelang.backend.cuda.ops.tma_pipeline import (tensor_map, declare_ring, preload, open_ring_loop, release_and_refill,
+                                                    close_ring_loop, invalidate_ring, issue_ring_copies)
 from tilelang.backend.cuda.target import arch_number
 
 
@@ -68,8 +70,8 @@ def plan_deferred_wait(cg, info, mode):
     """A DeferredWait for pipelined loop `info` (its TMA ring mode `mode`), or None."""
     if cg.target.arch is None or arch_number(cg.target.arch) != 90 or mode != "free":
         return None
-    if info.guard is not None or info.stages < 3:
-        return None
+    if info.guard is not None or info.stages < 3 or cg.options.tma_l2_prefetch:
+        return None   # (the L2 prefetches of TILELANG_CUDA_TMA_L2_PREFETCH are the body schedule's)
     body = list(info.rest)   # (declarations of the body's own buffers stay in place)
     gemms = [g for s in body for g in _gemms_in(s)]
     if len(gemms) != 1 or not any(s is gemms[0] for s in body):
@@ -94,9 +96,6 @@ def plan_deferred_wait(cg, info, mode):
 def emit_deferred_wait(cg, st, info, tmas, plan):
     """The loop of `plan_deferred_wait`: the ring of ops/tma_pipeline.py, the slot of
     iteration k - 1 released after iteration k's issue and its wait for group k - 1."""
-    from tilelang.backend.cuda.ops.tma_pipeline import (tensor_map, declare_ring, preload, open_ring_loop,
-                                                        release_and_refill, close_ring_loop, invalidate_ring,
-                                                        issue_ring_copies)
     ns = info.stages
     g = plan.gemm
     cfg = cg.plan.gemms[id(g)]
