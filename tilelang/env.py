@@ -27,6 +27,8 @@ TILELANG_CUDA_TMA=0            no bulk tensor copies (TMA) in sm_90a GEMM loops 
 TILELANG_CUDA_TMA_COPY=1       T.tma_copy as bulk copies (default: the running threads copy)
 TILELANG_CUDA_TMA_REFILL=wait  thread 0 waits for every warp's release before refilling a TMA ring slot
                                (default: the warp whose release completes the round refills it)
+TILELANG_CUDA_CP_ASYNC_REFILL=wait  a cp.async pipeline refills the slot the previous iteration read after
+                               waiting for this iteration's copies (default: as soon as every thread is done with it)
 TILELANG_CUDA_TMA_RING=0       pipelined loops with register-only bodies (attention) load by cp.async, not TMA
 TILELANG_CUDA_TMA_L2_PREFETCH=n  a TMA ring also prefetches the tiles of iteration k + n into L2 (default 0: off)
 TILELANG_CUDA_PINGPONG=1       the two warpgroups of an attention loop on the TMA ring take turns at its first gemm

@@ -47,6 +47,7 @@ _SWITCHES = {
     "TILELANG_CUDA_TMA_COPY": (_flag, False, "tma_copy", True),
     "TILELANG_CUDA_TMA_REFILL": (lambda v, d: v == "wait" if v else d, False, "tma_refill_wait", True),
     "TILELANG_CUDA_TMA_RING": (_flag, True, "tma_ring", True),
+    "TILELANG_CUDA_CP_ASYNC_REFILL": (lambda v, d: v == "wait" if v else d, False, "cp_async_refill_wait", True),
     "TILELANG_CUDA_TMA_L2_PREFETCH": (_count, 0, "tma_l2_prefetch", True),
     "TILELANG_CUDA_PINGPONG": (_flag, False, "pingpong", True),
     "TILELANG_CUDA_TMA_MULTICAST": (_flag, False, "tma_multicast", True),
@@ -93,6 +94,7 @@ class CudaOptions:
     tma_atomics: bool = True       # T.atomic_*(use_tma=True) as bulk reductions (not tl.disable_tma_lower)
     tma_refill_wait: bool = False  # thread 0 waits for every warp before refilling a ring slot (..._TMA_REFILL=wait)
     tma_ring: bool = True          # register-only pipelined bodies load through the TMA ring (..._TMA_RING)
+    cp_async_refill_wait: bool = False  # a cp.async ring slot is refilled after the wait for the next one (..._CP_ASYNC_REFILL=wait)
     tma_l2_prefetch: int = 0       # the TMA ring also prefetches iteration k + n into L2 (..._TMA_L2_PREFETCH=n)
     pingpong: bool = False         # attention warpgroups take turns at the first gemm (..._PINGPONG)
     tma_multicast: bool = False    # pairs of blocks share GEMM tiles (..._TMA_MULTICAST)

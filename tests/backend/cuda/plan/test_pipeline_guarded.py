@@ -59,10 +59,10 @@ def test_issue_and_compute_are_predicated_and_groups_commit_unconditionally():
     # sm_80: the cp.async ring (sm_90a: the TMA ring, below)
     src = tilelang.compile(blocksparse(256, 256, 256, stages=3), target="cuda -arch=sm_80").get_kernel_source()
     loop = src[src.index("for (int k"):]
-    issue = loop[:loop.index("tl::cp_async_commit();")]
-    assert "if (Mask[" in issue and "_next)]) {" in issue   # copies of iteration k + 2 under its own mask
-    rest = loop[loop.index("tl::cp_async_commit();"):]
-    assert rest.index("if (Mask[") < rest.index("tl::gemm_ss<")   # the gemm under the mask of k
+    compute = loop[:loop.index("_next = (k")]
+    assert compute.index("if (Mask[") < compute.index("tl::gemm_ss<")   # the gemm under the mask of k
+    issue = loop[loop.index("_next = (k"):loop.index("tl::cp_async_commit();")]
+    assert "if (Mask[" in issue and "_next)]) {" in issue   # copies of iteration k + 3 under its own mask
 
 
 @needs_nvrtc

@@ -25,6 +25,7 @@ from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic
 from tilelang.backend.cuda.ops.mma import simt_gemm
 from tilelang.backend.cuda.ops.tma_pipeline import (ring_mode, emit_pipelined_tma, emit_pipelined_tma_body,
                                                emit_tma_copy, tma_copies, emit_ws_producer, emit_ws_consumer)
+from tilelang.backend.cuda.ops.wgmma_deferred_wait import plan_deferred_wait, emit_deferred_wait
 from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
 from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
 from tilelang.backend.cuda.plan.copy_forms import copy_form
@@ -1081,7 +1082,11 @@ class KernelCodegen:
         if ov is not None:   # attention-style: the second gemm overlaps the next iteration
             return emit_overlapped(self, st, info, ov)
         if tmas is not None:
-            return emit_pipelined_tma_body(self, st, info, tmas, ring_mode(self, info))
+            mode = ring_mode(self, info)
+            dw = plan_deferred_wait(self, info, mode)   # the wgmma's wait as late as its accumulator allows
+            if dw is not None:
+                return emit_deferred_wait(self, st, info, tmas, dw)
+            return emit_pipelined_tma_body(self, st, info, tmas, mode)
         return self._not_scheduled(st)
 
     def _not_scheduled(self, st):

@@ -8,22 +8,38 @@ as cp.async (not on the TMA ring). This pass writes the schedule into the IR, so
 lower trace shows it and emit/ only prints it. For a loop `for k in T.Pipelined(lo, hi)`:
 
     T.sync_threads()  # inserted: ...       the slots may still be read by earlier code
-    for p in T.serial(s - 1):               the prologue: iterations lo .. lo + s - 2
+    for p in T.serial(s):                   the prologue: iterations lo .. lo + s - 1, one per slot
         if lo + p < hi:
             k_0 = lo + p                    (a LetStmt)
             with T.stage_slot(A_s, B_s, slot=p, stages=s):
                 [if cond(k_0):] the copies of iteration k_0  (cp.async)
         T.ptx_commit_group()                one group per iteration, empty past the end
     for k in T.serial(lo, hi):
-        T.ptx_wait_group(s - 2)             iteration k's group has landed (for this thread)
-        T.sync_threads()  # inserted: ...   ... for every thread; slot (k - 1) % s is free
-        if k + s - 1 < hi:
-            k_next = k + s - 1
+        T.ptx_wait_group(s - 1)             iteration k's group has landed (for this thread)
+        T.sync_threads()  # inserted: ...   ... for every thread
+        with T.stage_slot(..., slot=T.truncmod(k - lo, s), stages=s):
+            [if cond(k):] the rest of the body
+        if k + s < hi:
+            T.sync_threads()  # inserted: ...   every thread is done with slot (k - lo) % s
+            k_next = k + s
             with T.stage_slot(..., slot=T.truncmod(k_next - lo, s), stages=s):
                 [if cond(k_next):] the copies of iteration k_next
         T.ptx_commit_group()                (also when empty: the waits count groups)
-        with T.stage_slot(..., slot=T.truncmod(k - lo, s), stages=s):
-            [if cond(k):] the rest of the body
+    T.ptx_wait_group(0)
+
+A slot is refilled as soon as every thread is done with it, before the wait for the next
+iteration's copies: with s slots the loop then runs at max(C, (C + L) / s) per iteration
+(C: the body, L: the copies' latency) instead of max(C, L / (s - 1)) when the refill
+waits for the next iteration's copies first (one block barrier per iteration instead of
+two; TILELANG_CUDA_CP_ASYNC_REFILL=wait, CudaOptions.cp_async_refill_wait):
+
+    for p in T.serial(s - 1): ...           the prologue: iterations lo .. lo + s - 2
+    for k in T.serial(lo, hi):
+        T.ptx_wait_group(s - 2)             iteration k's group has landed (for this thread)
+        T.sync_threads()  # inserted: ...   ... for every thread; slot (k - 1) % s is free
+        if k + s - 1 < hi: (the copies of iteration k + s - 1 into its slot)
+        T.ptx_commit_group()
+        with T.stage_slot(..., slot=T.truncmod(k - lo, s), stages=s): (the rest of the body)
     T.ptx_wait_group(0)
 
 The copies keep their `copy_form` (`cp.async xV`), which the printer reads. Loops whose
@@ -65,12 +81,15 @@ def runs_on_cp_async(k, info) -> bool:
     return not (arch_number(k.target.arch) >= 90 and plan_overlap(k, info) is not None)
 
 
-def schedule(loop, info, fence):
+def schedule(loop, info, fence, refill_wait=False):
     """The statements that replace `loop` (module docstring); `fence`: the barriers first
-    make generic-proxy writes visible to the async proxy (plan/proxy_fences.py)."""
+    make generic-proxy writes visible to the async proxy (plan/proxy_fences.py);
+    `refill_wait`: the slot the previous iteration read is refilled after the wait for this
+    iteration's copies (one barrier per iteration), else as soon as every thread is done
+    with it."""
     ns, var = info.stages, loop.var
     lo, hi = loop.min, simplify(loop.min + loop.extent)
-    d = ns - 1   # iterations in flight ahead of the one computing
+    d = ns - 1 if refill_wait else ns   # iterations issued ahead of the one computing, at its start
 
     def barrier(why):
         return S.Barrier("block", reason=why, fence_async_proxy=fence)
@@ -101,14 +120,21 @@ def schedule(loop, info, fence):
                      S.LetStmt(k0, simplify(lo + p), slot(p, copies_of(k0)))),
         call(M.CP_ASYNC_COMMIT)]))
     kn = E.Var(var.name + "_next", var.dtype)
-    issue = S.IfThenElse(E.binop("<", var + d, hi),
-                         S.LetStmt(kn, var + d, slot(ring_index(kn), copies_of(kn))))
-    main = S.For(var, loop.min, loop.extent, S.SERIAL, S.seq([
-        call(M.CP_ASYNC_WAIT, ns - 2),
-        barrier(f"this iteration's copies into {ring} landed; the slot the previous one read is free"),
-        issue,
-        call(M.CP_ASYNC_COMMIT),
-        slot(ring_index(var), guarded(var, info.rest))]))
+    compute = slot(ring_index(var), guarded(var, info.rest))
+    if refill_wait:
+        issue = S.IfThenElse(E.binop("<", var + d, hi),
+                             S.LetStmt(kn, var + d, slot(ring_index(kn), copies_of(kn))))
+        body = [call(M.CP_ASYNC_WAIT, ns - 2),
+                barrier(f"this iteration's copies into {ring} landed; the slot the previous one read is free"),
+                issue, call(M.CP_ASYNC_COMMIT), compute]
+    else:
+        issue = S.IfThenElse(E.binop("<", var + d, hi), S.seq([
+            barrier(f"every thread is done with this iteration's slot of {ring}: it is refilled"),
+            S.LetStmt(kn, var + d, slot(ring_index(kn), copies_of(kn)))]))
+        body = [call(M.CP_ASYNC_WAIT, ns - 1),
+                barrier(f"this iteration's copies into {ring} landed"),
+                compute, issue, call(M.CP_ASYNC_COMMIT)]
+    main = S.For(var, loop.min, loop.extent, S.SERIAL, S.seq(body))
     for s in (prologue, main):
         s.span = loop.span
     return [barrier(f"{ring} may still be read before the pipeline's prologue"), prologue, main,
@@ -168,7 +194,8 @@ def pipeline_cp_async(func, ctx=None):
                     break
                 parent, loop = found
                 done.add(id(loop))
-                _replace(parent, loop, schedule(loop, plan.pipelines[id(loop)], plan.fence_barriers))
+                _replace(parent, loop, schedule(loop, plan.pipelines[id(loop)], plan.fence_barriers,
+                                                options.cp_async_refill_wait))
             if launch.body is not launch.annotations[KERNEL_PLAN].body:
                 # the loop was the whole kernel body: the plan follows the new one
                 launch = with_plan(launch, plan)
