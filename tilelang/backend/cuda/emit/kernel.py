@@ -923,7 +923,7 @@ class KernelCodegen:
         """A constant-extent serial loop whose variable indexes a register fragment
         (the k8 atom of a TF32 A fragment, say): register arrays must not be indexed at
         run time (local memory)."""
-        if E.const_int_value(st.extent) is None or (E.const_int_value(st.extent) or 0) > 256:
+        if E.const_int_value(st.extent) is None or (E.const_int_value(st.extent) or 0) > 128:
             return False
         from tilelang.ir.visitor import walk
         found = []
