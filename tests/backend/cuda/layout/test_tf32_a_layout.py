@@ -195,3 +195,28 @@ def test_mhc_gemm_sass_no_shared_staging_no_spills():
     assert ops["HMMA"] >= 2 * 16 and ops["LDSM"] > 0, ops      # B through ldmatrix, A from registers
     assert ops["LDL"] == 0 and ops["STL"] == 0, ops
     assert ops["STS"] == 0, ops                                 # no staging store of the widened tile
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("num_tokens,hidden,block", [(100, 1280, 256), (64, 512, 128)])
+def test_gpu_mhc_gemm_sqrsum_register_a_matches_torch(num_tokens, hidden, block):
+    """mHC's gemm + sum of squares at the published block (256 columns, 128 registers of A
+    per thread), a partial last token block, against torch."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    from tilelang.backend.registry import get_backend, parse_target
+    torch.manual_seed(1)
+    x = torch.randn(num_tokens, hidden, device="cuda").bfloat16()
+    fn = torch.randn(24, hidden, device="cuda") * 1e-2
+    out = torch.full((num_tokens, 24), float("nan"), device="cuda")
+    sq = torch.full((num_tokens,), float("nan"), device="cuda")
+    be = get_backend("cuda")
+    art = be.build(gemm_sqrsum(num_tokens=num_tokens, hidden=hidden, hidden_block=block), parse_target("cuda"))
+    assert "gemm_rs_tf32" in art.source
+    be.load(art)([x, fn, out, sq], (), ())
+    torch.cuda.synchronize()
+    xf = x.float()
+    torch.testing.assert_close(sq, xf.square().sum(-1), rtol=1e-4, atol=1e-3)
+    ref = xf.double() @ fn.double().T
+    assert ((out.double() - ref).abs().max() / ref.abs().max()).item() < 2e-3     # tf32 products
