@@ -57,6 +57,9 @@ def _report(func, capsys, monkeypatch):
 
 @needs_nvrtc
 def test_loop_partners_of_a_shared_gemm_operand_are_register_tiles(capsys, monkeypatch):
+    # the gemm reads A from shared memory (by default it reads the register fragment:
+    # tests/backend/cuda/layout/test_tf32_a_layout.py)
+    monkeypatch.setenv("TILELANG_CUDA_WGMMA_RS", "0")
     art, rep = _report(gemm_sqrsum(), capsys, monkeypatch)
     assert "shared" in rep["x_frag"], rep                        # the mma.sync A operand
     assert "ThreadTile<32, 128, T=128, V=8>" in rep["x_frag_16"] and "registers" in rep["x_frag_16"], rep
@@ -71,8 +74,9 @@ def test_loop_partners_of_a_shared_gemm_operand_are_register_tiles(capsys, monke
 
 
 @needs_sass
-def test_gemm_sqrsum_sass_vector_shared_loads_no_spills():
+def test_gemm_sqrsum_sass_vector_shared_loads_no_spills(monkeypatch):
     from tilelang.backend.cuda.host.nvrtc import sass
+    monkeypatch.setenv("TILELANG_CUDA_WGMMA_RS", "0")
     art = build(gemm_sqrsum())
     ops, text = sass_ops(art), sass(art.binary)
     assert ops["HMMA"] > 0 and ops["LDSM"] > 0, ops
@@ -81,8 +85,10 @@ def test_gemm_sqrsum_sass_vector_shared_loads_no_spills():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("register_a", [True, False])
 @pytest.mark.parametrize("num_tokens", [96, 100])
-def test_gemm_sqrsum_on_gpu(num_tokens):
+def test_gemm_sqrsum_on_gpu(num_tokens, register_a, monkeypatch):
+    monkeypatch.setenv("TILELANG_CUDA_WGMMA_RS", "1" if register_a else "0")
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA GPU")
@@ -93,7 +99,9 @@ def test_gemm_sqrsum_on_gpu(num_tokens):
     out = torch.full((num_tokens, 24), float("nan"), device="cuda")
     sq = torch.full((num_tokens,), float("nan"), device="cuda")
     be = get_backend("cuda")
-    be.load(be.build(gemm_sqrsum(num_tokens=num_tokens), parse_target("cuda")))([x, fn, out, sq], (), ())
+    art = be.build(gemm_sqrsum(num_tokens=num_tokens), parse_target("cuda"))
+    assert ("gemm_rs_tf32" in art.source) == register_a
+    be.load(art)([x, fn, out, sq], (), ())
     torch.cuda.synchronize()
     xf = x.float()
     torch.testing.assert_close(sq, xf.square().sum(-1), rtol=1e-4, atol=1e-3)

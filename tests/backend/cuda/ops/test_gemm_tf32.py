@@ -106,7 +106,8 @@ def test_tf32_sass_has_tf32_hmma_and_no_spills(arch, trans_A, trans_B):
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_bf16_to_tf32_fragment_gemm_on_tensor_cores(arch):
     art = build(bf16_rows_times_tf32(256, 1024), arch)
-    assert "tl::gemm_ss_tf32<32, 32, 256, 2, 2, false, true>" in art.source
+    # the widened tile is the register A operand (layout/fragment.py Tf32ALayout)
+    assert "tl::gemm_rs_tf32<32, 32, 256, 2, 2, true>(xf, " in art.source
     assert "gk" not in art.source   # no SIMT loop
     ops = sass_ops(art)
     assert _tf32_mma_ops(art) > 0 and ops["LDSM"] > 0 and ops["LDL"] == 0 and ops["STL"] == 0, ops
@@ -173,3 +174,51 @@ def test_gpu_bf16_to_tf32_fragment_gemm_matches_cpu():
     for y, sq in outs.values():
         torch.testing.assert_close(y.double(), ref, rtol=1e-4, atol=1e-4 * float(ref.abs().max()))
         torch.testing.assert_close(sq.double(), x.double().square().sum(1), rtol=1e-4, atol=1e-3)
+
+
+def register_a_gemm(M, N, K, bm=64, bn=64, bk=32, trans_B=False, threads=128):
+    """A float32 gemm whose A tile is a register fragment loaded from global memory (the
+    TF32 mma.sync's register A operand, `tl::gemm_rs_tf32`), B through shared memory."""
+    b_shape, bs_shape = ((N, K), (bn, bk)) if trans_B else ((K, N), (bk, bn))
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float32"), B: T.Tensor(b_shape, "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
+            Af = T.alloc_fragment((bm, bk), "float32")
+            Bs = T.alloc_shared(bs_shape, "float32")
+            Cf = T.alloc_fragment((bm, bn), "float32")
+            T.clear(Cf)
+            for k in T.serial(T.ceildiv(K, bk)):
+                T.copy(A[by * bm, k * bk], Af)
+                if trans_B:
+                    T.copy(B[bx * bn, k * bk], Bs)
+                else:
+                    T.copy(B[k * bk, bx * bn], Bs)
+                T.gemm(Af, Bs, Cf, transpose_B=trans_B)
+            T.copy(Cf, C[by * bm, bx * bn])
+    return main
+
+
+@needs_sass
+@pytest.mark.parametrize("trans_B", [False, True])
+def test_register_a_tf32_gemm_compiles_without_spills(trans_B):
+    art = build(register_a_gemm(128, 128, 128, trans_B=trans_B), "sm_90a")
+    assert f"tl::gemm_rs_tf32<64, 64, 32, 2, 2, {str(trans_B).lower()}>(Af, " in art.source
+    ops = sass_ops(art)
+    assert _tf32_mma_ops(art) >= 4 * 4 and ops["LDL"] == 0 and ops["STL"] == 0, ops
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("trans_B", [False, True])
+def test_gpu_register_a_tf32_gemm_matches_torch(trans_B):
+    import torch
+    M, N, K = 192, 128, 160
+    a, b, A, B = _inputs(M, N, K, False, trans_B, seed=2)
+    kern = tilelang.compile(register_a_gemm(M, N, K, trans_B=trans_B), target="cuda")
+    assert "gemm_rs_tf32" in kern.get_kernel_source()
+    c = torch.zeros(M, N, device="cuda")
+    kern(torch.from_numpy(A).cuda(), torch.from_numpy(B).cuda(), c)
+    ref = _reference(a, b)
+    np.testing.assert_allclose(c.cpu().numpy(), ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+    t = torch.from_numpy(a).double() @ torch.from_numpy(b).double()
+    torch.testing.assert_close(c.cpu().double(), t, rtol=1e-2, atol=2e-2 * float(t.abs().max()))

@@ -30,7 +30,7 @@ from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
 from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
 from tilelang.backend.cuda.plan.copy_forms import copy_form
 from tilelang.backend.cuda.target import arch_number
-from tilelang.backend.cuda.layout.fragment import AccLayout
+from tilelang.backend.cuda.layout.fragment import AccLayout, TILE_2D, Tf32ALayout, Tf32ColsLayout, residue_offset
 from tilelang.backend.cuda.ops.reduce import emit_warp_reduce, emit_register_reduce
 from tilelang.backend.cuda.ops.local_reduce import per_thread, emit_local_reduce
 from tilelang.backend.cuda.plan.sync import SyncPlanner, is_inserted_barrier
@@ -478,6 +478,8 @@ class KernelCodegen:
         if st.kind in (S.UNROLL, S.VECTORIZED):
             factor = st.annotations.get("pragma_unroll_factor") if st.annotations else None
             self.w(f"#pragma unroll {factor}" if factor else "#pragma unroll")
+        elif st.kind == S.SERIAL and self._indexes_registers(st):
+            self.w("#pragma unroll")   # register slots chosen by the loop variable: constants once unrolled
         if st.step is None:
             self.w(f"for ({ct} {v} = {self.expr(st.min)}; {v} < {self.expr(simplify(st.min + st.extent))}; ++{v}) {{")
         else:
@@ -682,6 +684,9 @@ class KernelCodegen:
         if getattr(cfg, "tf32", False):   # float32 / tfloat32 operands (ops/mma.py MmaTf32Config)
             call = (f"tl::gemm_ss_tf32<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}, {ta}, {tb}>"
                     f"({pa}, {lda}, {pb}, {ldb}, {{acc}}, tl_tid);")
+            if cfg.a_regs:   # A in registers (layout/fragment.py Tf32ALayout)
+                call = (f"tl::gemm_rs_tf32<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}, {tb}>"
+                        f"({self.buf_name(op.A.buffer)}, {pb}, {ldb}, {{acc}}, tl_tid);")
         return self._gemm_call(op, cfg, call)
 
     def wgmma_call(self, op, cfg, issue_only=False, acc=None):
@@ -860,8 +865,15 @@ class KernelCodegen:
         over a leading window of the accumulator (layout/fragment.py window_of) skips the
         slots outside it."""
         lays = [self.placement(b).acc for b in regs]
-        acc = [L for L in lays if isinstance(L, AccLayout)]
+        acc = [L for L in lays if isinstance(L, TILE_2D)]
         L = acc[0] if acc else lays[0]
+        # an M x 4 nest reading a TF32 A fragment at [i, e + j] runs on the slots of its
+        # Tf32ColsLayout tile (layout/fragment.py _residue_source)
+        cols = [x for x in acc if isinstance(x, Tf32ColsLayout)]
+        residue = {id(b): self.placement(b).acc for b in regs if isinstance(self.placement(b).acc, Tf32ALayout)} \
+            if cols else {}
+        if cols:
+            L = cols[0]
         lt = L.layout()
         window = None
         if acc and exts is not None and len(vars_) == 2:
@@ -880,8 +892,8 @@ class KernelCodegen:
                 shift = found[0]
         slot = self.names.fresh("tl_r")
         # sm_80: ptxas then trades a small spill for occupancy in some GEMMs; keep scalar stores
-        if acc and shift is None and window is None and len(vars_) == 2 and arch_number(self.target.arch) >= 90 and \
-                self._pair_store(vars_, body, regs, L, lt, slot):
+        if type(L) is AccLayout and shift is None and window is None and len(vars_) == 2 and \
+                arch_number(self.target.arch) >= 90 and self._pair_store(vars_, body, regs, L, lt, slot):
             return
         self.w("#pragma unroll")
         self.w(f"for (int {slot} = 0; {slot} < {L.regs}; ++{slot}) {{")
@@ -898,12 +910,44 @@ class KernelCodegen:
             self.w(f"if ({' || '.join(bounds)}) continue;")
         for b in regs:
             is_row = self.placement(b).kind == "row"
-            self.acc_index[id(b)] = f"{lt}::row_slot({slot})" if acc and is_row else slot
+            if id(b) in residue:
+                self.acc_index[id(b)] = self._residue_slot(residue[id(b)], slot, vars_)
+            else:
+                self.acc_index[id(b)] = f"{lt}::row_slot({slot})" if acc and is_row else slot
         self.stmt(body, False)
         for b in regs:
             del self.acc_index[id(b)]
         self.indent -= 1
         self.w("}")
+
+    def _indexes_registers(self, st):
+        """A constant-extent serial loop whose variable indexes a register fragment
+        (the k8 atom of a TF32 A fragment, say): register arrays must not be indexed at
+        run time (local memory)."""
+        if E.const_int_value(st.extent) is None or (E.const_int_value(st.extent) or 0) > 128:
+            return False
+        from tilelang.ir.visitor import walk
+        found = []
+
+        def f(n):
+            if found or not isinstance(n, (E.BufferLoad, S.BufferStore)):
+                return
+            p = self.placement(n.buffer)
+            if p is not None and p.kind in ("acc", "row", "tile") and \
+                    any(v is st.var for i in n.indices for v in collect_vars(i)):
+                found.append(n)
+        walk(st.body, f)
+        return bool(found)
+
+    def _residue_slot(self, A, slot, vars_):
+        """The register of TF32 A fragment `A` holding [i, e + j] in a nest over its
+        Tf32ColsLayout tile, i and j this thread's row and column of `slot` (a callable of
+        the access's indices: e, a multiple of 4, selects the k8 atom and its half)."""
+        def at(idx):
+            e = residue_offset(list(idx), vars_)
+            assert e is not None, "TF32 A fragment read off its residue form"
+            return A.slot_of(slot, self.expr(e))
+        return at
 
     def _pair_store(self, vars_, body, regs, L, lt, slot):
         """An accumulator tile stored to a 16-bit global tensor or shared tile, `G[.., j + c] = f(acc[i, j])`,

@@ -125,6 +125,101 @@ class RowLayout:
         return Fragment([self.M], forward_fn=fwd, replicate=4 * WN)
 
 
+@dataclass(frozen=True)
+class Tf32ALayout:
+    """The register A operand of the TF32 mma.sync (m16n8k8 .tf32) over a WM x WN warp
+    grid: an M x K tile, warp w at grid row w // WN holding its M / WM rows and all K
+    columns (replicated over the WN warps of that row). In each 16 x 8 atom lane
+    (g = lane / 4, t = lane % 4) holds a0 (g, t), a1 (g + 8, t), a2 (g, t + 4),
+    a3 (g + 8, t + 4); register (mi * K / 8 + ki) * 4 + a (`tl::MmaTf32ALayout`). Every
+    column a thread holds is t mod 4, so a loop over an M x 4 tile reading
+    `a[i, 4 c + j]` runs on the threads of `Tf32ColsLayout` (the sum of squares of mHC)."""
+    M: int
+    N: int   # K of the gemm
+    WM: int
+    WN: int
+
+    @property
+    def MI(self):
+        return self.M // self.WM // 16
+
+    @property
+    def KI(self):
+        return self.N // 8
+
+    @property
+    def regs(self):
+        return self.MI * self.KI * 4
+
+    def layout(self):
+        return f"tl::MmaTf32ALayout<{self.M}, {self.N}, {self.WM}, {self.WN}>"
+
+    def slot_of(self, s, e):
+        """C++ for the register holding [row of Tf32ColsLayout slot s, e + t] (e a
+        multiple of 4, t = lane % 4): atom (s / 2, e / 8), a = (e / 4 % 2) * 2 + s % 2."""
+        return f"((({s}) >> 1) * {self.KI} + ({e}) / 8) * 4 + ((({e}) / 4) % 2) * 2 + (({s}) & 1)"
+
+    def fragment(self):
+        """This layout as a `tilelang.layout.Fragment` (replica = warp column)."""
+        WTM, WN, KI = self.M // self.WM, self.WN, self.KI
+
+        def fwd(i, k, rep=0):
+            wr, ii = i // WTM, i % WTM
+            lane = (ii % 8) * 4 + k % 4
+            reg = ((ii // 16) * KI + k // 8) * 4 + ((k % 8) // 4) * 2 + (ii % 16) // 8
+            return (wr * WN + rep) * 32 + lane, reg
+        return Fragment([self.M, self.N], forward_fn=fwd, replicate=WN)
+
+
+@dataclass(frozen=True)
+class Tf32ColsLayout:
+    """An M x 4 tile on the threads of a `Tf32ALayout(M, K, WM, WN)`: element (i, j) on
+    lane (i % 8) * 4 + j of the warps at grid row i // (M / WM), slot (i % WTM / 16) * 2 +
+    i % 16 / 8, replicated over the WN warps of that row (`tl::MmaTf32ColsLayout`). Its
+    rows are those of `RowLayout(M, WM, WN)`, so a dim-1 reduction ends in that row layout
+    after a quad exchange (the WN warps hold copies, not partials: no exchange between them)."""
+    M: int
+    WM: int
+    WN: int
+    N = 4
+    partial_warps = 1   # warps along N holding partial sums of a row (reductions)
+
+    @property
+    def regs(self):
+        return (self.M // self.WM // 16) * 2
+
+    def layout(self):
+        return f"tl::MmaTf32ColsLayout<{self.M}, {self.WM}, {self.WN}>"
+
+    def row_layout(self):
+        return RowLayout(self.M, self.WM, self.WN)
+
+    def warp_col_expr(self, tid):
+        return f"({tid} >> 5) % {self.WN}"
+
+    def fragment(self):
+        WTM, WN = self.M // self.WM, self.WN
+
+        def fwd(i, j, rep=0):
+            wr, ii = i // WTM, i % WTM
+            return (wr * WN + rep) * 32 + (ii % 8) * 4 + j, (ii // 16) * 2 + (ii % 16) // 8
+        return Fragment([self.M, 4], forward_fn=fwd, replicate=WN)
+
+
+# register layouts of 2-D fragments that T.Parallel nests over their whole M x N run slot by slot
+TILE_2D = (AccLayout, Tf32ALayout, Tf32ColsLayout)
+
+
+def a_register_layout(cfg):
+    """The register layout a gemm config reads its A fragment in, or None: wgmma's
+    (the accumulator pattern of an M x K tile), the TF32 mma.sync's (Tf32ALayout)."""
+    if cfg is None or not getattr(cfg, "a_regs", False):
+        return None
+    if getattr(cfg, "tf32", False):
+        return Tf32ALayout(cfg.M, cfg.K, cfg.WM, cfg.WN)
+    return AccLayout(cfg.M, cfg.K, cfg.WM, 1)
+
+
 def acc_layout_of(cfg):
     return None if cfg is None else AccLayout(cfg.M, cfg.N, cfg.WM, cfg.WN, getattr(cfg, "wg_cols", False))
 
@@ -141,7 +236,7 @@ def _shape(buf):
 
 
 def _fits(buf, lay):
-    return _shape(buf) == ([lay.M, lay.N] if isinstance(lay, AccLayout) else [lay.M])
+    return _shape(buf) == ([lay.M, lay.N] if isinstance(lay, TILE_2D) else [lay.M])
 
 
 class _Loop:
@@ -313,8 +408,9 @@ def infer(launch, gemm_cfgs, depends, regions=None):
             lay = acc_layout_of(cfg)
             if c in frags and lay is not None and whole_region(g.C) and _fits(frags[c], lay):
                 want.setdefault(c, []).append(lay)
-            if cfg is not None and getattr(cfg, "a_regs", False) and id(g.A.buffer) in frags:
-                want.setdefault(id(g.A.buffer), []).append(AccLayout(cfg.M, cfg.K, cfg.WM, 1))
+            a_lay = a_register_layout(cfg)
+            if a_lay is not None and id(g.A.buffer) in frags:
+                want.setdefault(id(g.A.buffer), []).append(a_lay)
         return want
 
     while True:
@@ -347,7 +443,13 @@ def infer(launch, gemm_cfgs, depends, regions=None):
                     continue
                 k = len(lp.exts)
                 if k == 2:
-                    accs = {lay[f] for f in lp.idx if isinstance(lay.get(f), AccLayout) and lp.indexed_by(f, 2)
+                    src = _residue_source(lp, lay)
+                    if src is not None:   # `cols[i, j] op= a[i, 4 c + j]` over an M x 4 tile
+                        for f in lp.idx:
+                            if lay.get(f) != src and frags[f].ndim == 2 and lp.indexed_by(f, 2):
+                                changed |= assign(f, Tf32ColsLayout(src.M, src.WM, src.WN))
+                        continue
+                    accs = {lay[f] for f in lp.idx if isinstance(lay.get(f), TILE_2D) and lp.indexed_by(f, 2)
                             and [lay[f].M, lay[f].N] == lp.exts}
                     if len(accs) != 1:
                         continue
@@ -355,7 +457,7 @@ def infer(launch, gemm_cfgs, depends, regions=None):
                     for f in lp.idx:
                         if frags[f].ndim == 2 and lp.indexed_by(f, 2):
                             changed |= assign(f, L)
-                        elif frags[f].ndim == 1 and lp.indexed_by(f, 1):
+                        elif frags[f].ndim == 1 and lp.indexed_by(f, 1) and hasattr(L, "row_layout"):
                             changed |= assign(f, L.row_layout())
                 elif k == 1:
                     rows = {lay[f] for f in lp.idx if isinstance(lay.get(f), RowLayout) and lp.indexed_by(f, 1)
@@ -368,7 +470,7 @@ def infer(launch, gemm_cfgs, depends, regions=None):
                             changed |= assign(f, R)
             for r in reduces:
                 L = lay.get(id(r.src.buffer))
-                if isinstance(L, AccLayout) and id(r.dst.buffer) in frags and reduce_dim(r) == 1 and \
+                if isinstance(L, (AccLayout, Tf32ColsLayout)) and id(r.dst.buffer) in frags and reduce_dim(r) == 1 and \
                         whole_region(r.src) and whole_region(r.dst):
                     changed |= assign(id(r.dst.buffer), L.row_layout())
         if conflict:
@@ -445,13 +547,20 @@ def _validate(lay, loops, reduces, gemms, gemm_cfgs, frags):
         regs = [f for f in lp.idx if f in lay]
         if not regs:
             continue
-        accs = {lay[f] for f in regs if isinstance(lay[f], AccLayout)}
+        accs = {lay[f] for f in regs if isinstance(lay[f], TILE_2D)}
         rows = {lay[f] for f in regs if isinstance(lay[f], RowLayout)}
         ok = lp.zero and len(accs) <= 1 and len(rows) <= 1
-        if ok and accs:
+        src = _residue_source(lp, lay)
+        if src is not None:
+            cols = Tf32ColsLayout(src.M, src.WM, src.WN)
+            ok = all(lay[f] == src or lay[f] == cols and lp.indexed_by(f, 2) for f in regs) and not lp.atomic
+        elif ok and accs:
             (L,) = accs
             ok = window_of(lp.exts, L) is not None and all(lp.indexed_by(f, 2) for f in regs if lay[f] == L) and \
-                all(lay[f] == L.row_layout() and lp.indexed_by(f, 1) for f in regs if lay[f] != L)
+                all(hasattr(L, "row_layout") and lay[f] == L.row_layout() and lp.indexed_by(f, 1)
+                    for f in regs if lay[f] != L)
+            # element-wise only: the registers of the M x K A layout are no accumulator's
+            ok = ok and (isinstance(L, AccLayout) or window_of(lp.exts, L) == (False, False))
             if not ok and lp.exts == [L.M, L.N] and all(lay[f] == L for f in regs) and lp.guarded:
                 # `X[i, j] = acc[i + c0, j + c1]` (a shifted window of the accumulator):
                 # each thread runs the iterations whose element it holds
@@ -469,7 +578,7 @@ def _validate(lay, loops, reduces, gemms, gemm_cfgs, frags):
         L = lay.get(s)
         # into its row layout, or (rows of another layout met it) into a 1-D vector in
         # shared memory that the reduction's row holders store
-        ok = isinstance(L, AccLayout) and (lay.get(d) == L.row_layout() or
+        ok = isinstance(L, (AccLayout, Tf32ColsLayout)) and (lay.get(d) == L.row_layout() or
                                            d not in lay and r.dst.buffer.ndim == 1) and \
             reduce_dim(r) == 1 and whole_region(r.src) and whole_region(r.dst)
         if not ok:
@@ -479,12 +588,45 @@ def _validate(lay, loops, reduces, gemms, gemm_cfgs, frags):
         c, a, b = id(g.C.buffer), id(g.A.buffer), id(g.B.buffer)
         if c in lay and (lay[c] != acc_layout_of(cfg) or not whole_region(g.C)):
             bad.append((c, "gemm accumulator of another layout"))
-        if a in lay and not (cfg is not None and getattr(cfg, "a_regs", False) and
-                             lay[a] == AccLayout(cfg.M, cfg.K, cfg.WM, 1) and whole_region(g.A)):
+        if a in lay and not (lay[a] == a_register_layout(cfg) and whole_region(g.A)):
             bad.append((a, "gemm A operand that this gemm cannot read from registers"))
         if b in lay:
             bad.append((b, "gemm B operand"))
     return bad
+
+
+def _residue_source(lp, lay):
+    """The Tf32ALayout L when `lp` is a 2-D nest over an L.M x 4 tile reading an L-layout
+    fragment only at [i, e + j] (e free of i, j and a multiple of 4): each thread's
+    columns of such a fragment are t mod 4, so the nest runs on Tf32ColsLayout's threads."""
+    if not lp.zero or len(lp.exts) != 2 or lp.exts[1] != 4:
+        return None
+    srcs = {lay[f] for f in lp.idx if isinstance(lay.get(f), Tf32ALayout)}
+    if len(srcs) != 1:
+        return None
+    (L,) = srcs
+    if lp.exts[0] != L.M:
+        return None
+    for f in lp.idx:
+        if lay.get(f) == L and not all(residue_offset(ix, lp.vars) is not None for ix in lp.idx[f]):
+            return None
+    return L
+
+
+def residue_offset(ix, vars_):
+    """e when the 2-D index ix is (vars_[0], e + vars_[1]) with e free of vars_ and a
+    multiple of 4 for every value of its variables, else None."""
+    from tilelang.arith.simplify import simplify, linear_form
+    from tilelang.ir.visitor import collect_vars
+    if len(ix) != 2 or ix[0] is not vars_[0]:
+        return None
+    e = simplify(E.binop("-", ix[1], vars_[1]))
+    if any(v is vars_[0] or v is vars_[1] for v in collect_vars(e)):
+        return None
+    lin = linear_form(e)
+    if lin is None or lin[1] % 4 or any(c % 4 for _, c in lin[0].values()):
+        return None
+    return e
 
 
 def _stores(node):

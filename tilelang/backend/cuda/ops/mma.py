@@ -55,8 +55,10 @@ class MmaK32Config(MmaConfig):
 class MmaTf32Config(MmaConfig):
     """32-bit float operands (float32 / tfloat32) into float32: m16n8k8 .tf32 steps
     (`tl::gemm_ss_tf32`); K-major operands through ldmatrix, M/N-major ones one 32-bit
-    element per register; the accumulator layout is MmaConfig's."""
+    element per register; the accumulator layout is MmaConfig's. With `a_regs` the A
+    operand is a register fragment in `layout/fragment.py` Tf32ALayout (`tl::gemm_rs_tf32`)."""
     tf32 = True
+    a_regs: bool = False
 
 
 def is_tf32_gemm(da, db, dc) -> bool:

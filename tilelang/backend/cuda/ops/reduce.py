@@ -154,12 +154,12 @@ def emit_register_reduce(cg, op, L):
     val = P.store("tl_acc" if clear else combine(cross, P.load(f"{dst}[tl_s]"), "tl_acc", nan))
     R = L.row_layout()
     rl = R.layout()
-    WN = L.WN
+    WN = getattr(L, "partial_warps", L.WN)   # warps holding partials of a row (not copies)
     in_regs = cg.placement(op.dst.buffer).kind == "row"
     if not in_regs:   # a vector in shared memory: one holder of each row stores it
         d = f"{dst}[{rl}::row(tl_tid, tl_s)]"
         val = P.store("tl_acc" if clear else combine(cross, P.load(d), "tl_acc", nan))
-        lead = "(tl_tid & 3) == 0" + (f" && {L.warp_col_expr('tl_tid')} == 0" if WN > 1 else "")
+        lead = "(tl_tid & 3) == 0" + (f" && {L.warp_col_expr('tl_tid')} == 0" if L.WN > 1 else "")
         store = f"    if ({lead}) {d} = {val};"
     else:
         store = f"    {dst}[tl_s] = {val};"
@@ -171,7 +171,7 @@ def emit_register_reduce(cg, op, L):
              f"      if ({lt}::row_slot(tl_r) == tl_s) tl_acc = {combine(op.kind, 'tl_acc', x, nan)};",
              "    }",
              f"    tl_acc = tl::quad_reduce(tl_acc, {warp_op(op.kind, nan)}());"]
-    if L.WN == 1:
+    if WN == 1:
         return lines + [store, "  }", "}"]
     # WN warps hold different columns of the same rows: quad leaders publish their warp's
     # partial per row in the shared scratch (two phases, plan.py), then every holder of a

@@ -29,7 +29,7 @@ from tilelang.backend.cuda.analysis.facts import thread_dependent_vars
 from tilelang.backend.cuda.ops.mma import mma_config
 from tilelang.backend.cuda.ops.wgmma import wgmma_config, swizzle_ok, swizzle_bytes
 from tilelang.backend.cuda.plan.pipeline import find_pipelines
-from tilelang.backend.cuda.layout.fragment import AccLayout, infer as infer_fragment_layouts, format_report
+from tilelang.backend.cuda.layout.fragment import TILE_2D, infer as infer_fragment_layouts, format_report
 from tilelang.backend.cuda.layout.shared import annotated_shared_layout
 from tilelang.backend.cuda.options import CudaOptions
 from tilelang.backend.cuda.layout.tile import TILE_LAYOUTS, ThreadTile
@@ -219,7 +219,7 @@ def _plan_kernel(launch, arch, options, mma_only):
             smem.append(buf)
         elif id(buf) in frag.layouts:
             lay = frag.layouts[id(buf)]
-            kind = "tile" if isinstance(lay, TILE_LAYOUTS) else "acc" if isinstance(lay, AccLayout) else "row"
+            kind = "tile" if isinstance(lay, TILE_LAYOUTS) else "acc" if isinstance(lay, TILE_2D) else "row"
             plan.placements[id(buf)] = Placement(kind, None, acc=lay, annotated=gave_way.get(id(buf), ""))
         elif buf.scope == "local.fragment" and id(buf) in scalar_only:
             # only scalar code touches it: every thread keeps its own copy (a fully
@@ -536,7 +536,7 @@ def _reduce_scratch_bytes(launch, plan):
                 item = max(4, n.dst.buffer.dtype.itemsize)
                 b = plan.nthreads // 32 * round_rows(plan.nthreads // 32, p.acc.row_regs, item) * item
                 need = max(need, (b + 15) // 16 * 16)
-            elif p is not None and p.kind == "acc" and getattr(p.acc, "WN", 1) > 1:
+            elif p is not None and p.kind == "acc" and getattr(p.acc, "partial_warps", getattr(p.acc, "WN", 1)) > 1:
                 # one partial per row and warp column (reduce_lowering.emit_register_reduce)
                 b = p.acc.M * p.acc.WN * max(4, n.dst.buffer.dtype.itemsize)
                 need = max(need, (b + 15) // 16 * 16)
@@ -687,5 +687,9 @@ def _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_
                     _mma_reads_swizzled(cfg, r, gemms, plan) for r in (g.A, g.B) if id(r.buffer) in both):
                 cfg = None   # ldmatrix cannot address this tile; the SIMT loop handles any layout
                 blocked.append(g)
+            if cfg is not None and cfg.tf32 and g.A.buffer.scope == "local.fragment" and not g.trans_A and \
+                    id(g) not in shared_a and id(g.A.buffer) not in swizzled:
+                # a TF32 mma.sync reads a register A fragment as it is (layout/fragment.py Tf32ALayout)
+                cfg = dataclasses.replace(cfg, a_regs=True)
             plan.gemms[id(g)] = cfg
     return swizzled, blocked

@@ -309,4 +309,67 @@ TL_DEVICE void gemm_ss_tf32(const float* A, int lda, const float* B, int ldb, fl
   }
 }
 
+// The register A operand of gemm_rs_tf32: an M x K tile over a WM x WN warp grid, warp
+// w at grid row w / WN holding its M / WM rows and all K columns (the WN warps of a row
+// hold copies). Register (mi * K / 8 + ki) * 4 + a holds the m16n8k8 .tf32 A element a of
+// atom (mi, ki): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4).
+template <int M, int K, int WM, int WN> struct MmaTf32ALayout {
+  static constexpr int WTM = M / WM, MI = WTM / 16, KI = K / 8, REGS = MI * KI * 4;
+  TL_DEVICE static int row(int tid, int r) {
+    return ((tid >> 5) / WN) * WTM + ((r >> 2) / KI) * 16 + ((tid & 31) >> 2) + (r & 1) * 8;
+  }
+  TL_DEVICE static int col(int tid, int r) { return ((r >> 2) % KI) * 8 + (tid & 3) + ((r >> 1) & 1) * 4; }
+};
+
+// An M x 4 tile on the threads of MmaTf32ALayout<M, K, WM, WN>: element (i, j) on lane
+// (i % 8) * 4 + j of the warps at grid row i / WTM, slot (i % WTM) / 16 * 2 + i % 16 / 8
+// (the rows of MmaRowLayout<M, WM, WN>): column j of a row is column t of every k8 atom.
+template <int M, int WM, int WN> struct MmaTf32ColsLayout {
+  static constexpr int WTM = M / WM, MI = WTM / 16, REGS = MI * 2;
+  TL_DEVICE static int row(int tid, int s) {
+    return ((tid >> 5) / WN) * WTM + (s >> 1) * 16 + ((tid & 31) >> 2) + (s & 1) * 8;
+  }
+  TL_DEVICE static int col(int tid, int s) { return tid & 3; }
+  TL_DEVICE static constexpr int row_slot(int s) { return s; }
+};
+
+// C[M, N] += A[M, K] * B[K, N] with A in registers (MmaTf32ALayout<M, K, WM, WN>, raw
+// 32-bit float bits: the tensor core reads their top 19) and B in shared memory (stored
+// N x K when TB, ldb its row stride in elements, a multiple of 4).
+template <int M, int N, int K, int WM, int WN, bool TB>
+TL_DEVICE void gemm_rs_tf32(const float* a_regs, const float* B, int ldb, float* acc, int tid = thread_linear()) {
+  using L = MmaAccLayout<M, N, WM, WN>;
+  static_assert(L::WTM % 16 == 0 && L::WTN % 16 == 0 && K % 8 == 0, "gemm_rs_tf32 tile shape");
+  constexpr int KI = K / 8;
+  const int lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int wc = (tid >> 5) % WN;
+#pragma unroll
+  for (int ki = 0; ki < KI; ++ki) {
+    const int k0 = ki * 8;
+    unsigned b[L::NI][2];
+#pragma unroll
+    for (int nj = 0; nj < L::NI / 2; ++nj) {
+      const int n0 = wc * L::WTN + nj * 16;
+      if (TB) {
+        unsigned r[4];
+        ldmatrix_x4(r, B + (n0 + (lane >> 4) * 8 + (lane & 7)) * ldb + k0 + ((lane >> 3) & 1) * 4);
+        b[2 * nj][0] = r[0]; b[2 * nj][1] = r[1];
+        b[2 * nj + 1][0] = r[2]; b[2 * nj + 1][1] = r[3];
+      } else {
+        const float* p = B + (k0 + t) * ldb + n0 + g;
+        b[2 * nj][0] = lds_u32(p);
+        b[2 * nj][1] = lds_u32(p + 4 * ldb);
+        b[2 * nj + 1][0] = lds_u32(p + 8);
+        b[2 * nj + 1][1] = lds_u32(p + 4 * ldb + 8);
+      }
+    }
+#pragma unroll
+    for (int mi = 0; mi < L::MI; ++mi) {
+      const unsigned* a = reinterpret_cast<const unsigned*>(a_regs) + (mi * KI + ki) * 4;
+#pragma unroll
+      for (int ni = 0; ni < L::NI; ++ni) MmaTf32::run(acc + (mi * L::NI + ni) * 4, a, b[ni]);
+    }
+  }
+}
+
 }  // namespace tl
