@@ -1128,11 +1128,13 @@ class KernelCodegen:
         return overlapped_wgmma(self, info)
 
     def pipelined_wgmma(self, st, info):
-        """GEMM main loop keeping one wgmma group in flight: iteration k issues its
-        wgmma, then the copies of iteration k + s - 2 into the slot iteration k - 2
-        read (every warpgroup finished it: each waited for all but its newest group
-        before the barrier), then waits for wgmma k - 1."""
-        ns, d = info.stages, info.stages - 2
+        """GEMM main loop keeping one wgmma group in flight with s - 1 iterations of
+        copies ahead (s = num_stages, as the published package's pipeline): iteration k
+        issues its wgmma, waits for wgmma k - 1, and once every warpgroup has (a second
+        barrier) refills the slot iteration k - 1 read with the copies of iteration
+        k + s - 1. (One barrier per iteration allows only s - 2 ahead: a 128x256 conv
+        tile alone on its SM then waits for its im2col loads every iteration.)"""
+        ns, d = info.stages, info.stages - 1
         g = info.rest[0]
         cfg = self.plan.gemms[id(g)]
         lo, hi = self._cp_async_prologue(st, info, d)
@@ -1144,8 +1146,9 @@ class KernelCodegen:
         self.sync()
         with self.slot_pointers(info, f"({k} - {lo}) % {ns}"):
             self.w(self.wgmma_call(g, cfg, issue_only=True))
-        self._issue_ahead(st, info, k, d, lo, hi)
         self.w("tl::wgmma_wait<1>();")
+        self.sync(fence=False)   # every warpgroup's wgmma k - 1 is done: its slot is free
+        self._issue_ahead(st, info, k, d, lo, hi)
         self.indent -= 1
         self.w("}")
         self.w("tl::wgmma_wait<0>();")
