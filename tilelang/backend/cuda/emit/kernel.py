@@ -818,29 +818,47 @@ class KernelCodegen:
             total = simplify(E.binop("*", total, e))
         tc = E.const_int_value(total)
         it = self.names.fresh("tl_i")
+        split = None   # exact split: the flat index is j * c + t, t = tl_tid / (extents done) < c
         if tc is not None and tc % nt == 0 and tc // nt <= 8:
             # exact split: no bound check, fully unrolled
             j = self.names.fresh("tl_j")
             self.w("#pragma unroll")
             self.w(f"for (int {j} = 0; {j} < {tc // nt}; ++{j}) {{")
             self.indent += 1
-            self.w(f"const int {it} = {j} * {nt} + tl_tid;")
+            split = (j, nt, "tl_tid")
         else:
             if tc is not None and tc <= 4 * nt:
                 self.w("#pragma unroll")
             self.w(f"for (int {it} = tl_tid; {it} < {self.expr(total)}; {it} += {nt}) {{")
             self.indent += 1
         rem = it
+        lines = []
         for k in reversed(range(len(vars_))):
             ext, mn = self.expr(exts[k]), self.expr(mins[k])
             off = "" if E.const_int_value(mins[k]) == 0 else f" + {mn}"
             ct = ctype(vars_[k].dtype)
             scale = f" * {V}" if V and k == len(vars_) - 1 else ""
+            e = E.const_int_value(exts[k])
+            if k and split is not None and e and split[1] % e == 0:
+                # (j * c + t) % e == t % e and / e == j * (c / e) + t / e when e divides c:
+                # the same expression in every unrolled copy, which nvcc computes once
+                jv, c, t = split
+                lines.append(f"const {ct} {self.bind(vars_[k])} = (({t}) % {ext}){scale}{off};")
+                split = (jv, c // e, f"(({t}) / {ext})")
+                continue
+            if split is not None:
+                jv, c, t = split
+                rem = it if t == "tl_tid" and c == nt else f"({jv} + {t})" if c == 1 else f"({jv} * {c} + {t})"
+                split = None
             if k:
-                self.w(f"const {ct} {self.bind(vars_[k])} = (({rem}) % {ext}){scale}{off};")
+                lines.append(f"const {ct} {self.bind(vars_[k])} = (({rem}) % {ext}){scale}{off};")
                 rem = f"(({rem}) / {ext})"
             else:
-                self.w(f"const {ct} {self.bind(vars_[k])} = ({rem}){scale}{off};")
+                lines.append(f"const {ct} {self.bind(vars_[k])} = ({rem}){scale}{off};")
+        if tc is not None and tc % nt == 0 and tc // nt <= 8 and any(it in ln for ln in lines):
+            self.w(f"const int {it} = {j} * {nt} + tl_tid;")
+        for ln in lines:
+            self.w(ln)
         waited = form is not None and form.kind == "cp_async_wait" and not self.async_copy
         if waited:   # plan/copy_forms.py: all of this thread's copies in flight, then one wait
             self.async_copy = True
