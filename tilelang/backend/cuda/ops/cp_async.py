@@ -26,8 +26,9 @@ def emit_copy_on_mbarrier(cg, nest, bar) -> bool:
     producer does not wait for its loads (as plain loads and stores it waited twice a
     round in the published vertical-slash sparse attention's K/V producer). False (the
     caller copies synchronously) unless: sm_80+, a global -> shared tile in 4-, 8- or
-    16-byte vectors, no wgmma reads the tile (the async proxy would need a fence after
-    the wait), and every barrier of `bar`'s array counts as many arrivals as the range
+    16-byte vectors, a kernel without async-proxy reads of shared memory (wgmma, bulk
+    stores: plan/proxy_fences.py; a reader would need a fence after the wait, which the
+    writer cannot give), and every barrier of `bar`'s array counts as many arrivals as the range
     has threads, so that each thread's pending arrival is added before the phase can
     complete (its own arrival follows it)."""
     from tilelang.ir import expr as E
@@ -44,8 +45,7 @@ def emit_copy_on_mbarrier(cg, nest, bar) -> bool:
     if m is None:
         return False
     dst, src = m[1].buffer, m[2].buffer
-    if src.scope != "global" or getattr(cg.placement(dst), "kind", None) != "smem" or \
-            id(dst) in wgmma_operands(cg):
+    if src.scope != "global" or getattr(cg.placement(dst), "kind", None) != "smem" or cg.plan.fence_barriers:
         return False
     V = vector_width(cg, vars_, mins, exts, body)
     if not V or V * dst.dtype.itemsize not in (4, 8, 16):
@@ -58,15 +58,3 @@ def emit_copy_on_mbarrier(cg, nest, bar) -> bool:
     cg.w(f"tl::cp_async_mbar_arrive<false>(&{cg.access(bar)});")
     return True
 
-
-def wgmma_operands(cg) -> set:
-    """The ids of the shared buffers some wgmma of the kernel reads."""
-    from tilelang.ir import tile_ops as TO
-    from tilelang.ir.visitor import walk
-    out = set()
-
-    def f(n):
-        if isinstance(n, TO.Gemm) and getattr(cg.plan.gemms.get(id(n)), "kind", "") == "wgmma":
-            out.update(id(r.buffer) for r in (n.A, n.B))
-    walk(cg.launch.body, f)
-    return out
