@@ -27,7 +27,7 @@ from tilelang.backend.cuda.ops.tma_pipeline import (ring_mode, emit_pipelined_tm
                                                emit_tma_copy, tma_copies, emit_ws_producer, emit_ws_consumer)
 from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
 from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
-from tilelang.backend.cuda.ops.cp_async import emit_copy_on_mbarrier
+from tilelang.backend.cuda.ops.cp_async_mbarrier import emit_copy_on_mbarrier
 from tilelang.backend.cuda.plan.copy_forms import copy_form
 from tilelang.backend.cuda.target import arch_number
 from tilelang.backend.cuda.layout.fragment import AccLayout

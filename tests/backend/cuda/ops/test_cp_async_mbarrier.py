@@ -1,4 +1,4 @@
-"""ops/cp_async.py `emit_copy_on_mbarrier`: a T.tma_copy(..., barrier=bar) that is not a
+"""ops/cp_async_mbarrier.py `emit_copy_on_mbarrier`: a T.tma_copy(..., barrier=bar) that is not a
 bulk copy is issued as cp.async by the range's threads, each then adding its pending
 arrival (`cp.async.mbarrier.arrive`) before its own, so the producer does not wait for
 its loads. Compile-only checks of the form and where it does not apply, then the
