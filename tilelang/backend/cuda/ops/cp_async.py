@@ -16,4 +16,3 @@ def cp_async_now(nbytes: int, dst: str, src: str, pred: str | None) -> str:
     """An expression: the copy, finished for this thread when it ends (T.ptx_cp_async
     outside kernels that wait for their copies themselves)."""
     return f"({cp_async_line(nbytes, dst, src, pred)}, tl::cp_async_commit(), tl::cp_async_wait<0>())"
-
