@@ -120,3 +120,36 @@ def ws_gemm_tma(M, N, K, bm=128, bn=256, bk=64, stages=4, dtype="float16"):
                             T.tma_copy(B[(ko * stages + s) * bk, bx * bn], B_s[s], barrier=full[s])
                             T.barrier_arrive(full[s])
     return main
+
+
+def ws_tma_copy_gather(L, nb, bn=64, d=64, counts=(128, 128)):
+    """Out[b] = 2 * X[offsets[b] : offsets[b] + bn] (rows past L read 0), b < nb: threads
+    128..255 copy each block into a two-slot [2, bn, d] ring with T.tma_copy(...,
+    barrier=full[b % 2]) and arrive on it, threads 0..127 read the slot and release it on
+    empty[b % 2] (the published vertical-slash sparse attention's producer; no wgmma
+    reads the ring). `counts`: the arrivals each full barrier expects."""
+
+    @T.prim_func
+    def main(X: T.Tensor((L, d), "float16"), Offsets: T.Tensor((nb,), "int32"),
+             Out: T.Tensor((nb, bn, d), "float16")):
+        with T.Kernel(1, threads=256):
+            ring = T.alloc_shared((2, bn, d), "float16")
+            offsets = T.alloc_shared((nb,), "int32")
+            full = T.alloc_barrier(list(counts))
+            empty = T.alloc_barrier([128, 128])
+            for i in T.Parallel(nb):
+                offsets[i] = Offsets[i]
+            tx = T.get_thread_binding()
+            if tx >= 128:
+                for b in T.serial(nb):
+                    k = offsets[b]
+                    T.mbarrier_wait_parity(empty[b % 2], ((b & 3) >> 1) ^ 1)
+                    T.tma_copy(X[k:k + bn, :], ring[b % 2, :, :], barrier=full[b % 2])
+                    T.mbarrier_arrive(full[b % 2])
+            else:
+                for b in T.serial(nb):
+                    T.mbarrier_wait_parity(full[b % 2], (b & 3) >> 1)
+                    for i, j in T.Parallel(bn, d):
+                        Out[b, i, j] = ring[b % 2, i, j] * T.float16(2)
+                    T.mbarrier_arrive(empty[b % 2])
+    return main

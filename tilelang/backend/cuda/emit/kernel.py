@@ -28,6 +28,7 @@ from tilelang.backend.cuda.ops.tma_pipeline import (ring_mode, emit_pipelined_tm
 from tilelang.backend.cuda.ops.wgmma_deferred_wait import plan_deferred_wait, emit_deferred_wait
 from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
 from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
+from tilelang.backend.cuda.ops.cp_async_mbarrier import emit_copy_on_mbarrier
 from tilelang.backend.cuda.plan.copy_forms import copy_form
 from tilelang.backend.cuda.target import arch_number
 from tilelang.backend.cuda.layout.fragment import AccLayout, TILE_2D, Tf32ALayout, Tf32ColsLayout, residue_offset
@@ -773,6 +774,8 @@ class KernelCodegen:
         if bar is not None and block and self.use_tma and self.options.tma_copy \
                 and emit_tma_copy(self, op, lower_copy(op), bar):
             return
+        if bar is not None and block and emit_copy_on_mbarrier(self, lower_copy(op), bar):
+            return
         self.stmt(lower_copy(op), block)
 
     def s_Atomic(self, op, block):
@@ -821,29 +824,47 @@ class KernelCodegen:
             total = simplify(E.binop("*", total, e))
         tc = E.const_int_value(total)
         it = self.names.fresh("tl_i")
+        split = None   # exact split: the flat index is j * c + t, t = tl_tid / (extents done) < c
         if tc is not None and tc % nt == 0 and tc // nt <= 8:
             # exact split: no bound check, fully unrolled
             j = self.names.fresh("tl_j")
             self.w("#pragma unroll")
             self.w(f"for (int {j} = 0; {j} < {tc // nt}; ++{j}) {{")
             self.indent += 1
-            self.w(f"const int {it} = {j} * {nt} + tl_tid;")
+            split = (j, nt, "tl_tid")
         else:
             if tc is not None and tc <= 4 * nt:
                 self.w("#pragma unroll")
             self.w(f"for (int {it} = tl_tid; {it} < {self.expr(total)}; {it} += {nt}) {{")
             self.indent += 1
         rem = it
+        lines = []
         for k in reversed(range(len(vars_))):
             ext, mn = self.expr(exts[k]), self.expr(mins[k])
             off = "" if E.const_int_value(mins[k]) == 0 else f" + {mn}"
             ct = ctype(vars_[k].dtype)
             scale = f" * {V}" if V and k == len(vars_) - 1 else ""
+            e = E.const_int_value(exts[k])
+            if k and split is not None and e and split[1] % e == 0:
+                # (j * c + t) % e == t % e and / e == j * (c / e) + t / e when e divides c:
+                # the same expression in every unrolled copy, which nvcc computes once
+                jv, c, t = split
+                lines.append(f"const {ct} {self.bind(vars_[k])} = (({t}) % {ext}){scale}{off};")
+                split = (jv, c // e, f"(({t}) / {ext})")
+                continue
+            if split is not None:
+                jv, c, t = split
+                rem = it if t == "tl_tid" and c == nt else f"({jv} + {t})" if c == 1 else f"({jv} * {c} + {t})"
+                split = None
             if k:
-                self.w(f"const {ct} {self.bind(vars_[k])} = (({rem}) % {ext}){scale}{off};")
+                lines.append(f"const {ct} {self.bind(vars_[k])} = (({rem}) % {ext}){scale}{off};")
                 rem = f"(({rem}) / {ext})"
             else:
-                self.w(f"const {ct} {self.bind(vars_[k])} = ({rem}){scale}{off};")
+                lines.append(f"const {ct} {self.bind(vars_[k])} = ({rem}){scale}{off};")
+        if tc is not None and tc % nt == 0 and tc // nt <= 8 and any(it in ln for ln in lines):
+            self.w(f"const int {it} = {j} * {nt} + tl_tid;")
+        for ln in lines:
+            self.w(ln)
         waited = form is not None and form.kind == "cp_async_wait" and not self.async_copy
         if waited:   # plan/copy_forms.py: all of this thread's copies in flight, then one wait
             self.async_copy = True
@@ -1177,11 +1198,13 @@ class KernelCodegen:
         return overlapped_wgmma(self, info)
 
     def pipelined_wgmma(self, st, info):
-        """GEMM main loop keeping one wgmma group in flight: iteration k issues its
-        wgmma, then the copies of iteration k + s - 2 into the slot iteration k - 2
-        read (every warpgroup finished it: each waited for all but its newest group
-        before the barrier), then waits for wgmma k - 1."""
-        ns, d = info.stages, info.stages - 2
+        """GEMM main loop keeping one wgmma group in flight with s - 1 iterations of
+        copies ahead (s = num_stages, as the published package's pipeline): iteration k
+        issues its wgmma, waits for wgmma k - 1, and once every warpgroup has (a second
+        barrier) refills the slot iteration k - 1 read with the copies of iteration
+        k + s - 1. (One barrier per iteration allows only s - 2 ahead: a 128x256 conv
+        tile alone on its SM then waits for its im2col loads every iteration.)"""
+        ns, d = info.stages, info.stages - 1
         g = info.rest[0]
         cfg = self.plan.gemms[id(g)]
         lo, hi = self._cp_async_prologue(st, info, d)
@@ -1193,8 +1216,9 @@ class KernelCodegen:
         self.sync()
         with self.slot_pointers(info, f"({k} - {lo}) % {ns}"):
             self.w(self.wgmma_call(g, cfg, issue_only=True))
-        self._issue_ahead(st, info, k, d, lo, hi)
         self.w("tl::wgmma_wait<1>();")
+        self.sync(fence=False)   # every warpgroup's wgmma k - 1 is done: its slot is free
+        self._issue_ahead(st, info, k, d, lo, hi)
         self.indent -= 1
         self.w("}")
         self.w("tl::wgmma_wait<0>();")

@@ -1,0 +1,62 @@
+"""emit/kernel.py `cooperative`: a copy nest split exactly over the threads (unrolled
+`tl_j` loop) writes each loop variable whose extent divides the remaining thread count
+from `tl_tid` alone (`(tl_tid) % 8`, not `(tl_j * 256 + tl_tid) % 8`), the same
+expression in every unrolled copy, which nvcc then computes once (the im2col tile's
+channel and tap arithmetic: 394 -> 257 instructions per iteration of the convolution
+autotune loop). Checked by evaluating the printed index lines for every thread and
+copy: each element of the nest exactly once."""
+import itertools
+import re
+
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tests.backend.cuda.conftest import needs_nvrtc
+
+
+def copy3d(shape, threads, dtype="float16"):
+    @T.prim_func
+    def main(A: T.Tensor(shape, dtype), B: T.Tensor(shape, dtype)):
+        with T.Kernel(1, threads=threads):
+            s = T.alloc_shared(shape, dtype)
+            T.copy(A, s)
+            T.copy(s, B)
+    return main
+
+
+def _unrolled_nests(src):
+    """[(count, threads, [(name, C expression)])] of the exactly split nests."""
+    out = []
+    for m in re.finditer(r"for \(int (tl_j\w*) = 0; \1 < (\d+); \+\+\1\) \{\n((?:\s*const int \w+ = .*;\n)+)", src):
+        j, n, body = m.group(1), int(m.group(2)), m.group(3)
+        lines = re.findall(r"const int (\w+) = (.*);", body)
+        out.append((j, n, lines))
+    return out
+
+
+def _covered(j, n, lines, threads, names):
+    seen = []
+    for jv, tid in itertools.product(range(n), range(threads)):
+        env = {j: jv, "tl_tid": tid}
+        for name, expr in lines:
+            env[name] = eval(expr.replace("/", "//"), {}, dict(env))   # non-negative: C's / and % are Python's
+        seen.append(tuple(env[x] for x in names))
+    return seen
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("shape,threads,V", [((4, 16, 64), 128, 8), ((64, 64), 256, 8), ((8, 6, 32), 96, 8)])
+def test_every_element_once_and_thread_only_indices(shape, threads, V):
+    src = tilelang.compile(copy3d(shape, threads), target="cuda -arch=sm_90a").get_kernel_source()
+    nests = _unrolled_nests(src)
+    assert nests, src
+    for j, n, lines in nests:
+        names = [name for name, _ in lines if not name.startswith("tl_i")][::-1]   # printed innermost first
+        assert len(names) == len(shape)
+        seen = _covered(j, n, lines, threads, names)
+        want = list(itertools.product(*[range(0, d, V if k == len(shape) - 1 else 1) for k, d in enumerate(shape)]))
+        assert sorted(seen) == sorted(want)
+        # the innermost index reads the thread alone
+        inner = dict(lines)[names[-1]]
+        assert j not in inner and "tl_tid" in inner, lines
