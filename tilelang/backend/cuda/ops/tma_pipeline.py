@@ -492,6 +492,8 @@ def emit_ws_consumer(cg, st, info):
     if info.guard is not None:
         cg.w(f"if (!({cg.expr(info.guard)})) continue;   // masked: the producer skipped it too")
     cg.w(f"tl::mbar_wait(&{ring.full}[{stage}], {phase});")
+    if ring_mode(cg, info) == "barrier":
+        cg.sync()   # the previous iteration's shared writes (a dequantized tile): as on the single-role ring
     if ws.in_flight:
         g = info.rest[-1]
         cfg = cg.plan.gemms[id(g)]
