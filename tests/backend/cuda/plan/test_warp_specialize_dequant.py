@@ -14,9 +14,11 @@ from tests.backend.cuda.helpers import build, sass_ops
 from tests.backend.cuda.plan.test_warp_specialize import _before_after, _consumer_code, _decision
 
 
-def dequant_gemm(M, N, K, bM=128, bN=128, bK=64, threads=256, stages=2, dtype="float16", epilogue_tile=True):
+def dequant_gemm(M, N, K, bM=128, bN=128, bK=64, threads=256, stages=2, dtype="float16", epilogue_tile=True,
+                 user_barrier=False):
     """C = A @ dequant(B)^T: B holds two signed 4-bit values per byte (offset 8), scaled per
-    row and K tile by `Scale`, a global tensor the body reads (as the mxfp4 example does)."""
+    row and K tile by `Scale`, a global tensor the body reads (as the mxfp4 example does).
+    `user_barrier`: the body also synchronizes a numbered barrier of its own."""
     @T.prim_func
     def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K // 2), "uint8"), Scale: T.Tensor((N, K // bK), dtype),
              C: T.Tensor((M, N), dtype)):
@@ -32,6 +34,8 @@ def dequant_gemm(M, N, K, bM=128, bN=128, bK=64, threads=256, stages=2, dtype="f
                 for i, j in T.Parallel(bN, bK):
                     nib = (B_s[i, j // 2] >> T.Cast("uint8", 4 * (j % 2))) & T.Cast("uint8", 15)
                     B_d[i, j] = (T.Cast(dtype, nib) - T.Cast(dtype, 8)) * Scale[bx * bN + i, k]
+                if user_barrier:
+                    T.sync_threads(1, threads)
                 T.gemm(A_s, B_d, C_l, transpose_B=True)
             if epilogue_tile:   # staged through shared memory, which may lie over the ring
                 C_s = T.alloc_shared((bM, bN), dtype)
@@ -50,6 +54,19 @@ def test_a_dequantizing_body_gets_a_producer_warpgroup():
         "consumers 240 (setmaxnreg); slot released after the body"]
     _, after = _before_after(dequant_gemm(1024, 1024, 1024, epilogue_tile=False, threads=128, bM=64))
     assert _decision(after)[0].startswith("warp-specialized loop over k: 256 threads launched")
+
+
+def test_a_numbered_barrier_of_the_users_keeps_the_single_role_ring():
+    _, after = _before_after(dequant_gemm(1024, 1024, 1024, user_barrier=True))
+    assert _decision(after) == ["none (the pipelined body synchronizes a numbered barrier of its own)"]
+
+
+def test_a_body_that_converts_no_ring_tile_keeps_the_ring_and_its_schedules():
+    """Attention: the softmax between the gemms reads registers only (the ring's warpgroup
+    ping-pong stays)."""
+    from tests.backend.cuda.plan.test_warp_specialize import gemm_variant
+    _, after = _before_after(gemm_variant("body"))
+    assert _decision(after) == ["none (the pipelined body does more than wgmma gemms into register accumulators)"]
 
 
 def test_the_pass_config_still_turns_it_off():

@@ -30,10 +30,12 @@ What qualifies (else the loop keeps the single-role TMA ring):
   whose copies are all on the TMA ring;
 - the body (possibly under one `if cond:` the whole block agrees on, e.g. a block-sparse
   mask: then both roles skip the masked iterations) runs wgmma gemms with register
-  accumulators, and whatever else it does the consumers can do alone: a dequantizing GEMM
-  converts its packed tile into the gemm's operand there (its block barriers become the
-  consumers' named barrier; a numbered barrier of the user's, a block-wide vote
-  (`__syncthreads_count`) or a nested pipelined loop keep the single-role ring);
+  accumulators and nothing else, or besides them converts a tile the ring loads (a
+  dequantizing GEMM: the packed tile into the gemm's shared or register operand), which
+  the consumers then do alone (its block barriers become their named barrier; a
+  numbered barrier of the user's, a block-wide vote (`__syncthreads_count`) or a nested
+  pipelined loop keep the single-role ring). Attention's softmax between its gemms reads
+  no ring tile: it keeps the ring's own schedules (warpgroup ping-pong, plan/overlap.py);
 - what the copies, the bounds and `cond` read is known at the kernel's start (block
   indices, parameters, the loop variable), since the producer starts there;
 - no shared buffer that the code before the loop uses shares storage with the ring's
@@ -129,8 +131,9 @@ def decide(launch, plan, options, arch):
     body = [s for s in info.rest if not isinstance(s, S.DeclBuffer)]
     gemms = [g for s in body for g in _nodes_of(s, TO.Gemm)]
     if not gemms or not all(getattr(plan.gemms.get(id(g)), "kind", "") == "wgmma"
-                            and getattr(plan.placements.get(id(g.C.buffer)), "kind", "") == "acc" for g in gemms):
-        return None, "the pipelined body runs no wgmma gemm, or one whose accumulator is not in registers"
+                            and getattr(plan.placements.get(id(g.C.buffer)), "kind", "") == "acc" for g in gemms) \
+            or not _converts_ring_tiles(body, info):
+        return None, "the pipelined body does more than wgmma gemms into register accumulators"
     in_flight = len(info.rest) == 1 and isinstance(info.rest[0], TO.Gemm)
     if in_flight and plan.gemms[id(gemms[0])].a_regs:
         return None, "the body's one gemm reads its A operand from registers"
@@ -155,6 +158,18 @@ def decide(launch, plan, options, arch):
     pr, cr = register_split(T)
     return WarpSpecialization(id(loop), loop.var.name, info.stages, T, free[0], pr, cr, in_flight,
                               info.guard is not None), None
+
+
+def _converts_ring_tiles(body, info):
+    """Whether the body is only gemms, or what else it does reads a tile the ring loads
+    (a dequantizing GEMM: the packed tile converted into the gemm's operand, which the
+    consumers do while the producer loads ahead). Other bodies (attention's softmax between
+    its gemms) keep the single-role ring and its own schedules (warpgroup ping-pong,
+    plan/overlap.py)."""
+    from tilelang.backend.cuda.analysis.facts import accesses
+    others = [s for s in body if not isinstance(s, (TO.Gemm, S.Barrier))]
+    ring = {id(b) for b in info.bufs}
+    return not others or any(id(b) in ring for s in others for b in accesses(s)[0])
 
 
 # calls whose barrier counts every thread of the block (the producer too)
