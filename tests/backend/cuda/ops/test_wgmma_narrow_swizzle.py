@@ -117,8 +117,9 @@ def test_32_wide_k_tile_takes_wgmma_with_sw64(threads, slabs):
     src = build(blocksparse(threads=threads), config={"tl.disable_warp_specialized": True}).source
     sl = f", {slabs}" if slabs > 1 else ""
     assert f"tl::wgmma_gemm_ss<128, 128, 32, false, false, half, 1, 64, 128{sl}>(" in src, src
-    # the TMA ring: A in 32-column boxes (one per 16-row run when its rows are in slab order), B in 64
-    assert src.count("tl::tma_load_2d(A_s") == 2 * (8 if slabs > 1 else 1), src
+    # the TMA ring: A in 32-column boxes (rows in slab order: one 5-D box, ops/tma.py slab_view), B in 64
+    assert src.count("tl::tma_load_2d(A_s") == (0 if slabs > 1 else 2), src
+    assert src.count("tl::tma_load_5d(A_s") == (2 if slabs > 1 else 0), src
     assert src.count("tl::tma_load_2d(B_s") == 2 * 2, src
 
 

@@ -46,10 +46,21 @@ class TmaCopy:
     row_slabs: int = 1   # the tile's rows are stored in tl::slab_row<row_slabs> order: boxes of 16 rows
     elem_bytes: int = 2  # bytes of one element (fp8: 1): the swizzle is width * elem_bytes
     plain: bool = False  # a row-major tile, one box per row run, no swizzle
+    slab_view: bool = False  # slab_row order loaded through a 5-D view of the rows (slab_view_ok)
 
     @property
     def box_rows(self):
-        return self.rows if self.row_slabs == 1 else 16
+        return self.rows if self.row_slabs == 1 or self.slab_view else 16
+
+    def slab_view_dims(self):
+        """The 5-D view of a 2-D source whose rows a tile stores in tl::slab_row<S> order:
+        row r = 16 (S (4 g + w) + s) + i (i < 16, w: the warp of a warpgroup, s: its slab,
+        g: the warpgroup) seen as dimensions (i, w, s, g), which a box of (16, 4, S, G)
+        writes in that order, innermost first: the stored order. Returns (extents, element
+        strides) of the row dimensions, innermost first (the columns precede them)."""
+        S, ld = self.row_slabs, E.const_int_value(self.src.shape[1])
+        groups = E.const_int_value(self.src.shape[0]) // (64 * S)
+        return [16, 4, S, groups], [ld, 16 * S * ld, 16 * ld, 64 * S * ld]
 
     def stored_row(self, r):
         """tl::slab_row<row_slabs>(r): where row r of the tile is stored (16-row runs stay together)."""
@@ -75,6 +86,8 @@ class TmaCopy:
     def coords(self, row0, col0):
         """Every source dimension's index for a box at (row0, col0), innermost first
         (the order of the tensor map and of the copy instruction)."""
+        if self.slab_view:   # (column, i, w, s, g): the box starts at a warpgroup's first row
+            return [col0, 0, 0, 0, simplify(E.binop("//", row0, E.convert(64 * self.row_slabs)))]
         n = self.src.ndim
         out = [(self.fixed or {}).get(d) for d in range(n)]
         out[self.row_dim], out[n - 1] = row0, col0
@@ -209,8 +222,31 @@ def match_tma(st, plan, param_ids):
         for atom in E.conjuncts(sel):
             if not any(_is_bound(atom, load.indices[d], src.shape[d]) for d in range(n)):
                 return None
-    return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize, row_dim, fixed or None, width,
-                   pd.row_slabs, dst.dtype.itemsize, bool(plain))
+    t = TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize, row_dim, fixed or None, width,
+                pd.row_slabs, dst.dtype.itemsize, bool(plain))
+    t.slab_view = slab_view_ok(t)
+    return t
+
+
+def slab_view_ok(t):
+    """Whether a tile in tl::slab_row<S> order (a wgmma A tile whose warpgroups compute S
+    64-row slabs each) loads through the 5-D view of TmaCopy.slab_view_dims, one box per
+    64-column strip instead of one per 16 rows (32 for a 256-row tile; the published
+    package issues two): a 2-D source whose rows are a constant multiple of 64 S, a tile
+    of whole warpgroups (64 S rows each) starting at a multiple of 64 S rows. Rows past the
+    source's end then fall in whole groups outside the view, which the copy zero-fills
+    as before."""
+    S = t.row_slabs
+    if S == 1 or t.plain or t.fixed or t.src.ndim != 2 or t.row_dim != 0 or t.rows % (64 * S):
+        return False
+    M, ld = (E.const_int_value(d) for d in t.src.shape)
+    if M is None or ld is None or M % (64 * S):
+        return False
+    lin = linear_form(simplify(t.row0))
+    if lin is None:
+        return False
+    terms, const = lin
+    return const % (64 * S) == 0 and all(c % (64 * S) == 0 for _, c in terms.values())
 
 
 @dataclass

@@ -352,6 +352,7 @@ def tensor_map(cg, t, share=False):
     already made for the same tensor and box (the slots of a T.tma_copy ring)."""
     if share:
         same = [n for n, u in enumerate(cg.tmaps) if u.src is t.src and u.box_rows == t.box_rows and
+                u.slab_view == t.slab_view and
                 u.row_dim == t.row_dim and u.width == t.width and getattr(u, "shared_map", False)]
         if same:
             return f"tl_tmap_{same[0]}"
@@ -363,7 +364,8 @@ def tensor_map(cg, t, share=False):
 
 def tma_loads(cg, t, tmap, dst, bar):
     """The bulk copies of TmaCopy `t` into the tile at `dst`: one per swizzle strip (64
-    columns), and per 16-row run of a tile stored in slab_row order."""
+    columns), and per 16-row run of a tile stored in slab_row order unless its 5-D view
+    (`t.slab_view`) writes that order in one box."""
     for r, p, c in t.boxes():
         coords = t.coords(t.row0 + r, t.col0 + c)
         cs = ", ".join(cg.expr(simplify(x)) for x in coords)
@@ -492,6 +494,8 @@ def emit_ws_consumer(cg, st, info):
     if info.guard is not None:
         cg.w(f"if (!({cg.expr(info.guard)})) continue;   // masked: the producer skipped it too")
     cg.w(f"tl::mbar_wait(&{ring.full}[{stage}], {phase});")
+    if ring_mode(cg, info) == "barrier":
+        cg.sync()   # the previous iteration's shared writes (a dequantized tile): as on the single-role ring
     if ws.in_flight:
         g = info.rest[-1]
         cfg = cg.plan.gemms[id(g)]

@@ -29,12 +29,17 @@ What qualifies (else the loop keeps the single-role TMA ring):
   branch: the producer runs ahead of everything the consumers do), planned as a pipeline
   whose copies are all on the TMA ring;
 - the body (possibly under one `if cond:` the whole block agrees on, e.g. a block-sparse
-  mask: then both roles skip the masked iterations) is only wgmma gemms with register
-  accumulators;
+  mask: then both roles skip the masked iterations) runs wgmma gemms with register
+  accumulators and nothing else, or besides them converts a tile the ring loads (a
+  dequantizing GEMM: the packed tile into the gemm's shared or register operand), which
+  the consumers then do alone (its block barriers become their named barrier; a
+  numbered barrier of the user's, a block-wide vote (`__syncthreads_count`) or a nested
+  pipelined loop keep the single-role ring). Attention's softmax between its gemms reads
+  no ring tile: it keeps the ring's own schedules (warpgroup ping-pong, plan/overlap.py);
 - what the copies, the bounds and `cond` read is known at the kernel's start (block
   indices, parameters, the loop variable), since the producer starts there;
-- no other shared buffer shares storage with the ring's buffers (the producer writes the
-  ring while consumers run the code before the loop)."""
+- no shared buffer that the code before the loop uses shares storage with the ring's
+  buffers (the producer writes the ring while consumers run that code)."""
 from __future__ import annotations
 
 import dataclasses
@@ -123,12 +128,18 @@ def decide(launch, plan, options, arch):
         return None, "not every copy of the pipelined loop is a TMA ring load"
     if not _top_level(launch.body, loop):
         return None, "the pipelined loop is nested in another loop or a branch"
-    gemms = [s for s in info.rest if not isinstance(s, S.DeclBuffer)]
-    if not gemms or not all(isinstance(g, TO.Gemm) and getattr(plan.gemms.get(id(g)), "kind", "") == "wgmma"
-                            and getattr(plan.placements.get(id(g.C.buffer)), "kind", "") == "acc" for g in gemms):
+    body = [s for s in info.rest if not isinstance(s, S.DeclBuffer)]
+    gemms = [g for s in body for g in _nodes_of(s, TO.Gemm)]
+    if not gemms or not all(getattr(plan.gemms.get(id(g)), "kind", "") == "wgmma"
+                            and getattr(plan.placements.get(id(g.C.buffer)), "kind", "") == "acc" for g in gemms) \
+            or not _converts_ring_tiles(body, info):
         return None, "the pipelined body does more than wgmma gemms into register accumulators"
-    if any(plan.gemms[id(g)].a_regs for g in gemms):
-        return None, "a gemm reads its A operand from registers"
+    in_flight = len(info.rest) == 1 and isinstance(info.rest[0], TO.Gemm)
+    if in_flight and plan.gemms[id(gemms[0])].a_regs:
+        return None, "the body's one gemm reads its A operand from registers"
+    why = _consumers_only(body)
+    if why:
+        return None, why
     inside = _defined_inside(launch) - {id(loop.var)}
     reads = [loop.min, loop.extent] + list(info.copies) + ([info.guard] if info.guard is not None else [])
     late = sorted({v.name for r in reads for v in collect_vars(r) if id(v) in inside - _bound_in(r)})
@@ -138,16 +149,48 @@ def decide(launch, plan, options, arch):
     late += sorted({n.buffer.name for r in reads for n in _nodes_of(r, E.BufferLoad) if id(n.buffer) in declared})
     if late:
         return None, f"the copies' indices read {', '.join(late)}, which the kernel computes before the loop"
-    if _ring_shares_storage(launch, plan, info):
-        return None, "the ring's shared buffers share storage with other buffers"
+    if _ring_shares_storage(launch, plan, info, loop):
+        return None, "the ring's shared buffers share storage with buffers the code before the loop uses"
     taken = {E.const_int_value(n.barrier_id) for n in _nodes(launch, S.Barrier) if n.barrier_id is not None}
     free = [i for i in range(1, 16) if i not in taken]
     if not free:
         return None, "no free named barrier for the consumers"
     pr, cr = register_split(T)
-    in_flight = len(info.rest) == 1
     return WarpSpecialization(id(loop), loop.var.name, info.stages, T, free[0], pr, cr, in_flight,
                               info.guard is not None), None
+
+
+def _converts_ring_tiles(body, info):
+    """Whether the body is only gemms, or what else it does reads a tile the ring loads
+    (a dequantizing GEMM: the packed tile converted into the gemm's operand, which the
+    consumers do while the producer loads ahead). Other bodies (attention's softmax between
+    its gemms) keep the single-role ring and its own schedules (warpgroup ping-pong,
+    plan/overlap.py)."""
+    from tilelang.backend.cuda.analysis.facts import accesses
+    others = [s for s in body if not isinstance(s, (TO.Gemm, S.Barrier))]
+    ring = {id(b) for b in info.bufs}
+    return not others or any(id(b) in ring for s in others for b in accesses(s)[0])
+
+
+# calls whose barrier counts every thread of the block (the producer too)
+_BLOCK_WIDE_CALLS = {"tl.syncthreads_count", "tl.syncthreads_and", "tl.syncthreads_or"}
+
+
+def _consumers_only(body):
+    """Why the consumer threads alone could not run `body` (the statements of a pipelined
+    loop besides its ring copies: a dequantizing GEMM's conversion of the packed tile, the
+    gemms), or "". Block barriers the compiler prints become the consumers' named barrier
+    (KernelCodegen.sync); a barrier the user numbered, or a block-wide vote, counts
+    threads that would include the producer."""
+    for s in body:
+        for n in _nodes_of(s, (S.Barrier, E.Call, S.For)):
+            if isinstance(n, S.Barrier) and n.kind != "warp" and n.barrier_id is not None:
+                return "the pipelined body synchronizes a numbered barrier of its own"
+            if isinstance(n, E.Call) and n.name in _BLOCK_WIDE_CALLS:
+                return f"the pipelined body calls {n.name}, which counts every thread of the block"
+            if isinstance(n, S.For) and n.kind == S.PIPELINED:
+                return "the pipelined body holds another pipelined loop"
+    return ""
 
 
 def _nodes(launch, cls):
@@ -171,6 +214,21 @@ def _top_level(body, loop):
     return False
 
 
+def _before(body, loop):
+    """The statements that run before the top-level `loop` (sequences flattened)."""
+    out = []
+
+    def go(n):
+        if n is loop:
+            return True
+        if isinstance(n, S.SeqStmt):
+            return any(go(s) for s in n.stmts)
+        out.append(n)
+        return False
+    go(body)
+    return out
+
+
 def _defined_inside(launch):
     """ids of the variables the kernel body binds (loops, lets, thread indices)."""
     out = {id(v) for v in launch.thread_vars}
@@ -189,13 +247,20 @@ def _bound_in(node):
     return out
 
 
-def _ring_shares_storage(launch, plan, info):
+def _ring_shares_storage(launch, plan, info, loop):
+    """Whether a buffer that the code before the loop touches shares storage with the
+    ring (the producer fills the ring while the consumers run that code). A buffer used
+    only after the loop may: the consumers leave the loop once every load has landed and
+    been read (the epilogue's staging tile over the A ring, as the published package
+    places it)."""
+    from tilelang.backend.cuda.analysis.facts import accesses
+    touched = {id(b) for s in _before(launch.body, loop) for group in accesses(s) for b in group}
     ring = {id(b) for b in info.bufs}
     spans = [(p.offset, p.offset + p.stage_bytes * p.stages)
              for b in info.bufs for p in [plan.placements[id(b)]]]
     for d in _nodes(launch, S.DeclBuffer):
         p = plan.placements.get(id(d.buffer))
-        if id(d.buffer) in ring or p is None or p.kind != "smem":
+        if id(d.buffer) in ring or p is None or p.kind != "smem" or id(d.buffer) not in touched:
             continue
         lo, hi = p.offset, p.offset + p.stage_bytes * p.stages
         if any(lo < b and a < hi for a, b in spans):
