@@ -46,6 +46,7 @@ class TmaCopy:
     row_slabs: int = 1   # the tile's rows are stored in tl::slab_row<row_slabs> order: boxes of 16 rows
     elem_bytes: int = 2  # bytes of one element (fp8: 1): the swizzle is width * elem_bytes
     plain: bool = False  # a row-major tile, one box per row run, no swizzle
+    slab_view: bool = False  # slab_row order written by one box per strip (slab_view_map)
 
     @property
     def box_rows(self):
@@ -60,8 +61,24 @@ class TmaCopy:
 
     def boxes(self):
         """(first tile row, stored row, first column) of every box of one issue."""
+        step = 16 if self.row_slabs > 1 and not self.slab_view else self.rows
         return [(r, self.stored_row(r), c) for c in range(0, self.cols, self.width)
-                for r in range(0, self.rows, self.box_rows)]
+                for r in range(0, self.rows, step)]
+
+    def slab_view_map(self):
+        """The tensor map that writes a whole strip of a tile stored in slab_row order
+        with ONE box (instead of one box per 16-row run, 8 for a 128-row tile on one
+        warpgroup): the source's rows seen as (16 rows, 4 warps, row_slabs slabs,
+        warpgroups), each with its own row stride, listed in the order the tile stores
+        them (the box fills shared memory innermost dimension first). Global row
+        row0 + i + 16 S w + 16 s + 64 S g lands at stored row 64 (S g + s) + 16 w + i,
+        tl::slab_row<S>'s order. The row dimension's extent is the rows minus the
+        tile's last run (R - 16): a tile that starts at row0 <= rows - R is read
+        exactly; only tiles known to be in bounds use it (match_tma).
+        Returns (extra dims, their row strides, their box extents), after the 16-row one."""
+        S, wgs = self.row_slabs, self.rows // (64 * self.row_slabs)
+        dims = [(4, 16 * S), (S, 16)] + ([(wgs, 64 * S)] if wgs > 1 else [])
+        return [d for d, _ in dims], [r for _, r in dims], [d for d, _ in dims]
 
     @property
     def swizzle_bytes(self):
@@ -78,6 +95,8 @@ class TmaCopy:
         n = self.src.ndim
         out = [(self.fixed or {}).get(d) for d in range(n)]
         out[self.row_dim], out[n - 1] = row0, col0
+        if self.slab_view:   # the map's run, warp, slab (and warpgroup) dimensions start at 0
+            return out[::-1] + [0] * len(self.slab_view_map()[0])
         return out[::-1]
 
 
@@ -190,12 +209,17 @@ def match_tma(st, plan, param_ids):
             if any(x is w for x in collect_vars(idx) for w in vars_) or plan.depends(idx):
                 return None
             fixed[d] = idx
+    row_bounded = False
     if sel is not None:
         for atom in E.conjuncts(sel):
             if not any(_is_bound(atom, load.indices[d], src.shape[d]) for d in range(n)):
                 return None
+            row_bounded = row_bounded or _is_bound(atom, load.indices[row_dim], src.shape[row_dim])
+    # a slab_row tile in one box per strip: a 2-D source (the view takes 3 or 4 more map
+    # dimensions of the 5) whose rows the copy reads without a bound check
+    slab_view = pd.row_slabs > 1 and n == 2 and not row_bounded
     return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize, row_dim, fixed or None, width,
-                   pd.row_slabs, dst.dtype.itemsize, bool(plain))
+                   pd.row_slabs, dst.dtype.itemsize, bool(plain), slab_view)
 
 
 @dataclass
