@@ -227,3 +227,18 @@ def test_bound_checked_rows_keep_one_box_per_run():
     # 200 rows: the last tile's rows are bound-checked, which only the 2-D boxes zero-fill exactly
     src = build(gemm(M=200, N=256, K=256)).source
     assert "tl::tma_load_4d(A_s" not in src and src.count("tl::tma_load_2d(A_s") == 8, src
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,bM,threads,bK", [(512, 128, 128, 32), (512, 256, 256, 64), (512, 256, 128, 32),
+                                             (200, 128, 128, 32), (1000, 128, 128, 64)])
+def test_slab_ordered_tile_boxes_on_gpu(M, bM, threads, bK):
+    # A in slab_row order: one 4-D (one warpgroup) or 5-D (two) box per strip; 200 / 1000 rows:
+    # the bound-checked last tile keeps the 16-row boxes
+    import torch
+    import tilelang
+    kern = tilelang.compile(gemm(M=M, N=256, K=256, bM=bM, bK=bK, threads=threads), out_idx=[-1], target="cuda")
+    torch.manual_seed(3)
+    a = torch.randn(M, 256, device="cuda", dtype=torch.float16)
+    b = torch.randn(256, 256, device="cuda", dtype=torch.float16)
+    torch.testing.assert_close(kern(a, b).float(), a.float() @ b.float(), rtol=1e-2, atol=1e-2)
