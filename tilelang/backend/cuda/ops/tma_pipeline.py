@@ -492,6 +492,15 @@ def emit_ws_consumer(cg, st, info):
     cg.indent += 1
     if info.guard is not None:
         cg.w(f"if (!({cg.expr(info.guard)})) continue;   // masked: the producer skipped it too")
+    if ws.in_flight:
+        # the slot is not filled yet: release the previous one now (its group done), not
+        # once this one has arrived, so the producer refills it while the warp waits (else
+        # every load waits for the one before: one ring slot less in flight)
+        cg.w(f"if ({prev} >= 0 && !__all_sync(0xffffffffu, tl::mbar_test(&{ring.full}[{stage}], {phase}))) {{")
+        cg.w("  tl::wgmma_wait<0>();")
+        cg.w(f"  if ((tl_tid & 31) == 0) tl::mbar_arrive(&{ring.empty}[{prev}]);")
+        cg.w(f"  {prev} = -1;")
+        cg.w("}")
     cg.w(f"tl::mbar_wait(&{ring.full}[{stage}], {phase});")
     if ws.in_flight:
         g = info.rest[-1]
