@@ -3,7 +3,6 @@ the 128-byte swizzle (plan/kernel.py `_store_staging_tiles`), stored by one TMA 
 64-column strip (ops/tma_store.py `TmaStore.strips`): the accumulator's pair stores into
 it are bank-conflict free, where a row-major 128-column tile put the 8 rows of a warp's
 store into the same 4 banks."""
-import numpy as np
 import pytest
 
 import tilelang.language as T
