@@ -212,8 +212,7 @@ def test_both_roles_skip_the_masked_iterations_and_the_producer_leaves_first():
 
 
 @needs_nvrtc
-@pytest.mark.parametrize("stages", [2, 3])
-def test_a_consumer_waiting_for_its_slot_has_released_the_previous_one(stages):
+def test_a_consumer_waiting_for_its_slot_has_released_the_previous_one(stages=2):
     """With one wgmma group kept in flight the previous slot is released after the next
     group is issued; when the next slot's loads have not arrived yet, the consumers first
     wait for their group and release the previous slot, so that the producer refills it
