@@ -230,6 +230,15 @@ def test_a_consumer_waiting_for_its_slot_has_released_the_previous_one(stages=2)
         c.index("if (tl_prev >= 0 && (tl_tid & 31) == 0) tl::mbar_arrive(&tl_empty[tl_prev]);")
 
 
+@needs_nvrtc
+def test_switches_restore_the_16_row_boxes_and_the_late_release(monkeypatch):
+    monkeypatch.setenv("TILELANG_CUDA_TMA_SLAB_BOX", "0")
+    monkeypatch.setenv("TILELANG_CUDA_WS_EARLY_RELEASE", "0")
+    src = build(KS.gemm(1024, 1024, 1024, threads=128, stages=2)).source
+    assert "tl::mbar_test(" not in src and "tl::tma_load_4d(" not in src, src
+    assert src.count("tl::tma_load_2d(As") == 8 and src.count("tl::tma_load_2d(Bs") == 2, src   # A: 16-row runs
+
+
 # GPU -------------------------------------------------------------------------------------
 
 def _gemm_gpu(M, N, K, dtype, trans_B, stages, threads, bn=128):

@@ -218,7 +218,8 @@ def match_tma(st, plan, param_ids):
     # a slab_row tile in one box per strip: a 2-D source (the view takes 3 or 4 more map
     # dimensions of the 5) of at least R rows, known when compiling, which the copy reads
     # without a bound check
-    slab_view = pd.row_slabs > 1 and n == 2 and not row_bounded and (E.const_int_value(src.shape[0]) or 0) >= R
+    slab_view = pd.row_slabs > 1 and n == 2 and not row_bounded and (E.const_int_value(src.shape[0]) or 0) >= R \
+        and getattr(plan.options, "tma_slab_box", True)
     return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize, row_dim, fixed or None, width,
                    pd.row_slabs, dst.dtype.itemsize, bool(plain), slab_view)
 

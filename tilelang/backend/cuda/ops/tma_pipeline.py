@@ -492,7 +492,7 @@ def emit_ws_consumer(cg, st, info):
     cg.indent += 1
     if info.guard is not None:
         cg.w(f"if (!({cg.expr(info.guard)})) continue;   // masked: the producer skipped it too")
-    if ws.in_flight:
+    if ws.in_flight and cg.options.ws_early_release:
         # the slot is not filled yet: release the previous one now (its group done), not
         # once this one has arrived, so the producer refills it while the warp waits (else
         # every load waits for the one before: one ring slot less in flight)
