@@ -352,7 +352,7 @@ def tensor_map(cg, t, share=False):
     already made for the same tensor and box (the slots of a T.tma_copy ring)."""
     if share:
         same = [n for n, u in enumerate(cg.tmaps) if u.src is t.src and u.box_rows == t.box_rows and
-                u.row_dim == t.row_dim and u.width == t.width and u.slab_view == t.slab_view and
+                u.row_dim == t.row_dim and u.width == t.width and getattr(u, "slab_view", False) == t.slab_view and
                 getattr(u, "shared_map", False)]
         if same:
             return f"tl_tmap_{same[0]}"
