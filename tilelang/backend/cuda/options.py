@@ -49,6 +49,8 @@ _SWITCHES = {
     "TILELANG_CUDA_TMA_RING": (_flag, True, "tma_ring", True),
     "TILELANG_CUDA_CP_ASYNC_REFILL": (lambda v, d: v == "wait" if v else d, False, "cp_async_refill_wait", True),
     "TILELANG_CUDA_TMA_L2_PREFETCH": (_count, 0, "tma_l2_prefetch", True),
+    "TILELANG_CUDA_TMA_SLAB_BOX": (_flag, True, "tma_slab_box", True),
+    "TILELANG_CUDA_WS_EARLY_RELEASE": (_flag, True, "ws_early_release", True),
     "TILELANG_CUDA_PINGPONG": (_flag, False, "pingpong", True),
     "TILELANG_CUDA_TMA_MULTICAST": (_flag, False, "tma_multicast", True),
     "TILELANG_CUDA_OVERLAP_GEMM": (_flag, False, "overlap_gemm", True),
@@ -96,6 +98,9 @@ class CudaOptions:
     tma_ring: bool = True          # register-only pipelined bodies load through the TMA ring (..._TMA_RING)
     cp_async_refill_wait: bool = False  # a cp.async ring slot is refilled after the wait for the next one (..._CP_ASYNC_REFILL=wait)
     tma_l2_prefetch: int = 0       # the TMA ring also prefetches iteration k + n into L2 (..._TMA_L2_PREFETCH=n)
+    tma_slab_box: bool = True      # a slab_row-ordered A tile loads by one 4-/5-D box per strip (..._TMA_SLAB_BOX)
+    ws_early_release: bool = True  # warp-specialized consumers release the previous slot before waiting
+                                   # for a slot still in flight (..._WS_EARLY_RELEASE)
     pingpong: bool = False         # attention warpgroups take turns at the first gemm (..._PINGPONG)
     tma_multicast: bool = False    # pairs of blocks share GEMM tiles (..._TMA_MULTICAST)
     overlap_gemm: bool = False     # attention defers the P V wgmma into the next iteration (..._OVERLAP_GEMM)

@@ -117,14 +117,14 @@ def test_32_wide_k_tile_takes_wgmma_with_sw64(threads, slabs):
     src = build(blocksparse(threads=threads), config={"tl.disable_warp_specialized": True}).source
     sl = f", {slabs}" if slabs > 1 else ""
     assert f"tl::wgmma_gemm_ss<128, 128, 32, false, false, half, 1, 64, 128{sl}>(" in src, src
-    # the TMA ring: A in 32-column boxes (rows in slab order: one 5-D box, ops/tma.py slab_view), B in 64
-    assert src.count("tl::tma_load_2d(A_s") == (0 if slabs > 1 else 2), src
-    assert src.count("tl::tma_load_5d(A_s") == (2 if slabs > 1 else 0), src
+    # the TMA ring: A in one 32-column box (its rows in slab order through a 4-D map), B in 64
+    assert src.count(f"tl::tma_load_{4 if slabs > 1 else 2}d(A_s") == 2, src
     assert src.count("tl::tma_load_2d(B_s") == 2 * 2, src
 
 
 def test_tma_boxes_of_a_slab_ordered_tile():
     from tilelang.backend.cuda.ops.tma import TmaCopy
+    # (the fallback of a tile whose rows are bound-checked: one box per 16-row run)
     t = TmaCopy(None, None, 128, 64, 0, 0, 128 * 64 * 2, width=32, row_slabs=2)
     assert t.box_rows == 16 and t.swizzle_code == 2
     boxes = t.boxes()
@@ -182,4 +182,63 @@ def test_gemm_on_gpu(threads, bK):
     torch.manual_seed(1)
     a = torch.randn(512, 512, device="cuda", dtype=torch.float16)
     b = torch.randn(512, 512, device="cuda", dtype=torch.float16)
+    torch.testing.assert_close(kern(a, b).float(), a.float() @ b.float(), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("rows,slabs", [(128, 2), (256, 2), (256, 4)])
+def test_one_box_writes_the_slab_order(rows, slabs):
+    """A tile stored in slab_row order is loaded by ONE box per strip (ops/tma.py
+    TmaCopy.slab_view_map): emulate the bulk tensor copy of its tensor map (box element
+    b at global byte sum((coord_d + b_d) * stride_d), written to shared memory in box
+    order) and check that every global row lands where tl::slab_row puts it, and that
+    the row dimension's extent lets exactly the in-bounds tiles through."""
+    import numpy as np
+    from tilelang.backend.cuda.ops.tma import TmaCopy
+    from tilelang.backend.cuda.emit.module import tensor_map_spec
+    M, K, width = 1024, 64, 32
+    f = gemm(M=M, K=K)
+    A = getattr(f.params[0], "buffer", f.params[0])
+    t = TmaCopy(A, None, rows, K, 0, 0, rows * K * 2, width=width, row_slabs=slabs, slab_view=True)
+    assert len(t.boxes()) == K // width and t.boxes()[0][:2] == (0, 0)
+    spec = tensor_map_spec(t, [A], {})
+    assert spec["box"][:2] == [width, 16] and int(np.prod(spec["box"])) == rows * width
+    assert len(spec["box"]) == 2 + len(t.slab_view_map()[0]) <= 5
+    dims = [int(eval(d)) for d in spec["dims"]]
+    strides = [2] + spec["strides"]                       # bytes, innermost first
+    for row0 in (0, rows, M - rows):
+        coords = t.coords(row0, 0)
+        assert coords[:2] == [0, row0] and all(c == 0 for c in coords[2:])
+        idx = np.indices(spec["box"]).reshape(len(spec["box"]), -1)   # box order, innermost dim first
+        # element j of the box in shared memory order: innermost dimension fastest
+        flat = np.ravel_multi_index(idx[::-1], spec["box"][::-1])
+        order = np.argsort(flat)
+        byte = sum((np.asarray(c) + idx[d]) * strides[d] for d, c in enumerate(coords))[order]
+        inside = np.all([(np.asarray(c) + idx[d])[order] < dims[d] for d, c in enumerate(coords)], axis=0)
+        assert inside.all()                               # an in-bounds tile is never zero-filled
+        grow, gcol = byte // (K * 2), byte % (K * 2) // 2
+        srow = np.arange(rows * width) // width           # the shared row each element is written to
+        assert (gcol == np.arange(rows * width) % width).all()
+        assert [t.stored_row(r - row0) for r in grow] == list(srow)
+    # the next tile would run past the tensor: its first rows' coordinate is out of the map
+    assert M - rows + 16 > dims[1] - 1 and (M - rows) + 15 < dims[1]
+
+
+def test_bound_checked_rows_keep_one_box_per_run():
+    # 200 rows: the last tile's rows are bound-checked, which only the 2-D boxes zero-fill exactly
+    src = build(gemm(M=200, N=256, K=256)).source
+    assert "tl::tma_load_4d(A_s" not in src and src.count("tl::tma_load_2d(A_s") == 8, src
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,bM,threads,bK", [(512, 128, 128, 32), (512, 256, 256, 64), (512, 256, 128, 32),
+                                             (200, 128, 128, 32), (1000, 128, 128, 64)])
+def test_slab_ordered_tile_boxes_on_gpu(M, bM, threads, bK):
+    # A in slab_row order: one 4-D (one warpgroup) or 5-D (two) box per strip; 200 / 1000 rows:
+    # the bound-checked last tile keeps the 16-row boxes
+    import torch
+    import tilelang
+    kern = tilelang.compile(gemm(M=M, N=256, K=256, bM=bM, bK=bK, threads=threads), out_idx=[-1], target="cuda")
+    torch.manual_seed(3)
+    a = torch.randn(M, 256, device="cuda", dtype=torch.float16)
+    b = torch.randn(256, 256, device="cuda", dtype=torch.float16)
     torch.testing.assert_close(kern(a, b).float(), a.float() @ b.float(), rtol=1e-2, atol=1e-2)

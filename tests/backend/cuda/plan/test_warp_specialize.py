@@ -202,12 +202,41 @@ def test_both_roles_skip_the_masked_iterations_and_the_producer_leaves_first():
     p = producer[producer.index("for (int k = "):]
     assert p.index("continue;") < p.index("tl::mbar_wait(&tl_empty[") < \
         p.index("tl::mbar_arrive_expect_tx(&tl_full[") < p.index("tl::tma_load_2d(")
-    # the consumers: the same skip, wait for the loads, issue; the epilogue's barriers are theirs
+    # the consumers: the same skip, wait for the loads, issue, release the previous slot; the
+    # epilogue's barriers are theirs
     c = consumer[consumer.index("for (int k_1 = "):]
-    assert c.index("continue;") < c.index("tl::mbar_wait(&tl_full[") < c.index("tl::wgmma_ss_issue<") < \
-        c.index("tl::mbar_arrive(&tl_empty[")
+    wait = c.index("tl::mbar_wait(&tl_full[")
+    assert c.index("continue;") < wait < c.index("tl::wgmma_ss_issue<") < c.index("tl::mbar_arrive(&tl_empty[", wait)
     assert "set_max_nreg" not in src and "__syncthreads" not in consumer and "bar.sync 1, 128;" in consumer
     assert "C_l[" not in producer and "tl::tma_store(" in consumer   # user code runs in the consumers only
+
+
+@needs_nvrtc
+def test_a_consumer_waiting_for_its_slot_has_released_the_previous_one(stages=2):
+    """With one wgmma group kept in flight the previous slot is released after the next
+    group is issued; when the next slot's loads have not arrived yet, the consumers first
+    wait for their group and release the previous slot, so that the producer refills it
+    during the wait (else each load is issued only once the one before has landed: one
+    slot of the ring less in flight, the latency-bound 1024^3 GEMM examples)."""
+    src = build(KS.gemm(1024, 1024, 1024, threads=128, stages=stages)).source
+    c = _consumer_code(src)
+    c = c[c.index("for (int k_1 = "):]
+    early = c.index("if (tl_prev >= 0 && !__all_sync(0xffffffffu, tl::mbar_test(&tl_full[tl_stage_1], tl_phase_1))) {")
+    body = c[early:c.index("}", early)]
+    assert body.index("tl::wgmma_wait<0>();") < body.index("tl::mbar_arrive(&tl_empty[tl_prev]);") < \
+        body.index("tl_prev = -1;")
+    wait = c.index("tl::mbar_wait(&tl_full[")
+    assert early < wait < c.index("tl::wgmma_ss_issue<") < c.index("tl::wgmma_wait<1>();") < \
+        c.index("if (tl_prev >= 0 && (tl_tid & 31) == 0) tl::mbar_arrive(&tl_empty[tl_prev]);")
+
+
+@needs_nvrtc
+def test_switches_restore_the_16_row_boxes_and_the_late_release(monkeypatch):
+    monkeypatch.setenv("TILELANG_CUDA_TMA_SLAB_BOX", "0")
+    monkeypatch.setenv("TILELANG_CUDA_WS_EARLY_RELEASE", "0")
+    src = build(KS.gemm(1024, 1024, 1024, threads=128, stages=2)).source
+    assert "tl::mbar_test(" not in src and "tl::tma_load_4d(" not in src, src
+    assert src.count("tl::tma_load_2d(As") == 8 and src.count("tl::tma_load_2d(Bs") == 2, src   # A: 16-row runs
 
 
 # GPU -------------------------------------------------------------------------------------

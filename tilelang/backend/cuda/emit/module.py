@@ -130,10 +130,12 @@ def tensor_map_spec(t, bufs, env):
     box[n - 1] = t.width
     spec = {"buffer": bufs.index(t.src), "dims": [py_expr(E.convert(shape[d]), env) for d in range(n - 1, -1, -1)],
             "strides": strides, "box": box[::-1], "elem_bytes": es}
-    if getattr(t, "slab_view", False):   # rows in wgmma slab order: a 5-D view of the 2-D source (ops/tma.py)
-        extents, steps = t.slab_view_dims()
-        spec.update(dims=[spec["dims"][0]] + [str(x) for x in extents], strides=[x * es for x in steps],
-                    box=[t.width, 16, 4, t.row_slabs, t.rows // (64 * t.row_slabs)])
+    if getattr(t, "slab_view", False):   # a slab_row tile in one box (tma.py TmaCopy.slab_view_map)
+        extra, row_strides, extra_box = t.slab_view_map()
+        spec["dims"][1] = py_expr(E.binop("-", E.convert(shape[0]), E.convert(t.rows - 16)), env)
+        spec["dims"] += [str(d) for d in extra]
+        spec["strides"] += [r * strides[0] for r in row_strides]
+        spec["box"] += extra_box
     if t.plain or t.swizzle_bytes != 128:   # 64B / 32B / no swizzle (the launcher's default is 128B)
         spec["swizzle"] = t.swizzle_code
     return spec

@@ -46,21 +46,11 @@ class TmaCopy:
     row_slabs: int = 1   # the tile's rows are stored in tl::slab_row<row_slabs> order: boxes of 16 rows
     elem_bytes: int = 2  # bytes of one element (fp8: 1): the swizzle is width * elem_bytes
     plain: bool = False  # a row-major tile, one box per row run, no swizzle
-    slab_view: bool = False  # slab_row order loaded through a 5-D view of the rows (slab_view_ok)
+    slab_view: bool = False  # slab_row order written by one box per strip (slab_view_map)
 
     @property
     def box_rows(self):
-        return self.rows if self.row_slabs == 1 or self.slab_view else 16
-
-    def slab_view_dims(self):
-        """The 5-D view of a 2-D source whose rows a tile stores in tl::slab_row<S> order:
-        row r = 16 (S (4 g + w) + s) + i (i < 16, w: the warp of a warpgroup, s: its slab,
-        g: the warpgroup) seen as dimensions (i, w, s, g), which a box of (16, 4, S, G)
-        writes in that order, innermost first: the stored order. Returns (extents, element
-        strides) of the row dimensions, innermost first (the columns precede them)."""
-        S, ld = self.row_slabs, E.const_int_value(self.src.shape[1])
-        groups = E.const_int_value(self.src.shape[0]) // (64 * S)
-        return [16, 4, S, groups], [ld, 16 * S * ld, 16 * ld, 64 * S * ld]
+        return self.rows if self.row_slabs == 1 else 16
 
     def stored_row(self, r):
         """tl::slab_row<row_slabs>(r): where row r of the tile is stored (16-row runs stay together)."""
@@ -71,8 +61,24 @@ class TmaCopy:
 
     def boxes(self):
         """(first tile row, stored row, first column) of every box of one issue."""
+        step = 16 if self.row_slabs > 1 and not self.slab_view else self.rows
         return [(r, self.stored_row(r), c) for c in range(0, self.cols, self.width)
-                for r in range(0, self.rows, self.box_rows)]
+                for r in range(0, self.rows, step)]
+
+    def slab_view_map(self):
+        """The tensor map that writes a whole strip of a tile stored in slab_row order
+        with ONE box (instead of one box per 16-row run, 8 for a 128-row tile on one
+        warpgroup): the source's rows seen as (16 rows, 4 warps, row_slabs slabs,
+        warpgroups), each with its own row stride, listed in the order the tile stores
+        them (the box fills shared memory innermost dimension first). Global row
+        row0 + i + 16 S w + 16 s + 64 S g lands at stored row 64 (S g + s) + 16 w + i,
+        tl::slab_row<S>'s order. The row dimension's extent is the rows minus the
+        tile's last run (R - 16): a tile that starts at row0 <= rows - R is read
+        exactly; only tiles known to be in bounds use it (match_tma).
+        Returns (extra dims, their row strides, their box extents), after the 16-row one."""
+        S, wgs = self.row_slabs, self.rows // (64 * self.row_slabs)
+        dims = [(4, 16 * S), (S, 16)] + ([(wgs, 64 * S)] if wgs > 1 else [])
+        return [d for d, _ in dims], [r for _, r in dims], [d for d, _ in dims]
 
     @property
     def swizzle_bytes(self):
@@ -86,11 +92,11 @@ class TmaCopy:
     def coords(self, row0, col0):
         """Every source dimension's index for a box at (row0, col0), innermost first
         (the order of the tensor map and of the copy instruction)."""
-        if self.slab_view:   # (column, i, w, s, g): the box starts at a warpgroup's first row
-            return [col0, 0, 0, 0, simplify(E.binop("//", row0, E.convert(64 * self.row_slabs)))]
         n = self.src.ndim
         out = [(self.fixed or {}).get(d) for d in range(n)]
         out[self.row_dim], out[n - 1] = row0, col0
+        if self.slab_view:   # the map's run, warp, slab (and warpgroup) dimensions start at 0
+            return out[::-1] + [0] * len(self.slab_view_map()[0])
         return out[::-1]
 
 
@@ -218,35 +224,19 @@ def match_tma(st, plan, param_ids):
             if any(x is w for x in collect_vars(idx) for w in vars_) or plan.depends(idx):
                 return None
             fixed[d] = idx
+    row_bounded = False
     if sel is not None:
         for atom in E.conjuncts(sel):
             if not any(_is_bound(atom, load.indices[d], src.shape[d]) for d in range(n)):
                 return None
-    t = TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize, row_dim, fixed or None, width,
-                pd.row_slabs, dst.dtype.itemsize, bool(plain))
-    t.slab_view = slab_view_ok(t)
-    return t
-
-
-def slab_view_ok(t):
-    """Whether a tile in tl::slab_row<S> order (a wgmma A tile whose warpgroups compute S
-    64-row slabs each) loads through the 5-D view of TmaCopy.slab_view_dims, one box per
-    64-column strip instead of one per 16 rows (32 for a 256-row tile; the published
-    package issues two): a 2-D source whose rows are a constant multiple of 64 S, a tile
-    of whole warpgroups (64 S rows each) starting at a multiple of 64 S rows. Rows past the
-    source's end then fall in whole groups outside the view, which the copy zero-fills
-    as before."""
-    S = t.row_slabs
-    if S == 1 or t.plain or t.fixed or t.src.ndim != 2 or t.row_dim != 0 or t.rows % (64 * S):
-        return False
-    M, ld = (E.const_int_value(d) for d in t.src.shape)
-    if M is None or ld is None or M % (64 * S):
-        return False
-    lin = linear_form(simplify(t.row0))
-    if lin is None:
-        return False
-    terms, const = lin
-    return const % (64 * S) == 0 and all(c % (64 * S) == 0 for _, c in terms.values())
+            row_bounded = row_bounded or _is_bound(atom, load.indices[row_dim], src.shape[row_dim])
+    # a slab_row tile in one box per strip: a 2-D source (the view takes 3 or 4 more map
+    # dimensions of the 5) of at least R rows, known when compiling, which the copy reads
+    # without a bound check
+    slab_view = pd.row_slabs > 1 and n == 2 and not row_bounded and (E.const_int_value(src.shape[0]) or 0) >= R \
+        and getattr(plan.options, "tma_slab_box", True)
+    return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize, row_dim, fixed or None, width,
+                   pd.row_slabs, dst.dtype.itemsize, bool(plain), slab_view)
 
 
 @dataclass

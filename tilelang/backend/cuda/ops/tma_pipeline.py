@@ -352,8 +352,8 @@ def tensor_map(cg, t, share=False):
     already made for the same tensor and box (the slots of a T.tma_copy ring)."""
     if share:
         same = [n for n, u in enumerate(cg.tmaps) if u.src is t.src and u.box_rows == t.box_rows and
-                u.slab_view == t.slab_view and
-                u.row_dim == t.row_dim and u.width == t.width and getattr(u, "shared_map", False)]
+                u.row_dim == t.row_dim and u.width == t.width and getattr(u, "slab_view", False) == t.slab_view and
+                getattr(u, "shared_map", False)]
         if same:
             return f"tl_tmap_{same[0]}"
         t.shared_map = True
@@ -364,8 +364,8 @@ def tensor_map(cg, t, share=False):
 
 def tma_loads(cg, t, tmap, dst, bar):
     """The bulk copies of TmaCopy `t` into the tile at `dst`: one per swizzle strip (64
-    columns), and per 16-row run of a tile stored in slab_row order unless its 5-D view
-    (`t.slab_view`) writes that order in one box."""
+    columns), and per 16-row run of a tile stored in slab_row order unless its view
+    (`t.slab_view`, TmaCopy.slab_view_map) writes that order in one box."""
     for r, p, c in t.boxes():
         coords = t.coords(t.row0 + r, t.col0 + c)
         cs = ", ".join(cg.expr(simplify(x)) for x in coords)
@@ -493,6 +493,15 @@ def emit_ws_consumer(cg, st, info):
     cg.indent += 1
     if info.guard is not None:
         cg.w(f"if (!({cg.expr(info.guard)})) continue;   // masked: the producer skipped it too")
+    if ws.in_flight and cg.options.ws_early_release:
+        # the slot is not filled yet: release the previous one now (its group done), not
+        # once this one has arrived, so the producer refills it while the warp waits (else
+        # every load waits for the one before: one ring slot less in flight)
+        cg.w(f"if ({prev} >= 0 && !__all_sync(0xffffffffu, tl::mbar_test(&{ring.full}[{stage}], {phase}))) {{")
+        cg.w("  tl::wgmma_wait<0>();")
+        cg.w(f"  if ((tl_tid & 31) == 0) tl::mbar_arrive(&{ring.empty}[{prev}]);")
+        cg.w(f"  {prev} = -1;")
+        cg.w("}")
     cg.w(f"tl::mbar_wait(&{ring.full}[{stage}], {phase});")
     if ring_mode(cg, info) == "barrier":
         cg.sync()   # the previous iteration's shared writes (a dequantized tile): as on the single-role ring

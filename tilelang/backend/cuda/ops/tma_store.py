@@ -41,6 +41,8 @@ class TmaStore:
     box: list            # extent per dimension of dst (1 where no tile dimension runs)
     contiguous: bool     # one run of dst: a plain bulk copy, no tensor map
     param_name: str = ""
+    strips: int = 0      # a 2-D tile in the 128-byte swizzle (an epilogue's staging tile,
+                         # plan/kernel.py): one 64-column box per strip, 0 for a row-major tile
 
     def spec(self, bufs, env):
         """The tensor map (runtime.TensorMap): extents, byte strides and box innermost
@@ -52,7 +54,33 @@ class TmaStore:
             acc *= E.const_int_value(g.shape[d])
             strides.append(acc)
         return {"buffer": bufs.index(g), "dims": [py_expr(E.convert(g.shape[d]), env) for d in range(g.ndim - 1, -1, -1)],
-                "strides": strides, "box": self.box[::-1], "elem_bytes": g.dtype.itemsize, "swizzle": 0}
+                "strides": strides, "box": self.box[::-1], "elem_bytes": g.dtype.itemsize,
+                "swizzle": 3 if self.strips else 0}
+
+    def strip_boxes(self):
+        """(element offset of the strip in the tile, the box origin innermost first as
+        PrimExprs) of every box of one store: the tile itself, or its 64-column strips
+        (tl::sw128 keeps strip j, all rows, at j * rows * 64)."""
+        if not self.strips:
+            return [(0, list(reversed(self.origin)))]
+        rows = E.const_int_value(self.src.shape[0])
+        out = []
+        for j in range(self.strips):
+            o = list(reversed(self.origin))
+            o[0] = simplify(E.binop("+", o[0], E.IntImm(64 * j)))
+            out.append((j * rows * 64, o))
+        return out
+
+
+def _sw128_strips(plan, buf):
+    """The 64-column strips of a 2-D 16-bit shared tile in the plain 128-byte swizzle
+    (tl::sw128, one stage), else 0."""
+    p = plan.placements.get(id(buf))
+    if p is None or p.kind != "smem" or p.swizzle != 128 or p.layout is not None or p.stages != 1 or \
+            getattr(p, "row_slabs", 1) != 1 or buf.ndim != 2 or buf.dtype.bits != 16:
+        return 0
+    cols = E.const_int_value(buf.shape[1])
+    return cols // 64 if cols and cols % 64 == 0 else 0
 
 
 def _row_major(plan, buf):
@@ -102,7 +130,8 @@ def match_tile_copy(st, plan, param_ids, to_global, launch=None, pointers=False)
     bound_in_kernel = pointers and getattr(plan.placements.get(id(g)), "kind", None) == "pointer"
     if (id(g) not in param_ids and not bound_in_kernel) or not _dense(g) or not 1 <= g.ndim <= 5:
         return None
-    if not _row_major(plan, s) or getattr(s, "alias_of", None) is not None:
+    strips = _sw128_strips(plan, s) if to_global else 0
+    if not (strips or _row_major(plan, s)) or getattr(s, "alias_of", None) is not None:
         return None
     ext = [E.const_int_value(e) for e in exts]
     shape = [E.const_int_value(d) for d in s.shape]
@@ -160,7 +189,11 @@ def match_tile_copy(st, plan, param_ids, to_global, launch=None, pointers=False)
                 return None
             live.append(atom)
         bounds = bounds if live else None
-    contiguous = bounds is None and _one_run(g, box, origin)
+    if strips:   # the tile's columns run along G's last dimension: boxes of 64 columns
+        if dim_of[-1] != 1 or not any(x is vars_[1] for x in collect_vars(gidx[-1])):
+            return None
+        box[-1] = 64
+    contiguous = not strips and bounds is None and _one_run(g, box, origin)
     if bound_in_kernel and not contiguous:
         from tilelang.ir.errors import LoweringError
         raise LoweringError(f"a TMA copy of `{g.name}` needs a tensor map, which the host encodes from the "
@@ -172,7 +205,7 @@ def match_tile_copy(st, plan, param_ids, to_global, launch=None, pointers=False)
         return None
     if contiguous and (_bytes(s) % 16 or not offset_aligned16(_flat_offset(g, origin), es)):
         return None
-    return TmaStore(g, s, origin, box, contiguous)
+    return TmaStore(g, s, origin, box, contiguous, strips=strips)
 
 
 def _dense(g):
@@ -279,7 +312,8 @@ def flat_origin(cg, t):
 def tensor_map_param(cg, t):
     """The kernel parameter holding the tensor map of `t`'s box (shared by copies of the
     same tensor and box)."""
-    same = [u for u in cg.tmaps if isinstance(u, TmaStore) and u.dst is t.dst and u.box == t.box]
+    same = [u for u in cg.tmaps if isinstance(u, TmaStore) and u.dst is t.dst and u.box == t.box and
+            bool(u.strips) == bool(t.strips)]
     if same:
         t.param_name = same[0].param_name
     else:
@@ -309,7 +343,10 @@ def emit_tma_store(cg, st, eviction=None) -> bool:
     if t.contiguous:
         cg.w(f"  tl::tma_store_bulk{hint}({cg.buf_name(g)} + {flat_origin(cg, t)}, {src}, {_bytes(t.src)});")
     else:
-        cg.w(f"  tl::tma_store{hint}(&{tensor_map_param(cg, t)}, {src}, {box_coords(cg, t)});")
+        m = tensor_map_param(cg, t)
+        for off, coords in t.strip_boxes():
+            at = f"{src} + {off}" if off else src
+            cg.w(f"  tl::tma_store{hint}(&{m}, {at}, {', '.join(cg.expr(c) for c in coords)});")
     cg.w("  tl::tma_store_arrive();")
     if _touches_elsewhere(cg, st, g):
         cg.w("  tl::tma_store_wait<0, false>();   // written: the kernel reads or writes it again")

@@ -192,6 +192,7 @@ def _plan_kernel(launch, arch, options, mma_only):
          (E.const_int_value(n.src.buffer.shape[-1]) or 0) * 2 % 32 == 0 else None)
     scalar_only = _scalar_only_fragments(launch, decls)
     kept, gave_way = _kept_annotations(decls, annotated, gemms, plan, swizzled)
+    swizzled |= _store_staging_tiles(launch, decls, gemms, annotated, plan, arch)
     padded.difference_update(kept)
     gave_way.update(_check_fragment_annotations(decls, frag, plan))
     slab_rows = {id(g.A.buffer): plan.gemms[id(g)].slabs for g in gemms
@@ -636,6 +637,42 @@ def _accumulator_regs(gemms, plan):
             seen.add(id(c))
             total += n * c.dtype.bits // 32 // max(plan.threads_of(h), 1)
     return total
+
+
+def _store_staging_tiles(launch, decls, gemms, annotated, plan, arch):
+    """ids of the shared tiles that only stage a tile on its way to a global tensor (the
+    epilogue `T.copy(C_local, C_shared); T.copy(C_shared, C[...])`): 16-bit, 2-D, 64-column
+    strips, the source of a whole-tile copy into a kernel parameter and never filled from
+    global memory. They take the 128-byte swizzle, whose TMA store (ops/tma_store.py, one
+    box per strip) reads them as the row-major box would: the threads' pair stores of the
+    accumulator then spread 8 rows over 8 different 16-byte chunks (a row-major 128-column
+    tile put all 8 rows of a warp's store in the same 4 banks: 8-way conflicts)."""
+    from tilelang.backend.cuda.ops.vector_copy import match_copy
+    from tilelang.backend.cuda.analysis.facts import parallel_nest
+    from tilelang.backend.cuda.target import arch_number
+    if not plan.options.bulk_tiles or arch is None or arch_number(arch) < 90:
+        return set()
+    operands = {id(r.buffer) for g in gemms for r in (g.A, g.B)}
+    declared = {id(b) for b in decls}   # a global buffer not declared in the kernel is a parameter
+    cand = {id(b): b for b in decls if b.scope in ("shared", "shared.dyn") and b.ndim == 2 and b.dtype.bits == 16
+            and id(b) not in operands and id(b) not in annotated and getattr(b, "alias_of", None) is None
+            and None not in (shape := _const_shape(b)) and shape[0] % 8 == 0 and shape[0] <= 256
+            and shape[1] % 64 == 0}
+    stored, filled = set(), set()
+
+    def f(n):
+        if not (isinstance(n, S.For) and n.kind == S.PARALLEL):
+            return
+        m = match_copy(parallel_nest(n)[3])
+        if m is None:
+            return
+        _, store, load, _ = m
+        if id(load.buffer) in cand and store.buffer.scope == "global" and id(store.buffer) not in declared:
+            stored.add(id(load.buffer))
+        if id(store.buffer) in cand and load.buffer.scope == "global":
+            filled.add(id(store.buffer))
+    walk(launch.body, f)
+    return stored - filled
 
 
 def _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_wgmma, pinned):

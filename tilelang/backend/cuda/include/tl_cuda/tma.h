@@ -65,6 +65,16 @@ TL_DEVICE void mbar_wait(unsigned long long* bar, unsigned phase) {
   } while (!done);
 }
 
+// whether the phase of parity `phase` has completed, without waiting
+TL_DEVICE bool mbar_test(unsigned long long* bar, unsigned phase) {
+  unsigned done;
+  asm volatile("{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+               : "=r"(done)
+               : "r"(smem_addr(bar)), "r"(phase)
+               : "memory");
+  return done != 0;
+}
+
 // announce `bytes` more of asynchronous copies completing on `bar` (no arrival)
 TL_DEVICE void mbar_expect_tx(unsigned long long* bar, unsigned bytes) {
   asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
