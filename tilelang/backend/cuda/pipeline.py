@@ -26,13 +26,15 @@ from tilelang.backend.cuda.plan.copy_forms import plan_copy_forms
 from tilelang.backend.cuda.plan.proxy_fences import plan_proxy_fences
 from tilelang.backend.cuda.plan.warp_specialize import plan_warp_specialize
 from tilelang.backend.cuda.plan.cp_async_pipeline import pipeline_cp_async
+from tilelang.backend.cuda.plan.tma_ring_pipeline import pipeline_tma_ring
 
 KEEP_TILE_OPS = (TO.Gemm, TO.Reduce, TO.FinalizeReducer, TMA_COPY, TMA_ATOMIC)
 
 PASSES = [lower_gemm_sp, implicit_kernel, sink_address_tensors, lower_reducers, rasterize_blocks, plan_tma_atomics,
           fold_vectorized_cp_async, lower_tile_ops, simplify, widen_indices,
           legalize_safe_memory_access, simplify, broadcast_block_effects, plan_kernels,
-          insert_barriers, plan_copy_forms, plan_warp_specialize, plan_proxy_fences, pipeline_cp_async]
+          insert_barriers, plan_copy_forms, plan_warp_specialize, plan_proxy_fences, pipeline_cp_async,
+          pipeline_tma_ring]
 
 
 def lower(func, target, ctx=None):

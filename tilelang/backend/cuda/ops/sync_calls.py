@@ -18,7 +18,9 @@ def sync_call(cg, v) -> str:
 
     def bar():
         return f"&{cg.access(a[0])}"
-    fence = cg.plan.uses_wgmma
+    # (a TMA ring's barriers, ir/tma_ring.py: their bytes come through the async proxy, and
+    # the thread arriving without bytes wrote nothing)
+    fence = cg.plan.uses_wgmma and not (a and getattr(getattr(a[0], "buffer", None), "tma_ring", False))
     if v.name == M.ARRIVE:
         # this thread's shared writes may feed another range's wgmma (async proxy)
         return ("tl::fence_proxy_async(); " if fence else "") + f"tl::mbar_arrive({bar()});"
