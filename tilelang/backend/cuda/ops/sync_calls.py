@@ -51,6 +51,8 @@ def sync_call(cg, v) -> str:
     if v.name == M.NAMED_ARRIVE:
         return (f'asm volatile("bar.arrive %0, %1;" :: "r"((int)({cg.expr(a[0])})), '
                 f'"r"((int)({cg.expr(a[1])})) : "memory");')
+    if v.name == M.NAMED_SYNC:   # (a turn of the TMA ring's ping-pong: registers only, no proxy fence)
+        return f"tl::named_barrier_sync({cg.expr(a[0])}, {cg.expr(a[1])});"
     if v.name == M.CP_ASYNC_COMMIT:
         return "tl::cp_async_commit();"
     if v.name == M.CP_ASYNC_WAIT:

@@ -159,7 +159,7 @@ def schedule(k, loop, info):
         wg = E.Var("ring_wg", i32)
         at_g = rest.index(g)
         rest[at_g:at_g + 1] = [
-            S.Barrier("block", barrier_id=E.binop("+", E.IntImm(bar, i32), wg), arrive_count=E.IntImm(256, i32)),
+            S.Evaluate(M.call(M.NAMED_SYNC, E.binop("+", E.IntImm(bar, i32), wg), 256)),   # this warpgroup's turn
             g,   # then the other's turn; warpgroup 1 skips its last one (warpgroup 0 got an extra at the start)
             S.IfThenElse(E.binop("||", E.binop("==", wg, E.IntImm(0, i32)), E.binop("<", var + 1, hi)),
                          S.Evaluate(M.call(M.NAMED_ARRIVE, E.binop("-", E.IntImm(bar + 1, i32), wg), 256)))]
