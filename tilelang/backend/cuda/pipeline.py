@@ -1,8 +1,9 @@
 """The CUDA backend's pass list: the generic passes, keeping the tile ops that the
 CUDA codegen lowers itself (gemm -> tensor cores, reduce -> warp shuffles) and the
 T.Pipelined loops; the kernel plan, barriers, copy forms, proxy fences, then the cp.async
-software pipelines as IR (plan/cp_async_pipeline.py). The other pipelined loops (TMA ring,
-wgmma overlap) are scheduled by emit/kernel.py `pipelined`."""
+software pipelines and the TMA rings of slot-by-slot bodies as IR (plan/cp_async_pipeline.py,
+plan/tma_ring_pipeline.py). The other pipelined loops (the GEMM ring keeping a wgmma in flight,
+warp specialization, wgmma overlap) are scheduled by emit/kernel.py `pipelined`."""
 from __future__ import annotations
 
 from tilelang.ir import tile_ops as TO

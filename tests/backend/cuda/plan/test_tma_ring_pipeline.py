@@ -1,0 +1,66 @@
+"""plan/tma_ring_pipeline.py: a T.Pipelined loop whose copies run on the TMA ring and whose
+body runs slot by slot (here a guarded block-sparse GEMM) becomes its schedule in the IR
+(ring allocation, mbarrier init / arrive-expect-tx / wait-parity calls, T.tma_load into a
+ring slot, prologue, release-and-refill), checked on the printed IR before and after the
+pass; no GPU or NVRTC needed."""
+import pytest
+
+from tilelang.backend.registry import parse_target
+from tilelang.backend.cuda import pipeline as P
+from tilelang.backend.cuda.plan.tma_ring_pipeline import pipeline_tma_ring
+from tilelang.ir.printer import func_str
+from tilelang.transform.pass_manager import PassContext, run_passes
+from tests.backend.cuda.plan.test_pipeline_guarded import blocksparse
+
+
+def _before_after(func):
+    ctx = PassContext(config={"_keep_tile_ops": P.KEEP_TILE_OPS, "tl.disable_warp_specialized": True})
+    ctx.target = parse_target({"kind": "cuda", "arch": "sm_90a"})
+    k = P.PASSES.index(pipeline_tma_ring)
+    before = run_passes(func, P.PASSES[:k], ctx)
+    text = func_str(before)
+    return text, func_str(pipeline_tma_ring(before, ctx))
+
+
+def _ring(text):
+    """The schedule's lines from the ring's allocation to its invalidation, dedented, without
+    the body's element statements."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if "T.tma_ring_alloc(" in ln)
+    end = next(i for i, ln in enumerate(lines) if "T.tma_ring_invalidate(" in ln)
+    ind = len(lines[start]) - len(lines[start].lstrip())
+    return [ln[ind:] for ln in lines[start:end + 1]]
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_guarded_ring_becomes_explicit_mbarrier_schedule(stages):
+    before, after = _before_after(blocksparse(256, 256, 256, stages=stages))
+    assert "T.Pipelined(8, num_stages=%d)" % stages in before and "T.tma_ring_alloc" not in before
+    assert "T.Pipelined" not in after.split("# pipelines:")[1]
+    ring = _ring(after)
+    text = "\n".join(ring)
+    assert ring[0] == f"T.tma_ring_alloc(ring_full, ring_released, stages={stages})"
+    assert f"for ring_s in T.serial({stages}):" in text and "'tl.mbarrier_init', ring_full[ring_s], 1" in text
+    # the prologue fills every slot, the main loop waits on the slot's phase, runs the body
+    # under its mask in the slot, and the warp completing the round refills it
+    assert f"for ring_p in T.serial({stages}):" in text and "if ring_p < 8:" in text
+    assert "'tl.mbarrier_wait_parity', ring_full[ring_stage[0]], ring_phase[0]" in text
+    assert f"if T.call_extern(\"bool\", 'tl.tma_slot_release_last', ring_released[ring_stage[0]], 4) " \
+           f"and k + {stages} < 8:" in text
+    assert f"ring_k_1 = k + {stages}" in text
+    # a masked iteration is an empty round: a plain arrival instead of the bytes
+    refill = text[text.index("ring_k_1 = "):]
+    assert refill.index("if not Mask[") < refill.index("'tl.mbarrier_arrive', ring_full[ring_stage[0]]") < \
+        refill.index("'tl.mbarrier_arrive_expect_tx', ring_full[ring_stage[0]], 16384") < \
+        refill.index("T.tma_load(A[")
+    assert f"with T.stage_slot(A_s, B_s, slot=ring_stage[0], stages={stages}):" in text
+    assert text.index("ring_phase[0] = ring_phase[0] ^ T.uint32(1)") < text.index("T.tma_ring_invalidate(ring_full)")
+
+
+def test_loops_off_the_ring_are_left_alone():
+    from tests.backend.cuda.plan.test_cp_async_pipeline import gemm
+    ctx = PassContext(config={"_keep_tile_ops": P.KEEP_TILE_OPS})
+    ctx.target = parse_target({"kind": "cuda", "arch": "sm_80"})
+    k = P.PASSES.index(pipeline_tma_ring)
+    before = run_passes(gemm(num_stages=3), P.PASSES[:k], ctx)
+    assert pipeline_tma_ring(before, ctx) is before
