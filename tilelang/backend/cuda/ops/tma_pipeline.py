@@ -274,23 +274,14 @@ def emit_ring_invalidate(cg, op):
     cg.w(f"for (int tl_s = 0; tl_s < {op.ring.stages}; ++tl_s) {{ tl::mbar_inval(&{full}[tl_s]); }}")
 
 
-def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=None, guard=None):
+def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=None):
     """One thread: the bulk copies of iteration `kexpr` of loop `st` into ring slot
     `slot` (C expressions), announced on full[slot]; `multicast` = (Multicast, the
-    half maps, the block's rank in the pair) sends this block's halves to both.
-    `guard`: the copies only where it holds for that iteration; elsewhere a plain
-    arrival completes the slot's phase."""
-    if guard is None:
-        cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
+    half maps, the block's rank in the pair) sends this block's halves to both."""
+    cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
     kn = cg.names.fresh("tl_kt")
     cg.w(f"const int {kn} = {kexpr};")
     with cg.names.bound(st.var, kn):
-        if guard is not None:   # the bytes are announced only where the copies go
-            cg.w(f"if (!({cg.expr(guard)})) {{")
-            cg.w(f"  tl::mbar_arrive(&{full}[{slot}]);   // a skipped iteration: an empty round")
-            cg.w("} else {")
-            cg.indent += 1
-            cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
         for t, m in zip(tmas, maps):
             el = cg.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
             dst = f"{cg.buf_name(t.dst)} + ({slot}) * {el}"
@@ -301,26 +292,6 @@ def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=N
                                     f"&{full}[{slot}]", rank)
             else:
                 tma_loads(cg, t, m, dst, f"&{full}[{slot}]")
-        if guard is not None:
-            cg.indent -= 1
-            cg.w("}")
-
-
-def prefetch_l2(cg, st, tmas, maps, kexpr, hi):
-    """One thread: when iteration `kexpr` of loop `st` exists, the boxes its bulk copies
-    will load, into L2 (cp.async.bulk.prefetch.tensor: more bytes in flight than the
-    ring's slots hold, for loops that one block streams through, as MLA decode)."""
-    kn = cg.names.fresh("tl_kp")
-    cg.w(f"if ({kexpr} < {hi}) {{")
-    cg.indent += 1
-    cg.w(f"const int {kn} = {kexpr};")
-    with cg.names.bound(st.var, kn):
-        for t, m in zip(tmas, maps):
-            for r, _, c in t.boxes():
-                coords = t.coords(t.row0 + r, t.col0 + c)
-                cg.w(f"tl::tma_prefetch_l2(&{m}, {', '.join(cg.expr(simplify(c)) for c in coords)});")
-    cg.indent -= 1
-    cg.w("}")
 
 
 def emit_tma_copy(cg, op, nest, bar):
