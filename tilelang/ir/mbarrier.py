@@ -19,6 +19,7 @@ FENCE_INIT = "tl.mbarrier_fence_init"            # ()
 SET_MAX_NREG = "tl.set_max_nreg"                 # (count, is_inc)
 FENCE_PROXY_ASYNC = "tl.fence_proxy_async"       # ()
 NAMED_ARRIVE = "tl.named_barrier_arrive"         # (id, threads): bar.arrive
+NAMED_SYNC = "tl.named_barrier_sync"             # (id, threads): bar.sync, ordering no memory of its own
 CP_ASYNC_COMMIT = "tl.cp_async_commit"           # ()
 CP_ASYNC_WAIT = "tl.cp_async_wait"               # (n)
 BULK_COMMIT = "tl.bulk_commit_group"             # (): close this thread's bulk (TMA) store group
@@ -39,7 +40,7 @@ CLUSTER_BARRIER_CALLS = frozenset({CLUSTER_ARRIVE, CLUSTER_ARRIVE_RELAXED, CLUST
 CLUSTER_CALLS = CLUSTER_BARRIER_CALLS | {ARRIVE_CLUSTER, BULK_COPY_CLUSTER, ARRIVE_CLUSTER_ONE}
 
 MBARRIER_CALLS = frozenset({ARRIVE, ARRIVE_EXPECT_TX, EXPECT_TX, WAIT_PARITY, CP_ASYNC_ARRIVE, INIT, ARRIVE_CLUSTER})
-EVERY_THREAD_CALLS = MBARRIER_CALLS | {FENCE_INIT, SET_MAX_NREG, FENCE_PROXY_ASYNC, NAMED_ARRIVE,
+EVERY_THREAD_CALLS = MBARRIER_CALLS | {FENCE_INIT, SET_MAX_NREG, FENCE_PROXY_ASYNC, NAMED_ARRIVE, NAMED_SYNC,
                                        CP_ASYNC_COMMIT, CP_ASYNC_WAIT, BULK_COMMIT, BULK_WAIT} | CLUSTER_CALLS | \
     {SYNC_GRID, PDL_TRIGGER, PDL_SYNC}
 

@@ -1,8 +1,9 @@
 """The CUDA backend's pass list: the generic passes, keeping the tile ops that the
 CUDA codegen lowers itself (gemm -> tensor cores, reduce -> warp shuffles) and the
 T.Pipelined loops; the kernel plan, barriers, copy forms, proxy fences, then the cp.async
-software pipelines as IR (plan/cp_async_pipeline.py). The other pipelined loops (TMA ring,
-wgmma overlap) are scheduled by emit/kernel.py `pipelined`."""
+software pipelines and the TMA rings of slot-by-slot bodies as IR (plan/cp_async_pipeline.py,
+plan/tma_ring_pipeline.py). The other pipelined loops (the GEMM ring keeping a wgmma in flight,
+warp specialization, wgmma overlap) are scheduled by emit/kernel.py `pipelined`."""
 from __future__ import annotations
 
 from tilelang.ir import tile_ops as TO
@@ -26,13 +27,15 @@ from tilelang.backend.cuda.plan.copy_forms import plan_copy_forms
 from tilelang.backend.cuda.plan.proxy_fences import plan_proxy_fences
 from tilelang.backend.cuda.plan.warp_specialize import plan_warp_specialize
 from tilelang.backend.cuda.plan.cp_async_pipeline import pipeline_cp_async
+from tilelang.backend.cuda.plan.tma_ring_pipeline import pipeline_tma_ring
 
 KEEP_TILE_OPS = (TO.Gemm, TO.Reduce, TO.FinalizeReducer, TMA_COPY, TMA_ATOMIC)
 
 PASSES = [lower_gemm_sp, implicit_kernel, sink_address_tensors, lower_reducers, rasterize_blocks, plan_tma_atomics,
           fold_vectorized_cp_async, lower_tile_ops, simplify, widen_indices,
           legalize_safe_memory_access, simplify, broadcast_block_effects, plan_kernels,
-          insert_barriers, plan_copy_forms, plan_warp_specialize, plan_proxy_fences, pipeline_cp_async]
+          insert_barriers, plan_copy_forms, plan_warp_specialize, plan_proxy_fences, pipeline_cp_async,
+          pipeline_tma_ring]
 
 
 def lower(func, target, ctx=None):

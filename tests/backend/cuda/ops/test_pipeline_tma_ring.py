@@ -1,4 +1,4 @@
-"""pipeline_tma.emit_pipelined_tma_body: on sm_90a a pipelined loop whose body writes only
+"""plan/tma_ring_pipeline.py (printed by ops/tma_pipeline.py): on sm_90a a pipelined loop whose body writes only
 registers (attention) loads its tiles by bulk tensor copies (4-D tensor maps for
 [batch, heads, seq, dim] tensors) into a ring released per warp, with no block barrier
 in the loop; opt-in, the two warpgroups take turns at the first gemm (ping-pong).
@@ -29,11 +29,11 @@ def _loop(src):
 def test_attention_loop_is_a_tma_ring_without_block_barriers():
     src = _fa().get_kernel_source()
     loop = _loop(src)
-    body = loop[:loop.index("tl_stage = 0; tl_phase ^= 1u;")]
+    body = loop[:loop.index("ring_stage = (ring_stage + 1);")]
     assert "tl::tma_load_4d(" in src and "cp_async" not in body
-    assert "__syncthreads" not in body and "tl::mbar_wait(tl_full" in body
+    assert "__syncthreads" not in body and "tl::mbar_wait(&ring_full[ring_stage], ring_phase);" in body
     # the warp completing the round refills the slot with iteration kb + 2
-    assert "tl::slot_release_last(&tl_released[tl_stage], 8) && kb + 2 <" in body
+    assert "tl::slot_release_last(&ring_released[ring_stage], 8)) && ((kb + 2) <" in body
     assert "named_barrier" not in src   # ping-pong is opt-in
 
 
@@ -55,10 +55,11 @@ def test_pingpong_turns_balance(monkeypatch):
     pre = src[:src.index("for (int kb")]
     # warpgroup 1 hands warpgroup 0 the first turn; each then waits for its turn before
     # the first gemm and hands the turn over after it, warpgroup 1 not after its last
-    assert "if (tl_wg == 1) tl::named_barrier_arrive(14, 256);" in pre
-    sync = loop.index("tl::named_barrier_sync(14 + tl_wg, 256);")
+    first = pre.index("if ((ring_wg == 1)) {")
+    assert pre.index('asm volatile("bar.arrive %0, %1;" :: "r"((int)(14)), "r"((int)(256))', first) > first
+    sync = loop.index("tl::named_barrier_sync((14 + ring_wg), 256);")
     gemm = loop.index("tl::wgmma_gemm_ss<")
-    arrive = loop.index("if (tl_wg == 0 || kb + 1 < ")
+    arrive = loop.index("if (((ring_wg == 0) || ((kb + 1) < ")
     assert sync < gemm < arrive < loop.index("tl::wgmma_gemm_rs<")
 
 

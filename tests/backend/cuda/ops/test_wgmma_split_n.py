@@ -80,7 +80,7 @@ def test_mla_decode_loads_through_the_tma_ring_with_a_barrier(monkeypatch):
     top of each iteration (ring_mode "barrier"), after the wait for the slot's bytes."""
     src = build(mla_decode_no_split(1, 128, 1024, 512, 64), "sm_90a").source
     loop = src[src.index("for (int k = 0; k < 16; ++k) {"):]
-    assert loop.index("tl::mbar_wait(tl_full + tl_stage, tl_phase);") < loop.index("__syncthreads();") < \
+    assert loop.index("tl::mbar_wait(&ring_full[ring_stage], ring_phase);") < loop.index("__syncthreads();") < \
         loop.index("tl::wgmma_ss_issue<")
     # the loop's loads are TMA (Q, loaded once before it, may take cp.async + one wait)
     assert "tl::tma_load_4d(kv_s + " in src and "cp_async" not in loop
@@ -148,8 +148,8 @@ def test_l2_prefetch_is_opt_in(monkeypatch):
     monkeypatch.setenv("TILELANG_CUDA_TMA_L2_PREFETCH", "3")
     src = build(pf, "sm_90a").source
     refill = src[src.index("tl::slot_release_last("):]
-    assert refill.index("tl::tma_load_4d(") < refill.index("if (k + 2 + 3 < 16) {") < \
-        refill.index("tl::tma_prefetch_l2(&tl_tmap_0, 448, 0, (tl_kp_1 * 64), b);")
+    assert refill.index("tl::tma_load_4d(") < refill.index("if (((k + 5) < 16)) {") < \
+        refill.index("tl::tma_prefetch_l2(&tl_tmap_0, 448, 0, (ring_kp_1 * 64), b);")
     assert src.count("tl::tma_prefetch_l2(") == 2 * (8 + 1)   # preload and refill: 8 KV strips + K_pe
     monkeypatch.setenv("TILELANG_CUDA_TMA_L2_PREFETCH", "two")
     with pytest.raises(ValueError, match="TILELANG_CUDA_TMA_L2_PREFETCH"):

@@ -75,7 +75,7 @@ def test_tma_ring_skipped_rounds_still_turn_the_phase(threads):
     loop = src[src.index("for (int k"):]
     # the refill of iteration k + 3: an empty round (a plain arrival) where its mask is off
     refill = loop[loop.index("tl::slot_release_last("):]
-    assert refill.index("if (!(Mask[") < refill.index("tl::mbar_arrive(&tl_full[") < \
+    assert refill.index("if ((!Mask[") < refill.index("tl::mbar_arrive(&ring_full[") < \
         refill.index("} else {") < refill.index("tl::mbar_arrive_expect_tx(") < refill.index("tl::tma_load_2d(")
     # every iteration waits for its slot; the gemm runs under the mask of k
     assert loop.index("tl::mbar_wait(") < loop.index("if (Mask[") < loop.index("tl::wgmma_gemm_ss<")

@@ -23,8 +23,9 @@ from tilelang.transform.rasterize_blocks import BLOCK_REMAP
 from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
 from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic_helper
 from tilelang.backend.cuda.ops.mma import simt_gemm
-from tilelang.backend.cuda.ops.tma_pipeline import (ring_mode, emit_pipelined_tma, emit_pipelined_tma_body,
-                                               emit_tma_copy, tma_copies, emit_ws_producer, emit_ws_consumer)
+from tilelang.backend.cuda.ops.tma_pipeline import (emit_pipelined_tma, emit_tma_copy, tma_copies,
+                                               emit_ws_producer, emit_ws_consumer)
+from tilelang.backend.cuda.ops import tma_pipeline as tma_ring
 from tilelang.backend.cuda.ops.wgmma_deferred_wait import plan_deferred_wait, emit_deferred_wait
 from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
 from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
@@ -106,6 +107,7 @@ class KernelCodegen:
         self.range = self.plan.regions.full   # threads running the code emitted now (analysis/thread_ranges.py)
         self.ws_consumer = False      # code emitted now runs in the consumers of a warp-specialized kernel
         self.ws_ring = None           # their TMA ring (ops/tma_pipeline.py emit_ws_producer)
+        self.ring_maps = {}           # id(TmaRing) -> its tensor-map parameters (ops/tma_pipeline.py emit_ring_alloc)
         self.printer = ExprPrinter(names, self.access)
 
     # helpers ------------------------------------------------------------------
@@ -582,6 +584,22 @@ class KernelCodegen:
         pointers to slot `st.slot` inside the body."""
         with self.slot_buffers(st.buffers, self.expr(st.slot)):
             self.stmt(st.body, block)
+
+    # the TMA ring's statements (plan/tma_ring_pipeline.py, ir/tma_ring.py): ops/tma_pipeline.py prints them
+    def s_TmaRingAlloc(self, op, block):
+        tma_ring.emit_ring_alloc(self, op)
+
+    def s_TmaPrefetchDescriptors(self, op, block):
+        tma_ring.emit_prefetch_descriptors(self, op)
+
+    def s_TmaRingLoad(self, op, block):
+        tma_ring.emit_ring_load(self, op)
+
+    def s_TmaPrefetchL2(self, op, block):
+        tma_ring.emit_prefetch_l2(self, op)
+
+    def s_TmaRingInvalidate(self, op, block):
+        tma_ring.emit_ring_invalidate(self, op)
 
     def s_ThreadAllReduce(self, st, block):
         emit_thread_allreduce(self, st, block)
@@ -1134,10 +1152,8 @@ class KernelCodegen:
         tmas = tma_copies(self, info) if ring else None
         if ring and tmas is None:
             raise AssertionError("CUDA codegen: copies planned for the TMA ring do not match it")
-        if info.guard is not None:   # `if cond:` body: the ring, predicated per iteration
-            if tmas is not None:
-                return emit_pipelined_tma_body(self, st, info, tmas, ring_mode(self, info))
-            return self._not_scheduled(st)
+        if info.guard is not None:   # `if cond:` body: the ring (plan/tma_ring_pipeline.py) or cp.async
+            return self._not_scheduled(st, tmas is not None)
         if self._overlapped_wgmma(info):
             if tmas is not None:
                 return emit_pipelined_tma(self, st, info, tmas)
@@ -1146,17 +1162,16 @@ class KernelCodegen:
         ov = plan_overlap(self, info) if arch_number(self.target.arch) >= 90 else None
         if ov is not None:   # attention-style: the second gemm overlaps the next iteration
             return emit_overlapped(self, st, info, ov)
-        if tmas is not None:
-            mode = ring_mode(self, info)
-            dw = plan_deferred_wait(self, info, mode)   # the wgmma's wait as late as its accumulator allows
-            if dw is not None:
+        if tmas is not None:   # (a TMA-ring loop the pass pipeline_tma_ring left to emit/)
+            dw = plan_deferred_wait(self, info, tma_ring.ring_mode(self, info))
+            if dw is not None:   # the wgmma's wait as late as its accumulator allows
                 return emit_deferred_wait(self, st, info, tmas, dw)
-            return emit_pipelined_tma_body(self, st, info, tmas, mode)
-        return self._not_scheduled(st)
+        return self._not_scheduled(st, tmas is not None)
 
-    def _not_scheduled(self, st):
-        raise AssertionError(f"CUDA codegen: the T.Pipelined loop over `{st.var.name}` runs on cp.async, "
-                             f"whose schedule the pass pipeline_cp_async (plan/cp_async_pipeline.py) writes "
+    def _not_scheduled(self, st, ring=False):
+        how = ("the TMA ring, whose schedule the pass pipeline_tma_ring (plan/tma_ring_pipeline.py)" if ring else
+               "cp.async, whose schedule the pass pipeline_cp_async (plan/cp_async_pipeline.py)")
+        raise AssertionError(f"CUDA codegen: the T.Pipelined loop over `{st.var.name}` runs on {how} writes "
                              f"into the IR; lower it with the CUDA pass pipeline (backend/cuda/pipeline.py)")
 
     def _issue_ahead(self, st, info, k, d, lo, hi):

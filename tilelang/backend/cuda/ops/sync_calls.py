@@ -18,7 +18,9 @@ def sync_call(cg, v) -> str:
 
     def bar():
         return f"&{cg.access(a[0])}"
-    fence = cg.plan.uses_wgmma
+    # (a TMA ring's barriers, ir/tma_ring.py: their bytes come through the async proxy, and
+    # the thread arriving without bytes wrote nothing)
+    fence = cg.plan.uses_wgmma and not (a and getattr(getattr(a[0], "buffer", None), "tma_ring", False))
     if v.name == M.ARRIVE:
         # this thread's shared writes may feed another range's wgmma (async proxy)
         return ("tl::fence_proxy_async(); " if fence else "") + f"tl::mbar_arrive({bar()});"
@@ -49,6 +51,8 @@ def sync_call(cg, v) -> str:
     if v.name == M.NAMED_ARRIVE:
         return (f'asm volatile("bar.arrive %0, %1;" :: "r"((int)({cg.expr(a[0])})), '
                 f'"r"((int)({cg.expr(a[1])})) : "memory");')
+    if v.name == M.NAMED_SYNC:   # (a turn of the TMA ring's ping-pong: registers only, no proxy fence)
+        return f"tl::named_barrier_sync({cg.expr(a[0])}, {cg.expr(a[1])});"
     if v.name == M.CP_ASYNC_COMMIT:
         return "tl::cp_async_commit();"
     if v.name == M.CP_ASYNC_WAIT:

@@ -114,62 +114,6 @@ def ring_mode(cg, info):
     return "free"
 
 
-def emit_pipelined_tma_body(cg, st, info, tmas, mode="free"):
-    """A pipelined loop fed by bulk tensor copies (ring_mode says which bodies):
-    thread 0 fills all s slots of the ring; iteration k waits for full[k % s],
-    runs the body on that slot (its wgmma waits for itself, its shared loads are
-    done once it ends), and every warp releases the slot on its counter; the warp
-    completing the round refills it with iteration k + s. With a register-only body
-    there is no block barrier in the loop, so the warpgroups are free to drift apart;
-    mode "barrier" puts one at the top of each iteration. A body under `if cond:`
-    (info.guard, block-sparse GEMM) loads and runs iteration j only where cond(j); a
-    round it skips still turns its slot's phase (the producer arrives without bytes),
-    so the waits and releases count alike."""
-    ns = info.stages
-    nwarps = cg.plan.nthreads // 32
-    lo = cg.expr(st.min)
-    hi = cg.expr(simplify(st.min + st.extent))
-    maps = [tensor_map(cg, t) for t in tmas]
-    nbytes = sum(t.nbytes for t in tmas)
-    ring = declare_ring(cg, ns, maps, None)
-    full, released = ring.full, ring.released
-    ahead = cg.options.tma_l2_prefetch
-
-    def issue(kexpr, slot):
-        issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, guard=info.guard)
-        if ahead:   # the tiles of iteration kexpr + ahead into L2 (TILELANG_CUDA_TMA_L2_PREFETCH)
-            prefetch_l2(cg, st, tmas, maps, f"{kexpr} + {ahead}", hi)
-    preload(cg, ns, lo, hi, issue)
-    pp = pingpong(cg, info) if info.guard is None else None
-    if pp is not None:
-        first, bar = pp
-        wg = cg.names.fresh("tl_wg")
-        cg.w(f"const int {wg} = tl_tid >> 7;")
-        cg.w(f"if ({wg} == 1) tl::named_barrier_arrive({bar}, 256);   // warpgroup 0 goes first")
-    k, stage, phase = open_ring_loop(cg, st, lo, hi, full)
-    if mode == "barrier":
-        cg.sync()   # the previous iteration's shared and global writes (plan/sync.py counts on it)
-    if info.guard is not None:
-        cg.w(f"if ({cg.expr(info.guard)}) {{")
-        cg.indent += 1
-    with cg.slot_pointers(info, stage):
-        for s in info.rest:
-            if pp is not None and s is first:
-                cg.w(f"tl::named_barrier_sync({bar} + {wg}, 256);   // this warpgroup's turn")
-            cg.stmt(s, True)
-            if pp is not None and s is first:
-                # the other's turn; warpgroup 1 skips its last one (warpgroup 0 got an extra at the start)
-                cg.w(f"if ({wg} == 0 || {k} + 1 < {hi}) tl::named_barrier_arrive({bar} + 1 - {wg}, 256);")
-    if info.guard is not None:
-        cg.indent -= 1
-        cg.w("}")
-    release_and_refill(cg, released, stage, nwarps, f"{k} + {ns}", hi, issue)
-    close_ring_loop(cg, ns, stage, phase)
-    # every copy was consumed; the barriers may be initialized again (an outer loop)
-    cg.w("__syncthreads();")
-    invalidate_ring(cg, ns, ring)
-
-
 def pingpong(cg, info):
     """(the body's first gemm, the first of two free named-barrier ids) when the two
     warpgroups of a 256-thread block should take turns at it (FlashAttention-3's
@@ -282,23 +226,62 @@ def invalidate_ring(cg, ns, ring):
     cg.w(f"if (tl_tid == 0) {{ for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_inval(&{ring.full}[tl_s]);{inval} }} }}")
 
 
-def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=None, guard=None):
+# the statements of the ring pass (plan/tma_ring_pipeline.py, ir/tma_ring.py) ------------
+
+def emit_ring_alloc(cg, op):
+    """T.tma_ring_alloc: the ring's tensor maps (kernel parameters, in the copies' order),
+    its "full" mbarriers and release counters after the kernel's other dynamic shared
+    memory."""
+    ring = op.ring
+    tmas = [match_tma(c, cg.plan, cg.param_bufs) for c in ring.copies]
+    if any(t is None for t in tmas):
+        raise AssertionError("CUDA codegen: copies planned for the TMA ring do not match it")
+    cg.ring_maps[id(ring)] = [tensor_map(cg, t) for t in tmas]
+    full = cg.names.new(ring.full, ring.full.name)
+    released = cg.names.new(ring.released, ring.released.name)
+    off = (cg.plan.smem_bytes + 7) // 8 * 8
+    cg.plan.smem_bytes = off + 12 * ring.stages
+    cg.w(f"unsigned long long* {full} = reinterpret_cast<unsigned long long*>(tl_smem + {off});")
+    cg.w(f"unsigned* {released} = reinterpret_cast<unsigned*>({full} + {ring.stages});")
+
+
+def emit_prefetch_descriptors(cg, op):
+    for m in cg.ring_maps[id(op.ring)]:
+        cg.w(f"tl::tma_prefetch_desc(&{m});")
+
+
+def emit_ring_load(cg, op):
+    """T.tma_load: one copy nest of an iteration into its ring slot (the thread that
+    reaches it issues it)."""
+    t = match_tma(op.copy, cg.plan, cg.param_bufs)
+    if t is None:
+        raise AssertionError("CUDA codegen: a copy planned for the TMA ring does not match it")
+    el = cg.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
+    dst = f"{cg.buf_name(t.dst)} + ({cg.expr(op.slot)}) * {el}"
+    tma_loads(cg, t, cg.ring_maps[id(op.ring)][op.index], dst, f"&{cg.access(op.barrier)}")
+
+
+def emit_prefetch_l2(cg, op):
+    t = match_tma(op.copy, cg.plan, cg.param_bufs)
+    m = cg.ring_maps[id(op.ring)][op.index]
+    for r, _, c in t.boxes():
+        coords = t.coords(t.row0 + r, t.col0 + c)
+        cg.w(f"tl::tma_prefetch_l2(&{m}, {', '.join(cg.expr(simplify(c)) for c in coords)});")
+
+
+def emit_ring_invalidate(cg, op):
+    full = cg.buf_name(op.ring.full)
+    cg.w(f"for (int tl_s = 0; tl_s < {op.ring.stages}; ++tl_s) {{ tl::mbar_inval(&{full}[tl_s]); }}")
+
+
+def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=None):
     """One thread: the bulk copies of iteration `kexpr` of loop `st` into ring slot
     `slot` (C expressions), announced on full[slot]; `multicast` = (Multicast, the
-    half maps, the block's rank in the pair) sends this block's halves to both.
-    `guard`: the copies only where it holds for that iteration; elsewhere a plain
-    arrival completes the slot's phase."""
-    if guard is None:
-        cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
+    half maps, the block's rank in the pair) sends this block's halves to both."""
+    cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
     kn = cg.names.fresh("tl_kt")
     cg.w(f"const int {kn} = {kexpr};")
     with cg.names.bound(st.var, kn):
-        if guard is not None:   # the bytes are announced only where the copies go
-            cg.w(f"if (!({cg.expr(guard)})) {{")
-            cg.w(f"  tl::mbar_arrive(&{full}[{slot}]);   // a skipped iteration: an empty round")
-            cg.w("} else {")
-            cg.indent += 1
-            cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
         for t, m in zip(tmas, maps):
             el = cg.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
             dst = f"{cg.buf_name(t.dst)} + ({slot}) * {el}"
@@ -309,26 +292,6 @@ def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=N
                                     f"&{full}[{slot}]", rank)
             else:
                 tma_loads(cg, t, m, dst, f"&{full}[{slot}]")
-        if guard is not None:
-            cg.indent -= 1
-            cg.w("}")
-
-
-def prefetch_l2(cg, st, tmas, maps, kexpr, hi):
-    """One thread: when iteration `kexpr` of loop `st` exists, the boxes its bulk copies
-    will load, into L2 (cp.async.bulk.prefetch.tensor: more bytes in flight than the
-    ring's slots hold, for loops that one block streams through, as MLA decode)."""
-    kn = cg.names.fresh("tl_kp")
-    cg.w(f"if ({kexpr} < {hi}) {{")
-    cg.indent += 1
-    cg.w(f"const int {kn} = {kexpr};")
-    with cg.names.bound(st.var, kn):
-        for t, m in zip(tmas, maps):
-            for r, _, c in t.boxes():
-                coords = t.coords(t.row0 + r, t.col0 + c)
-                cg.w(f"tl::tma_prefetch_l2(&{m}, {', '.join(cg.expr(simplify(c)) for c in coords)});")
-    cg.indent -= 1
-    cg.w("}")
 
 
 def emit_tma_copy(cg, op, nest, bar):
