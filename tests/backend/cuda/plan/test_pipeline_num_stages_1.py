@@ -7,7 +7,7 @@ printed schedule of plan/cp_async_pipeline.py; no GPU or NVRTC needed."""
 import pytest
 
 import tilelang.language as T
-from tilelang.backend.cuda.plan.pipeline import PREFETCH_ISSUE, PREFETCH_WAIT, prefetch_marker
+from tilelang.backend.cuda.plan.pipeline import PREFETCH_WAIT, prefetch_marker
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tests.backend.cuda.plan.test_pipeline import _gemm, _pipeline, _plan
@@ -317,3 +317,40 @@ def test_block_sparse_attention_matches_torch(stages):
     dense = mask.repeat_interleave(block, 1).repeat_interleave(block, 2).bool().cuda()[None]
     ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=dense)
     torch.testing.assert_close(kern(q, k, v, mask.cuda()).float(), ref, rtol=2e-2, atol=2e-2)
+
+
+def test_a_copy_is_issued_after_the_gemm_chained_to_its_reader():
+    # two gemms into one accumulator back to back (MLA's Q·K over two parts): wgmma may leave
+    # the first in flight until the second waits, so the first's tile is issued after both
+    M = N = K = 256
+    bM = bN = 64
+    bK = 32
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), A2: T.Tensor((M, K), "float16"),
+             B2: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
+            As = T.alloc_shared((bM, bK), "float16")
+            Bs = T.alloc_shared((bK, bN), "float16")
+            A2s = T.alloc_shared((bM, bK), "float16")
+            B2s = T.alloc_shared((bK, bN), "float16")
+            C1 = T.alloc_fragment((bM, bN), "float32")
+            C2 = T.alloc_fragment((bM, bN), "float32")
+            T.clear(C1)
+            T.clear(C2)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=1):
+                T.copy(A[by * bM, k * bK], As)
+                T.copy(B[k * bK, bx * bN], Bs)
+                T.copy(A2[by * bM, k * bK], A2s)
+                T.copy(B2[k * bK, bx * bN], B2s)
+                for i, j in T.Parallel(bM, bN):
+                    C2[i, j] = C2[i, j] * 0.5
+                T.gemm(As, Bs, C1)
+                T.gemm(A2s, B2s, C1)
+            for i, j in T.Parallel(bM, bN):
+                C1[i, j] += C2[i, j]
+            T.copy(C1, C[by * bM, bx * bN])
+    info = _info(_plan(main, "sm_90a")[0])
+    assert [len(g) for g in info.groups] == [4]
+    assert [o for o in _outline(info.rest) if o[0] != "barrier"] == [
+        ("wait", 0), ("gemm", "Bs"), ("gemm", "B2s"), ("issue", 0)]

@@ -204,7 +204,7 @@ def _issue_after_use(info, plan):
     for c, buf in zip(info.copies, info.bufs):
         readers = [j for j, st in enumerate(rest) if reads(st, buf)]
         if readers:
-            firsts[id(c)], lasts[id(c)] = readers[0], readers[-1]
+            firsts[id(c)], lasts[id(c)] = readers[0], _after_chain(rest, readers[-1])
     by_last = sorted({lasts[id(c)] for c in info.copies if id(c) in lasts})
     groups = [[c for c in info.copies if lasts.get(id(c)) == j] for j in by_last]
     work = [j for j, st in enumerate(rest) if not isinstance(st, (S.DeclBuffer, S.Barrier))]
@@ -225,6 +225,17 @@ def _issue_after_use(info, plan):
         marked.append(st)
         marked += [_marker(PREFETCH_ISSUE, g) for g, last in enumerate(by_last) if last == j]
     info.rest = marked
+
+
+def _after_chain(rest, j):
+    """The last of the gemms into the same accumulator that follow statement j back to back:
+    plan/kernel.py may chain them (wgmma), the first leaving its group, and with it its
+    reads of shared memory, in flight until the last one waits."""
+    from tilelang.ir import tile_ops as TO
+    while j + 1 < len(rest) and isinstance(rest[j], TO.Gemm) and isinstance(rest[j + 1], TO.Gemm) and \
+            rest[j + 1].C.buffer is rest[j].C.buffer:
+        j += 1
+    return j
 
 
 def _marker(name, group):
