@@ -354,3 +354,14 @@ def test_a_copy_is_issued_after_the_gemm_chained_to_its_reader():
     assert [len(g) for g in info.groups] == [4]
     assert [o for o in _outline(info.rest) if o[0] != "barrier"] == [
         ("wait", 0), ("gemm", "Bs"), ("gemm", "B2s"), ("issue", 0)]
+
+
+def test_a_ring_that_does_not_fit_falls_back_to_one_version_issued_after_use():
+    # num_stages=2 of 128 x 128 K/V tiles next to Q and P: two versions exceed sm_80's
+    # shared memory; one version each, issued after the readers, still overlaps the copies
+    plan, text = _plan(attention(dim=128, block_N=128, stages=2), "sm_80")
+    info = _info(plan)
+    assert info.issue_after_use and all(plan.placements[id(b)].stages == 1 for b in info.bufs)
+    assert "note: pipeline stages capped at 1 so that shared memory fits in 166912 bytes" in text
+    # where two versions fit, the ring stays
+    assert _info(_plan(attention(dim=128, block_N=128, stages=2), "sm_90a")[0]).stages == 2

@@ -28,7 +28,9 @@ copies (where the group must have landed) and a `PREFETCH_ISSUE` marker after it
 reader (where the next iteration's copies are issued); plan/sync.py puts the barriers
 around them and plan/cp_async_pipeline.py replaces them by `cp.async.wait_group` and the
 copies. A loop whose copies would overlap nothing (a GEMM body: copy, copy, gemm) is not
-pipelined, with a note. `num_stages=0` is a plain loop."""
+pipelined, with a note. `num_stages=0` is a plain loop. A deeper loop whose ring does not fit
+in shared memory (plan/kernel.py caps its stages) falls back to this one-version schedule
+rather than to the plain loop."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -159,7 +161,8 @@ def find_pipelines(launch, plan, arch, vector_width, max_stages=None):
         if max_stages is not None:
             stages = min(stages, max_stages)
         # num_stages=1 without a manual schedule: the copies are issued after their last reader
-        after_use = stages == 1 and spec.num_stages == 1 and spec.stage is None
+        # (also a deeper loop capped to one stage to fit shared memory: it needs no second version)
+        after_use = stages == 1 and spec.num_stages >= 1 and spec.stage is None
         if (stages < 2 and not after_use) or loop.step is not None or plan.depends(loop.min) or \
                 plan.depends(loop.extent):
             continue
