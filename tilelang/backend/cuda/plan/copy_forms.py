@@ -203,7 +203,9 @@ class _Chooser:
         from tilelang.backend.cuda.plan.overlap import plan_overlap
         k = self.k
         tmas = None if any(_no_tma(c, ring=True) for c in info.copies) else tma_copies(k, info)
-        if info.guard is not None:   # a body under `if cond:`: the TMA ring with empty rounds, or cp.async
+        if info.issue_after_use:   # num_stages=1 (plan/pipeline.py): one version, cp.async groups
+            use_tma = False
+        elif info.guard is not None:   # a body under `if cond:`: the TMA ring with empty rounds, or cp.async
             use_tma = tmas is not None and ring_mode(k, info) is not None
         elif overlapped_wgmma(k, info):
             use_tma = tmas is not None

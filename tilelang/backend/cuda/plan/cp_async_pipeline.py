@@ -42,6 +42,25 @@ two; TILELANG_CUDA_CP_ASYNC_REFILL=wait, CudaOptions.cp_async_refill_wait):
         with T.stage_slot(..., slot=T.truncmod(k - lo, s), stages=s): (the rest of the body)
     T.ptx_wait_group(0)
 
+A `num_stages=1` loop (plan/pipeline.py: one version of each buffer, each group of copies
+issued after its last reader) becomes
+
+    T.sync_threads()  # inserted: ...       the buffers may still be read by earlier code
+    if lo < hi:
+        k_0 = lo
+        the copies of group 0 of iteration k_0; T.ptx_commit_group()   ... and of each group
+    for k in T.serial(lo, hi):
+        the body, where a group must have landed (before its first reader):
+            T.ptx_wait_group(n)             n: the groups issued after it (they may still fly)
+            T.sync_threads()  # inserted: ...
+        and after the group's last reader:
+            T.sync_threads()  # inserted: ... every thread has read the buffer
+            if k + 1 < hi:
+                k_next = k + 1
+                the copies of the group for iteration k_next
+            T.ptx_commit_group()            (also when empty)
+    T.ptx_wait_group(0)
+
 The copies keep their `copy_form` (`cp.async xV`), which the printer reads. Loops whose
 copies run on the TMA ring (ops/tma_pipeline.py), a lone wgmma kept in flight across
 iterations (`overlapped_wgmma`) and the attention overlap (plan/overlap.py) are left to
@@ -141,6 +160,45 @@ def schedule(loop, info, fence, refill_wait=False):
             call(M.CP_ASYNC_WAIT, 0)]
 
 
+def schedule_after_use(loop, info, fence):
+    """The statements that replace a num_stages=1 `loop` (module docstring). The barriers
+    around the markers are plan/sync.py's (in `info.rest`)."""
+    from tilelang.backend.cuda.plan.pipeline import PREFETCH_WAIT, prefetch_marker
+    var = loop.var
+    lo, hi = loop.min, simplify(loop.min + loop.extent)
+    groups = info.groups
+    issued = []   # the groups in the order one iteration issues them (after their last readers)
+    body = []
+    for s in info.rest:
+        m = prefetch_marker(s)
+        if m is None:
+            if isinstance(s, S.Barrier) and s.reason is not None:
+                s.fence_async_proxy = s.fence_async_proxy or fence   # (a marker's is in the plan only)
+            body.append(s)
+        elif m[0] == PREFETCH_WAIT:
+            # in flight behind group g: the groups issued after it (plan/pipeline.py numbers
+            # them in issue order), and those this iteration has issued already
+            body.append(S.Evaluate(M.call(M.CP_ASYNC_WAIT, len(groups) - 1 - m[1] + len(issued))))
+        else:
+            g = m[1]
+            issued.append(g)
+            kn = E.Var(var.name + "_next", var.dtype)
+            body.append(S.IfThenElse(E.binop("<", var + 1, hi), S.LetStmt(
+                kn, var + 1, S.seq([substitute(c, {var: kn}) for c in groups[g]]))))
+            body.append(S.Evaluate(M.call(M.CP_ASYNC_COMMIT)))
+    k0 = E.Var(var.name, var.dtype)
+    prologue = []
+    for g in range(len(groups)):
+        prologue += [substitute(c, {var: k0}) for c in groups[g]] + [S.Evaluate(M.call(M.CP_ASYNC_COMMIT))]
+    first = S.IfThenElse(E.binop("<", lo, hi), S.LetStmt(k0, lo, S.seq(prologue)))
+    main = S.For(var, loop.min, loop.extent, S.SERIAL, S.seq(body))
+    for s in (first, main):
+        s.span = loop.span
+    ring = ", ".join(b.name for b in info.bufs)
+    return [S.Barrier("block", reason=f"{ring} may still be read before the pipeline's prologue",
+                      fence_async_proxy=fence), first, main, S.Evaluate(M.call(M.CP_ASYNC_WAIT, 0))]
+
+
 def _replace(parent, old, new_stmts) -> bool:
     """Put `new_stmts` where `old` is among `parent`'s children, in place."""
     if isinstance(parent, S.SeqStmt):
@@ -194,8 +252,11 @@ def pipeline_cp_async(func, ctx=None):
                     break
                 parent, loop = found
                 done.add(id(loop))
-                _replace(parent, loop, schedule(loop, plan.pipelines[id(loop)], plan.fence_barriers,
-                                                options.cp_async_refill_wait))
+                info = plan.pipelines[id(loop)]
+                if info.issue_after_use:
+                    _replace(parent, loop, schedule_after_use(loop, info, plan.fence_barriers))
+                else:
+                    _replace(parent, loop, schedule(loop, info, plan.fence_barriers, options.cp_async_refill_wait))
             if launch.body is not launch.annotations[KERNEL_PLAN].body:
                 # the loop was the whole kernel body: the plan follows the new one
                 launch = with_plan(launch, plan)
@@ -206,4 +267,4 @@ def pipeline_cp_async(func, ctx=None):
     return with_launches(func, out)
 
 
-__all__ = ["pipeline_cp_async", "runs_on_cp_async", "schedule"]
+__all__ = ["pipeline_cp_async", "runs_on_cp_async", "schedule", "schedule_after_use"]

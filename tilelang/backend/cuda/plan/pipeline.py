@@ -15,7 +15,22 @@ A body that is one `if cond:` without `else` (block-sparse GEMM: `if BlockMask[b
 is pipelined the same way when every thread of the block agrees on `cond` and `cond` reads
 nothing the kernel writes: the copies of iteration j are issued under `cond(j)`, the rest of
 iteration k runs under `cond(k)`, and every iteration still closes its cp.async group (empty
-when skipped) so that the waits count the same groups."""
+when skipped) so that the waits count the same groups.
+
+`num_stages=1` is a pipeline too, as in the published package (its pipeline planning gives
+the copies stage 0 and their readers stage 1, and its buffer versioning keeps one version,
+since no copy is issued before a reader of the same iteration): each shared buffer keeps
+one version, and the copy of iteration k+1 is issued right after the last statement of
+iteration k that reads it, so that it overlaps the rest of that iteration (FlashAttention:
+K(k+1) loads during softmax(k) and P·V(k), V(k+1) during Q·K(k+1)). The body then lists,
+besides its statements, a `PREFETCH_WAIT` marker before the first reader of each group of
+copies (where the group must have landed) and a `PREFETCH_ISSUE` marker after its last
+reader (where the next iteration's copies are issued); plan/sync.py puts the barriers
+around them and plan/cp_async_pipeline.py replaces them by `cp.async.wait_group` and the
+copies. A loop whose copies would overlap nothing (a GEMM body: copy, copy, gemm) is not
+pipelined, with a note. `num_stages=0` is a plain loop. A deeper loop whose ring does not fit
+in shared memory (plan/kernel.py caps its stages) falls back to this one-version schedule
+rather than to the plain loop."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -37,6 +52,27 @@ class PipelineInfo:
     bufs: list = field(default_factory=list)     # the shared buffers they fill (multi-buffered)
     rest: list = field(default_factory=list)     # the other statements of the body, in order
     guard: object = None                         # `cond` of a body `if cond:` (per iteration), or None
+    # num_stages=1 (module docstring): the copies in groups, each issued after its last reader;
+    # `rest` then holds the PREFETCH_WAIT / PREFETCH_ISSUE markers of the groups
+    groups: list = field(default_factory=list)   # [[copy nests]] in the order they are issued
+
+    @property
+    def issue_after_use(self) -> bool:
+        """Whether the copies are issued after their last reader into one buffer version
+        (num_stages=1), rather than at the top of the iteration into an s-slot ring."""
+        return bool(self.groups)
+
+
+PREFETCH_WAIT = "tl.pipeline_prefetch_wait"     # (group): the group's copies have landed (num_stages=1)
+PREFETCH_ISSUE = "tl.pipeline_prefetch_issue"   # (group): issue the group for the next iteration
+
+
+def prefetch_marker(st):
+    """(PREFETCH_WAIT or PREFETCH_ISSUE, group index) of a marker statement, else None."""
+    v = getattr(st, "value", None) if isinstance(st, S.Evaluate) else None
+    if isinstance(v, E.Call) and v.name in (PREFETCH_WAIT, PREFETCH_ISSUE):
+        return v.name, E.const_int_value(v.args[0])
+    return None
 
 
 def body_stmts(loop):
@@ -124,10 +160,16 @@ def find_pipelines(launch, plan, arch, vector_width, max_stages=None):
         stages = spec.depth
         if max_stages is not None:
             stages = min(stages, max_stages)
-        if stages < 2 or loop.step is not None or plan.depends(loop.min) or plan.depends(loop.extent):
+        # num_stages=1 without a manual schedule: the copies are issued after their last reader
+        # (also a deeper loop capped to one stage to fit shared memory: it needs no second version)
+        after_use = stages == 1 and spec.num_stages >= 1 and spec.stage is None
+        if (stages < 2 and not after_use) or loop.step is not None or plan.depends(loop.min) or \
+                plan.depends(loop.extent):
             continue
         # a manual schedule (order/stage) names the body's own statements: no `if cond:` lifting then
-        guard, stmts = _guarded_body(loop, plan, writes) if spec.stage is None else (None, body_stmts(loop))
+        # (nor for num_stages=1, whose issue points are statements inside the `if`)
+        guard, stmts = _guarded_body(loop, plan, writes) if spec.stage is None and not after_use \
+            else (None, body_stmts(loop))
         info = PipelineInfo(stages, spec=spec, guard=guard)
         sched = _scheduled(stmts, spec, info.notes)   # body index -> index in order/stage
         seen = []   # statements before the current one
@@ -145,11 +187,62 @@ def find_pipelines(launch, plan, arch, vector_width, max_stages=None):
                 info.rest.append(st)
             seen.append(st)
         _note_schedule(info, stmts, sched)
+        if after_use and info.copies:
+            _issue_after_use(info, plan)
         if info.copies:
             out[id(loop)] = info
         else:   # not pipelined: what it could not follow goes to the kernel's notes
             plan.notes.extend(n for n in info.notes if n not in plan.notes)
     return out
+
+
+def _issue_after_use(info, plan):
+    """Group the copies by their last reader in the body and put the PREFETCH markers into
+    `info.rest` (module docstring); when a copy is read by nothing in the body, or the groups
+    would overlap no other work, the loop is not pipelined (noted)."""
+
+    def reads(st, buf):
+        return any(b is buf for b in accesses(st)[0])
+    rest, firsts, lasts = info.rest, {}, {}
+    for c, buf in zip(info.copies, info.bufs):
+        readers = [j for j, st in enumerate(rest) if reads(st, buf)]
+        if readers:
+            firsts[id(c)], lasts[id(c)] = readers[0], _after_chain(rest, readers[-1])
+    by_last = sorted({lasts[id(c)] for c in info.copies if id(c) in lasts})
+    groups = [[c for c in info.copies if lasts.get(id(c)) == j] for j in by_last]
+    work = [j for j, st in enumerate(rest) if not isinstance(st, (S.DeclBuffer, S.Barrier))]
+    first_of = [min(firsts[id(c)] for c in g) for g in groups]
+    # the work a group overlaps: after its last reader, and before its first reader next time
+    overlapped = any(j > last or j < first for first, last in zip(first_of, by_last) for j in work)
+    unread = [b.name for c, b in zip(info.copies, info.bufs) if id(c) not in lasts]
+    if unread or not overlapped:
+        why = (f"nothing in the body reads {', '.join(unread)}" if unread else
+               "the copies would overlap no other work of the body (their readers are all it does)")
+        plan.notes.append(f"num_stages=1 over {', '.join(b.name for b in info.bufs)}: not pipelined, {why}")
+        info.copies, info.bufs = [], []
+        return
+    info.groups = groups
+    marked = []
+    for j, st in enumerate(rest):
+        marked += [_marker(PREFETCH_WAIT, g) for g, first in enumerate(first_of) if first == j]
+        marked.append(st)
+        marked += [_marker(PREFETCH_ISSUE, g) for g, last in enumerate(by_last) if last == j]
+    info.rest = marked
+
+
+def _after_chain(rest, j):
+    """The last of the gemms into the same accumulator that follow statement j back to back:
+    plan/kernel.py may chain them (wgmma), the first leaving its group, and with it its
+    reads of shared memory, in flight until the last one waits."""
+    from tilelang.ir import tile_ops as TO
+    while j + 1 < len(rest) and isinstance(rest[j], TO.Gemm) and isinstance(rest[j + 1], TO.Gemm) and \
+            rest[j + 1].C.buffer is rest[j].C.buffer:
+        j += 1
+    return j
+
+
+def _marker(name, group):
+    return S.Evaluate(E.Call(name, [E.IntImm(group)], "handle"))
 
 
 def _scheduled(stmts, spec, notes):

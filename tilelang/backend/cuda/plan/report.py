@@ -79,7 +79,12 @@ def format_plan(entry, launch, plan) -> str:
         lines.append("pipelines:")
         for info in plan.pipelines.values():
             guard = f" (each iteration under `if {expr_str(info.guard)}`)" if info.guard is not None else ""
-            lines.append(f"  {info.stages} stages over {', '.join(b.name for b in info.bufs) or '-'}{guard}")
+            if info.issue_after_use:   # num_stages=1 (plan/pipeline.py)
+                lines.append(f"  1 stage over {', '.join(b.name for b in info.bufs)}: one version each; "
+                             f"the next iteration's copies issued after their last reader")
+                lines.extend(f"    group {g}: {', '.join(_copy_text(c) for c in cs)}" for g, cs in enumerate(info.groups))
+            else:
+                lines.append(f"  {info.stages} stages over {', '.join(b.name for b in info.bufs) or '-'}{guard}")
             lines.extend(f"    note: {n}" for n in info.notes)
     if plan.warp_specialized is not None:   # plan/warp_specialize.py
         lines.append(f"warp specialization: {plan.warp_specialized.describe()}")

@@ -125,6 +125,8 @@ class SyncPlanner:
             acc = {(b, m, ("nest", id(st), b) if b in private else ex)
                    for b, m, ex in self.unit_accesses(st, "all")}
             return self.unit(st, acc, pending)
+        if isinstance(st, S.For) and id(st) in plan.pipelines and plan.pipelines[id(st)].issue_after_use:
+            return self.prefetch_loop(st, plan.pipelines[id(st)])
         if isinstance(st, S.For) and id(st) in plan.pipelines:
             # the codegen puts a barrier before the prologue and at the top of every
             # iteration; the async copies write slots that the rest of the body does not read
@@ -178,6 +180,28 @@ class SyncPlanner:
             return self.unit(st, self.unit_accesses(st, "t0"), pending)
         return self.unit(st, self.unit_accesses(st, "tid" if self.thread_dependent(st) else "all"), pending)
 
+    def prefetch_loop(self, loop, info):
+        """A num_stages=1 pipeline (plan/pipeline.py): no barrier at the top of its iterations;
+        the body is analysed twice as a loop's, its markers as units. The copies of a group
+        write their buffers where they are issued (after the last reader: a barrier orders
+        the reads first) and where they have landed (before the first reader: a barrier
+        orders the writes first), as one asynchronous writer, which needs no barrier between
+        the two. The schedule puts a barrier before the prologue, which issues iteration lo."""
+        from tilelang.backend.cuda.plan.pipeline import prefetch_marker
+        self.buffer_names.update((id(b), b.name) for b in info.bufs)
+        ex = ("async copies", id(loop))
+        group_writes = [{(self._root(c_buf), "w", ex) for c_buf in _group_bufs(info, g)}
+                        for g in range(len(info.groups))]
+
+        def body(pending):
+            for s in info.rest:
+                m = prefetch_marker(s)
+                pending = self.unit(s, group_writes[m[1]], pending) if m is not None else self.visit(s, pending)
+            return pending
+        start = set().union(*group_writes)
+        first = body(start)
+        return body(first | start)
+
     def single_thread(self, st):
         """A block-level scalar statement that must happen once per block (a store to
         shared/global memory, an atomic, a print): codegen runs it on thread 0."""
@@ -213,6 +237,12 @@ class SyncPlanner:
                 found.append(n)
         walk(st, f)
         return bool(found)
+
+
+def _group_bufs(info, g):
+    """The shared buffers the copies of group `g` of a num_stages=1 pipeline fill."""
+    ids = {id(c) for c in info.groups[g]}
+    return [b for c, b in zip(info.copies, info.bufs) if id(c) in ids]
 
 
 def _root_buffer(buf):
@@ -307,6 +337,10 @@ def insert_barriers(func, ctx=None):
             planner = SyncPlanner(plan)
             planner.run(launch.body)
             made = _insert(launch.body, planner)
+            # the markers of a num_stages=1 pipeline are in its plan only: their barriers too
+            made.update((id(s), S.Barrier("block", reason=planner.reasons[id(s)]))
+                        for info in plan.pipelines.values() for s in info.rest
+                        if id(s) in planner.before and id(s) not in made)
             if made:
                 pipelines = {k: dataclasses.replace(info, rest=[x for s in info.rest for x in
                                                                 ([made[id(s)]] if id(s) in made else []) + [s]])
