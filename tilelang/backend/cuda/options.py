@@ -51,6 +51,7 @@ _SWITCHES = {
     "TILELANG_CUDA_TMA_L2_PREFETCH": (_count, 0, "tma_l2_prefetch", True),
     "TILELANG_CUDA_TMA_SLAB_BOX": (_flag, True, "tma_slab_box", True),
     "TILELANG_CUDA_WS_EARLY_RELEASE": (_flag, True, "ws_early_release", True),
+    "TILELANG_CUDA_ONE_STAGE_PREFETCH": (_flag, True, "one_stage_prefetch", True),
     "TILELANG_CUDA_PINGPONG": (_flag, False, "pingpong", True),
     "TILELANG_CUDA_TMA_MULTICAST": (_flag, False, "tma_multicast", True),
     "TILELANG_CUDA_OVERLAP_GEMM": (_flag, False, "overlap_gemm", True),
@@ -101,6 +102,7 @@ class CudaOptions:
     tma_slab_box: bool = True      # a slab_row-ordered A tile loads by one 4-/5-D box per strip (..._TMA_SLAB_BOX)
     ws_early_release: bool = True  # warp-specialized consumers release the previous slot before waiting
                                    # for a slot still in flight (..._WS_EARLY_RELEASE)
+    one_stage_prefetch: bool = True  # num_stages=1: each copy group reissued after its last reader (..._ONE_STAGE_PREFETCH)
     pingpong: bool = False         # attention warpgroups take turns at the first gemm (..._PINGPONG)
     tma_multicast: bool = False    # pairs of blocks share GEMM tiles (..._TMA_MULTICAST)
     overlap_gemm: bool = False     # attention defers the P V wgmma into the next iteration (..._OVERLAP_GEMM)

@@ -112,6 +112,11 @@ def test_num_stages_0_and_2_keep_their_meaning():
     assert _plan(attention(stages=0))[0].pipelines == {}
 
 
+def test_the_switch_turns_the_one_stage_prefetch_off(monkeypatch):
+    monkeypatch.setenv("TILELANG_CUDA_ONE_STAGE_PREFETCH", "0")
+    assert _plan(attention())[0].pipelines == {}
+
+
 def test_a_body_of_copies_and_their_reader_only_is_not_pipelined():
     # copy, copy, gemm: the next iteration's copies would overlap nothing (the published
     # schedule's prefetch gains nothing there either)

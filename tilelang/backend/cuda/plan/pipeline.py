@@ -162,7 +162,8 @@ def find_pipelines(launch, plan, arch, vector_width, max_stages=None):
             stages = min(stages, max_stages)
         # num_stages=1 without a manual schedule: the copies are issued after their last reader
         # (also a deeper loop capped to one stage to fit shared memory: it needs no second version)
-        after_use = stages == 1 and spec.num_stages >= 1 and spec.stage is None
+        after_use = stages == 1 and spec.num_stages >= 1 and spec.stage is None and \
+            getattr(plan.options, "one_stage_prefetch", True)
         if (stages < 2 and not after_use) or loop.step is not None or plan.depends(loop.min) or \
                 plan.depends(loop.extent):
             continue
