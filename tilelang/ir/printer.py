@@ -233,7 +233,9 @@ class Printer:
         elif isinstance(s, TO.Copy):
             bar = s.annotations.get("tma_barrier")
             if bar is not None:   # T.tma_copy: another lowering (a bulk copy on the barrier)
-                self.emit(f"T.tma_copy({self.region(s.src)}, {self.region(s.dst)}, barrier={self.expr(bar)})", ind)
+                form = s.annotations.get("copy_form")   # how a backend issues it (a comment: the text still parses)
+                self.emit(f"T.tma_copy({self.region(s.src)}, {self.region(s.dst)}, barrier={self.expr(bar)})"
+                          + (f"  # -> {form}" if form is not None else ""), ind)
             else:
                 args = "".join(f", {k}={_arg_text(s.annotations[k])}" for k in _COPY_ARG_NAMES
                                if s.annotations.get(k) is not None)
@@ -420,5 +422,7 @@ def _copy_note(ann):
     args, form = ann.get("copy_args"), ann.get("copy_form")
     if not args and form is None:
         return ""
-    note = "  # T.copy(" + ", ".join(f"{k}={_arg_text(v)}" for k, v in args.items()) + ")" if args else "  # copy"
+    subject = getattr(form, "subject", "copy")   # a backend's form of a fill, an element-wise loop ...
+    note = "  # T.copy(" + ", ".join(f"{k}={_arg_text(v)}" for k, v in args.items()) + ")" if args else \
+        f"  # {subject}"
     return note + (f" -> {form}" if form is not None else "")

@@ -22,12 +22,11 @@ from tilelang.ir.visitor import collect_vars
 from tilelang.transform.rasterize_blocks import BLOCK_REMAP
 from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
 from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic_helper
-from tilelang.backend.cuda.ops.mma import simt_gemm
 from tilelang.backend.cuda.ops.tma_pipeline import (ring_mode, emit_pipelined_tma, emit_pipelined_tma_body,
                                                emit_tma_copy, tma_copies, emit_ws_producer, emit_ws_consumer)
 from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
 from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
-from tilelang.backend.cuda.plan.copy_forms import copy_form
+from tilelang.backend.cuda.plan.copy_form import COPY_FORM, copy_form
 from tilelang.backend.cuda.target import arch_number
 from tilelang.backend.cuda.layout.fragment import AccLayout
 from tilelang.backend.cuda.ops.reduce import emit_warp_reduce, emit_register_reduce
@@ -283,7 +282,7 @@ class KernelCodegen:
         seen = []
         from tilelang.ir.visitor import walk
         walk(self.launch.body, lambda n: seen.append(n.buffer) if isinstance(n, S.DeclBuffer) and
-             self.placement(n.buffer).kind == "smem" else None)
+             getattr(self.placement(n.buffer), "kind", None) == "smem" else None)   # (the SIMT gemm's temporaries: none)
         return seen
 
     def sync(self, fence=True):
@@ -441,8 +440,9 @@ class KernelCodegen:
         self.w(f"if (tl_tid == 0) {{ {line} }}" if self._guard(block, st) else line)
 
     def s_For(self, st, block):
-        if st.kind == S.PARALLEL and block and not self._registers_only(st):
-            form = copy_form(st)   # plan/copy_forms.py; None: a nest made while printing
+        form = copy_form(st)   # plan/copy_forms.py; None: a nest made while printing, or a per-thread one
+        planned = form is not None and form.kind != "per_thread"
+        if st.kind == S.PARALLEL and block and (planned or form is None and not self._registers_only(st)):
             if form is None and (self._emit_tma_store(self, st) or self._emit_tma_load_sync(self, st)):
                 return
             if form is not None and form.kind in ("tma_store", "tma_load"):   # bulk copies of tiles
@@ -655,8 +655,9 @@ class KernelCodegen:
         if not block:
             self._require_block_level(op, "T.gemm")
         cfg = self.plan.gemms.get(id(op))
-        if cfg is None:
-            return self.cooperative(simt_gemm(op))
+        if cfg is None:   # plan/copy_forms.py put its SIMT loop in its place
+            raise AssertionError(f"CUDA codegen: T.gemm at {getattr(op, 'span', None)} has no tensor-core form and "
+                                 f"was not replaced by its SIMT loop (plan_copy_forms did not run)")
         ta, tb = "true" if op.trans_A else "false", "true" if op.trans_B else "false"
         if getattr(cfg, "kind", "mma") == "wgmma":
             # a gemm chained to the next one (plan/kernel.py) leaves its group in flight
@@ -761,12 +762,15 @@ class KernelCodegen:
     def s_Copy(self, op, block):
         from tilelang.transform.lower_tile_ops import lower_copy
         bar = op.annotations.get("tma_barrier")
-        # bulk copies for T.tma_copy: correct on the H200 with the warp-specialized GEMM
-        # (7x faster than range threads copying); opt-in (TILELANG_CUDA_TMA_COPY=1) until
-        # the published kernels that use T.tma_copy have run with them
-        if bar is not None and block and self.use_tma and self.options.tma_copy \
-                and emit_tma_copy(self, op, lower_copy(op), bar):
+        # a T.tma_copy that plan/copy_forms.py issues as bulk copies on its mbarrier (its other
+        # T.tma_copy ops are copy nests in the IR by now)
+        if op.annotations.get(COPY_FORM) is not None:
+            if not emit_tma_copy(self, op, lower_copy(op), bar):
+                raise AssertionError(f"CUDA codegen: the T.tma_copy planned as {op.annotations[COPY_FORM]} "
+                                     f"does not match TMA")
             return
+        if bar is not None:
+            raise AssertionError("CUDA codegen: a T.tma_copy that plan_copy_forms did not plan")
         self.stmt(lower_copy(op), block)
 
     def s_Atomic(self, op, block):
@@ -804,8 +808,10 @@ class KernelCodegen:
         nt = self.plan.nthreads
         from tilelang.backend.cuda.ops.vector_copy import vector_width, emit_vector_copy
         form, eviction = copy_form(st), None
-        if form is None or form.kind == "registers":   # nests made here (T.fill ...), a declined tile loop
+        if form is None:   # a nest made while printing (a reduction on a partial warp, a declined TMA atomic)
             V = vector_width(self, vars_, mins, exts, body)
+        elif form.kind == "registers":
+            raise AssertionError(f"CUDA codegen: the nest planned as {form} is not laid out by its registers")
         else:   # the width plan/copy_forms.py chose
             V, eviction = form.width, form.eviction
         if V:

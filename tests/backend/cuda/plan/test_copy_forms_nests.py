@@ -1,0 +1,88 @@
+"""plan/copy_forms.py beyond copies: the form of every cooperative nest (a fill, an
+element-wise loop) and the nests the pass makes of the tile ops the CUDA pipeline kept
+(a T.gemm without a tensor-core form -> its SIMT loop; a T.tma_copy -> bulk copies on
+its mbarrier, or its copy nest). Checked on the printed IR before and after the pass."""
+import re
+
+import tilelang.language as T
+from tilelang.backend.registry import parse_target
+from tilelang.backend.cuda import pipeline as P
+from tilelang.backend.cuda.plan.copy_forms import plan_copy_forms
+from tilelang.ir.printer import func_str
+from tilelang.transform.pass_manager import PassContext, run_passes
+from tests.backend.cuda import kernels_ws as W
+
+
+def _before_after(func, arch="sm_90a"):
+    ctx = PassContext(config={"_keep_tile_ops": P.KEEP_TILE_OPS})
+    ctx.target = parse_target({"kind": "cuda", "arch": arch})
+    before = run_passes(func, P.PASSES[:P.PASSES.index(plan_copy_forms)], ctx)
+    return func_str(before), func_str(plan_copy_forms(before, ctx))
+
+
+def _notes(text):
+    return re.findall(r"T\.Parallel\([^\n]*\):  # (.*)", text)
+
+
+def fills(M=256, N=192):
+    @T.prim_func
+    def f(G: T.Tensor((M, N), "float16"), H: T.Tensor((M, N), "float32")):
+        with T.Kernel(N // 64, M // 64, threads=128) as (bx, by):
+            S = T.alloc_shared((64, 64), "float16")
+            T.fill(S, 1.5)
+            T.fill(G[by * 64:(by + 1) * 64, bx * 64:(bx + 1) * 64], 2.0)
+            for i, j in T.Parallel(64, 64):
+                H[by * 64 + i, bx * 64 + j] = S[i, j] * 2.0
+    return f
+
+
+def int8_gemm(M=64, N=64, K=64):
+    """int8 operands with a 64 x 64 x 64 tile: on sm_80 the kernel plan gives it no
+    tensor-core form (the SIMT loop)."""
+    @T.prim_func
+    def f(A: T.Tensor((M, K), "int8"), B: T.Tensor((K, N), "int8"), C: T.Tensor((M, N), "int32")):
+        with T.Kernel(1, 1, threads=128) as (bx, by):
+            As = T.alloc_shared((M, K), "int8")
+            Bs = T.alloc_shared((K, N), "int8")
+            Cs = T.alloc_shared((M, N), "int32")
+            T.clear(Cs)
+            T.copy(A, As)
+            T.copy(B, Bs)
+            T.gemm(As, Bs, Cs)
+            T.copy(Cs, C)
+    return f
+
+
+def test_fills_and_element_wise_loops_get_their_form():
+    before, after = _before_after(fills())
+    assert _notes(before) == []
+    assert _notes(after) == ["fill -> vector x8 (16 B)", "fill -> vector x8 (16 B)", "loop -> vector x4 (16 B)"]
+    # the kernel plan printed with the IR lists them after the copies
+    assert re.search(r"# other loops:\n *#   fill S \(line \d+\): vector x8 \(16 B\)\n *#   fill G \(line \d+\): "
+                     r"vector x8 \(16 B\)\n *#   loop S -> H \(line \d+\): vector x4 \(16 B\)", after), after
+
+
+def test_a_gemm_without_a_tensor_core_form_becomes_its_simt_loop():
+    before, after = _before_after(int8_gemm(), "sm_80")
+    gemm_stmt = re.compile(r"^ *T\.gemm\(As, Bs, Cs", re.M)   # (not the plan's comment about it)
+    assert gemm_stmt.search(before) and not gemm_stmt.search(after)
+    assert "# SIMT gemm -> scalar" in after
+    # the plan, printed with the kernel, still lists the gemm with its form
+    assert "#   T.gemm(As, Bs, Cs): SIMT loop (no tensor-core form fits)" in after
+    # the loop accumulates A[i, k] * B[k, j] in a per-thread register
+    assert re.search(r"gacc\[0\] = gacc\[0\] \+ T\.Cast\(\"int32\", As\[gi, gk\]\) \* "
+                     r"T\.Cast\(\"int32\", Bs\[gk, gj\]\)", after), after
+
+
+def test_tma_copy_falls_back_to_its_copy_nest_by_default():
+    before, after = _before_after(W.ws_gemm_tma(256, 256, 256))
+    assert before.count("T.tma_copy(") == 8 and "T.tma_copy(" not in after
+    # each is a copy the pass planned as any copy (no cp.async + wait: printed as before)
+    assert _notes(after).count("copy -> vector x8 (16 B)") == 8
+
+
+def test_tma_copy_opt_in_is_issued_in_bulk(monkeypatch):
+    monkeypatch.setenv("TILELANG_CUDA_TMA_COPY", "1")
+    before, after = _before_after(W.ws_gemm_tma(256, 256, 256))
+    assert before.count("T.tma_copy(") == 8 and "  # ->" not in before
+    assert after.count("# -> TMA load (T.tma_copy, on its mbarrier)") == 8
