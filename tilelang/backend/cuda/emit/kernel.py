@@ -18,7 +18,6 @@ from tilelang.ir import stmt as S
 from tilelang.ir.buffer import Buffer, is_packed
 from tilelang.ir.dtypes import DataType
 from tilelang.arith.simplify import simplify
-from tilelang.ir.visitor import collect_vars
 from tilelang.transform.rasterize_blocks import BLOCK_REMAP
 from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
 from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic_helper
@@ -804,7 +803,7 @@ class KernelCodegen:
             if emit_tile_loop(self, vars_, mins, exts, body, regs):
                 return
         elif regs:
-            return self.fragment_loop(vars_, body, regs, exts)
+            return self.fragment_loop(vars_, body, regs, exts, copy_form(st))
         nt = self.plan.nthreads
         from tilelang.backend.cuda.ops.vector_copy import vector_width, emit_vector_copy
         form, eviction = copy_form(st), None
@@ -858,36 +857,20 @@ class KernelCodegen:
             self.w("tl::cp_async_commit();")
             self.w("tl::cp_async_wait<0>();")
 
-    def fragment_loop(self, vars_, body, regs, exts=None):
+    def fragment_loop(self, vars_, body, regs, exts=None, form=None):
         """A T.Parallel nest over register fragments (layout/fragment.py checked that
         it indexes them by its loop variables): each thread runs the slots it holds;
         a 2-D nest follows the accumulator layout, a 1-D nest the row layout. A 2-D nest
         over a leading window of the accumulator (layout/fragment.py window_of) skips the
-        slots outside it."""
-        lays = [self.placement(b).acc for b in regs]
-        acc = [L for L in lays if isinstance(L, AccLayout)]
-        L = acc[0] if acc else lays[0]
+        slots outside it. `form` `registers xW` (plan/copy_forms.py): W columns per store
+        (ops/register_store.py)."""
+        from tilelang.backend.cuda.ops.register_store import accumulator_window
+        L, window, shift = accumulator_window(vars_, exts, body, regs, self.placement)
         lt = L.layout()
-        window = None
-        if acc and exts is not None and len(vars_) == 2:
-            from tilelang.backend.cuda.layout.fragment import window_of
-            window = window_of([E.const_int_value(e) for e in exts], L)
-            if window is not None and not any(window):
-                window = None
-        shift = None
-        if acc:   # a shifted window acc[i + c0, j + c1] (layout/fragment.py checked it)
-            from tilelang.backend.cuda.layout.fragment import index_shift
-            from tilelang.ir.visitor import walk
-            found = []
-            walk(body, lambda n: found.append(index_shift(n.indices, vars_))
-                 if isinstance(n, (E.BufferLoad, S.BufferStore)) and any(n.buffer is b for b in regs) else None)
-            if found and found[0] is not None and any(E.const_int_value(c) != 0 for c in found[0]):
-                shift = found[0]
         slot = self.names.fresh("tl_r")
-        # sm_80: ptxas then trades a small spill for occupancy in some GEMMs; keep scalar stores
-        if acc and shift is None and window is None and len(vars_) == 2 and arch_number(self.target.arch) >= 90 and \
-                self._pair_store(vars_, body, regs, L, lt, slot):
-            return
+        if form is not None and form.kind == "registers" and form.width:
+            return self._packed_store(vars_, body, regs, L, lt, slot, form.width)
+        acc = isinstance(L, AccLayout)
         self.w("#pragma unroll")
         self.w(f"for (int {slot} = 0; {slot} < {L.regs}; ++{slot}) {{")
         self.indent += 1
@@ -910,72 +893,17 @@ class KernelCodegen:
         self.indent -= 1
         self.w("}")
 
-    def _pair_store(self, vars_, body, regs, L, lt, slot):
-        """An accumulator tile stored to a 16-bit global tensor or shared tile, `G[.., j + c] = f(acc[i, j])`,
-        or added atomically to a global tensor (optionally under a bound check): registers
-        r and r + 1 hold columns j and j + 1 of one row, so each pair goes out as one 32-bit
-        store or one vector atomic (half the instructions). Needs the pair's address aligned
-        (even row stride and column offset; the pointer is checked at launch) and the
-        bound check to hold or fail for both columns alike (`j + c < n`, n and c even).
-        An fp8 global tensor takes four columns per 32-bit store (`_quad_store`)."""
-        from tilelang.arith.simplify import linear_form
+    def _packed_store(self, vars_, body, regs, L, lt, slot, width):
+        """The accumulator stored `width` columns per instruction, as plan/copy_forms.py
+        chose (ops/register_store.py): pairs as one 32-bit store or vector atomic, fp8 in
+        fours (`_quad_store`)."""
         from tilelang.backend.cuda.ops import vector_atomic
-        guard, st = None, body
-        while isinstance(st, S.IfThenElse) and st.else_body is None:   # nested guards: their conjunction
-            guard, st = st.cond if guard is None else E.binop("&&", guard, st.cond), st.then_body
-        # `T.atomic_add(G[i, j + c], f(acc[i, j]))` into a global tensor: one vector atomic per
-        # pair (float2 on sm_90, half2 / bfloat162), half the atomics of dQ in attention backward
-        atomic = vector_atomic.match(st)
-        if atomic is not None:
-            dst = atomic[1].args[0]
-            if dst.buffer.dtype.name not in ("float32", "float16", "bfloat16"):
-                return False
-            st = S.BufferStore(dst.buffer, atomic[1].args[1], dst.indices)
-        if not isinstance(st, S.BufferStore):
-            return False
-        # a global tensor, or a shared tile in wgmma's sw128 layout (P of MLA decode), where
-        # columns j, j + 1 (j even) stay neighbours within their 16-byte chunk, or a row-major
-        # shared tile of even row stride (dS of attention backward, copied for an mma.sync gemm)
-        in_param = id(st.buffer) in self.param_bufs
-        p = self.placement(st.buffer)
-        smem_ok = p is not None and p.kind == "smem" and st.buffer.ndim == 2 and p.row_slabs == 1 and (
-            p.swizzle or p.layout is None and p.strides is not None and E.const_int_value(p.strides[-1]) == 1 and
-            (E.const_int_value(p.strides[-2]) or 1) % 2 == 0)
-        if not in_param and (atomic is not None or not smem_ok):
-            return False
+        from tilelang.backend.cuda.ops.register_store import split_store
+        guard, st, atomic = split_store(body)
         G, iv, jv = st.buffer, vars_[0], vars_[1]
-        fp8 = G.dtype.name in ("float8_e4m3fn", "float8_e5m2") and in_param and atomic is None   # tl::fp8_pair_bits' types
-        width = 4 if fp8 else 2   # columns per 32-bit store
-        bits = 32 if atomic is not None and G.dtype.name == "float32" else 16   # float2 atomics, else 16-bit pairs
-        if not (G.dtype.bits == bits or fp8) or getattr(G, "strides", None) is not None or L.regs % width:
-            return False
-
-        def has(e, v):
-            return any(x is v for x in collect_vars(e))
-
-        def aligned_offset(e):
-            """e = j + (a multiple of width): the run starts on a column that is one."""
-            lin = linear_form(simplify(E.binop("-", e, jv)))
-            if lin is None or has(simplify(E.binop("-", e, jv)), jv):
-                return False
-            terms, const = lin
-            return const % width == 0 and all(c % width == 0 for _, c in terms.values())
-        if any(has(i, jv) for i in st.indices[:-1]) or not aligned_offset(st.indices[-1]):
-            return False
-        row = E.const_int_value(G.shape[-1])
-        if row is None or row % width:
-            return False
-        if guard is not None:
-            for c in E.conjuncts(guard):
-                if not has(c, jv):
-                    continue
-                # `j + c < n` (n a multiple of width) or `j + c >= 0`: true or false for the run alike
-                n = E.const_int_value(c.b) if isinstance(c, E.BinOp) and c.op in ("<", ">=") else None
-                if n is None or n % width or (c.op == ">=" and n != 0) or has(c.b, jv) or not aligned_offset(c.a):
-                    return False
-        if in_param:
+        if id(G) in self.param_bufs:   # the launch checks the pointer's alignment
             self.aligned[G.name] = max(self.aligned.get(G.name, 1), width * G.dtype.itemsize)
-        if fp8:
+        if width == 4:
             return self._quad_store(st, guard, regs, L, lt, slot, iv, jv)
         self.w("#pragma unroll")
         pair = self.names.fresh("tl_pair")
@@ -997,7 +925,6 @@ class KernelCodegen:
             del self.acc_index[id(b)]
         self.indent -= 1
         self.w("}")
-        return True
 
     def _bind_acc(self, regs, lt, r):
         """Read the fragments in `regs` at register `r` (a C expression)."""

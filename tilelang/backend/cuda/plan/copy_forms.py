@@ -20,6 +20,8 @@ printed with the nest in the IR text and so in the lower trace):
 - `vector xV`: V elements per load and store (ops/vector_copy.py);
 - `scalar`: one element per access, with the reason no vector form holds;
 - `registers`: a copy to or from a register fragment, laid out by its layout;
+  `registers xW`: an accumulator stored W columns per 32-bit store or vector atomic
+  (ops/register_store.py; any nest storing an accumulator so gets this form);
 - `per-thread`: the nest runs inside one thread's code (no cooperative form).
 
 The T.copy arguments the nest carries (lower_tile_ops COPY_ARGS) steer the choice:
@@ -223,10 +225,25 @@ class _Chooser:
         k = self.k
         vars_, mins, exts, body = parallel_nest(st)
         if _laid_out_by_registers(k, vars_, exts, body):
+            form = self.registers_form(st, subject)
+            if form.width:   # (a plain slot loop needs no record: its fragments' layouts say it all)
+                self.forms[id(st)] = form
             return
         V = vector_width(k, vars_, mins, exts, body)
         self.forms[id(st)] = CopyForm("vector", V, V * _stored_bytes(body), subject=subject) if V else \
             CopyForm("scalar", subject=subject)
+
+    def registers_form(self, st, subject):
+        """A nest run over the slots of its register fragments: `registers`, or
+        `registers xW` where an accumulator goes out W columns per store
+        (ops/register_store.py)."""
+        from tilelang.backend.cuda.ops.register_store import store_width, split_store
+        vars_, _, exts, body = parallel_nest(st)
+        regs = [b for b in _buffers(body) if getattr(self.k.placement(b), "kind", None) in ("acc", "row", "tile")]
+        W = store_width(self.k, vars_, exts, body, regs) if self.k.placement(regs[0]).kind != "tile" else 0
+        if not W:
+            return CopyForm("registers", subject=subject)
+        return CopyForm("registers", W, W * split_store(body)[1].buffer.dtype.itemsize, subject=subject)
 
     def cooperative(self, st):
         from tilelang.backend.cuda.ops.tma_store import is_tma_store
@@ -248,7 +265,7 @@ class _Chooser:
                     raise _error(st, f"T.copy(..., coalesced_width={want}): this copy reads or writes the register "
                                      f"fragment `{regs[0].name}`, whose layout decides which thread moves which "
                                      f"elements", hint="remove coalesced_width")
-                return self._with_eviction(st, CopyForm("registers"), registers=True)
+                return self._with_eviction(st, self.registers_form(st, "copy"), registers=True)
             if not _no_tma(st) and k.range == k.plan.regions.full:
                 if is_tma_store(st, k):
                     return self._with_eviction(st, CopyForm("tma_store"))

@@ -1,0 +1,65 @@
+"""plan/copy_forms.py: an accumulator stored several columns per instruction
+(ops/register_store.py) is decided by the pass and printed on the nest (`registers xW`);
+emit/kernel.py `fragment_loop` prints it. Checked on the printed IR before and after."""
+import re
+
+import tilelang.language as T
+from tilelang.backend.registry import parse_target
+from tilelang.backend.cuda import pipeline as P
+from tilelang.backend.cuda.plan.copy_forms import plan_copy_forms
+from tilelang.ir.printer import func_str
+from tilelang.transform.pass_manager import PassContext, run_passes
+from tests.backend.cuda.ops.test_gemm_fp8 import scaled_fp8_gemm
+
+
+def _before_after(func, arch="sm_90a"):
+    ctx = PassContext(config={"_keep_tile_ops": P.KEEP_TILE_OPS})
+    ctx.target = parse_target({"kind": "cuda", "arch": arch})
+    before = run_passes(func, P.PASSES[:P.PASSES.index(plan_copy_forms)], ctx)
+    return func_str(before), func_str(plan_copy_forms(before, ctx))
+
+
+def _notes(text):
+    return re.findall(r"T\.Parallel\([^\n]*\):  # (.*)", text)
+
+
+def epilogue(out="float16", atomic=False, M=256, N=256, K=64, shift=0):
+    """acc = A @ B, then C[i, j + shift] = acc[i, j] (or T.atomic_add of it)."""
+    @T.prim_func
+    def f(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N + shift), out)):
+        with T.Kernel(N // 128, M // 128, threads=128) as (bx, by):
+            As = T.alloc_shared((128, K), "float16")
+            Bs = T.alloc_shared((K, 128), "float16")
+            acc = T.alloc_fragment((128, 128), "float32")
+            T.copy(A[by * 128, 0], As)
+            T.copy(B[0, bx * 128], Bs)
+            T.gemm(As, Bs, acc, clear_accum=True)
+            for i, j in T.Parallel(128, 128):
+                if atomic:
+                    T.atomic_add(C[by * 128 + i, bx * 128 + j + shift], acc[i, j])
+                else:
+                    C[by * 128 + i, bx * 128 + j + shift] = acc[i, j] * 2.0
+    return f
+
+
+def test_a_16_bit_epilogue_stores_column_pairs():
+    before, after = _before_after(epilogue())
+    assert "registers" not in "".join(_notes(before))
+    assert _notes(after)[-1] == "loop -> registers x2 (4 B)"
+
+
+def test_float32_atomics_go_out_in_pairs():
+    _, after = _before_after(epilogue("float32", atomic=True))
+    assert _notes(after)[-1] == "loop -> registers x2 (8 B)"
+
+
+def test_fp8_stores_four_columns_per_word():
+    _, after = _before_after(scaled_fp8_gemm(256, 256, 256))
+    assert _notes(after)[-1] == "loop -> registers x4 (4 B)"
+
+
+def test_no_packed_store_where_the_run_is_misaligned_or_on_sm80():
+    # a float32 tensor (one register a store), an odd column offset, sm_80: one store per register
+    for func, arch in ((epilogue("float32"), "sm_90a"), (epilogue(shift=1), "sm_90a"), (epilogue(), "sm_80")):
+        _, after = _before_after(func, arch)
+        assert "registers x" not in after, _notes(after)
