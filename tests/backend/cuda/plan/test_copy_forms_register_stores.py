@@ -1,6 +1,8 @@
 """plan/copy_forms.py: an accumulator stored several columns per instruction
-(ops/register_store.py) is decided by the pass and printed on the nest (`registers xW`);
-emit/kernel.py `fragment_loop` prints it. Checked on the printed IR before and after."""
+(ops/register_store.py), and the chunks of a thread-tile fragment copied as vectors
+(ops/register_vector.py), are decided by the pass and printed on the nest (`registers xW`);
+emit/kernel.py `fragment_loop` and emit/tile_loops.py print them. Checked on the printed IR
+before and after the pass."""
 import re
 
 import tilelang.language as T
@@ -10,6 +12,7 @@ from tilelang.backend.cuda.plan.copy_forms import plan_copy_forms
 from tilelang.ir.printer import func_str
 from tilelang.transform.pass_manager import PassContext, run_passes
 from tests.backend.cuda.ops.test_gemm_fp8 import scaled_fp8_gemm
+from tests.backend.cuda import kernels as K
 
 
 def _before_after(func, arch="sm_90a"):
@@ -63,3 +66,16 @@ def test_no_packed_store_where_the_run_is_misaligned_or_on_sm80():
     for func, arch in ((epilogue("float32"), "sm_90a"), (epilogue(shift=1), "sm_90a"), (epilogue(), "sm_80")):
         _, after = _before_after(func, arch)
         assert "registers x" not in after, _notes(after)
+
+
+def test_thread_tile_rows_move_as_16_byte_vectors():
+    # softmax: each row of a (4, 1024) float32 tile in and out, four elements a vector
+    before, after = _before_after(K.softmax())
+    assert _notes(before) == []
+    assert _notes(after) == ["copy -> registers x4 (16 B)"] * 2
+
+
+def test_a_thread_tile_copy_of_odd_rows_goes_element_by_element():
+    # rows of 1001 elements: no vector of 2 or more divides the row stride
+    _, after = _before_after(K.softmax(N=1001, width=1024))
+    assert _notes(after) == ["copy -> registers"] * 2, _notes(after)

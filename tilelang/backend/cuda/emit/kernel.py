@@ -800,7 +800,7 @@ class KernelCodegen:
         vars_, mins, exts, body = parallel_nest(st)
         regs = self._accs_in(body)
         if regs and self.placement(regs[0]).kind == "tile":
-            if emit_tile_loop(self, vars_, mins, exts, body, regs):
+            if emit_tile_loop(self, vars_, mins, exts, body, regs, copy_form(st)):
                 return
         elif regs:
             return self.fragment_loop(vars_, body, regs, exts, copy_form(st))

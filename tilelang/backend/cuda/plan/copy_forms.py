@@ -21,7 +21,8 @@ printed with the nest in the IR text and so in the lower trace):
 - `scalar`: one element per access, with the reason no vector form holds;
 - `registers`: a copy to or from a register fragment, laid out by its layout;
   `registers xW`: an accumulator stored W columns per 32-bit store or vector atomic
-  (ops/register_store.py; any nest storing an accumulator so gets this form);
+  (ops/register_store.py), or a thread tile's chunks copied W elements a vector
+  (ops/register_vector.py); any nest storing registers so gets this form;
 - `per-thread`: the nest runs inside one thread's code (no cooperative form).
 
 The T.copy arguments the nest carries (lower_tile_ops COPY_ARGS) steer the choice:
@@ -238,9 +239,19 @@ class _Chooser:
         `registers xW` where an accumulator goes out W columns per store
         (ops/register_store.py)."""
         from tilelang.backend.cuda.ops.register_store import store_width, split_store
+        from tilelang.backend.cuda.ops.register_vector import chunk_vector_width, vector_copy_parts
         vars_, _, exts, body = parallel_nest(st)
         regs = [b for b in _buffers(body) if getattr(self.k.placement(b), "kind", None) in ("acc", "row", "tile")]
-        W = store_width(self.k, vars_, exts, body, regs) if self.k.placement(regs[0]).kind != "tile" else 0
+        if self.k.placement(regs[0]).kind == "tile":   # chunks of a thread tile as vectors (ops/register_vector.py)
+            W = chunk_vector_width(self.k, vars_, exts, body, regs)
+            if W:
+                lays = {id(b): self.k.placement(b).acc for b in regs}
+                jv = [v for v, e in zip(vars_, exts) if E.const_int_value(e) != 1][-1]
+                _, store, load, _, side = vector_copy_parts(self.k, body, jv, W, lays)
+                mem = load if side == "dst" else store
+                return CopyForm("registers", W, W * mem.buffer.dtype.itemsize, subject=subject)
+            return CopyForm("registers", subject=subject)
+        W = store_width(self.k, vars_, exts, body, regs)
         if not W:
             return CopyForm("registers", subject=subject)
         return CopyForm("registers", W, W * split_store(body)[1].buffer.dtype.itemsize, subject=subject)
