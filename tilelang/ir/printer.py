@@ -312,7 +312,8 @@ class Printer:
         if s.kind == S.PIPELINED:
             kw = {**pipeline_spec(s).kwargs(), **{k: v for k, v in s.annotations.items() if k != PIPELINE}}
             extra = "".join(f", {k}={v!r}" for k, v in kw.items() if v is not None)
-        self.emit(f"for {self.var(s.var)} in {fn}({rng}{extra}):", ind)
+        note = _copy_note(s.annotations) if s.kind == S.VECTORIZED else ""   # a backend's vector width
+        self.emit(f"for {self.var(s.var)} in {fn}({rng}{extra}):{note}", ind)
         self.body(s.body, ind + 1)
 
     def func(self, f):

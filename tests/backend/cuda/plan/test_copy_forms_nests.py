@@ -86,3 +86,12 @@ def test_tma_copy_opt_in_is_issued_in_bulk(monkeypatch):
     before, after = _before_after(W.ws_gemm_tma(256, 256, 256))
     assert before.count("T.tma_copy(") == 8 and "  # ->" not in before
     assert after.count("# -> TMA load (T.tma_copy, on its mbarrier)") == 8
+
+
+def test_t_vectorized_loops_get_their_vector_width():
+    from tests.backend.cuda.ops.test_vectorized_loops import strided_copy
+    notes = re.compile(r"T\.vectorized\(128\):  # (.*)")
+    for (sa, sb), want in (((128, 128), ["copy -> vector x4 (16 B)"]), ((130, 132), ["copy -> vector x2 (8 B)"]),
+                           ((129, 128), [])):
+        before, after = _before_after(strided_copy(128, 128, sa, sb))
+        assert notes.findall(before) == [] and notes.findall(after) == want, (sa, sb)

@@ -493,12 +493,11 @@ class KernelCodegen:
         """`for i in T.vectorized(n): dst[.., i] = src[.., i]` as vector loads and stores
         (16 bytes at most) where alignment provably holds (ops/vector_copy.py); False to leave
         the loop to the scalar path."""
-        from tilelang.backend.cuda.ops.vector_copy import vector_width, emit_vector_copy
-        if st.step is not None or E.const_int_value(st.min) != 0:
+        from tilelang.backend.cuda.ops.vector_copy import emit_vector_copy
+        form = copy_form(st)   # the width plan/copy_forms.py chose; none: element by element
+        if form is None or form.kind != "vector":
             return False
-        V = vector_width(self, [st.var], [st.min], [st.extent], st.body, registers=True)
-        if not V:
-            return False
+        V = form.width
         k = self.names.fresh("tl_v")
         ct = ctype(st.var.dtype)
         if head:

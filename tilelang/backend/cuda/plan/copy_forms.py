@@ -34,6 +34,7 @@ has no width); `eviction_policy` gives the form's global accesses that L2 priori
 and store of a whole tile too; a pipelined loop with such a copy uses cp.async, not
 the TMA ring; `loop_layout` is not supported here (an error says so).
 
+A `T.vectorized` loop gets its vector width (`for i in T.vectorized(8):  # copy -> vector x8 (16 B)`).
 The other cooperative nests get a form too, so that the printer chooses nothing: a fill
 (`# fill -> vector x8 (16 B)`), an element-wise loop (`# loop -> ...`, ops/vector_compute.py),
 and the nests this pass makes of the tile ops the CUDA pipeline kept and the hardware
@@ -217,6 +218,18 @@ class _Chooser:
                                  f"prints it as plain element accesses", hint=f"remove {name}, or move the copy "
                                                                               f"to block level")
         self.forms[id(st)] = form
+
+    def vectorized(self, st):
+        """A `T.vectorized` loop (anywhere: its thread's own code or a cooperative nest's
+        body): V elements per vector where its accesses allow (`# copy -> vector x4 (16 B)`),
+        else no form (element by element)."""
+        from tilelang.backend.cuda.ops.vector_copy import vector_width, match_copy, without_assumes
+        if st.step is not None or E.const_int_value(st.min) != 0:
+            return
+        V = vector_width(self.k, [st.var], [st.min], [st.extent], st.body, registers=True)
+        if V:
+            subject = "copy" if match_copy(without_assumes(st.body)) is not None else "loop"
+            self.forms[id(st)] = CopyForm("vector", V, V * _stored_bytes(st.body), subject=subject)
 
     def nest_form(self, st, subject):
         """The form of a cooperative nest that copies nothing (a fill, an element-wise loop,
@@ -476,6 +489,7 @@ def plan_copy_forms(func, ctx=None):
                 raise AssertionError("plan_copy_forms: a tile op to replace is not a statement of the kernel's tree")
             plan = dataclasses.replace(plan, pipelines=pipelines)
             launch = with_plan(launch, plan)
+        walk(launch.body, lambda n: ch.vectorized(n) if isinstance(n, S.For) and n.kind == S.VECTORIZED else None)
         nests = {}
         walk(launch.body, lambda n: nests.setdefault(id(n), n) if isinstance(n, S.For) and id(n) in ch.forms else None)
         for key, form in ch.forms.items():
