@@ -273,7 +273,9 @@ class Printer:
         elif isinstance(s, TO.Atomic):
             mo = f", memory_order={s.memory_order!r}" if s.memory_order else ""
             mo += ", use_tma=True" if s.use_tma else ""
-            self.emit(f"T.atomic_{s.kind}({self.expr(s.dst)}, {self.expr(s.value)}{mo})", ind)
+            form = getattr(s, "annotations", {}).get("copy_form")   # how a backend issues it (a comment)
+            self.emit(f"T.atomic_{s.kind}({self.expr(s.dst)}, {self.expr(s.value)}{mo})"
+                      + (f"  # -> {form}" if form is not None else ""), ind)
         elif hasattr(s, "print_with"):  # ops that print themselves (ir/operand_op.py)
             self.emit(s.print_with(self), ind)
         else:

@@ -95,3 +95,51 @@ def test_t_vectorized_loops_get_their_vector_width():
                            ((129, 128), [])):
         before, after = _before_after(strided_copy(128, 128, sa, sb))
         assert notes.findall(before) == [] and notes.findall(after) == want, (sa, sb)
+
+
+def swizzled_tile_atomic():
+    @T.prim_func
+    def f(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16"), C: T.Tensor((64, 64), "float32"),
+          out: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_shared((64, 64), "float16")
+            b = T.alloc_shared((64, 64), "float16")
+            c = T.alloc_fragment((64, 64), "float32")
+            T.copy(A, a)
+            T.copy(B, b)
+            T.gemm(a, b, c, clear_accum=True)
+            T.copy(c, C)
+            T.atomic_add(out, a, use_tma=True)
+    return f
+
+
+def test_a_use_tma_atomic_is_one_bulk_reduction_or_its_threads_atomics():
+    from tests.backend.cuda.ops.test_tma_reduce import _tile_kernel
+    before, after = _before_after(_tile_kernel("float32"))
+    assert "T.atomic_add(out, s, use_tma=True)\n" in before
+    assert "T.atomic_add(out, s, use_tma=True)  # -> TMA reduction (one bulk add of the tile)" in after
+    # a tile in wgmma's sw128 layout, which no tensor map of the reduction describes: the threads' atomics
+    before, after = _before_after(swizzled_tile_atomic())
+    assert "T.atomic_add(out, a, use_tma=True)\n" in before
+    assert "use_tma=True" not in after and "# loop -> " in after
+
+
+def partial_warp_sum(n=48):
+    @T.prim_func
+    def f(A: T.Tensor((8, 64), "float32"), B: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=n):
+            s = T.alloc_shared((8, 64), "float32")
+            r = T.alloc_shared((8,), "float32")
+            T.copy(A, s)
+            T.reduce_sum(s, r, dim=1)
+            T.copy(r, B)
+    return f
+
+
+def test_a_reduction_on_a_block_of_partial_warps_becomes_its_loop():
+    before, after = _before_after(partial_warp_sum(48))
+    assert "T.reduce_sum(" in before and "T.reduce_sum(" not in after
+    # the reference loop over the rows, planned as any cooperative nest
+    assert any(n.startswith("loop -> ") for n in _notes(after)), _notes(after)
+    _, whole = _before_after(partial_warp_sum(64))   # whole warps: the warp reduction, kept
+    assert "T.reduce_sum(" in whole

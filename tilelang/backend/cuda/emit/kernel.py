@@ -750,8 +750,8 @@ class KernelCodegen:
             for line in emit_warp_reduce(self, op):
                 self.w(line)
             return
-        from tilelang.transform.lower_tile_ops import lower_reduce
-        self.stmt(lower_reduce(op), block)
+        raise AssertionError(f"CUDA codegen: T.reduce_{op.kind} on a partial warp was not replaced by its loop "
+                             f"(plan_copy_forms did not run)")
 
     def s_Fill(self, op, block):
         from tilelang.transform.lower_tile_ops import lower_fill
@@ -772,12 +772,12 @@ class KernelCodegen:
         self.stmt(lower_copy(op), block)
 
     def s_Atomic(self, op, block):
-        # only `use_tma` atomics reach the codegen (backend/cuda/ops/tma_reduce.py)
+        # only `use_tma` atomics reach the codegen, those plan/copy_forms.py issues in bulk
+        # (backend/cuda/ops/tma_reduce.py); it made the others their threads' atomics
         from tilelang.backend.cuda.ops.tma_reduce import emit_tma_reduce
-        if emit_tma_reduce(self, op, block):
-            return
-        from tilelang.transform.lower_tile_ops import lower_atomic, simplify_stmt
-        self.stmt(simplify_stmt(lower_atomic(op)), block)
+        form = getattr(op, "annotations", {}).get(COPY_FORM)
+        if form is None or not emit_tma_reduce(self, op, block):
+            raise AssertionError(f"CUDA codegen: the use_tma atomic planned as {form} does not match a tensor map")
 
     def s_WarpMmaLoad(self, op, block):
         from tilelang.backend.cuda.ops.warp_mma import emit_load

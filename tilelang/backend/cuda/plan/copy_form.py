@@ -13,6 +13,7 @@ COPY_FORM = "copy_form"
 _TITLES = {"tma_load": "TMA load", "tma_store": "TMA store", "tma_ring": "TMA ring (pipelined)",
            "cp_async": "cp.async", "cp_async_wait": "cp.async + wait", "vector": "vector", "scalar": "scalar",
            "registers": "registers", "tma_copy": "TMA load (T.tma_copy, on its mbarrier)",
+           "tma_reduce": "TMA reduction (one bulk add of the tile)",
            "per_thread": "per-thread"}
 
 
@@ -27,7 +28,7 @@ class CopyForm:
 
     @property
     def tma(self):
-        return self.kind in ("tma_load", "tma_store", "tma_ring", "tma_copy")
+        return self.kind in ("tma_load", "tma_store", "tma_ring", "tma_copy", "tma_reduce")
 
     def __str__(self):
         s = _TITLES[self.kind]

@@ -48,10 +48,10 @@ statements of a pipelined body (PipelineInfo.rest).
 The pass reads the kernel plan from the launch node (plan/plan_kernels.py, the pass
 before this one) and records the forms on the nests of that plan's tree, in place: that
 pass made them fresh for the CUDA passes, and the plan names them by identity. The code
-generator (emit/kernel.py) prints the recorded form. (Nests the printer still makes of a
-tile op itself, with no form: a block reduction on a block that is not whole warps
-(`lower_reduce`) and a `use_tma` atomic that ops/tma_reduce.py declines; their width is
-chosen while printing.)"""
+generator (emit/kernel.py) prints the recorded form. The kept tile ops that the hardware runs
+as loops become those loops here too: a `use_tma` atomic whose shared tile no tensor map
+describes (the threads' atomics; otherwise the op carries `TMA reduction`), a block reduction
+on a block that is not whole warps (its reference loop)."""
 from __future__ import annotations
 
 import copy
@@ -160,6 +160,38 @@ class _Chooser:
             self.simt_gemm(st)
         elif isinstance(st, TO.Copy) and st.annotations.get("tma_barrier") is not None:
             self.tma_copy(st, block)
+        elif isinstance(st, TO.Atomic) and st.use_tma:
+            self.tma_atomic(st, block)
+        elif isinstance(st, TO.Reduce) and block:
+            self.reduce(st)
+
+    def tma_atomic(self, op, block):
+        """A kept `use_tma` atomic: one bulk reduction of the shared tile where a tensor map
+        describes its layout (ops/tma_reduce.py), else the threads' atomics (its nest)."""
+        from tilelang.backend.cuda.ops.tma_reduce import _tensor_map_swizzle
+        from tilelang.transform.lower_tile_ops import lower_atomic, simplify_stmt
+        if block and _tensor_map_swizzle(self.k, op.value.buffer) is not None:
+            bulk = copy.copy(op)
+            bulk.annotations = dict(getattr(op, "annotations", None) or {})
+            bulk.annotations[COPY_FORM] = CopyForm("tma_reduce")
+            self.replace(op, bulk)
+            return
+        nest = simplify_stmt(lower_atomic(op))
+        self.replace(op, nest)
+        self.visit(nest, block)
+
+    def reduce(self, op):
+        """A block reduction that no register, warp or per-thread form runs (a block that
+        is not whole warps, the reduced buffer in shared memory): its reference loop."""
+        from tilelang.backend.cuda.ops.local_reduce import per_thread
+        from tilelang.transform.lower_tile_ops import lower_reduce
+        k = self.k
+        p = k.placement(op.src.buffer)
+        if per_thread(k, op) or getattr(p, "kind", None) in ("acc", "tile") or k.plan.nthreads % 32 == 0:
+            return
+        nest = lower_reduce(op)
+        self.replace(op, nest)
+        self.visit(nest, True)
 
     def replace(self, op, new):
         """`new` runs tile op `op` from now on (substituted in the tree after the walk)."""
