@@ -439,7 +439,7 @@ class KernelCodegen:
         self.w(f"if (tl_tid == 0) {{ {line} }}" if self._guard(block, st) else line)
 
     def s_For(self, st, block):
-        form = copy_form(st)   # plan/copy_forms.py; None: a nest made while printing, or a per-thread one
+        form = copy_form(st)   # plan/copy_forms.py; None: a per-thread nest, or one the pass did not reach
         planned = form is not None and form.kind != "per_thread"
         if st.kind == S.PARALLEL and block and (planned or form is None and not self._registers_only(st)):
             if form is None and (self._emit_tma_store(self, st) or self._emit_tma_load_sync(self, st)):
@@ -806,7 +806,7 @@ class KernelCodegen:
         nt = self.plan.nthreads
         from tilelang.backend.cuda.ops.vector_copy import vector_width, emit_vector_copy
         form, eviction = copy_form(st), None
-        if form is None:   # a nest made while printing (a reduction on a partial warp, a declined TMA atomic)
+        if form is None:   # a nest plan_copy_forms did not reach (none in the reference kernels): chosen here
             V = vector_width(self, vars_, mins, exts, body)
         elif form.kind == "registers":
             raise AssertionError(f"CUDA codegen: the nest planned as {form} is not laid out by its registers")
