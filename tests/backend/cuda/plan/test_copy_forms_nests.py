@@ -5,23 +5,9 @@ its mbarrier, or its copy nest). Checked on the printed IR before and after the 
 import re
 
 import tilelang.language as T
-from tilelang.backend.registry import parse_target
-from tilelang.backend.cuda import pipeline as P
-from tilelang.backend.cuda.plan.copy_forms import plan_copy_forms
-from tilelang.ir.printer import func_str
-from tilelang.transform.pass_manager import PassContext, run_passes
+# the printed IR before and after plan_copy_forms, its notes on T.Parallel nests
+from tests.backend.cuda.plan.test_copy_forms import _before_after, _notes
 from tests.backend.cuda import kernels_ws as W
-
-
-def _before_after(func, arch="sm_90a"):
-    ctx = PassContext(config={"_keep_tile_ops": P.KEEP_TILE_OPS})
-    ctx.target = parse_target({"kind": "cuda", "arch": arch})
-    before = run_passes(func, P.PASSES[:P.PASSES.index(plan_copy_forms)], ctx)
-    return func_str(before), func_str(plan_copy_forms(before, ctx))
-
-
-def _notes(text):
-    return re.findall(r"T\.Parallel\([^\n]*\):  # (.*)", text)
 
 
 def fills(M=256, N=192):

@@ -3,27 +3,12 @@
 (ops/register_vector.py), are decided by the pass and printed on the nest (`registers xW`);
 emit/kernel.py `fragment_loop` and emit/tile_loops.py print them. Checked on the printed IR
 before and after the pass."""
-import re
 
 import tilelang.language as T
-from tilelang.backend.registry import parse_target
-from tilelang.backend.cuda import pipeline as P
-from tilelang.backend.cuda.plan.copy_forms import plan_copy_forms
-from tilelang.ir.printer import func_str
-from tilelang.transform.pass_manager import PassContext, run_passes
+# the printed IR before and after plan_copy_forms, its notes on T.Parallel nests
+from tests.backend.cuda.plan.test_copy_forms import _before_after, _notes
 from tests.backend.cuda.ops.test_gemm_fp8 import scaled_fp8_gemm
-from tests.backend.cuda import kernels as K
-
-
-def _before_after(func, arch="sm_90a"):
-    ctx = PassContext(config={"_keep_tile_ops": P.KEEP_TILE_OPS})
-    ctx.target = parse_target({"kind": "cuda", "arch": arch})
-    before = run_passes(func, P.PASSES[:P.PASSES.index(plan_copy_forms)], ctx)
-    return func_str(before), func_str(plan_copy_forms(before, ctx))
-
-
-def _notes(text):
-    return re.findall(r"T\.Parallel\([^\n]*\):  # (.*)", text)
+from tests.backend.cuda import kernels
 
 
 def epilogue(out="float16", atomic=False, M=256, N=256, K=64, shift=0):
@@ -70,12 +55,12 @@ def test_no_packed_store_where_the_run_is_misaligned_or_on_sm80():
 
 def test_thread_tile_rows_move_as_16_byte_vectors():
     # softmax: each row of a (4, 1024) float32 tile in and out, four elements a vector
-    before, after = _before_after(K.softmax())
+    before, after = _before_after(kernels.softmax())
     assert _notes(before) == []
     assert _notes(after) == ["copy -> registers x4 (16 B)"] * 2
 
 
 def test_a_thread_tile_copy_of_odd_rows_goes_element_by_element():
     # rows of 1001 elements: no vector of 2 or more divides the row stride
-    _, after = _before_after(K.softmax(N=1001, width=1024))
+    _, after = _before_after(kernels.softmax(N=1001, width=1024))
     assert _notes(after) == ["copy -> registers"] * 2, _notes(after)
