@@ -233,7 +233,9 @@ class Printer:
         elif isinstance(s, TO.Copy):
             bar = s.annotations.get("tma_barrier")
             if bar is not None:   # T.tma_copy: another lowering (a bulk copy on the barrier)
-                self.emit(f"T.tma_copy({self.region(s.src)}, {self.region(s.dst)}, barrier={self.expr(bar)})", ind)
+                form = s.annotations.get("copy_form")   # how a backend issues it (a comment: the text still parses)
+                self.emit(f"T.tma_copy({self.region(s.src)}, {self.region(s.dst)}, barrier={self.expr(bar)})"
+                          + (f"  # -> {form}" if form is not None else ""), ind)
             else:
                 args = "".join(f", {k}={_arg_text(s.annotations[k])}" for k in _COPY_ARG_NAMES
                                if s.annotations.get(k) is not None)
@@ -271,7 +273,9 @@ class Printer:
         elif isinstance(s, TO.Atomic):
             mo = f", memory_order={s.memory_order!r}" if s.memory_order else ""
             mo += ", use_tma=True" if s.use_tma else ""
-            self.emit(f"T.atomic_{s.kind}({self.expr(s.dst)}, {self.expr(s.value)}{mo})", ind)
+            form = getattr(s, "annotations", {}).get("copy_form")   # how a backend issues it (a comment)
+            self.emit(f"T.atomic_{s.kind}({self.expr(s.dst)}, {self.expr(s.value)}{mo})"
+                      + (f"  # -> {form}" if form is not None else ""), ind)
         elif hasattr(s, "print_with"):  # ops that print themselves (ir/operand_op.py)
             self.emit(s.print_with(self), ind)
         else:
@@ -310,7 +314,8 @@ class Printer:
         if s.kind == S.PIPELINED:
             kw = {**pipeline_spec(s).kwargs(), **{k: v for k, v in s.annotations.items() if k != PIPELINE}}
             extra = "".join(f", {k}={v!r}" for k, v in kw.items() if v is not None)
-        self.emit(f"for {self.var(s.var)} in {fn}({rng}{extra}):", ind)
+        note = _copy_note(s.annotations) if s.kind == S.VECTORIZED else ""   # a backend's vector width
+        self.emit(f"for {self.var(s.var)} in {fn}({rng}{extra}):{note}", ind)
         self.body(s.body, ind + 1)
 
     def func(self, f):
@@ -420,5 +425,7 @@ def _copy_note(ann):
     args, form = ann.get("copy_args"), ann.get("copy_form")
     if not args and form is None:
         return ""
-    note = "  # T.copy(" + ", ".join(f"{k}={_arg_text(v)}" for k, v in args.items()) + ")" if args else "  # copy"
+    subject = getattr(form, "subject", "copy")   # a backend's form of a fill, an element-wise loop ...
+    note = "  # T.copy(" + ", ".join(f"{k}={_arg_text(v)}" for k, v in args.items()) + ")" if args else \
+        f"  # {subject}"
     return note + (f" -> {form}" if form is not None else "")

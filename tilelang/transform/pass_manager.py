@@ -89,6 +89,19 @@ def run_passes(func, passes, ctx: PassContext, stage=""):
     return func
 
 
+def run_target_passes(func, passes, target, ctx=None, keep_tile_ops=(), stage=""):
+    """A backend's pass list over `func` for `target` (a GPU backend's `lower`): `ctx` a
+    PassContext, a dict of pass configs or None; `keep_tile_ops` the tile ops its code
+    generator lowers itself (unless the configs name others)."""
+    if ctx is None:
+        ctx = PassContext()
+    elif isinstance(ctx, dict):
+        ctx = PassContext(config=dict(ctx))
+    ctx.config.setdefault("_keep_tile_ops", keep_tile_ops)
+    ctx.target = target
+    return run_passes(func, passes, ctx, stage=stage)
+
+
 def profile_setting(config=None):
     """The pass-profile threshold in ms when profiling is on (TILELANG_PASS_PROFILE or
     pass config tl.pass_profile; TILELANG_PASS_PROFILE_THRESHOLD_MS or

@@ -75,3 +75,34 @@ def test_both_backends_follow_the_abi():
     assert meta["param_names"] == ["A", "B", "k", "n", "scale", "eps"]
     assert (meta["n_buffers"], meta["n_ints"], meta["n_floats"]) == (2, 2, 2)
     assert eval(meta["kernels"][0]["grid"][0], {"ints": [0, 10], "min": min, "max": max}) == 3
+
+
+def test_top_level_splits_workspaces_launches_and_the_rest_in_order():
+    from tilelang.ir import stmt as S
+    from tilelang.ir.buffer import Buffer
+    from tilelang.backend.c.launch import top_level
+    launch = _func().body
+    assert isinstance(launch, S.KernelLaunch)
+    ws = Buffer("W", (4,), "float32", "global")
+    odd = [S.Evaluate(E.IntImm(0)), S.DeclBuffer(Buffer("s", (4,), "float32", "shared"))]
+    workspaces, launches, rest = top_level(S.SeqStmt([S.DeclBuffer(ws), odd[0], launch, odd[1]]))
+    assert workspaces == [ws] and launches == [launch] and rest == odd
+    assert top_level(launch) == ([], [launch], [])
+
+
+def test_the_gpu_backends_reject_function_level_statements():
+    """CUDA and HIP run code only inside T.Kernel (backend/c/launch.py top_level)."""
+    from tilelang.ir import stmt as S
+    from tilelang.ir.buffer import Buffer
+    from tilelang.backend.cuda.emit import module
+    from tilelang.backend.hip import codegen as hip
+    launch = _func().body
+    shared = S.SeqStmt([S.DeclBuffer(Buffer("s", (4,), "float32", "shared")), launch])
+    with pytest.raises(NotImplementedError, match="`s` \\(shared\\) is allocated outside T.Kernel"):
+        module._top_level(shared)
+    with pytest.raises(NotImplementedError, match="statements run inside `with T.Kernel"):
+        module._top_level(S.SeqStmt([S.Evaluate(E.IntImm(0)), launch]))
+    f = _func()
+    with pytest.raises(Exception, match="Evaluate outside T.Kernel: on the HIP backend"):
+        hip._top_level(f.with_body(S.SeqStmt([S.Evaluate(E.IntImm(0)), launch])))
+    assert hip._top_level(f) == ([], [f.body])

@@ -55,6 +55,24 @@ class LaunchABI:
         return {"n_buffers": len(self.buffers), "n_ints": len(self.ints), "n_floats": len(self.floats)}
 
 
+def top_level(body):
+    """(workspaces, launches, rest) of a function body, for the GPU backends whose code
+    runs only inside kernels: its function-level global buffers (T.alloc_global: the
+    launcher allocates them and passes them after the tensors), its T.Kernel launches,
+    and its other statements, in order (each backend says which it allows)."""
+    from tilelang.ir import stmt as S
+    stmts = body.stmts if isinstance(body, S.SeqStmt) else [body]
+    workspaces, launches, rest = [], [], []
+    for s in stmts:
+        if isinstance(s, S.DeclBuffer) and s.buffer.scope == "global":
+            workspaces.append(s.buffer)
+        elif isinstance(s, S.KernelLaunch):
+            launches.append(s)
+        else:
+            rest.append(s)
+    return workspaces, launches, rest
+
+
 def c_entry_unpack(abi, params, ctype, name, restrict, buffer_ctype=None):
     """The C statements that bind the entry point's arrays (`void** tl_bufs`, `const
     int64_t* tl_ints`, `const double* tl_floats`) to typed locals: the tensors in ABI

@@ -7,7 +7,7 @@ warp specialization, wgmma overlap) are scheduled by emit/kernel.py `pipelined`.
 from __future__ import annotations
 
 from tilelang.ir import tile_ops as TO
-from tilelang.transform.pass_manager import PassContext, run_passes
+from tilelang.transform.pass_manager import run_target_passes
 from tilelang.transform.implicit_kernel import implicit_kernel
 from tilelang.transform.lower_tile_ops import lower_tile_ops, TMA_COPY, TMA_ATOMIC
 from tilelang.transform.simplify import simplify
@@ -39,10 +39,4 @@ PASSES = [lower_gemm_sp, implicit_kernel, sink_address_tensors, lower_reducers, 
 
 
 def lower(func, target, ctx=None):
-    if ctx is None:
-        ctx = PassContext()
-    elif isinstance(ctx, dict):
-        ctx = PassContext(config=dict(ctx))
-    ctx.config.setdefault("_keep_tile_ops", KEEP_TILE_OPS)
-    ctx.target = target
-    return run_passes(func, PASSES, ctx, stage="cuda")
+    return run_target_passes(func, PASSES, target, ctx, KEEP_TILE_OPS, stage="cuda")

@@ -20,7 +20,7 @@ from tilelang.ir.errors import LoweringError, TargetFeatureError
 from tilelang.ir.visitor import walk
 from tilelang.ir.extern import is_import_source
 from tilelang.arith.divisibility import assumed_divisors
-from tilelang.backend.c.launch import LaunchABI, py_expr
+from tilelang.backend.c.launch import LaunchABI, py_expr, top_level
 from tilelang.backend.hip.expr import HipExprPrinter, hip_names, ctype
 from tilelang.backend.hip.plan import plan_kernel
 from tilelang.backend.hip import parallel as _parallel, gemm as _gemm, reduce as _reduce
@@ -322,17 +322,9 @@ class KernelCodegen:
 def _top_level(func):
     """(workspaces, launches): the function-level global buffers (the launcher allocates
     them) and the T.Kernel launches, in order."""
-    body = func.body
-    stmts = body.stmts if isinstance(body, S.SeqStmt) else [body]
-    workspaces, launches = [], []
-    for s in stmts:
-        if isinstance(s, S.DeclBuffer) and s.buffer.scope == "global":
-            workspaces.append(s.buffer)
-        elif isinstance(s, S.KernelLaunch):
-            launches.append(s)
-        elif isinstance(s, S.Assume) or s is None:
-            pass
-        else:
+    workspaces, launches, rest = top_level(func.body)   # (backend/c/launch.py)
+    for s in rest:
+        if not (isinstance(s, S.Assume) or s is None):
             raise LoweringError(f"{type(s).__name__} outside T.Kernel: on the HIP backend statements run inside "
                                 f"`with T.Kernel(...)`", span=getattr(s, "span", None),
                                 hint="move it into the T.Kernel block")

@@ -5,7 +5,7 @@ double-buffers in registers (pipeline_regs.py) or runs as serial loops."""
 from __future__ import annotations
 
 from tilelang.ir import tile_ops as TO
-from tilelang.transform.pass_manager import PassContext, run_passes
+from tilelang.transform.pass_manager import run_target_passes
 from tilelang.transform.implicit_kernel import implicit_kernel
 from tilelang.transform.lower_tile_ops import lower_tile_ops
 from tilelang.transform.simplify import simplify
@@ -25,10 +25,4 @@ PASSES = [reject_nvidia_features, implicit_kernel, sink_address_tensors, lower_r
 
 
 def lower(func, target, ctx=None):
-    if ctx is None:
-        ctx = PassContext()
-    elif isinstance(ctx, dict):
-        ctx = PassContext(config=dict(ctx))
-    ctx.config.setdefault("_keep_tile_ops", KEEP_TILE_OPS)
-    ctx.target = target
-    return run_passes(func, PASSES, ctx, stage="hip")
+    return run_target_passes(func, PASSES, target, ctx, KEEP_TILE_OPS, stage="hip")

@@ -10,7 +10,8 @@ from __future__ import annotations
 # tests/backend/cuda/test_fuzz_findings.py) were
 # - "int32 absmax / min-max of negated values": ptxas 13.0 fused int32 max.s32 chains into
 #   VIMNMX3 and dropped a negated operand's sign (tl_cuda/common.h now compares and selects);
-# - "cast chain of one element as a vectorized copy": tile_codegen._vector_copy stripped
+# - "cast chain of one element as a vectorized copy": the register-tile copy match (now
+#   ops/register_vector.py vector_copy_parts) stripped
 #   every cast before recognizing a copy (now only a direct conversion is a copy).
 KNOWN_FAILURES: dict = {}
 

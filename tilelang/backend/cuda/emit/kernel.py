@@ -17,12 +17,11 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.buffer import Buffer, is_packed
 from tilelang.ir.dtypes import DataType
-from tilelang.arith.simplify import simplify
 from tilelang.ir.visitor import collect_vars
+from tilelang.arith.simplify import simplify
 from tilelang.transform.rasterize_blocks import BLOCK_REMAP
 from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
 from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic_helper
-from tilelang.backend.cuda.ops.mma import simt_gemm
 from tilelang.backend.cuda.ops.tma_pipeline import (emit_pipelined_tma, emit_tma_copy, tma_copies,
                                                emit_ws_producer, emit_ws_consumer)
 from tilelang.backend.cuda.ops import tma_pipeline as tma_ring
@@ -30,9 +29,9 @@ from tilelang.backend.cuda.ops.wgmma_deferred_wait import plan_deferred_wait, em
 from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
 from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
 from tilelang.backend.cuda.ops.cp_async_mbarrier import emit_copy_on_mbarrier
-from tilelang.backend.cuda.plan.copy_forms import copy_form
+from tilelang.backend.cuda.plan.copy_form import COPY_FORM, copy_form
 from tilelang.backend.cuda.target import arch_number
-from tilelang.backend.cuda.layout.fragment import AccLayout, TILE_2D, Tf32ALayout, Tf32ColsLayout, residue_offset
+from tilelang.backend.cuda.layout.fragment import TILE_2D, Tf32ALayout, Tf32ColsLayout, residue_offset
 from tilelang.backend.cuda.ops.reduce import emit_warp_reduce, emit_register_reduce
 from tilelang.backend.cuda.ops.local_reduce import per_thread, emit_local_reduce
 from tilelang.backend.cuda.plan.sync import SyncPlanner, is_inserted_barrier
@@ -287,7 +286,7 @@ class KernelCodegen:
         seen = []
         from tilelang.ir.visitor import walk
         walk(self.launch.body, lambda n: seen.append(n.buffer) if isinstance(n, S.DeclBuffer) and
-             self.placement(n.buffer).kind == "smem" else None)
+             getattr(self.placement(n.buffer), "kind", None) == "smem" else None)   # (the SIMT gemm's temporaries: none)
         return seen
 
     def sync(self, fence=True):
@@ -445,8 +444,9 @@ class KernelCodegen:
         self.w(f"if (tl_tid == 0) {{ {line} }}" if self._guard(block, st) else line)
 
     def s_For(self, st, block):
-        if st.kind == S.PARALLEL and block and not self._registers_only(st):
-            form = copy_form(st)   # plan/copy_forms.py; None: a nest made while printing
+        form = copy_form(st)   # plan/copy_forms.py; None: a per-thread nest, or one the pass did not reach
+        planned = form is not None and form.kind != "per_thread"
+        if st.kind == S.PARALLEL and block and (planned or form is None and not self._registers_only(st)):
             if form is None and (self._emit_tma_store(self, st) or self._emit_tma_load_sync(self, st)):
                 return
             if form is not None and form.kind in ("tma_store", "tma_load"):   # bulk copies of tiles
@@ -500,12 +500,11 @@ class KernelCodegen:
         """`for i in T.vectorized(n): dst[.., i] = src[.., i]` as vector loads and stores
         (16 bytes at most) where alignment provably holds (ops/vector_copy.py); False to leave
         the loop to the scalar path."""
-        from tilelang.backend.cuda.ops.vector_copy import vector_width, emit_vector_copy
-        if st.step is not None or E.const_int_value(st.min) != 0:
+        from tilelang.backend.cuda.ops.vector_copy import emit_vector_copy
+        form = copy_form(st)   # the width plan/copy_forms.py chose; none: element by element
+        if form is None or form.kind != "vector":
             return False
-        V = vector_width(self, [st.var], [st.min], [st.extent], st.body, registers=True)
-        if not V:
-            return False
+        V = form.width
         k = self.names.fresh("tl_v")
         ct = ctype(st.var.dtype)
         if head:
@@ -677,8 +676,9 @@ class KernelCodegen:
         if not block:
             self._require_block_level(op, "T.gemm")
         cfg = self.plan.gemms.get(id(op))
-        if cfg is None:
-            return self.cooperative(simt_gemm(op))
+        if cfg is None:   # plan/copy_forms.py put its SIMT loop in its place
+            raise AssertionError(f"CUDA codegen: T.gemm at {getattr(op, 'span', None)} has no tensor-core form and "
+                                 f"was not replaced by its SIMT loop (plan_copy_forms did not run)")
         ta, tb = "true" if op.trans_A else "false", "true" if op.trans_B else "false"
         if getattr(cfg, "kind", "mma") == "wgmma":
             # a gemm chained to the next one (plan/kernel.py) leaves its group in flight
@@ -776,8 +776,8 @@ class KernelCodegen:
             for line in emit_warp_reduce(self, op):
                 self.w(line)
             return
-        from tilelang.transform.lower_tile_ops import lower_reduce
-        self.stmt(lower_reduce(op), block)
+        raise AssertionError(f"CUDA codegen: T.reduce_{op.kind} on a partial warp was not replaced by its loop "
+                             f"(plan_copy_forms did not run)")
 
     def s_Fill(self, op, block):
         from tilelang.transform.lower_tile_ops import lower_fill
@@ -786,23 +786,28 @@ class KernelCodegen:
     def s_Copy(self, op, block):
         from tilelang.transform.lower_tile_ops import lower_copy
         bar = op.annotations.get("tma_barrier")
-        # bulk copies for T.tma_copy: correct on the H200 with the warp-specialized GEMM
-        # (7x faster than range threads copying); opt-in (TILELANG_CUDA_TMA_COPY=1) until
-        # the published kernels that use T.tma_copy have run with them
-        if bar is not None and block and self.use_tma and self.options.tma_copy \
-                and emit_tma_copy(self, op, lower_copy(op), bar):
+        # a T.tma_copy that plan/copy_forms.py issues as bulk copies on its mbarrier (its other
+        # T.tma_copy ops are copy nests in the IR by now)
+        form = op.annotations.get(COPY_FORM)
+        if form is not None and form.kind == "cp_async_mbarrier":
+            emit_copy_on_mbarrier(self, lower_copy(op), bar)
             return
-        if bar is not None and block and emit_copy_on_mbarrier(self, lower_copy(op), bar):
+        if form is not None:
+            if not emit_tma_copy(self, op, lower_copy(op), bar):
+                raise AssertionError(f"CUDA codegen: the T.tma_copy planned as {op.annotations[COPY_FORM]} "
+                                     f"does not match TMA")
             return
+        if bar is not None:
+            raise AssertionError("CUDA codegen: a T.tma_copy that plan_copy_forms did not plan")
         self.stmt(lower_copy(op), block)
 
     def s_Atomic(self, op, block):
-        # only `use_tma` atomics reach the codegen (backend/cuda/ops/tma_reduce.py)
+        # only `use_tma` atomics reach the codegen, those plan/copy_forms.py issues in bulk
+        # (backend/cuda/ops/tma_reduce.py); it made the others their threads' atomics
         from tilelang.backend.cuda.ops.tma_reduce import emit_tma_reduce
-        if emit_tma_reduce(self, op, block):
-            return
-        from tilelang.transform.lower_tile_ops import lower_atomic, simplify_stmt
-        self.stmt(simplify_stmt(lower_atomic(op)), block)
+        form = getattr(op, "annotations", {}).get(COPY_FORM)
+        if form is None or not emit_tma_reduce(self, op, block):
+            raise AssertionError(f"CUDA codegen: the use_tma atomic planned as {form} does not match a tensor map")
 
     def s_WarpMmaLoad(self, op, block):
         from tilelang.backend.cuda.ops.warp_mma import emit_load
@@ -824,15 +829,17 @@ class KernelCodegen:
         vars_, mins, exts, body = parallel_nest(st)
         regs = self._accs_in(body)
         if regs and self.placement(regs[0]).kind == "tile":
-            if emit_tile_loop(self, vars_, mins, exts, body, regs):
+            if emit_tile_loop(self, vars_, mins, exts, body, regs, copy_form(st)):
                 return
         elif regs:
-            return self.fragment_loop(vars_, body, regs, exts)
+            return self.fragment_loop(vars_, body, regs, exts, copy_form(st))
         nt = self.plan.nthreads
         from tilelang.backend.cuda.ops.vector_copy import vector_width, emit_vector_copy
         form, eviction = copy_form(st), None
-        if form is None or form.kind == "registers":   # nests made here (T.fill ...), a declined tile loop
+        if form is None:   # a nest plan_copy_forms did not reach (none in the reference kernels): chosen here
             V = vector_width(self, vars_, mins, exts, body)
+        elif form.kind == "registers":
+            raise AssertionError(f"CUDA codegen: the nest planned as {form} is not laid out by its registers")
         else:   # the width plan/copy_forms.py chose
             V, eviction = form.width, form.eviction
         if V:
@@ -897,43 +904,27 @@ class KernelCodegen:
             self.w("tl::cp_async_commit();")
             self.w("tl::cp_async_wait<0>();")
 
-    def fragment_loop(self, vars_, body, regs, exts=None):
+    def fragment_loop(self, vars_, body, regs, exts=None, form=None):
         """A T.Parallel nest over register fragments (layout/fragment.py checked that
         it indexes them by its loop variables): each thread runs the slots it holds;
         a 2-D nest follows the accumulator layout, a 1-D nest the row layout. A 2-D nest
         over a leading window of the accumulator (layout/fragment.py window_of) skips the
-        slots outside it."""
-        lays = [self.placement(b).acc for b in regs]
-        acc = [L for L in lays if isinstance(L, TILE_2D)]
-        L = acc[0] if acc else lays[0]
+        slots outside it. `form` `registers xW` (plan/copy_forms.py): W columns per store
+        (ops/register_store.py)."""
+        from tilelang.backend.cuda.ops.register_store import accumulator_window
+        L, window, shift = accumulator_window(vars_, exts, body, regs, self.placement)
         # an M x 4 nest reading a TF32 A fragment at [i, e + j] runs on the slots of its
         # Tf32ColsLayout tile (layout/fragment.py _residue_source)
-        cols = [x for x in acc if isinstance(x, Tf32ColsLayout)]
+        cols = [x for x in (self.placement(b).acc for b in regs) if isinstance(x, Tf32ColsLayout)]
         residue = {id(b): self.placement(b).acc for b in regs if isinstance(self.placement(b).acc, Tf32ALayout)} \
             if cols else {}
         if cols:
             L = cols[0]
         lt = L.layout()
-        window = None
-        if acc and exts is not None and len(vars_) == 2:
-            from tilelang.backend.cuda.layout.fragment import window_of
-            window = window_of([E.const_int_value(e) for e in exts], L)
-            if window is not None and not any(window):
-                window = None
-        shift = None
-        if acc:   # a shifted window acc[i + c0, j + c1] (layout/fragment.py checked it)
-            from tilelang.backend.cuda.layout.fragment import index_shift
-            from tilelang.ir.visitor import walk
-            found = []
-            walk(body, lambda n: found.append(index_shift(n.indices, vars_))
-                 if isinstance(n, (E.BufferLoad, S.BufferStore)) and any(n.buffer is b for b in regs) else None)
-            if found and found[0] is not None and any(E.const_int_value(c) != 0 for c in found[0]):
-                shift = found[0]
         slot = self.names.fresh("tl_r")
-        # sm_80: ptxas then trades a small spill for occupancy in some GEMMs; keep scalar stores
-        if type(L) is AccLayout and shift is None and window is None and len(vars_) == 2 and \
-                arch_number(self.target.arch) >= 90 and self._pair_store(vars_, body, regs, L, lt, slot):
-            return
+        if form is not None and form.kind == "registers" and form.width:
+            return self._packed_store(vars_, body, regs, L, lt, slot, form.width)
+        acc = isinstance(L, TILE_2D)
         self.w("#pragma unroll")
         self.w(f"for (int {slot} = 0; {slot} < {L.regs}; ++{slot}) {{")
         self.indent += 1
@@ -988,72 +979,17 @@ class KernelCodegen:
             return A.slot_of(slot, self.expr(e))
         return at
 
-    def _pair_store(self, vars_, body, regs, L, lt, slot):
-        """An accumulator tile stored to a 16-bit global tensor or shared tile, `G[.., j + c] = f(acc[i, j])`,
-        or added atomically to a global tensor (optionally under a bound check): registers
-        r and r + 1 hold columns j and j + 1 of one row, so each pair goes out as one 32-bit
-        store or one vector atomic (half the instructions). Needs the pair's address aligned
-        (even row stride and column offset; the pointer is checked at launch) and the
-        bound check to hold or fail for both columns alike (`j + c < n`, n and c even).
-        An fp8 global tensor takes four columns per 32-bit store (`_quad_store`)."""
-        from tilelang.arith.simplify import linear_form
+    def _packed_store(self, vars_, body, regs, L, lt, slot, width):
+        """The accumulator stored `width` columns per instruction, as plan/copy_forms.py
+        chose (ops/register_store.py): pairs as one 32-bit store or vector atomic, fp8 in
+        fours (`_quad_store`)."""
         from tilelang.backend.cuda.ops import vector_atomic
-        guard, st = None, body
-        while isinstance(st, S.IfThenElse) and st.else_body is None:   # nested guards: their conjunction
-            guard, st = st.cond if guard is None else E.binop("&&", guard, st.cond), st.then_body
-        # `T.atomic_add(G[i, j + c], f(acc[i, j]))` into a global tensor: one vector atomic per
-        # pair (float2 on sm_90, half2 / bfloat162), half the atomics of dQ in attention backward
-        atomic = vector_atomic.match(st)
-        if atomic is not None:
-            dst = atomic[1].args[0]
-            if dst.buffer.dtype.name not in ("float32", "float16", "bfloat16"):
-                return False
-            st = S.BufferStore(dst.buffer, atomic[1].args[1], dst.indices)
-        if not isinstance(st, S.BufferStore):
-            return False
-        # a global tensor, or a shared tile in wgmma's sw128 layout (P of MLA decode), where
-        # columns j, j + 1 (j even) stay neighbours within their 16-byte chunk, or a row-major
-        # shared tile of even row stride (dS of attention backward, copied for an mma.sync gemm)
-        in_param = id(st.buffer) in self.param_bufs
-        p = self.placement(st.buffer)
-        smem_ok = p is not None and p.kind == "smem" and st.buffer.ndim == 2 and p.row_slabs == 1 and (
-            p.swizzle or p.layout is None and p.strides is not None and E.const_int_value(p.strides[-1]) == 1 and
-            (E.const_int_value(p.strides[-2]) or 1) % 2 == 0)
-        if not in_param and (atomic is not None or not smem_ok):
-            return False
+        from tilelang.backend.cuda.ops.register_store import split_store
+        guard, st, atomic = split_store(body)
         G, iv, jv = st.buffer, vars_[0], vars_[1]
-        fp8 = G.dtype.name in ("float8_e4m3fn", "float8_e5m2") and in_param and atomic is None   # tl::fp8_pair_bits' types
-        width = 4 if fp8 else 2   # columns per 32-bit store
-        bits = 32 if atomic is not None and G.dtype.name == "float32" else 16   # float2 atomics, else 16-bit pairs
-        if not (G.dtype.bits == bits or fp8) or getattr(G, "strides", None) is not None or L.regs % width:
-            return False
-
-        def has(e, v):
-            return any(x is v for x in collect_vars(e))
-
-        def aligned_offset(e):
-            """e = j + (a multiple of width): the run starts on a column that is one."""
-            lin = linear_form(simplify(E.binop("-", e, jv)))
-            if lin is None or has(simplify(E.binop("-", e, jv)), jv):
-                return False
-            terms, const = lin
-            return const % width == 0 and all(c % width == 0 for _, c in terms.values())
-        if any(has(i, jv) for i in st.indices[:-1]) or not aligned_offset(st.indices[-1]):
-            return False
-        row = E.const_int_value(G.shape[-1])
-        if row is None or row % width:
-            return False
-        if guard is not None:
-            for c in E.conjuncts(guard):
-                if not has(c, jv):
-                    continue
-                # `j + c < n` (n a multiple of width) or `j + c >= 0`: true or false for the run alike
-                n = E.const_int_value(c.b) if isinstance(c, E.BinOp) and c.op in ("<", ">=") else None
-                if n is None or n % width or (c.op == ">=" and n != 0) or has(c.b, jv) or not aligned_offset(c.a):
-                    return False
-        if in_param:
+        if id(G) in self.param_bufs:   # the launch checks the pointer's alignment
             self.aligned[G.name] = max(self.aligned.get(G.name, 1), width * G.dtype.itemsize)
-        if fp8:
+        if width == 4:
             return self._quad_store(st, guard, regs, L, lt, slot, iv, jv)
         self.w("#pragma unroll")
         pair = self.names.fresh("tl_pair")
@@ -1075,7 +1011,6 @@ class KernelCodegen:
             del self.acc_index[id(b)]
         self.indent -= 1
         self.w("}")
-        return True
 
     def _bind_acc(self, regs, lt, r):
         """Read the fragments in `regs` at register `r` (a C expression)."""

@@ -8,7 +8,7 @@ from tilelang.ir import stmt as S
 from tilelang.ir.errors import located
 from tilelang.ir.buffer import is_packed
 from tilelang.ir.extern import imported_sources
-from tilelang.backend.c.launch import LaunchABI, py_expr
+from tilelang.backend.c.launch import LaunchABI, py_expr, top_level
 from tilelang.backend.cuda.emit.expr import ctype
 from tilelang.backend.cuda.emit.kernel import KernelCodegen, Names
 from tilelang.ir import mbarrier as M
@@ -23,21 +23,17 @@ IMPORT_PRELUDE = "typedef unsigned int uint;\ntypedef unsigned short ushort;\nty
 
 
 def _top_level(body):
-    stmts = body.stmts if isinstance(body, S.SeqStmt) else [body]
-    workspaces, launches = [], []
-    for s in stmts:
-        if isinstance(s, S.DeclBuffer) and s.buffer.scope == "global":
-            workspaces.append(s.buffer)
-        elif isinstance(s, S.KernelLaunch):
-            launches.append(s)
-        elif isinstance(s, S.DeclBuffer):
+    """(workspaces, launches) of the function body (backend/c/launch.py `top_level`);
+    any other function-level statement is an error on CUDA."""
+    workspaces, launches, rest = top_level(body)
+    for s in rest:
+        if isinstance(s, S.DeclBuffer):
             raise located(NotImplementedError, f"`{s.buffer.name}` ({s.buffer.scope}) is allocated outside "
                           "T.Kernel", span=s.span, hint="allocate it inside `with T.Kernel(...)`")
-        else:
-            raise located(NotImplementedError, "on CUDA, statements run inside `with T.Kernel(...)`; this one "
-                          "is at function level", span=s.span,
-                          hint="move it into the T.Kernel block (the CPU target runs function-level code "
-                               "on the host, CUDA does not)")
+        raise located(NotImplementedError, "on CUDA, statements run inside `with T.Kernel(...)`; this one "
+                      "is at function level", span=s.span,
+                      hint="move it into the T.Kernel block (the CPU target runs function-level code "
+                           "on the host, CUDA does not)")
     if not launches:
         raise NotImplementedError("the function has no T.Kernel (and no T.Parallel(..., 'SSR') loop)")
     return workspaces, launches

@@ -19,13 +19,14 @@ from __future__ import annotations
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.backend.cuda.emit.expr import ctype, cast_str
-from tilelang.backend.cuda.layout.tile import ThreadTile, TileRows, TileCols, Scalar, column_owner
-from tilelang.backend.cuda.ops.vector_access import vec_type, _has, _cond_ok, consecutive, \
-    swizzled_vector_ok
+from tilelang.backend.cuda.layout.tile import ThreadTile, TileRows, Scalar, column_owner
+from tilelang.backend.cuda.ops.vector_access import vec_type, _has, _cond_ok, consecutive
+from tilelang.backend.cuda.ops.register_vector import free_row_fragments, vector_copy_parts
 
 
-def emit_tile_loop(cg, vars_, mins, exts, body, regs):
-    """A T.Parallel nest whose register fragments have tile_layout layouts."""
+def emit_tile_loop(cg, vars_, mins, exts, body, regs, form=None):
+    """A T.Parallel nest whose register fragments have tile_layout layouts; `form`: the
+    nest's form from plan/copy_forms.py (`registers xW`: chunks copied W elements a vector)."""
     exts = [E.const_int_value(e) for e in exts]
     unit = [v for v, e in zip(vars_, exts) if e == 1]
     cv = [v for v, e in zip(vars_, exts) if e != 1]
@@ -49,7 +50,7 @@ def emit_tile_loop(cg, vars_, mins, exts, body, regs):
         if mode == "rows":
             _rows_loop(cg, L, cv[0], body, regs, lays)
         else:
-            _chunk_loop(cg, L, mode, cv, body, regs, lays)
+            _chunk_loop(cg, L, mode, cv, body, regs, lays, form)
     for b in scal:
         del cg.acc_index[id(b)]
     cg.indent -= 1
@@ -81,7 +82,7 @@ def _rows_loop(cg, L, iv, body, regs, lays):
     cg.w("}")
 
 
-def _chunk_loop(cg, L, mode, cv, body, regs, lays):
+def _chunk_loop(cg, L, mode, cv, body, regs, lays, form=None):
     """Tile or cols mode: chunks of V contiguous elements along the row."""
     nch = L.K if mode == "tile" else L.G // L.V
     c = cg.names.fresh("tl_c")
@@ -95,13 +96,12 @@ def _chunk_loop(cg, L, mode, cv, body, regs, lays):
         cg.w(f"const int {cg.bind(cv[0])} = {f} / {L.N};")
     j0 = cg.names.fresh("tl_j0")
     cg.w(f"const int {j0} = {f} % {L.N};" if L.M > 1 else f"const int {j0} = {f};")
-    # fragments the body reads at rows of its own choosing (a column-owner tile)
-    free = {id(b) for b in regs if mode == "tile" and len(cv) == 2 and isinstance(lays[id(b)], ThreadTile)
-            and _free_rows(body, b, cv[0])}
-    W, vec = L.V, None
-    while W >= 2 and vec is None and not free:   # the widest vector that divides the chunk and the row stride
-        vec = _vector_copy(cg, body, jv, W, lays)
-        W = W if vec is not None else W // 2
+    free = free_row_fragments(body, regs, lays, mode, cv)
+    # the chunk's vector width plan/copy_forms.py chose (ops/register_vector.py): the copy's parts
+    W = form.width if form is not None and form.kind == "registers" and form.width else 0
+    vec = vector_copy_parts(cg, body, jv, W, lays) if W else None
+    if W and vec is None:
+        raise AssertionError(f"CUDA codegen: the register-tile loop planned as {form} is not such a copy")
     if vec is not None:
         for e0 in range(0, L.V, W):
             _emit_vector_copy(cg, vec, jv, j0 if e0 == 0 else f"({j0} + {e0})", c, L, W, e0)
@@ -133,20 +133,6 @@ def _chunk_loop(cg, L, mode, cv, body, regs, lays):
         cg.w("}")
     cg.indent -= 1
     cg.w("}")
-
-
-def _free_rows(body, buf, iv):
-    """Whether the body reads or writes `buf` at a row other than the loop's own `iv`."""
-    from tilelang.ir.visitor import walk
-    hit = []
-
-    def f(n):
-        if isinstance(n, (E.BufferLoad, S.BufferStore)) and n.buffer is buf:
-            rows = [i for i, d in zip(n.indices, buf.shape) if E.const_int_value(d) != 1]
-            if len(rows) == 2 and rows[0] is not iv:
-                hit.append(n)
-    walk(body, f)
-    return bool(hit)
 
 
 def _owned_slot(cg, buf, L, e):
@@ -294,65 +280,6 @@ def _hoist_shared_loads(cg, body, cv, jv, j0, L, e):
         cg.load_override[bid] = f"reinterpret_cast<const {ctype(b.dtype)}*>({v})[{e}]"
         out.append(bid)
     return out
-
-
-def _strip(v, types=None):
-    """`v` without its casts; `types` (a list) collects the dtypes they convert to."""
-    while isinstance(v, E.Cast):
-        if types is not None:
-            types.append(v.dtype)
-        v = v.value
-    return v
-
-
-def _vector_copy(cg, body, jv, V, lays):
-    """(guard, store, load, sel, reg side 'dst'|'src') when the body copies one element
-    between a register tile and memory that a V-element vector can move (the emitter
-    converts once, from the load's dtype to the store's: a chain of casts through
-    another dtype, which rounds or truncates on the way, is not a copy)."""
-    guard = None
-    if isinstance(body, S.IfThenElse) and body.else_body is None:
-        guard, body = body.cond, body.then_body
-    if not isinstance(body, S.BufferStore):
-        return None
-    via = []
-    val, sel = _strip(body.value, via), None
-    if isinstance(val, E.Select):
-        z = _strip(val.f)
-        if not (isinstance(z, (E.FloatImm, E.IntImm)) and z.value == 0):
-            return None
-        via.append(val.dtype)
-        sel, val = val.cond, _strip(val.t, via)
-    if not isinstance(val, E.BufferLoad) or any(t not in (val.dtype, body.buffer.dtype) for t in via):
-        return None
-    reg = [x for x in (body, val) if id(x.buffer) in lays and isinstance(lays[id(x.buffer)], (ThreadTile, TileCols))]
-    if len(reg) != 1:
-        return None
-    mem = val if reg[0] is body else body
-    p = cg.placement(mem.buffer)
-    if mem.buffer.dtype.bits < 8 or (p is not None and p.kind != "smem"):
-        return None
-    if mem.buffer.scope not in ("global", "shared", "shared.dyn", "local.fragment"):
-        return None
-    if V * mem.buffer.dtype.itemsize < 2 or (V * mem.buffer.dtype.itemsize > 16 and
-                                              V * mem.buffer.dtype.itemsize % 16):
-        return None
-    if p is not None and p.swizzle:     # a tl::sw* tile: vectors inside its 16-byte chunks
-        if not swizzled_vector_ok(mem.indices, jv, V):
-            return None
-    else:
-        strides = cg.strides(mem.buffer)
-        if E.const_int_value(strides[-1]) != 1 or any(_has(i, jv) for i in mem.indices[:-1]):
-            return None
-        if any(E.const_int_value(s) is None or E.const_int_value(s) % V for s in strides[:-1]):
-            return None
-        if not consecutive(mem.indices[-1], jv, V):
-            return None
-    if not all(c is None or _cond_ok(c, jv, V) for c in (guard, sel)):
-        return None
-    if sel is not None and mem is body:
-        return None
-    return guard, body, val, sel, "dst" if reg[0] is body else "src"
 
 
 def _emit_vector_copy(cg, m, jv, j0, c, L, V, e0):

@@ -1,6 +1,7 @@
-"""The record plan/copy_forms.py leaves on each copy nest: how that copy runs (`CopyForm`,
-annotation `copy_form`). A module of its own so that the ops/ emitters read the record
-without importing the pass that writes it."""
+"""The record plan/copy_forms.py leaves on each cooperative nest (a copy, a fill, an
+element-wise loop, the SIMT gemm) and on a T.tma_copy it issues in bulk: how it runs
+(`CopyForm`, annotation `copy_form`). A module of its own so that the ops/ emitters read
+the record without importing the pass that writes it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,21 +12,24 @@ COPY_FORM = "copy_form"
 
 _TITLES = {"tma_load": "TMA load", "tma_store": "TMA store", "tma_ring": "TMA ring (pipelined)",
            "cp_async": "cp.async", "cp_async_wait": "cp.async + wait", "vector": "vector", "scalar": "scalar",
-           "registers": "registers",
+           "registers": "registers", "tma_copy": "TMA load (T.tma_copy, on its mbarrier)",
+           "cp_async_mbarrier": "cp.async, arriving on its mbarrier (T.tma_copy)",
+           "tma_reduce": "TMA reduction (one bulk add of the tile)",
            "per_thread": "per-thread"}
 
 
 @dataclass(frozen=True)
 class CopyForm:
     kind: str                  # a key of _TITLES
-    width: int | None = None   # elements per instruction (cp_async, cp_async_wait, vector)
+    width: int | None = None   # elements per instruction (cp_async, cp_async_wait, cp_async_mbarrier, vector)
     nbytes: int | None = None  # bytes per instruction (cp_async, cp_async_wait, vector)
     eviction: str | None = None   # "evict_first" ...: the L2 hint of its global accesses
     why: str = ""              # for a scalar form: why no vector form holds
+    subject: str = "copy"      # what the nest does: "copy", "fill", "loop" (element-wise), "SIMT gemm"
 
     @property
     def tma(self):
-        return self.kind in ("tma_load", "tma_store", "tma_ring")
+        return self.kind in ("tma_load", "tma_store", "tma_ring", "tma_copy", "tma_reduce")
 
     def __str__(self):
         s = _TITLES[self.kind]

@@ -20,6 +20,9 @@ printed with the nest in the IR text and so in the lower trace):
 - `vector xV`: V elements per load and store (ops/vector_copy.py);
 - `scalar`: one element per access, with the reason no vector form holds;
 - `registers`: a copy to or from a register fragment, laid out by its layout;
+  `registers xW`: an accumulator stored W columns per 32-bit store or vector atomic
+  (ops/register_store.py), or a thread tile's chunks copied W elements a vector
+  (ops/register_vector.py); any nest storing registers so gets this form;
 - `per-thread`: the nest runs inside one thread's code (no cooperative form).
 
 The T.copy arguments the nest carries (lower_tile_ops COPY_ARGS) steer the choice:
@@ -31,15 +34,32 @@ has no width); `eviction_policy` gives the form's global accesses that L2 priori
 and store of a whole tile too; a pipelined loop with such a copy uses cp.async, not
 the TMA ring; `loop_layout` is not supported here (an error says so).
 
+A `T.vectorized` loop gets its vector width (`for i in T.vectorized(8):  # copy -> vector x8 (16 B)`).
+The other cooperative nests get a form too, so that the printer chooses nothing: a fill
+(`# fill -> vector x8 (16 B)`), an element-wise loop (`# loop -> ...`, ops/vector_compute.py),
+and the nests this pass makes of the tile ops the CUDA pipeline kept and the hardware
+cannot run as they are: a T.gemm the kernel plan gives no tensor-core form becomes its SIMT
+loop (ops/mma.py `simt_gemm`, `# SIMT gemm -> scalar`); a T.tma_copy is either issued as
+bulk copies on its mbarrier (a copy of the op carrying the form `TMA load (T.tma_copy ...)`,
+sm_90 with TILELANG_CUDA_TMA_COPY=1 and a tile TMA can move) or becomes its copy nest, whose
+form is chosen as any copy's. Such a replacement is made in the tree and in the plan's
+statements of a pipelined body (PipelineInfo.rest).
+
 The pass reads the kernel plan from the launch node (plan/plan_kernels.py, the pass
 before this one) and records the forms on the nests of that plan's tree, in place: that
 pass made them fresh for the CUDA passes, and the plan names them by identity. The code
-generator (emit/kernel.py) prints the recorded form; nests the printer makes itself (a
-T.fill, a T.tma_copy's fallback, the SIMT gemm) carry none and keep the printer's choice."""
+generator (emit/kernel.py) prints the recorded form. The kept tile ops that the hardware runs
+as loops become those loops here too: a `use_tma` atomic whose shared tile no tensor map
+describes (the threads' atomics; otherwise the op carries `TMA reduction`), a block reduction
+on a block that is not whole warps (its reference loop)."""
 from __future__ import annotations
+
+import copy
+import dataclasses
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.errors import LoweringError
 from tilelang.ir.visitor import walk
@@ -49,6 +69,8 @@ from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
 from tilelang.backend.cuda.target import arch_number
 
 from tilelang.backend.cuda.plan.copy_form import COPY_FORM, CopyForm, copy_form  # noqa: F401 (the record)
+
+SIMT_GEMM = "simt_gemm"   # on the SIMT loop of a T.gemm: that T.gemm
 
 
 class _Kernel:
@@ -98,7 +120,9 @@ class _Chooser:
     def __init__(self, k: _Kernel):
         self.k = k
         self.forms = {}   # id(nest) -> CopyForm
+        self.replaced = {}   # id(tile op) -> the statement that runs it (its nest, or the op with its form)
         self.in_cp_async_loop = False   # visiting the body of a pipelined loop fed by cp.async
+        self.no_wait = False   # visiting a T.tma_copy's copy nest
 
     # walking as the code generator does (emit/kernel.py: which statements run at block level)
     def visit(self, st, block):
@@ -132,6 +156,90 @@ class _Chooser:
             self.visit(st.body, block and not k.plan.depends(st.cond))
         elif isinstance(st, S.LetStmt):
             self.visit(st.body, block)
+        elif isinstance(st, TO.Gemm) and block and k.plan.gemms.get(id(st)) is None:
+            self.simt_gemm(st)
+        elif isinstance(st, TO.Copy) and st.annotations.get("tma_barrier") is not None:
+            self.tma_copy(st, block)
+        elif isinstance(st, TO.Atomic) and st.use_tma:
+            self.tma_atomic(st, block)
+        elif isinstance(st, TO.Reduce) and block:
+            self.reduce(st)
+
+    def tma_atomic(self, op, block):
+        """A kept `use_tma` atomic: one bulk reduction of the shared tile where a tensor map
+        describes its layout (ops/tma_reduce.py), else the threads' atomics (its nest)."""
+        from tilelang.backend.cuda.ops.tma_reduce import _tensor_map_swizzle
+        from tilelang.transform.lower_tile_ops import lower_atomic, simplify_stmt
+        if block and _tensor_map_swizzle(self.k, op.value.buffer) is not None:
+            bulk = copy.copy(op)
+            bulk.annotations = dict(getattr(op, "annotations", None) or {})
+            bulk.annotations[COPY_FORM] = CopyForm("tma_reduce")
+            self.replace(op, bulk)
+            return
+        nest = simplify_stmt(lower_atomic(op))
+        self.replace(op, nest)
+        self.visit(nest, block)
+
+    def reduce(self, op):
+        """A block reduction that no register, warp or per-thread form runs (a block that
+        is not whole warps, the reduced buffer in shared memory): its reference loop."""
+        from tilelang.backend.cuda.ops.local_reduce import per_thread
+        from tilelang.transform.lower_tile_ops import lower_reduce
+        k = self.k
+        p = k.placement(op.src.buffer)
+        if per_thread(k, op) or getattr(p, "kind", None) in ("acc", "tile") or k.plan.nthreads % 32 == 0:
+            return
+        nest = lower_reduce(op)
+        self.replace(op, nest)
+        self.visit(nest, True)
+
+    def replace(self, op, new):
+        """`new` runs tile op `op` from now on (substituted in the tree after the walk)."""
+        if getattr(new, "span", None) is None:
+            new.span = getattr(op, "span", None)
+        self.replaced[id(op)] = new
+
+    def simt_gemm(self, op):
+        """A T.gemm without a tensor-core form (the kernel plan has none for it): its SIMT
+        loop, shared out over the block like any cooperative nest."""
+        from tilelang.backend.cuda.ops.mma import simt_gemm
+        nest = simt_gemm(op)
+        nest.annotations[SIMT_GEMM] = op   # the gemm it runs (plan/report.py lists it with the gemms)
+        self.replace(op, nest)
+        self.nest_form(nest, "SIMT gemm")
+
+    def tma_copy(self, op, block):
+        """T.tma_copy: bulk copies on its mbarrier where TMA can move the tile (sm_90,
+        TILELANG_CUDA_TMA_COPY=1: opt-in until the published kernels using it have run
+        with them), else cp.async arriving on its mbarrier where that form holds
+        (ops/cp_async_mbarrier.py), else its copy nest, planned as any copy."""
+        from tilelang.transform.lower_tile_ops import lower_copy
+        from tilelang.backend.cuda.ops.tma import match_tma
+        k = self.k
+        nest = lower_copy(op)
+        if block and k.use_tma and k.options.tma_copy:
+            t = match_tma(nest, k.plan, k.param_bufs)
+            if t is not None and k.placement(t.dst).stages == 1:
+                bulk = copy.copy(op)
+                bulk.annotations = dict(op.annotations)
+                bulk.annotations[COPY_FORM] = CopyForm("tma_copy")
+                self.replace(op, bulk)
+                return
+        from tilelang.backend.cuda.ops.cp_async_mbarrier import mbarrier_copy_width
+        from tilelang.backend.cuda.plan.proxy_fences import needs_fences
+        V = mbarrier_copy_width(k, nest, op.annotations["tma_barrier"], needs_fences(k)) if block else 0
+        if V:   # cp.async whose landing completes the barrier's phase (ops/cp_async_mbarrier.py)
+            kept = copy.copy(op)
+            kept.annotations = dict(op.annotations)
+            kept.annotations[COPY_FORM] = CopyForm("cp_async_mbarrier", V, V * op.dst.buffer.dtype.itemsize)
+            self.replace(op, kept)
+            return
+        self.replace(op, nest)
+        # as the copy it stands for was printed before this pass chose it: no cp.async + wait
+        # (unmeasured in the producer ranges T.tma_copy is written for)
+        saved, self.no_wait = self.no_wait, True
+        self.visit(nest, block)
+        self.no_wait = saved
 
     def record(self, st, choose, per_thread=False):
         """Record the form of `st` when it is a copy (or carries T.copy arguments)."""
@@ -153,20 +261,77 @@ class _Chooser:
                                                                               f"to block level")
         self.forms[id(st)] = form
 
+    def vectorized(self, st):
+        """A `T.vectorized` loop (anywhere: its thread's own code or a cooperative nest's
+        body): V elements per vector where its accesses allow (`# copy -> vector x4 (16 B)`),
+        else no form (element by element)."""
+        from tilelang.backend.cuda.ops.vector_copy import vector_width, match_copy, without_assumes
+        if st.step is not None or E.const_int_value(st.min) != 0:
+            return
+        V = vector_width(self.k, [st.var], [st.min], [st.extent], st.body, registers=True)
+        if V:
+            subject = "copy" if match_copy(without_assumes(st.body)) is not None else "loop"
+            self.forms[id(st)] = CopyForm("vector", V, V * _stored_bytes(st.body), subject=subject)
+
+    def nest_form(self, st, subject):
+        """The form of a cooperative nest that copies nothing (a fill, an element-wise loop,
+        the SIMT gemm): none where its register fragments lay it out (emit/kernel.py
+        `fragment_loop`, emit/tile_loops.py), else its vector width or scalar."""
+        from tilelang.backend.cuda.ops.vector_copy import vector_width
+        k = self.k
+        vars_, mins, exts, body = parallel_nest(st)
+        if _laid_out_by_registers(k, vars_, exts, body):
+            form = self.registers_form(st, subject)
+            if form.width:   # (a plain slot loop needs no record: its fragments' layouts say it all)
+                self.forms[id(st)] = form
+            return
+        V = vector_width(k, vars_, mins, exts, body)
+        self.forms[id(st)] = CopyForm("vector", V, V * _stored_bytes(body), subject=subject) if V else \
+            CopyForm("scalar", subject=subject)
+
+    def registers_form(self, st, subject):
+        """A nest run over the slots of its register fragments: `registers`, or
+        `registers xW` where an accumulator goes out W columns per store
+        (ops/register_store.py)."""
+        from tilelang.backend.cuda.ops.register_store import store_width, split_store
+        from tilelang.backend.cuda.ops.register_vector import chunk_vector_width, vector_copy_parts
+        vars_, _, exts, body = parallel_nest(st)
+        regs = [b for b in _buffers(body) if getattr(self.k.placement(b), "kind", None) in ("acc", "row", "tile")]
+        if self.k.placement(regs[0]).kind == "tile":   # chunks of a thread tile as vectors (ops/register_vector.py)
+            W = chunk_vector_width(self.k, vars_, exts, body, regs)
+            if W:
+                lays = {id(b): self.k.placement(b).acc for b in regs}
+                jv = [v for v, e in zip(vars_, exts) if E.const_int_value(e) != 1][-1]
+                _, store, load, _, side = vector_copy_parts(self.k, body, jv, W, lays)
+                mem = load if side == "dst" else store
+                return CopyForm("registers", W, W * mem.buffer.dtype.itemsize, subject=subject)
+            return CopyForm("registers", subject=subject)
+        W = store_width(self.k, vars_, exts, body, regs)
+        if not W:
+            return CopyForm("registers", subject=subject)
+        return CopyForm("registers", W, W * split_store(body)[1].buffer.dtype.itemsize, subject=subject)
+
     def cooperative(self, st):
         from tilelang.backend.cuda.ops.tma_store import is_tma_store
         from tilelang.backend.cuda.ops import tma_load_sync
+        from tilelang.backend.cuda.ops.vector_copy import match_copy, match_cast_copy, without_assumes
         k = self.k
+        body = without_assumes(parallel_nest(st)[3])
+        if match_copy(body) is None and match_cast_copy(body) is None and COPY_ARGS not in st.annotations:
+            return self.nest_form(st, "fill" if _is_fill(body) else "loop")
 
         def choose():
             regs = [b for b in _buffers(st) if getattr(k.placement(b), "kind", None) in ("acc", "row", "tile")]
+            if regs and not _laid_out_by_registers(k, *_vars_exts(st)):
+                # a loop over replicated one-element fragments only: an ordinary shared-out copy
+                return self._with_eviction(st, self._waited(st, self.vector(st, cp_async=False)))
             if regs:
                 want = _args(st).get("coalesced_width")
                 if want is not None:
                     raise _error(st, f"T.copy(..., coalesced_width={want}): this copy reads or writes the register "
                                      f"fragment `{regs[0].name}`, whose layout decides which thread moves which "
                                      f"elements", hint="remove coalesced_width")
-                return self._with_eviction(st, CopyForm("registers"), registers=True)
+                return self._with_eviction(st, self.registers_form(st, "copy"), registers=True)
             if not _no_tma(st) and k.range == k.plan.regions.full:
                 if is_tma_store(st, k):
                     return self._with_eviction(st, CopyForm("tma_store"))
@@ -179,7 +344,7 @@ class _Chooser:
         """The vector form of a global -> shared tile copy as cp.async + wait, when that
         keeps more loads in flight (module docstring)."""
         k = self.k
-        if form.kind != "vector" or form.nbytes != 16 or self.in_cp_async_loop or \
+        if form.kind != "vector" or form.nbytes != 16 or self.in_cp_async_loop or self.no_wait or \
                 arch_number(k.target.arch) < 80 or _args(st).get("coalesced_width") is not None or \
                 _args(st).get("eviction_policy") is not None:
             return form
@@ -276,6 +441,68 @@ def _item(body):
     return max(store.buffer.dtype.itemsize, load.buffer.dtype.itemsize)
 
 
+def _vars_exts(st):
+    vars_, _, exts, body = parallel_nest(st)
+    return vars_, exts, body
+
+
+def _laid_out_by_registers(k, vars_, exts, body):
+    """Whether the printer runs this nest over the slots of its register fragments
+    (emit/kernel.py `cooperative`: an accumulator or row layout, or a thread tile that
+    emit/tile_loops.py does not decline: one distributed fragment, or unit loops only)."""
+    from tilelang.backend.cuda.layout.tile import Scalar
+    regs = [b for b in _buffers(body) if getattr(k.placement(b), "kind", None) in ("acc", "row", "tile")]
+    if not regs:
+        return False
+    if k.placement(regs[0]).kind != "tile":
+        return True
+    distributed = [b for b in regs if not isinstance(k.placement(b).acc, Scalar)]
+    return bool(distributed) or all(E.const_int_value(e) == 1 for e in exts)
+
+
+def _is_fill(body):
+    """A nest storing one value that reads no buffer (T.fill / T.clear lowered)."""
+    st = body
+    while isinstance(st, S.IfThenElse) and st.else_body is None:
+        st = st.then_body
+    if not isinstance(st, S.BufferStore):
+        return False
+    loads = []
+    walk(st.value, lambda n: loads.append(n) if isinstance(n, E.BufferLoad) else None)
+    return not loads
+
+
+def _stored_bytes(body):
+    """The size of the element the nest stores (its last store; bytes)."""
+    sizes = [1]
+    walk(body, lambda n: sizes.append(n.buffer.dtype.itemsize) if isinstance(n, S.BufferStore) else None)
+    return sizes[-1]
+
+
+def _substitute(root, replaced):
+    """Put each replacement of `replaced` (id(old) -> new) in place of its old statement
+    in `root` (a tree of fresh nodes: plan/plan_kernels.py). Returns the ids it put."""
+    done = set()
+
+    def sub(n):
+        new = replaced.get(id(n))
+        if new is not None:
+            done.add(id(n))
+            return new
+        return n
+
+    def f(n):
+        if isinstance(n, S.SeqStmt):
+            n.stmts = [sub(x) for x in n.stmts]
+        elif isinstance(n, (S.For, S.While, S.LetStmt)):
+            n.body = sub(n.body)
+        elif isinstance(n, S.IfThenElse):
+            n.then_body = sub(n.then_body)
+            n.else_body = sub(n.else_body) if n.else_body is not None else None
+    walk(root, f)
+    return done
+
+
 def _buffers(st):
     out = {}
     walk(st, lambda n: out.setdefault(id(n.buffer), n.buffer) if isinstance(n, (E.BufferLoad, S.BufferStore)) else None)
@@ -284,22 +511,35 @@ def _buffers(st):
 
 @function_pass("plan_copy_forms")
 def plan_copy_forms(func, ctx=None):
-    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, kernel_plan
+    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, kernel_plan, with_plan, with_launches
     found = cuda_context(func, ctx)
     if found is None:
         return func
     target, options, stmts = found
+    out = []
     for launch in stmts:
         plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
         if plan is None:
+            out.append(launch)
             continue   # (the caller's own CUDA source, or no plan_kernels before this pass)
         ch = _Chooser(_Kernel(launch, plan, func, target, options))
         ch.visit(launch.body, True)
+        if ch.replaced:   # the kept tile ops that run as nests (or carry their form)
+            done = _substitute(launch.body, ch.replaced)
+            pipelines = {key: dataclasses.replace(info, rest=[ch.replaced.get(id(s), s) for s in info.rest])
+                         for key, info in plan.pipelines.items()}
+            done |= {id(s) for info in plan.pipelines.values() for s in info.rest if id(s) in ch.replaced}
+            if done != set(ch.replaced):
+                raise AssertionError("plan_copy_forms: a tile op to replace is not a statement of the kernel's tree")
+            plan = dataclasses.replace(plan, pipelines=pipelines)
+            launch = with_plan(launch, plan)
+        walk(launch.body, lambda n: ch.vectorized(n) if isinstance(n, S.For) and n.kind == S.VECTORIZED else None)
         nests = {}
         walk(launch.body, lambda n: nests.setdefault(id(n), n) if isinstance(n, S.For) and id(n) in ch.forms else None)
         for key, form in ch.forms.items():
-            nests[key].annotations[COPY_FORM] = form   # a node plan_kernels made for the plan
-    return func
+            nests[key].annotations[COPY_FORM] = form   # a node plan_kernels (or this pass) made for the plan
+        out.append(launch)
+    return with_launches(func, out) if any(a is not b for a, b in zip(out, stmts)) else func
 
 
 __all__ = ["CopyForm", "COPY_FORM", "copy_form", "plan_copy_forms"]

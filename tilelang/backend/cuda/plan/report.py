@@ -54,8 +54,9 @@ def format_plan(entry, launch, plan) -> str:
             lines.append(f"  {b.name:24s} {b.scope:15s} {_placement(p)}")
     if plan.red_phase_bytes:
         lines.append(f"  (reduction scratch)      shared @ {plan.red_offset}, 2 x {plan.red_phase_bytes} B")
-    gemms = []
-    walk(launch.body, lambda n: gemms.append(n) if isinstance(n, TO.Gemm) else None)
+    gemms = []   # (a T.gemm without a tensor-core form is its SIMT loop by now: plan/copy_forms.py)
+    walk(launch.body, lambda n: gemms.append(n) if isinstance(n, TO.Gemm) else
+         gemms.append(n.annotations["simt_gemm"]) if isinstance(n, S.For) and "simt_gemm" in n.annotations else None)
     if gemms:
         lines.append("gemms:")
         for g in gemms:
@@ -65,16 +66,20 @@ def format_plan(entry, launch, plan) -> str:
                   if cfg is not None and getattr(cfg, "kind", "mma") == "mma" and p is not None and p.swizzle]
             lines.append(f"  T.gemm({g.A.buffer.name}, {g.B.buffer.name}, {g.C.buffer.name}): "
                          f"{_gemm(cfg)}" + (f", reads {', '.join(sw)}" if sw else ""))
-    copies = []
-    walk(launch.body, lambda n: copies.append(n) if isinstance(n, S.For) and "copy_form" in n.annotations else None)
-    if copies:   # plan/copy_forms.py
-        lines.append("copies:")
-        seen = set()   # a pipelined copy is in the prologue and the loop (plan/cp_async_pipeline.py): once
-        for c in copies:
-            line = f"  {_copy_text(c)}: {c.annotations['copy_form']}"
-            if line not in seen:
-                seen.add(line)
-                lines.append(line)
+    nests = []
+    walk(launch.body, lambda n: nests.append(n) if isinstance(n, S.For) and "copy_form" in n.annotations else None)
+    for title, mine in (("copies", lambda f: f.subject == "copy"), ("other loops", lambda f: f.subject != "copy")):
+        chosen = [c for c in nests if mine(c.annotations["copy_form"])]
+        if chosen:   # plan/copy_forms.py
+            lines.append(f"{title}:")
+            seen = set()   # a pipelined copy is in the prologue and the loop (plan/cp_async_pipeline.py): once
+            for c in chosen:
+                form = c.annotations["copy_form"]
+                what = "" if form.subject == "copy" else f"{form.subject} "
+                line = f"  {what}{_copy_text(c)}: {form}"
+                if line not in seen:
+                    seen.add(line)
+                    lines.append(line)
     if plan.pipelines:
         lines.append("pipelines:")
         for info in plan.pipelines.values():
@@ -127,4 +132,5 @@ def _copy_text(nest):
             loads.append(n.buffer.name)
     walk(nest, f)
     line = getattr(getattr(nest, "span", None), "line", None)
-    return f"{', '.join(loads) or '-'} -> {', '.join(stores) or '-'}" + (f" (line {line})" if line else "")
+    text = f"{', '.join(loads)} -> {', '.join(stores) or '-'}" if loads else ', '.join(stores) or '-'   # (a fill: S)
+    return text + (f" (line {line})" if line else "")
