@@ -35,6 +35,7 @@ TILELANG_CUDA_TMA_SLAB_BOX=0   a 128-row wgmma A tile on one warpgroup loads one
                                one 4-/5-D box per strip)
 TILELANG_CUDA_WS_EARLY_RELEASE=0  warp-specialized consumers release a ring slot only after the next one arrived
 TILELANG_CUDA_ONE_STAGE_PREFETCH=0  a num_stages=1 loop runs its copies in place (no prefetch of the next iteration)
+TILELANG_CUDA_CP_ASYNC_MBARRIER=0  a T.tma_copy that is not a bulk copy runs as the threads' synchronous copy
 TILELANG_CUDA_PINGPONG=1       the two warpgroups of an attention loop on the TMA ring take turns at its first gemm
 TILELANG_CUDA_TMA_MULTICAST=1  pairs of blocks share GEMM tiles through TMA multicast (slower today)
 TILELANG_CUDA_OVERLAP_GEMM=1   attention loops defer the P V wgmma into the next iteration (slower today)

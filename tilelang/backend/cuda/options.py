@@ -52,6 +52,7 @@ _SWITCHES = {
     "TILELANG_CUDA_TMA_SLAB_BOX": (_flag, True, "tma_slab_box", True),
     "TILELANG_CUDA_WS_EARLY_RELEASE": (_flag, True, "ws_early_release", True),
     "TILELANG_CUDA_ONE_STAGE_PREFETCH": (_flag, True, "one_stage_prefetch", True),
+    "TILELANG_CUDA_CP_ASYNC_MBARRIER": (_flag, True, "cp_async_mbarrier", True),
     "TILELANG_CUDA_PINGPONG": (_flag, False, "pingpong", True),
     "TILELANG_CUDA_TMA_MULTICAST": (_flag, False, "tma_multicast", True),
     "TILELANG_CUDA_OVERLAP_GEMM": (_flag, False, "overlap_gemm", True),
@@ -103,6 +104,7 @@ class CudaOptions:
     ws_early_release: bool = True  # warp-specialized consumers release the previous slot before waiting
                                    # for a slot still in flight (..._WS_EARLY_RELEASE)
     one_stage_prefetch: bool = True  # num_stages=1: each copy group reissued after its last reader (..._ONE_STAGE_PREFETCH)
+    cp_async_mbarrier: bool = True   # a non-bulk T.tma_copy: cp.async arriving on its mbarrier (..._CP_ASYNC_MBARRIER)
     pingpong: bool = False         # attention warpgroups take turns at the first gemm (..._PINGPONG)
     tma_multicast: bool = False    # pairs of blocks share GEMM tiles (..._TMA_MULTICAST)
     overlap_gemm: bool = False     # attention defers the P V wgmma into the next iteration (..._OVERLAP_GEMM)

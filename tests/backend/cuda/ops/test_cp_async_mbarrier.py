@@ -33,6 +33,15 @@ def test_copy_is_cp_async_then_pending_arrival(arch):
     assert "cp_async_wait" not in prod   # the producer never waits for its own loads
 
 
+def test_the_form_is_recorded_by_plan_copy_forms_and_a_switch_turns_it_off(monkeypatch):
+    from tests.backend.cuda.plan.test_copy_forms import _before_after
+    before, after = _before_after(ws_tma_copy_gather(1000, 8))
+    assert "arriving on its mbarrier" not in before
+    assert "# -> T.tma_copy as cp.async arriving on its mbarrier x8 (16 B)" in after
+    monkeypatch.setenv("TILELANG_CUDA_CP_ASYNC_MBARRIER", "0")
+    assert "arriving on its mbarrier" not in _before_after(ws_tma_copy_gather(1000, 8))[1]
+
+
 @needs_nvrtc
 def test_arrival_counts_other_than_the_range_keep_the_plain_copy():
     # one arrival per phase: the other threads' pending arrivals could land in the next one

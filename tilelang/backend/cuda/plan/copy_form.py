@@ -13,7 +13,7 @@ COPY_FORM = "copy_form"
 _TITLES = {"tma_load": "TMA load", "tma_store": "TMA store", "tma_ring": "TMA ring (pipelined)",
            "cp_async": "cp.async", "cp_async_wait": "cp.async + wait", "vector": "vector", "scalar": "scalar",
            "registers": "registers", "tma_copy": "TMA load (T.tma_copy, on its mbarrier)",
-           "cp_async_mbarrier": "cp.async, arriving on its mbarrier (T.tma_copy)",
+           "cp_async_mbarrier": "T.tma_copy as cp.async arriving on its mbarrier",
            "tma_reduce": "TMA reduction (one bulk add of the tile)",
            "per_thread": "per-thread"}
 

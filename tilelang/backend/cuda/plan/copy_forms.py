@@ -227,7 +227,8 @@ class _Chooser:
                 return
         from tilelang.backend.cuda.ops.cp_async_mbarrier import mbarrier_copy_width
         from tilelang.backend.cuda.plan.proxy_fences import needs_fences
-        V = mbarrier_copy_width(k, nest, op.annotations["tma_barrier"], needs_fences(k)) if block else 0
+        V = mbarrier_copy_width(k, nest, op.annotations["tma_barrier"], needs_fences(k)) \
+            if block and k.options.cp_async_mbarrier else 0
         if V:   # cp.async whose landing completes the barrier's phase (ops/cp_async_mbarrier.py)
             kept = copy.copy(op)
             kept.annotations = dict(op.annotations)
