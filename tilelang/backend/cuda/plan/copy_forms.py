@@ -226,7 +226,7 @@ class _Chooser:
                 self.replace(op, bulk)
                 return
         from tilelang.backend.cuda.ops.cp_async_mbarrier import mbarrier_copy_width
-        from tilelang.backend.cuda.plan.proxy_fences import needs_fences
+        from tilelang.backend.cuda.plan.async_proxy import needs_fences
         V = mbarrier_copy_width(k, nest, op.annotations["tma_barrier"], needs_fences(k)) \
             if block and k.options.cp_async_mbarrier else 0
         if V:   # cp.async whose landing completes the barrier's phase (ops/cp_async_mbarrier.py)

@@ -31,7 +31,8 @@ A slot is refilled as soon as every thread is done with it, before the wait for 
 iteration's copies: with s slots the loop then runs at max(C, (C + L) / s) per iteration
 (C: the body, L: the copies' latency) instead of max(C, L / (s - 1)) when the refill
 waits for the next iteration's copies first (one block barrier per iteration instead of
-two; TILELANG_CUDA_CP_ASYNC_REFILL=wait, CudaOptions.cp_async_refill_wait):
+two; TILELANG_CUDA_CP_ASYNC_REFILL=wait, CudaOptions.cp_async_refill_wait, and a loop whose
+constant trip count the prologue covers, where no slot is ever refilled):
 
     for p in T.serial(s - 1): ...           the prologue: iterations lo .. lo + s - 2
     for k in T.serial(lo, hi):
@@ -256,7 +257,11 @@ def pipeline_cp_async(func, ctx=None):
                 if info.issue_after_use:
                     _replace(parent, loop, schedule_after_use(loop, info, plan.fence_barriers))
                 else:
-                    _replace(parent, loop, schedule(loop, info, plan.fence_barriers, options.cp_async_refill_wait))
+                    # the early refill helps only where some iteration refills a slot: a constant
+                    # trip count the prologue covers keeps the waiting schedule's code
+                    n = E.const_int_value(loop.extent)
+                    wait = options.cp_async_refill_wait or (n is not None and n <= info.stages)
+                    _replace(parent, loop, schedule(loop, info, plan.fence_barriers, wait))
             if launch.body is not launch.annotations[KERNEL_PLAN].body:
                 # the loop was the whole kernel body: the plan follows the new one
                 launch = with_plan(launch, plan)

@@ -14,16 +14,8 @@ import dataclasses
 from tilelang.ir import stmt as S
 from tilelang.ir.visitor import walk
 from tilelang.transform.pass_manager import function_pass
+from tilelang.backend.cuda.plan.async_proxy import needs_fences
 from tilelang.backend.cuda.plan.sync import is_inserted_barrier
-
-
-def needs_fences(k) -> bool:
-    """Whether the kernel `k` (plan/copy_forms.py's view of one kernel) has an async-proxy
-    access of shared memory that block barriers must order."""
-    from tilelang.backend.cuda.ops.tma_reduce import has_tma_reduce
-    from tilelang.backend.cuda.ops.tma_store import has_tma_store
-    from tilelang.backend.cuda.ops.tma_load_sync import has_tma_load_sync
-    return k.plan.uses_wgmma or has_tma_reduce(k.launch.body) or has_tma_store(k) or has_tma_load_sync(k)
 
 
 @function_pass("plan_proxy_fences")
