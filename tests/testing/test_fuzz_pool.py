@@ -1,5 +1,7 @@
 """The fuzz pool's handling of sticky CUDA errors, with a checker that imitates them: a
 program that breaks its worker's (imagined) CUDA context and one that always fails."""
+import time
+
 from tilelang.testing.fuzz import generate
 from tilelang.testing.fuzz.pool import Pool, sticky_cuda_error
 from tilelang.testing.fuzz.run import Result
@@ -18,6 +20,8 @@ def imitated_check(program, target, compile_only, arch):
         return Result(program, "runtime_error", STICKY)
     if program.seed % 100 == 1:
         _broken = True
+        return Result(program, "ok")
+    time.sleep(0.3)   # so that the other worker gets a program after the breaking one
     return Result(program, "ok")
 
 
