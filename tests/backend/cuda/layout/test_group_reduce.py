@@ -65,3 +65,24 @@ def test_indexer_matches_torch_gpu(arch, dtype, heads, bq):
     out = torch.empty(S, SKV, device="cuda")
     kern(q, kv, scale, w, out)
     torch.testing.assert_close(out, indexer_reference(q, kv, scale, w, heads), rtol=1e-3, atol=1e-2)
+
+
+def test_a_view_of_a_fragment_no_gemm_reaches_stays_in_shared_memory():
+    # a thread tile cannot be read through a view: the base keeps the shared-memory path
+    from tests.transform.test_fold_fragment_views import _kernel
+    plan, _ = _plan(_kernel(), "sm_90a")
+    why = {name: lay for name, lay, _ in plan.fragments.report}
+    assert why["s"] == "shared" and why["t"] == "shared"
+
+
+@pytest.mark.gpu
+def test_a_view_of_a_shared_fragment_gpu():
+    import numpy as np
+    import torch
+    from tests.transform.test_fold_fragment_views import _kernel, M, A, B
+    x = torch.randn(M, A * B, device="cuda")
+    w = torch.randn(A, B, device="cuda")
+    out = torch.zeros(M, A, device="cuda")
+    tilelang.compile(_kernel(), target="cuda")(x, w, out)
+    ref = (x.view(M, A, B).clamp_min(0) * w).sum(-1)
+    np.testing.assert_allclose(out.cpu().numpy(), ref.cpu().numpy(), rtol=1e-5, atol=1e-5)

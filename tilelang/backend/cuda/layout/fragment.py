@@ -494,8 +494,11 @@ def infer(launch, gemm_cfgs, depends, regions=None):
     # a loop that reads a gemm operand held in shared memory (an mma.sync A fragment, say) can
     # still run over register tiles: only the register layouts of the gemms bind their groups
     # a column-group reduction's destination is stored by the quad leaders (shared memory)
-    group_dsts = {id(r.dst.buffer) for r in reduces if getattr(r.src.buffer, "alias_of", None) is not None}
-    lay.update(infer_tiles(frags, gemm_ids | set(bad) | in_range | group_dsts, loops, reduces, one, _nthreads(launch), mark,
+    kept_out_of_tiles = {id(r.dst.buffer) for r in reduces if getattr(r.src.buffer, "alias_of", None) is not None}
+    # a view reaches only the accumulator's registers (or shared memory), never a thread tile
+    kept_out_of_tiles |= {id(v.alias_of) for v in views.values()} - set(lay)
+    lay.update(infer_tiles(frags, gemm_ids | set(bad) | in_range | kept_out_of_tiles, loops, reduces, one,
+                           _nthreads(launch), mark,
                            taint=set(lay) & set(frags)))
     out.layouts = lay
     for fid, b in frags.items():
@@ -609,9 +612,11 @@ def _validate(lay, loops, reduces, gemms, gemm_cfgs, frags):
 
 
 def _views_not_folded(body, views):
-    """ids of the views that something other than a column-group reduction names (element
-    accesses of split views were folded into their base: transform/fold_fragment_views.py)."""
-    out = set()
+    """ids of the views other than split views that only column-group reductions name
+    (element accesses of split views were folded into their base:
+    transform/fold_fragment_views.py)."""
+    from tilelang.transform.fold_fragment_views import split_view
+    out = {i for i, v in views.items() if split_view(v) is None}
 
     def f(n):
         if isinstance(n, (E.BufferLoad, S.BufferStore)) and id(n.buffer) in views:
