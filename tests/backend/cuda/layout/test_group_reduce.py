@@ -25,6 +25,28 @@ def test_strip_col_is_the_accumulators_column_strip(L):
             assert L.col(t, r) % (L.N // L.WN) // 8 * 8 == ((r >> 2) % L.NI) * 8
 
 
+@pytest.mark.parametrize("L,B", [(AccLayout(64, 128, 4, 1), 32), (AccLayout(64, 64, 2, 2), 16),
+                                  (AccLayout(64, 128, 4, 1, True), 64)])
+def test_each_quad_leader_stores_exactly_its_groups_columns(L, B):
+    # emit_group_reduce's selection, run on the layout model: quad lanes' registers with
+    # row_slot == s and strip_col / B == g cover row R.row(t, s), columns of group wc * GPW + g
+    from tilelang.backend.cuda.layout.fragment import GroupReduce
+    G, R = GroupReduce(L, L.N // B, B), L.row_layout()
+    strip = [((r >> 2) % L.NI) * 8 for r in range(L.regs)]
+    stored = {}
+    for t in range(0, L.WM * L.WN * 32, 4):
+        wc = (t >> 5) // L.WM if L.wg_cols else (t >> 5) % L.WN
+        for s in range(R.regs):
+            for g in range(G.groups_per_warp):
+                cells = {(L.row(t + q, r), L.col(t + q, r)) for q in range(4) for r in range(L.regs)
+                         if L.row_slot(r) == s and strip[r] // B == g}
+                key = (R.row(t, s), wc * G.groups_per_warp + g)
+                assert cells == {(key[0], key[1] * B + c) for c in range(B)}, (t, s, g)
+                assert key not in stored
+                stored[key] = t
+    assert len(stored) == L.M * (L.N // B)
+
+
 @pytest.mark.parametrize("arch,dtype,heads,bq", IN_REGISTERS)
 def test_the_score_accumulator_stays_in_registers(arch, dtype, heads, bq):
     plan, text = _plan(indexer(H=heads, block_Q=bq, dtype=dtype), arch)
