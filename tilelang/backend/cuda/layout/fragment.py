@@ -27,7 +27,10 @@ A layout is kept only where every use can follow it: parallel nests over the lay
 (element loops), dim-1 reductions from an AccLayout into its RowLayout, gemms that read
 it as their accumulator (or wgmma register A). Any other use (a scalar statement, a
 view, another tile op, a loop that indexes it differently, two layouts meeting) moves
-the fragment back to shared memory, which is always correct; `report` says why.
+the fragment back to shared memory, which is always correct; `report` says why. The one view
+kept: a `T.reshape` splitting an accumulator's last dimension, whose element accesses
+transform/fold_fragment_views.py folded into the accumulator and which only a reduction
+over its last dimension still reads (`GroupReduce`: groups of columns inside one warp's).
 
 Fragments that no gemm reaches (and that share no loop or reduction with one) then take
 the thread-tile layouts of layout/tile.py, driven by their T.Parallel loops (RMSNorm,
