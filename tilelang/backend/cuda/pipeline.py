@@ -19,6 +19,7 @@ from tilelang.transform.sink_address_tensors import sink_address_tensors
 from tilelang.transform.rasterize_blocks import rasterize_blocks
 from tilelang.transform.lower_gemm_sp import lower_gemm_sp
 from tilelang.transform.broadcast_block_effects import broadcast_block_effects
+from tilelang.transform.fold_fragment_views import fold_fragment_views
 
 from tilelang.backend.cuda.ops.tma_reduce import plan_tma_atomics
 from tilelang.backend.cuda.plan.plan_kernels import plan_kernels
@@ -33,7 +34,7 @@ KEEP_TILE_OPS = (TO.Gemm, TO.Reduce, TO.FinalizeReducer, TMA_COPY, TMA_ATOMIC)
 
 PASSES = [lower_gemm_sp, implicit_kernel, sink_address_tensors, lower_reducers, rasterize_blocks, plan_tma_atomics,
           fold_vectorized_cp_async, lower_tile_ops, simplify, widen_indices,
-          legalize_safe_memory_access, simplify, broadcast_block_effects, plan_kernels,
+          legalize_safe_memory_access, simplify, broadcast_block_effects, fold_fragment_views, plan_kernels,
           insert_barriers, plan_copy_forms, plan_warp_specialize, plan_proxy_fences, pipeline_cp_async,
           pipeline_tma_ring]
 

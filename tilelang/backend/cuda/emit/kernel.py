@@ -32,7 +32,8 @@ from tilelang.backend.cuda.ops.cp_async_mbarrier import emit_copy_on_mbarrier
 from tilelang.backend.cuda.plan.copy_form import COPY_FORM, copy_form
 from tilelang.backend.cuda.target import arch_number
 from tilelang.backend.cuda.layout.fragment import TILE_2D, Tf32ALayout, Tf32ColsLayout, residue_offset
-from tilelang.backend.cuda.ops.reduce import emit_warp_reduce, emit_register_reduce
+from tilelang.backend.cuda.ops.reduce import emit_warp_reduce, emit_register_reduce, emit_group_reduce
+from tilelang.backend.cuda.layout.fragment import group_reduce
 from tilelang.backend.cuda.ops.local_reduce import per_thread, emit_local_reduce
 from tilelang.backend.cuda.plan.sync import SyncPlanner, is_inserted_barrier
 from tilelang.backend.cuda.ops.sync_calls import sync_call
@@ -339,7 +340,9 @@ class KernelCodegen:
         if p.kind == "view":
             base = b.alias_of
             bp = self.placement(base)
-            if bp is not None and bp.kind in ("acc", "row", "tile"):
+            if bp is not None and bp.kind == "acc":
+                return   # only column-group reductions name it (layout/fragment.py group_reduce)
+            if bp is not None and bp.kind in ("row", "tile"):
                 raise NotImplementedError(f"a view of the register accumulator `{base.name}`")
             addr = f"&{self.buf_name(base)}" if bp is not None and bp.kind == "var" else self.buf_name(base)
             self.w(f"{ct}* {name} = ({ct}*)({addr});")
@@ -762,6 +765,12 @@ class KernelCodegen:
         p = self.placement(op.src.buffer)
         if per_thread(self, op):
             for line in emit_local_reduce(self, op):
+                self.w(line)
+            return
+        if p is not None and p.kind == "view" and self.placement(op.src.buffer.alias_of).kind == "acc":
+            base = op.src.buffer.alias_of
+            G = group_reduce(op, self.placement(base).acc)
+            for line in emit_group_reduce(self, op, G, base):
                 self.w(line)
             return
         if p is not None and p.kind == "acc":

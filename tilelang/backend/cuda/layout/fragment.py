@@ -27,7 +27,10 @@ A layout is kept only where every use can follow it: parallel nests over the lay
 (element loops), dim-1 reductions from an AccLayout into its RowLayout, gemms that read
 it as their accumulator (or wgmma register A). Any other use (a scalar statement, a
 view, another tile op, a loop that indexes it differently, two layouts meeting) moves
-the fragment back to shared memory, which is always correct; `report` says why.
+the fragment back to shared memory, which is always correct; `report` says why. The one view
+kept: a `T.reshape` splitting an accumulator's last dimension, whose element accesses
+transform/fold_fragment_views.py folded into the accumulator and which only a reduction
+over its last dimension still reads (`GroupReduce`: groups of columns inside one warp's).
 
 Fragments that no gemm reaches (and that share no loop or reduction with one) then take
 the thread-tile layouts of layout/tile.py, driven by their T.Parallel loops (RMSNorm,
@@ -316,16 +319,19 @@ def infer(launch, gemm_cfgs, depends, regions=None):
     uniform ones, on their range of threads)."""
     ranged = regions.branches if regions is not None else {}
     from tilelang.transform.lower_tile_ops import lower_copy, lower_fill
-    frags, aliased = {}, set()
+    frags = {}
+
+    views = {}   # id(view) -> view: a view's base stays in registers only for group_reduce
 
     def decl(n):
         if isinstance(n, S.DeclBuffer):
             b = n.buffer
             if getattr(b, "alias_of", None) is not None:
-                aliased.add(id(b.alias_of))
+                views[id(b)] = b
             elif b.scope == "local.fragment" and None not in _shape(b):
                 frags[id(b)] = b
     walk(launch.body, decl)
+    aliased = {id(views[v].alias_of) for v in _views_not_folded(launch.body, views)}
     out = FragmentLayouts(names={k: b.name for k, b in frags.items()})
     bad = {}   # id -> reason
 
@@ -490,7 +496,12 @@ def infer(launch, gemm_cfgs, depends, regions=None):
     in_range = {i for i, rs in touching.items() if any(r != regions.full for r in rs)}
     # a loop that reads a gemm operand held in shared memory (an mma.sync A fragment, say) can
     # still run over register tiles: only the register layouts of the gemms bind their groups
-    lay.update(infer_tiles(frags, gemm_ids | set(bad) | in_range, loops, reduces, one, _nthreads(launch), mark,
+    # a column-group reduction's destination is stored by the quad leaders (shared memory)
+    kept_out_of_tiles = {id(r.dst.buffer) for r in reduces if getattr(r.src.buffer, "alias_of", None) is not None}
+    # a view reaches only the accumulator's registers (or shared memory), never a thread tile
+    kept_out_of_tiles |= {id(v.alias_of) for v in views.values()} - set(lay)
+    lay.update(infer_tiles(frags, gemm_ids | set(bad) | in_range | kept_out_of_tiles, loops, reduces, one,
+                           _nthreads(launch), mark,
                            taint=set(lay) & set(frags)))
     out.layouts = lay
     for fid, b in frags.items():
@@ -573,6 +584,14 @@ def _validate(lay, loops, reduces, gemms, gemm_cfgs, frags):
             bad += [(f, "a T.Parallel loop that does not follow its layout") for f in regs]
     for r in reduces:
         s, d = id(r.src.buffer), id(r.dst.buffer)
+        base = getattr(r.src.buffer, "alias_of", None)
+        if base is not None:
+            if id(base) in lay or d in lay:
+                g = group_reduce(r, lay.get(id(base)))
+                if g is None or d in lay:
+                    bad += [(f, "a reduction over a view that is not its column groups")
+                            for f in (id(base), d) if f in lay]
+            continue
         if s not in lay and d not in lay:
             continue
         L = lay.get(s)
@@ -593,6 +612,62 @@ def _validate(lay, loops, reduces, gemms, gemm_cfgs, frags):
         if b in lay:
             bad.append((b, "gemm B operand"))
     return bad
+
+
+def _views_not_folded(body, views):
+    """ids of the views other than split views that only column-group reductions name
+    (element accesses of split views were folded into their base:
+    transform/fold_fragment_views.py)."""
+    from tilelang.transform.fold_fragment_views import split_view
+    out = {i for i, v in views.items() if split_view(v) is None}
+
+    def f(n):
+        if isinstance(n, (E.BufferLoad, S.BufferStore)) and id(n.buffer) in views:
+            out.add(id(n.buffer))
+        elif isinstance(n, TO.TileOp):
+            for k, v in vars(n).items():
+                b = getattr(v, "buffer", None)
+                if b is not None and id(b) in views and not (isinstance(n, TO.Reduce) and k == "src" and
+                                                             group_reduce(n) is not None):
+                    out.add(id(b))
+    walk(body, f)
+    return out
+
+
+@dataclass(frozen=True)
+class GroupReduce:
+    """`T.reduce_*(view, dst, dim=-1)` where view splits the last dimension of a 2-D
+    accumulator (M, A * B) into (M, A, B): dst[i, g] combines columns [g * B, (g + 1) * B)
+    of row i. With B a multiple of 8 inside one warp's columns, a group's columns are held
+    by the 4 lanes of a quad (MmaAccLayout: lane & 3 picks column pairs of each 8-column
+    strip), so a thread combines its slots of the group and the quad exchanges partials
+    (ops/reduce.py emit_group_reduce); dst (M, A) lives in shared memory."""
+    L: AccLayout
+    A: int
+    B: int
+
+    @property
+    def groups_per_warp(self):
+        return self.L.N // self.L.WN // self.B
+
+
+def group_reduce(r, L=None):
+    """The GroupReduce of reduction `r` (L: the layout of the view's base, when known),
+    or None when `r` is not one."""
+    from tilelang.transform.fold_fragment_views import split_view
+    sv = split_view(r.src.buffer)
+    if sv is None:
+        return None
+    base, A, B = sv
+    if base.ndim != 2 or reduce_dim(r) != 2 or not (whole_region(r.src) and whole_region(r.dst)):
+        return None
+    if _shape(r.dst.buffer) != [_shape(base)[0], A]:
+        return None
+    if L is None:
+        return GroupReduce(None, A, B)
+    if not isinstance(L, AccLayout) or B % 8 or (L.N // L.WN) % B:
+        return None
+    return GroupReduce(L, A, B)
 
 
 def _residue_source(lp, lay):

@@ -187,3 +187,35 @@ def emit_register_reduce(cg, op, L):
         f"    for (int tl_w = 1; tl_w < {WN}; ++tl_w) tl_acc = {warp_op(op.kind, nan)}()(tl_acc, tl_red[tl_row + tl_w]);",
         store,
         "  }", "}"]
+
+
+def emit_group_reduce(cg, op, G, base):
+    """Lines of C++ for a reduction over column groups of a register accumulator
+    (layout/fragment.py GroupReduce G; `base` the accumulator the reduced view splits):
+    for each of its rows and each group of its warp's columns a thread combines its slots
+    of the group, the quad exchanges partials (xor 1, 2), and the quad leader stores
+    dst[row, group] in shared memory."""
+    from tilelang.backend.cuda.emit.expr import cast_str
+    P = reduce_parts(cg, op)
+    L = G.L
+    lt, R = L.layout(), L.row_layout()
+    x = cast_str(base.dtype, P.dt, f"{cg.buf_name(base)}[tl_r]")
+    row, col = E.Var("tl_grow"), E.Var("tl_gcol")
+    rname, cname = cg.bind(row), cg.bind(col)
+    dst = cg.expr(E.BufferLoad(op.dst.buffer, [row, col]))
+    val = P.store("tl_acc" if P.clear else combine(P.cross, P.load(dst), "tl_acc", P.nan))
+    return ["{", "  #pragma unroll",
+            f"  for (int tl_s = 0; tl_s < {R.regs}; ++tl_s) {{",
+            f"    const int {rname} = {R.layout()}::row(tl_tid, tl_s);",
+            "    #pragma unroll",
+            f"    for (int tl_g = 0; tl_g < {G.groups_per_warp}; ++tl_g) {{",
+            f"      {P.ct} tl_acc = {P.init};",
+            "      #pragma unroll",
+            f"      for (int tl_r = 0; tl_r < {L.regs}; ++tl_r) {{",
+            f"        if ({lt}::row_slot(tl_r) == tl_s && {lt}::strip_col(tl_r) / {G.B} == tl_g) "
+            f"tl_acc = {combine(op.kind, 'tl_acc', x, P.nan)};",
+            "      }",
+            f"      tl_acc = tl::quad_reduce(tl_acc, {warp_op(op.kind, P.nan)}());",
+            f"      const int {cname} = ({L.warp_col_expr('tl_tid')}) * {G.groups_per_warp} + tl_g;",
+            f"      if ((tl_tid & 3) == 0) {dst} = {val};",
+            "    }", "  }", "}"]

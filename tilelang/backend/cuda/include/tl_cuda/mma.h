@@ -99,6 +99,8 @@ template <int M, int N, int WM, int WN, bool WGC = false> struct MmaAccLayout {
   }
   // slot of MmaRowLayout<M, WM, WN, WGC> holding row(tid, r)
   TL_DEVICE static constexpr int row_slot(int r) { return ((r >> 2) / NI) * 2 + ((r >> 1) & 1); }
+  // first column, within the warp's WTN columns, of the 8-column strip that register r lies in
+  TL_DEVICE static constexpr int strip_col(int r) { return ((r >> 2) % NI) * 8; }
 };
 
 // A length-M vector of per-row values of an MmaAccLayout<M, N, WM, WN, WGC> tile: each
