@@ -11,9 +11,11 @@ def emit_copy_on_mbarrier(cg, nest, bar) -> bool:
     producer does not wait for its loads (as plain loads and stores it waited twice a
     round in the published vertical-slash sparse attention's K/V producer). False (the
     caller copies synchronously) unless: sm_80+, a global -> shared tile in 4-, 8- or
-    16-byte vectors, a kernel without async-proxy reads of shared memory (wgmma, bulk
-    stores: plan/proxy_fences.py; a reader would need a fence after the wait, which the
-    writer cannot give), and every barrier of `bar`'s array counts as many arrivals as the range
+    16-byte vectors, a kernel whose async-proxy reads of shared memory (wgmma, bulk
+    stores: plan/proxy_fences.py) follow a fence after every mbarrier wait (a reader needs
+    a fence after the wait, which the writer cannot give: ops/sync_calls.py prints one
+    after each wait of a kernel with wgmma, the published sparse MLA's Q tile), and every
+    barrier of `bar`'s array counts as many arrivals as the range
     has threads, so that each thread's pending arrival is added before the phase can
     complete (its own arrival follows it)."""
     from tilelang.ir import expr as E
@@ -30,7 +32,8 @@ def emit_copy_on_mbarrier(cg, nest, bar) -> bool:
     if m is None:
         return False
     dst, src = m[1].buffer, m[2].buffer
-    if src.scope != "global" or getattr(cg.placement(dst), "kind", None) != "smem" or cg.plan.fence_barriers:
+    if src.scope != "global" or getattr(cg.placement(dst), "kind", None) != "smem" or \
+            cg.plan.fence_barriers and not cg.plan.uses_wgmma:
         return False
     V = vector_width(cg, vars_, mins, exts, body)
     if not V or V * dst.dtype.itemsize not in (4, 8, 16):
