@@ -153,3 +153,17 @@ def test_published_sparse_mla_fwd_pipelined_against_its_reference():
     # the regression suite's sizes (S=256, SKV=512, H=64, topk=256), fewer queries
     m.test_sparse_mla_fwd_pipelined(B=1, S=64, SKV=512, H=64, HKV=1, DQK=576, DV=512, topk=256,
                                     q_start_s_index=1024, check_correctness=True)
+
+
+def test_placed_layout_of_a_slotted_buffer_is_one_tile_per_slot():
+    """layout/shared.py placed_layout of the [2, 64, 192] buffer: slot s is the sw128 tile of
+    a [64, 192] buffer, s * 64 * 192 elements on."""
+    import numpy as np
+    from tilelang.backend.cuda.layout.shared import placed_layout, sw128_layout
+    from tilelang.backend.cuda.plan.kernel import Placement
+    qk, _, _ = _gemms(strip_tile_attention(3))
+    kv, q = qk.B.buffer, qk.A.buffer   # [2, 64, 192] and [64, 192]
+    off = np.asarray(placed_layout(kv, Placement("smem", None, swizzle=128)).offsets())
+    tile = np.asarray(sw128_layout(q).offsets())
+    assert off.shape == (2, 64, 192)
+    assert np.array_equal(off[0], tile) and np.array_equal(off[1], tile + 64 * 192)
