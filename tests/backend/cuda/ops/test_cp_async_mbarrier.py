@@ -50,12 +50,16 @@ def test_arrival_counts_other_than_the_range_keep_the_plain_copy():
 
 
 @needs_nvrtc
-def test_tiles_a_wgmma_reads_keep_the_plain_copy(monkeypatch):
-    # the async proxy would need a fence after the consumer's wait, which the writer cannot give
+def test_tiles_a_wgmma_reads_are_cp_async_behind_fenced_waits(monkeypatch):
+    # the async proxy needs a fence after the consumer's wait, which the writer cannot give:
+    # every mbarrier wait of a kernel with wgmma is followed by one (ops/sync_calls.py), so
+    # the copies go on cp.async too (the published sparse MLA's Q tile, a WS GEMM's ring)
     from tests.backend.cuda.kernels_ws import ws_gemm_tma
     monkeypatch.delenv("TILELANG_CUDA_TMA_COPY", raising=False)
     hopper = tilelang.compile(ws_gemm_tma(256, 256, 256, stages=2), target="cuda -arch=sm_90a").get_kernel_source()
-    assert "wgmma" in hopper and "cp_async_mbar_arrive" not in hopper
+    assert "wgmma" in hopper and "tl::cp_async_mbar_arrive<false>(&full[" in hopper
+    waits = [ln for ln in hopper.splitlines() if "tl::mbar_wait(" in ln]
+    assert waits and all(ln.rstrip().endswith("tl::fence_proxy_async();") for ln in waits), waits
 
 
 @needs_sass

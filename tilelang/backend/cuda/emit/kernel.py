@@ -22,6 +22,7 @@ from tilelang.arith.simplify import simplify
 from tilelang.transform.rasterize_blocks import BLOCK_REMAP
 from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
 from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic_helper
+from tilelang.backend.cuda.ops.wgmma import operand_offset
 from tilelang.backend.cuda.ops.tma_pipeline import (emit_pipelined_tma, emit_tma_copy, tma_copies,
                                                emit_ws_producer, emit_ws_consumer)
 from tilelang.backend.cuda.ops import tma_pipeline as tma_ring
@@ -140,12 +141,20 @@ class KernelCodegen:
         if p is not None and p.layout is not None:   # an annotated layout (layout/shared.py)
             return self.expr(p.layout.offset_expr(*[simplify(i) for i in indices]))
         if p is not None and p.swizzle:
-            rows = E.const_int_value(buf.shape[0])
-            row = self.expr(simplify(indices[0]))
+            rows = E.const_int_value(buf.shape[-2])
+            row = self.expr(simplify(indices[-2]))
             if p.row_slabs > 1:   # a wgmma A tile whose warpgroups compute several slabs
                 row = f"tl::slab_row<{p.row_slabs}>({row})"
             eb = f", {buf.dtype.itemsize}" if buf.dtype.itemsize != 2 else ""   # fp8: 1-byte elements
-            return f"tl::sw{p.swizzle}<{rows}{eb}>({row}, {self.expr(simplify(indices[1]))})"
+            tile = f"tl::sw{p.swizzle}<{rows}{eb}>({row}, {self.expr(simplify(indices[-1]))})"
+            if buf.ndim == 2:
+                return tile
+            # [stages, R, C]: R x C swizzled tiles one after another (ops/wgmma.py swizzle_bytes)
+            lead, size = E.IntImm(0), rows * E.const_int_value(buf.shape[-1])
+            for k in reversed(range(buf.ndim - 2)):
+                lead = E.binop("+", lead, E.binop("*", indices[k], size))
+                size *= E.const_int_value(buf.shape[k])
+            return f"{self.expr(simplify(lead))} + {tile}"
         terms = []
         for i, s in zip(indices, self.strides(buf)):
             sv = E.const_int_value(s)
@@ -717,7 +726,7 @@ class KernelCodegen:
         `tl::wgmma_{ss,rs}_issue` only issues and commits the group."""
         t = ctype(op.A.buffer.dtype)
         ta, tb = ("true" if x else "false" for x in (op.trans_A, op.trans_B))
-        a, b = self.buf_name(op.A.buffer), self.buf_name(op.B.buffer)
+        a, b = self.wgmma_operand(op.A), self.wgmma_operand(op.B)
         acc = acc or self.buf_name(op.C.buffer)
         if cfg.a_regs:
             fn = "wgmma_rs_issue" if issue_only else "wgmma_gemm_rs"
@@ -731,6 +740,17 @@ class KernelCodegen:
         if cfg.dtype_b:   # fp8 e4m3 x e5m2: B's element type closes the list
             wgn = f", {cfg.WN}, {cfg.swizzle_a}, {cfg.swizzle_b}, {cfg.slabs}, {ctype(op.B.buffer.dtype)}"
         return f"tl::{fn}<{cfg.M}, {cfg.N}, {cfg.K}, {ta}, {tb}, {t}{wgn}>({a}, {b}, {acc}, tl_tid);"
+
+    def wgmma_operand(self, r):
+        """The pointer a wgmma reads operand region `r` from: its buffer, or, for a strip
+        tile inside it (a slot of a [stages, R, C] buffer, a column range: ops/wgmma.py
+        `strip_tile`), the buffer plus the tile's first element."""
+        name = self.buf_name(r.buffer)
+        p = self.placement(r.buffer)
+        if p is None or p.kind != "smem" or not p.swizzle or all(E.const_int_value(x) == 0 for x in r.starts):
+            return name   # a register A fragment, or a whole tile
+        off = simplify(operand_offset(r))
+        return name if E.const_int_value(off) == 0 else f"{name} + {self.expr(off)}"
 
     def _gemm_call(self, op, cfg, call):
         cp = self.placement(op.C.buffer)

@@ -66,8 +66,10 @@ def sw128_layout(buf):
 def narrow_swizzle_layout(buf, swizzle_bytes, row_slabs=1):
     """The layout of a 16- or 8-bit wgmma operand tile in tl::sw128 / sw64 / sw32 (async.h:
     W-byte rows, 16-byte chunks XORed with the row's position in the 8-row pattern), its rows
-    stored in tl::slab_row<row_slabs> order when a warpgroup computes several 64-row slabs."""
-    rows = int(E.const_int_value(buf.shape[0]))
+    stored in tl::slab_row<row_slabs> order when a warpgroup computes several 64-row slabs.
+    A [stages, R, C] buffer: `stages` such R x C tiles one after another."""
+    shape = [int(E.const_int_value(d)) for d in buf.shape]
+    rows = shape[-2]
     es = buf.dtype.itemsize
     width = swizzle_bytes // es  # columns of one swizzle strip
     chunks = swizzle_bytes // 16  # 16-byte chunks per row: 8, 4, 2
@@ -81,11 +83,15 @@ def narrow_swizzle_layout(buf, swizzle_bytes, row_slabs=1):
         w, s_ = t // row_slabs, t % row_slabs
         return ((w >> 2) * row_slabs + s_) * 64 + (w & 3) * 16 + (r & 15)
 
-    def offset(r, c):
+    def offset(*idx):
+        r, c = idx[-2:]
         sr = stored_row(r)
-        return ((c // width) * (rows * width) + sr * width
+        lead, size = 0, rows * shape[-1]
+        for k in reversed(range(len(idx) - 2)):
+            lead, size = lead + idx[k] * size, size * shape[k]
+        return (lead + (c // width) * (rows * width) + sr * width
                 + (((c // ce) ^ (sr >> shift)) & (chunks - 1)) * ce + (c % ce))
-    return Layout([int(E.const_int_value(d)) for d in buf.shape], offset)
+    return Layout(shape, offset)
 
 
 def _row_major(shape):
@@ -168,7 +174,8 @@ def placed_layout(buf, placement):
     for every shared placement): the sw128 swizzle, the user's layout read through its
     index, or the element strides (row-major, padded rows)."""
     if placement.swizzle:
-        if placement.swizzle == 128 and getattr(placement, "row_slabs", 1) == 1 and buf.dtype.itemsize == 2:
+        if placement.swizzle == 128 and getattr(placement, "row_slabs", 1) == 1 and buf.dtype.itemsize == 2 and \
+                buf.ndim == 2:
             return sw128_layout(buf)
         return narrow_swizzle_layout(buf, placement.swizzle, getattr(placement, "row_slabs", 1))
     if placement.layout is not None:

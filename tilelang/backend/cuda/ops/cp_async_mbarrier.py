@@ -11,9 +11,11 @@ def mbarrier_copy_width(k, nest, bar, async_readers) -> int:
     only with the data, as a TMA's would, and the producer does not wait for its loads (as
     plain loads and stores it waited twice a round in the published vertical-slash sparse
     attention's K/V producer); 0 (the threads copy synchronously) unless: sm_80+, a
-    global -> shared tile in 4-, 8- or 16-byte vectors, a kernel without async-proxy reads
-    of shared memory (`async_readers`: wgmma, bulk stores, plan/proxy_fences.py; a reader
-    would need a fence after the wait, which the writer cannot give), and every barrier of
+    global -> shared tile in 4-, 8- or 16-byte vectors, a kernel whose async-proxy reads of
+    shared memory follow a fence after every mbarrier wait (`async_readers`: such reads
+    without that fence, e.g. bulk stores, plan/proxy_fences.py: a reader needs a fence
+    after the wait, which the writer cannot give; ops/sync_calls.py prints one after each
+    wait of a kernel with wgmma, the published sparse MLA's Q tile), and every barrier of
     `bar`'s array counts as many arrivals as the range has threads, so that each thread's
     pending arrival is added before the phase can complete (its own arrival follows it).
     `k`: plan/copy_forms.py's view of the kernel (target, range, placements)."""

@@ -117,10 +117,12 @@ SWIZZLE_RUN = 8
 
 
 def swizzled_vector_ok(idx, v, V):
-    """Whether `tile[idx]` of a 2-D tile in a tl::sw* layout (emit/kernel.py `flat`) moves
-    as one vector of V elements as `v` runs over it: the row is the same over the vector,
-    the column steps by one from a multiple of V, and V divides the swizzle's run."""
-    return len(idx) == 2 and SWIZZLE_RUN % V == 0 and _uniform(idx[0], v, V) and consecutive(idx[1], v, V)
+    """Whether `tile[idx]` of a tile in a tl::sw* layout (emit/kernel.py `flat`; 2-D, or
+    [stages, R, C]) moves as one vector of V elements as `v` runs over it: the row (and
+    slot) is the same over the vector, the column steps by one from a multiple of V, and
+    V divides the swizzle's run."""
+    return len(idx) >= 2 and SWIZZLE_RUN % V == 0 and all(_uniform(i, v, V) for i in idx[:-1]) and \
+        consecutive(idx[-1], v, V)
 
 
 def _cond_ok(c, v, V):

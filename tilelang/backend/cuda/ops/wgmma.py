@@ -74,13 +74,17 @@ class WgmmaConfig(MmaConfig):
 
 
 def swizzle_bytes(buf):
-    """The widest swizzle a 2-D 16- or 8-bit shared tile with rows % 8 takes: 128 (sw128)
+    """The widest swizzle a 16- or 8-bit shared tile with rows % 8 takes: 128 (sw128)
     when its rows are a multiple of 128 bytes (64 16-bit / 128 fp8 elements), 64 (sw64) for
-    64 bytes, 32 (sw32) for 32; else 0. A buffer's swizzle is a function of its shape alone,
-    so every gemm reading it agrees."""
-    if buf.ndim != 2 or buf.dtype.bits not in (8, 16):
+    64 bytes, 32 (sw32) for 32; else 0. A buffer of more than two dimensions ([stages, R, C]:
+    a hand-written pipeline's slots) is that many R x C tiles one after another, each in
+    this swizzle. A buffer's swizzle is a function of its shape alone, so every gemm
+    reading it agrees."""
+    if buf.ndim < 2 or buf.dtype.bits not in (8, 16):
         return 0
-    r, c = (E.const_int_value(d) for d in buf.shape)
+    if any(E.const_int_value(d) is None for d in buf.shape[:-2]):
+        return 0
+    r, c = (E.const_int_value(d) for d in buf.shape[-2:])
     if r is None or c is None or r % 8:
         return 0
     return next((sw for sw in (128, 64, 32) if (c * buf.dtype.itemsize) % sw == 0), 0)
@@ -96,6 +100,41 @@ def swizzle_ok(buf, k_major=False):
 def _whole(region):
     return all(E.const_int_value(s) == 0 for s in region.starts) and \
         [E.const_int_value(e) for e in region.extents] == [E.const_int_value(d) for d in region.buffer.shape]
+
+
+def strip_tile(region):
+    """Whether a shared operand region is a whole number of swizzle strips of its buffer,
+    which a wgmma descriptor reads as it reads a whole tile: every row (the second-to-last
+    dimension whole), columns from a multiple of the strip's width, any one index of the
+    leading dimensions (a slot of a [stages, R, C] buffer). The sparse MLA kernels read
+    `KV_shared[stage, :, 256:512]` and `Q_shared[:, 512:]` so; the tile then starts
+    `operand_offset` elements into the buffer, and its strips lie R * width elements apart
+    as the whole tile's do (R: the region's own rows)."""
+    buf = region.buffer
+    sw = swizzle_bytes(buf)
+    if not sw or _whole(region):
+        return bool(sw)
+    shape = [E.const_int_value(d) for d in buf.shape]
+    ext = [E.const_int_value(e) for e in region.extents]
+    if any(e != 1 for e in ext[:-2]) or ext[-2] != shape[-2] or E.const_int_value(region.starts[-2]) != 0:
+        return False
+    c0, width = E.const_int_value(region.starts[-1]), sw // buf.dtype.itemsize
+    return c0 is not None and ext[-1] is not None and c0 % width == 0 and c0 + ext[-1] <= shape[-1]
+
+
+def operand_offset(region):
+    """Elements from a strip tile's buffer to its first element (`strip_tile`): the slot
+    of the leading indices, then the whole strips before its first column (an IR expression)."""
+    buf = region.buffer
+    shape = [E.const_int_value(d) for d in buf.shape]
+    width = swizzle_bytes(buf) // buf.dtype.itemsize
+    c0 = E.const_int_value(region.starts[-1])
+    off = E.IntImm(c0 // width * shape[-2] * width)
+    tile = shape[-2] * shape[-1]
+    for k in reversed(range(buf.ndim - 2)):
+        off = E.binop("+", off, E.binop("*", region.starts[k], tile))
+        tile *= shape[k]
+    return off
 
 
 def wgmma_config(op, arch, nthreads):
@@ -124,7 +163,7 @@ def wgmma_config(op, arch, nthreads):
     # rows in slab_row order, or from registers: slab s from the registers of the
     # fragment's s-th 16-row tile, the rows its accumulator gets
     slabs = M // (64 * nwg) if M % (64 * nwg) == 0 and M > 64 * nwg else 1
-    if slabs > 1 and op.trans_A:
+    if slabs > 1 and (op.trans_A or not _whole(op.A)):   # rows stored in slab order: whole tiles only
         return None
     if slabs == 1 and (M % 64 or M > 64 * nwg or nwg % (M // 64) or N % (nwg // (M // 64))):
         return None
@@ -138,7 +177,7 @@ def wgmma_config(op, arch, nthreads):
     # sw32); the register form keeps B at sw128
     k_major = {id(op.A): not op.trans_A, id(op.B): bool(op.trans_B) and not a_regs}
     for r in (op.B,) if a_regs else (op.A, op.B):
-        if r.buffer.scope not in ("shared", "shared.dyn", "local.fragment") or not _whole(r) or \
+        if r.buffer.scope not in ("shared", "shared.dyn", "local.fragment") or not strip_tile(r) or \
                 not swizzle_ok(r.buffer, k_major[id(r)]) or getattr(r.buffer, "alias_of", None) is not None:
             return None
     if a_regs and (not _whole(op.A) or op.A.buffer.ndim != 2):

@@ -227,7 +227,8 @@ class _Chooser:
                 return
         from tilelang.backend.cuda.ops.cp_async_mbarrier import mbarrier_copy_width
         from tilelang.backend.cuda.plan.async_proxy import needs_fences
-        V = mbarrier_copy_width(k, nest, op.annotations["tma_barrier"], needs_fences(k)) \
+        # (a wgmma kernel fences after every mbarrier wait: ops/sync_calls.py)
+        V = mbarrier_copy_width(k, nest, op.annotations["tma_barrier"], needs_fences(k) and not k.plan.uses_wgmma) \
             if block and k.options.cp_async_mbarrier else 0
         if V:   # cp.async whose landing completes the barrier's phase (ops/cp_async_mbarrier.py)
             kept = copy.copy(op)
