@@ -60,7 +60,16 @@ def test_a_gemm_without_a_tensor_core_form_becomes_its_simt_loop():
                      r"T\.Cast\(\"int32\", Bs\[gk, gj\]\)", after), after
 
 
-def test_tma_copy_falls_back_to_its_copy_nest_by_default():
+def test_tma_copy_is_cp_async_on_its_mbarrier_by_default():
+    # the range's threads count the barrier's arrivals: cp.async, each thread's pending
+    # arrival completing with its copies (ops/cp_async_mbarrier.py)
+    before, after = _before_after(W.ws_gemm_tma(256, 256, 256))
+    assert before.count("T.tma_copy(") == 8
+    assert after.count("# -> T.tma_copy as cp.async arriving on its mbarrier x8 (16 B)") == 8
+
+
+def test_tma_copy_falls_back_to_its_copy_nest(monkeypatch):
+    monkeypatch.setenv("TILELANG_CUDA_CP_ASYNC_MBARRIER", "0")
     before, after = _before_after(W.ws_gemm_tma(256, 256, 256))
     assert before.count("T.tma_copy(") == 8 and "T.tma_copy(" not in after
     # each is a copy the pass planned as any copy (no cp.async + wait: printed as before)
