@@ -76,6 +76,8 @@ def test_fp8_indexer_sass_keeps_qgmma_and_quad_shuffles_without_spills():
 @pytest.mark.parametrize("arch,dtype,heads,bq", IN_REGISTERS)
 def test_indexer_matches_torch_gpu(arch, dtype, heads, bq):
     import torch
+    if torch.cuda.get_device_capability() != (int(arch[3]), int(arch[4])):
+        pytest.skip(f"a cubin for {arch} does not load on this GPU (the compile-only tests cover it)")
     torch.manual_seed(0)
     S, SKV, D = 64, 512, 64
     kern = tilelang.compile(indexer(S=S, SKV=SKV, H=heads, D=D, block_Q=bq, dtype=dtype), target=f"cuda -arch={arch}")
@@ -86,7 +88,18 @@ def test_indexer_matches_torch_gpu(arch, dtype, heads, bq):
     w = torch.randn(S, heads, device="cuda")
     out = torch.empty(S, SKV, device="cuda")
     kern(q, kv, scale, w, out)
-    torch.testing.assert_close(out, indexer_reference(q, kv, scale, w, heads), rtol=1e-3, atol=1e-2)
+    ref = indexer_reference(q, kv, scale, w, heads)
+    if dtype.startswith("float8"):
+        # fp8 wgmma accumulates in reduced precision (tests/backend/cuda/ops/test_gemm_fp8.py
+        # assert_close_to_fp8_wgmma_precision): D/32 roundings at 2^-14 of each head's
+        # sum |q||kv|, weighted as the reference weighs the head
+        mag = torch.einsum("shd,nd->shn", q.float().abs().view(S, heads, -1), kv.float().abs())
+        bound = (mag * w.abs()[:, :, None]).sum(1) * scale[None, :] * (D / 32) * 2.0 ** -14 + 1e-2
+        err = (out - ref).abs()
+        assert bool((err <= bound).all()), f"{int((err > bound).sum())} past the bound, max {float(err.max())}"
+        assert float((out - ref).norm() / ref.norm()) < 2e-3
+    else:
+        torch.testing.assert_close(out, ref, rtol=1e-3, atol=1e-2)
 
 
 def test_a_view_of_a_fragment_no_gemm_reaches_stays_in_shared_memory():
