@@ -200,76 +200,19 @@ def schedule_after_use(loop, info, fence):
                       fence_async_proxy=fence), first, main, S.Evaluate(M.call(M.CP_ASYNC_WAIT, 0))]
 
 
-def _replace(parent, old, new_stmts) -> bool:
-    """Put `new_stmts` where `old` is among `parent`'s children, in place."""
-    if isinstance(parent, S.SeqStmt):
-        for i, s in enumerate(parent.stmts):
-            if s is old:
-                parent.stmts[i:i + 1] = new_stmts
-                return True
-        return False
-    for attr in ("body", "then_body", "else_body"):   # (a KernelLaunch's body too)
-        if getattr(parent, attr, None) is old:
-            setattr(parent, attr, S.seq(new_stmts))
-            return True
-    return False
-
-
-def _parents(root):
-    """(parent, child) for every statement under `root` that holds statements."""
-    out, todo = [], [root]
-    while todo:
-        n = todo.pop()
-        kids = list(n.stmts) if isinstance(n, S.SeqStmt) else \
-            [getattr(n, a, None) for a in ("body", "then_body", "else_body")]
-        for c in kids:
-            if isinstance(c, S.Stmt):
-                out.append((n, c))
-                todo.append(c)
-    return out
-
-
 @function_pass("pipeline_cp_async")
 def pipeline_cp_async(func, ctx=None):
-    import copy
-    from tilelang.backend.cuda.plan.copy_forms import _Kernel
-    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, KERNEL_PLAN, kernel_plan, with_launches, with_plan
-    found = cuda_context(func, ctx)
-    if found is None:
-        return func
-    target, options, stmts = found
-    out, changed = [], False
-    for launch in stmts:
-        plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
-        if plan is not None and plan.pipelines:
-            k = _Kernel(launch, plan, func, target, options)
-            launch = copy.copy(launch)   # the same body, changed in place below
-            done = set()
-            while True:   # one loop at a time: a schedule holds the statements (and loops) of its body
-                found = next(((parent, loop) for parent, loop in _parents(launch)
-                              if isinstance(loop, S.For) and loop.kind == S.PIPELINED and id(loop) in plan.pipelines
-                              and id(loop) not in done and runs_on_cp_async(k, plan.pipelines[id(loop)])), None)
-                if found is None:
-                    break
-                parent, loop = found
-                done.add(id(loop))
-                info = plan.pipelines[id(loop)]
-                if info.issue_after_use:
-                    _replace(parent, loop, schedule_after_use(loop, info, plan.fence_barriers))
-                else:
-                    # the early refill helps only where some iteration refills a slot: a constant
-                    # trip count the prologue covers keeps the waiting schedule's code
-                    n = E.const_int_value(loop.extent)
-                    wait = options.cp_async_refill_wait or (n is not None and n <= info.stages)
-                    _replace(parent, loop, schedule(loop, info, plan.fence_barriers, wait))
-            if launch.body is not launch.annotations[KERNEL_PLAN].body:
-                # the loop was the whole kernel body: the plan follows the new one
-                launch = with_plan(launch, plan)
-            changed = changed or bool(done)
-        out.append(launch)
-    if not changed:
-        return func
-    return with_launches(func, out)
+    from tilelang.backend.cuda.plan.pipelined_loops import schedule_pipelined_loops
+
+    def make(k, loop, info):
+        if info.issue_after_use:
+            return schedule_after_use(loop, info, k.plan.fence_barriers)
+        # the early refill helps only where some iteration refills a slot: a constant
+        # trip count the prologue covers keeps the waiting schedule's code
+        n = E.const_int_value(loop.extent)
+        wait = k.options.cp_async_refill_wait or (n is not None and n <= info.stages)
+        return schedule(loop, info, k.plan.fence_barriers, wait)
+    return schedule_pipelined_loops(func, ctx, lambda k, loop, info: runs_on_cp_async(k, info), make)
 
 
 __all__ = ["pipeline_cp_async", "runs_on_cp_async", "schedule", "schedule_after_use"]

@@ -197,38 +197,8 @@ def schedule(k, loop, info):
 
 @function_pass("pipeline_tma_ring")
 def pipeline_tma_ring(func, ctx=None):
-    import copy
-    from tilelang.backend.cuda.plan.copy_forms import _Kernel
-    from tilelang.backend.cuda.plan.cp_async_pipeline import _parents, _replace
-    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, KERNEL_PLAN, kernel_plan, with_launches, with_plan
-    found = cuda_context(func, ctx)
-    if found is None:
-        return func
-    target, options, stmts = found
-    out, changed = [], False
-    for launch in stmts:
-        plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
-        if plan is not None and plan.pipelines:
-            k = _Kernel(launch, plan, func, target, options)
-            launch = copy.copy(launch)   # the same body, changed in place below
-            done = set()
-            while True:   # one loop at a time: a schedule holds the statements (and loops) of its body
-                found = next(((parent, loop) for parent, loop in _parents(launch)
-                              if isinstance(loop, S.For) and loop.kind == S.PIPELINED and id(loop) in plan.pipelines
-                              and id(loop) not in done and runs_on_tma_ring(k, loop, plan.pipelines[id(loop)])),
-                             None)
-                if found is None:
-                    break
-                parent, loop = found
-                done.add(id(loop))
-                _replace(parent, loop, schedule(k, loop, plan.pipelines[id(loop)]))
-            if launch.body is not launch.annotations[KERNEL_PLAN].body:
-                launch = with_plan(launch, plan)   # the loop was the whole kernel body
-            changed = changed or bool(done)
-        out.append(launch)
-    if not changed:
-        return func
-    return with_launches(func, out)
+    from tilelang.backend.cuda.plan.pipelined_loops import schedule_pipelined_loops
+    return schedule_pipelined_loops(func, ctx, runs_on_tma_ring, schedule)
 
 
 __all__ = ["pipeline_tma_ring", "runs_on_tma_ring", "schedule"]

@@ -1,0 +1,74 @@
+"""The driver the pipelining passes share (`pipeline_cp_async`, `pipeline_tma_ring`): each
+replaces the `T.Pipelined` loops it takes by their schedule, in place in a copy of the
+kernel launch, one loop at a time (a schedule holds the statements, and loops, of its body),
+and keeps the kernel plan on the launch."""
+from __future__ import annotations
+
+import copy
+
+from tilelang.ir import stmt as S
+
+
+def replace_stmt(parent, old, new_stmts) -> bool:
+    """Put `new_stmts` where `old` is among `parent`'s children, in place."""
+    if isinstance(parent, S.SeqStmt):
+        for i, s in enumerate(parent.stmts):
+            if s is old:
+                parent.stmts[i:i + 1] = new_stmts
+                return True
+        return False
+    for attr in ("body", "then_body", "else_body"):   # (a KernelLaunch's body too)
+        if getattr(parent, attr, None) is old:
+            setattr(parent, attr, S.seq(new_stmts))
+            return True
+    return False
+
+
+def parents(root):
+    """(parent, child) for every statement under `root` that holds statements."""
+    out, todo = [], [root]
+    while todo:
+        n = todo.pop()
+        kids = list(n.stmts) if isinstance(n, S.SeqStmt) else \
+            [getattr(n, a, None) for a in ("body", "then_body", "else_body")]
+        for c in kids:
+            if isinstance(c, S.Stmt):
+                out.append((n, c))
+                todo.append(c)
+    return out
+
+
+def schedule_pipelined_loops(func, ctx, takes, make):
+    """`func` with every pipelined loop of a planned kernel that `takes(k, loop, info)`
+    replaced by the statements `make(k, loop, info)` returns (`k`: plan/copy_forms.py's
+    view of the kernel, with its target and options; `info`: the loop's PipelineInfo)."""
+    from tilelang.backend.cuda.plan.copy_forms import _Kernel
+    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, KERNEL_PLAN, kernel_plan, with_launches, with_plan
+    found = cuda_context(func, ctx)
+    if found is None:
+        return func
+    target, options, stmts = found
+    out, changed = [], False
+    for launch in stmts:
+        plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
+        if plan is not None and plan.pipelines:
+            k = _Kernel(launch, plan, func, target, options)
+            launch = copy.copy(launch)   # the same body, changed in place below
+            done = set()
+            while True:
+                found = next(((parent, loop) for parent, loop in parents(launch)
+                              if isinstance(loop, S.For) and loop.kind == S.PIPELINED and id(loop) in plan.pipelines
+                              and id(loop) not in done and takes(k, loop, plan.pipelines[id(loop)])), None)
+                if found is None:
+                    break
+                parent, loop = found
+                done.add(id(loop))
+                replace_stmt(parent, loop, make(k, loop, plan.pipelines[id(loop)]))
+            if launch.body is not launch.annotations[KERNEL_PLAN].body:
+                launch = with_plan(launch, plan)   # the loop was the whole kernel body: the plan follows
+            changed = changed or bool(done)
+        out.append(launch)
+    return with_launches(func, out) if changed else func
+
+
+__all__ = ["schedule_pipelined_loops", "replace_stmt", "parents"]
