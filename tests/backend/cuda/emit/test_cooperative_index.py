@@ -60,3 +60,13 @@ def test_every_element_once_and_thread_only_indices(shape, threads, V):
         # the innermost index reads the thread alone
         inner = dict(lines)[names[-1]]
         assert j not in inner and "tl_tid" in inner, lines
+
+
+def test_thread_split_is_one_rule_for_the_printer_and_the_copy_forms():
+    # ops/vector_copy.py thread_split: read by emit/kernel.py cooperative and plan/copy_forms.py
+    from tilelang.backend.cuda.ops.vector_copy import thread_split
+    assert thread_split(1024, 128) == ("exact", 8)
+    assert thread_split(2048, 128) == ("strided", False)     # 16 a thread: a strided loop
+    assert thread_split(500, 128) == ("strided", True)       # uneven, at most 4 a thread: unrolled
+    assert thread_split(600, 128) == ("strided", False)
+    assert thread_split(None, 128) == ("strided", False)     # a dynamic extent

@@ -863,7 +863,7 @@ class KernelCodegen:
         elif regs:
             return self.fragment_loop(vars_, body, regs, exts, copy_form(st))
         nt = self.plan.nthreads
-        from tilelang.backend.cuda.ops.vector_copy import vector_width, emit_vector_copy
+        from tilelang.backend.cuda.ops.vector_copy import vector_width, emit_vector_copy, thread_split
         form, eviction = copy_form(st), None
         if form is None:   # a nest plan_copy_forms did not reach (none in the reference kernels): chosen here
             V = vector_width(self, vars_, mins, exts, body)
@@ -879,15 +879,15 @@ class KernelCodegen:
         tc = E.const_int_value(total)
         it = self.names.fresh("tl_i")
         split = None   # exact split: the flat index is j * c + t, t = tl_tid / (extents done) < c
-        if tc is not None and tc % nt == 0 and tc // nt <= 8:
-            # exact split: no bound check, fully unrolled
+        how, n = thread_split(tc, nt)
+        if how == "exact":   # no bound check, fully unrolled
             j = self.names.fresh("tl_j")
             self.w("#pragma unroll")
-            self.w(f"for (int {j} = 0; {j} < {tc // nt}; ++{j}) {{")
+            self.w(f"for (int {j} = 0; {j} < {n}; ++{j}) {{")
             self.indent += 1
             split = (j, nt, "tl_tid")
         else:
-            if tc is not None and tc <= 4 * nt:
+            if n:
                 self.w("#pragma unroll")
             self.w(f"for (int {it} = tl_tid; {it} < {self.expr(total)}; {it} += {nt}) {{")
             self.indent += 1

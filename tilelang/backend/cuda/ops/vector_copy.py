@@ -96,6 +96,18 @@ def vector_width(cg, vars_, mins, exts, body, registers=False):
     return None
 
 
+def thread_split(total, nthreads):
+    """How a cooperative nest of `total` iterations (vectors; None: not a constant) runs
+    over the block's `nthreads` threads: ("exact", n) when each thread takes exactly n <= 8
+    of them (a fully unrolled loop, no bound check), else ("strided", unrolled): a loop
+    striding by the thread count, unrolled when there are at most 4 iterations a thread.
+    Printed by emit/kernel.py `cooperative`; plan/copy_forms.py reads it to know whether
+    all of a thread's loads are in flight together."""
+    if total is not None and total % nthreads == 0 and total // nthreads <= 8:
+        return "exact", total // nthreads
+    return "strided", total is not None and total <= 4 * nthreads
+
+
 def vector_locals(body):
     """ids of the per-thread arrays that a `T.vectorized` element copy reads or writes:
     the codegen declares them 16-byte aligned so that the copy may move whole vectors."""

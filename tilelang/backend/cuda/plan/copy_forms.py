@@ -350,7 +350,7 @@ class _Chooser:
                 arch_number(k.target.arch) < 80 or _args(st).get("coalesced_width") is not None or \
                 _args(st).get("eviction_policy") is not None:
             return form
-        from tilelang.backend.cuda.ops.vector_copy import match_copy, without_assumes
+        from tilelang.backend.cuda.ops.vector_copy import match_copy, without_assumes, thread_split
         vars_, mins, exts, body = parallel_nest(st)
         m = match_copy(without_assumes(body))
         if m is None or m[2].buffer.scope != "global" or getattr(k.placement(m[1].buffer), "kind", None) != "smem":
@@ -358,11 +358,9 @@ class _Chooser:
         n = 1
         for e in exts:
             n *= E.const_int_value(e) or 0
-        # the printer unrolls up to 8 vectors a thread of an exact split, 4 of another
-        # (emit/kernel.py cooperative): their loads are all in flight already
-        vectors, nt = n // form.width, k.plan.nthreads
-        unrolled = 8 if vectors % nt == 0 else 4
-        return CopyForm("cp_async_wait", form.width, form.nbytes) if vectors > unrolled * nt else form
+        # an unrolled split (emit/kernel.py cooperative) has all of a thread's loads in flight already
+        how, unrolled = thread_split(n // form.width, k.plan.nthreads)
+        return form if how == "exact" or unrolled else CopyForm("cp_async_wait", form.width, form.nbytes)
 
     def pipelined(self, loop, info):
         from tilelang.backend.cuda.ops.tma_pipeline import tma_copies, ring_mode
