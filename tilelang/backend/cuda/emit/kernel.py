@@ -26,7 +26,7 @@ from tilelang.backend.cuda.ops.wgmma import operand_offset
 from tilelang.backend.cuda.ops.tma_pipeline import (emit_pipelined_tma, emit_tma_copy, tma_copies,
                                                emit_ws_producer, emit_ws_consumer)
 from tilelang.backend.cuda.ops import tma_pipeline as tma_ring
-from tilelang.backend.cuda.ops.wgmma_deferred_wait import plan_deferred_wait, emit_deferred_wait
+from tilelang.backend.cuda.ops.wgmma_deferred_wait import DEFERRED_WAIT, emit_deferred_wait
 from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
 from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
 from tilelang.backend.cuda.ops.cp_async_mbarrier import emit_copy_on_mbarrier
@@ -1126,10 +1126,9 @@ class KernelCodegen:
         ov = plan_overlap(self, info) if arch_number(self.target.arch) >= 90 else None
         if ov is not None:   # attention-style: the second gemm overlaps the next iteration
             return emit_overlapped(self, st, info, ov)
-        if tmas is not None:   # (a TMA-ring loop the pass pipeline_tma_ring left to emit/)
-            dw = plan_deferred_wait(self, info, tma_ring.ring_mode(self, info))
-            if dw is not None:   # the wgmma's wait as late as its accumulator allows
-                return emit_deferred_wait(self, st, info, tmas, dw)
+        dw = st.annotations.get(DEFERRED_WAIT)   # pipeline_tma_ring's decision, left to emit/ to print
+        if tmas is not None and dw is not None:   # the wgmma's wait as late as its accumulator allows
+            return emit_deferred_wait(self, st, info, tmas, dw)
         return self._not_scheduled(st, tmas is not None)
 
     def _not_scheduled(self, st, ring=False):

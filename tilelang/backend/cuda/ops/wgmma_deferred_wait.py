@@ -45,10 +45,19 @@ from tilelang.backend.cuda.target import arch_number
 
 @dataclass
 class DeferredWait:
-    """The body of a TMA-ring loop split around its one wgmma gemm."""
+    """The body of a TMA-ring loop split around its one wgmma gemm. The pass
+    pipeline_tma_ring records it on the loop (annotation `deferred_wgmma_wait`, printed
+    in the IR); emit/ prints the schedule from it."""
     gemm: object     # the TO.Gemm whose group stays in flight
     before: list     # statements before it (they touch neither its accumulator nor its operands' writes)
     after: list      # statements after it; the wait goes before the first that touches the accumulator
+
+    def __repr__(self):
+        return (f"'the wgmma into {self.gemm.C.buffer.name} stays in flight until a statement "
+                f"touches it ({len(self.before)} statements before it, {len(self.after)} after)'")
+
+
+DEFERRED_WAIT = "deferred_wgmma_wait"
 
 
 def _gemms_in(st):

@@ -73,10 +73,6 @@ def runs_on_tma_ring(k, loop, info) -> bool:
         return True
     if overlapped_wgmma(k, info):
         return False
-    from tilelang.backend.cuda.ops.tma_pipeline import ring_mode
-    from tilelang.backend.cuda.ops.wgmma_deferred_wait import plan_deferred_wait
-    if plan_deferred_wait(k, info, ring_mode(k, info)) is not None:
-        return False   # emit/ keeps its wgmma in flight (ops/wgmma_deferred_wait.py)
     return not (arch_number(k.target.arch) >= 90 and plan_overlap(k, info) is not None)
 
 
@@ -197,8 +193,19 @@ def schedule(k, loop, info):
 
 @function_pass("pipeline_tma_ring")
 def pipeline_tma_ring(func, ctx=None):
+    from tilelang.backend.cuda.ops.tma_pipeline import ring_mode
+    from tilelang.backend.cuda.ops.wgmma_deferred_wait import DEFERRED_WAIT, plan_deferred_wait
     from tilelang.backend.cuda.plan.pipelined_loops import schedule_pipelined_loops
-    return schedule_pipelined_loops(func, ctx, runs_on_tma_ring, schedule)
+
+    def takes(k, loop, info):
+        if not runs_on_tma_ring(k, loop, info):
+            return False
+        dw = plan_deferred_wait(k, info, ring_mode(k, info))
+        if dw is not None:   # the loop's wgmma stays in flight: emit/ prints this schedule
+            loop.annotations = {**loop.annotations, DEFERRED_WAIT: dw}   # (ops/wgmma_deferred_wait.py)
+            return False
+        return True
+    return schedule_pipelined_loops(func, ctx, takes, schedule)
 
 
 __all__ = ["pipeline_tma_ring", "runs_on_tma_ring", "schedule"]
