@@ -14,6 +14,7 @@ from tilelang.language.kernel import (Kernel, CUDASourceCodeKernel, launch_threa
                                       get_warp_idx, get_warp_group_idx, get_warp_idx_sync,
                                       get_thread_extents, get_block_extent, get_block_extents,
                                       annotate_min_blocks_per_sm)
+from tilelang.language.block import sblock, block, reads, writes
 from tilelang.language.loops import serial, unroll, vectorized, Parallel, Pipelined, grid, Persistent
 parallel = Parallel   # TVM's lower-case spelling
 from tilelang.language.alloc import (alloc_shared, alloc_fragment, alloc_local, alloc_var, alloc_global,

@@ -11,7 +11,8 @@ import math
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir import expr as E
-from tilelang.ir.buffer import Buffer, BufferRegion, out_of_bounds_value
+from tilelang.ir.buffer import Buffer, BufferRegion
+from tilelang.ir.safe_values import SafeValueScopes
 from tilelang.ir.dtypes import DataType
 from tilelang.ir.visitor import Mutator
 from tilelang.arith.simplify import simplify
@@ -86,7 +87,9 @@ def _new_vars(n, prefix="i"):
     return [E.Var(f"{prefix}{k}") for k in range(n)]
 
 
-def lower_copy(op: TO.Copy):
+def lower_copy(op: TO.Copy, safe_values: SafeValueScopes | None = None):
+    """`safe_values`: the T.annotate_safe_value scopes around the copy (out-of-bounds
+    source elements read 0 without them)."""
     src, dst = op.src, op.dst
     if op.annotations.get("async_copy") and (src.buffer.scope != "global" or
                                              not dst.buffer.scope.startswith("shared")):
@@ -105,7 +108,7 @@ def lower_copy(op: TO.Copy):
     if src.buffer.scope == "global":
         c = in_bounds(src.buffer, sidx, src)
         if c is not None:
-            val = E.Select(c, val, out_of_bounds_value(src.buffer))
+            val = E.Select(c, val, (safe_values or SafeValueScopes()).out_of_bounds_value(src.buffer))
     val = E.cast(val, dst.buffer.dtype)
     store = S.BufferStore(dst.buffer, val, didx)
     if dst.buffer.scope == "global":
@@ -334,6 +337,14 @@ class _Lower(Mutator):
         self.keep_tma = TMA_COPY in keep
         self.keep_tma_atomic = TMA_ATOMIC in keep
 
+        self.safe_values = SafeValueScopes()
+
+    def visit_KernelLaunch(self, n):
+        with self.safe_values.enter(n):
+            return self.generic_visit(n)
+
+    visit_SBlock = visit_KernelLaunch
+
     def _lower(self, n):
         if isinstance(n, self.keep):
             return n
@@ -341,8 +352,11 @@ class _Lower(Mutator):
             return n   # T.tma_copy: the CUDA codegen issues it as bulk copies where it can
         if isinstance(n, TO.Atomic) and n.use_tma and self.keep_tma_atomic:
             return n
-        fn = LOWERINGS.get(type(n))
-        out = fn(n) if fn else n
+        if isinstance(n, TO.Copy):
+            out = lower_copy(n, self.safe_values)
+        else:
+            fn = LOWERINGS.get(type(n))
+            out = fn(n) if fn else n
         return _spanned(simplify_stmt(out), n.span)
 
     visit_Copy = visit_Fill = visit_Reduce = visit_CumSum = visit_Atomic = _lower
