@@ -10,6 +10,10 @@ class TileOp(Stmt):
     op_name = "tile_op"
 
 
+# in Copy.annotations: the copy was written `T.tma_copy` (with or without a barrier)
+IS_TMA_COPY = "is_tma_copy"
+
+
 class Copy(TileOp):
     op_name = "copy"
 

@@ -99,6 +99,7 @@ float8_e4m3fnuz = DataType("float8_e4m3fnuz")
 float8_e5m2fnuz = DataType("float8_e5m2fnuz")
 float8_e8m0fnu = DataType("float8_e8m0fnu")
 float4_e2m1fn = DataType("float4_e2m1fn")
+float4_e2m1_unpacked = DataType("float4_e2m1_unpacked")   # shared-memory storage tag (ir/dtypes.py)
 
 
 def __getattr__(name):

@@ -112,6 +112,7 @@ def tma_copy(src, dst, *, barrier=None, leader_scope_threads=None, eviction_poli
     b = B.require("T.tma_copy")
     s, d = copy_regions(src, dst)
     ann = dict(annotations or {})
+    ann[TO.IS_TMA_COPY] = True   # which copies may fill fp4-unpacked shared memory (lower_tile_ops.py)
     if barrier is not None:
         from tilelang.language.sync import _mbar, in_ws_scope
         bar = _mbar(barrier, "tma_copy")

@@ -14,7 +14,7 @@ from tilelang.ir import expr as E
 from tilelang.ir.buffer import Buffer, BufferRegion
 from tilelang.ir.safe_values import SafeValueScopes
 from tilelang.ir.dtypes import DataType
-from tilelang.ir.visitor import Mutator
+from tilelang.ir.visitor import Mutator, walk
 from tilelang.arith.simplify import simplify
 from tilelang.transform.pass_manager import function_pass
 
@@ -85,6 +85,59 @@ def _loops(vars_, exts, body, kind=S.PARALLEL):
 
 def _new_vars(n, prefix="i"):
     return [E.Var(f"{prefix}{k}") for k in range(n)]
+
+
+def is_fp4_unpack_load(op: TO.Copy) -> bool:
+    """`T.tma_copy(packed global float4_e2m1fn, float4_e2m1_unpacked shared)`."""
+    src, dst = op.src.buffer, op.dst.buffer
+    return bool(op.annotations.get(TO.IS_TMA_COPY)) and src.scope == "global" and \
+        src.dtype.name == "float4_e2m1fn" and dst.scope.startswith("shared") and \
+        dst.dtype.name == "float4_e2m1_unpacked"
+
+
+def reject_fp4_unpacked_copy(op: TO.Copy):
+    """`float4_e2m1_unpacked` shared memory (one fp4 value per byte slot) is filled only by
+    sm_100's TMA unpack load (CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B) for tcgen05 MMA operands;
+    any other copy of it is an error, with the published package's messages."""
+    from tilelang.ir.errors import LoweringError
+    src, dst = op.src.buffer, op.dst.buffer
+    if "float4_e2m1_unpacked" not in (src.dtype.name, dst.dtype.name) or is_fp4_unpack_load(op):
+        return
+    span = getattr(op, "span", None)
+    if op.annotations.get(TO.IS_TMA_COPY):
+        raise LoweringError(
+            "T.tma_copy() only supports float4_e2m1_unpacked as an FP4 unpack load from packed global "
+            "float4_e2m1fn to unpacked shared memory. The reverse unpacked shared -> packed global TMA store "
+            f"is not supported. Got src={src.name} (scope={src.scope}, dtype={src.dtype}), dst={dst.name} "
+            f"(scope={dst.scope}, dtype={dst.dtype}).", span=span)
+    if src.scope == "global" and src.dtype.name == "float4_e2m1fn":
+        raise LoweringError(
+            "SIMT copy from packed global float4_e2m1fn to unpacked shared float4_e2m1_unpacked is not "
+            f"supported; use T.tma_copy() for FP4 unpack loads (src={src.name}, dst={dst.name}).", span=span)
+    raise LoweringError(f"T.copy({src.name} -> {dst.name}): float4_e2m1_unpacked is a shared-memory storage "
+                        "tag filled only by a TMA FP4 unpack load; it has no element values to copy", span=span)
+
+
+def reject_fp4_unpacked_use(node):
+    """Copies (reject_fp4_unpacked_copy) and element accesses of float4_e2m1_unpacked buffers:
+    a storage tag has no element values (the published package has no register type for it)."""
+    from tilelang.ir.errors import LoweringError
+    if isinstance(node, TO.Copy):
+        reject_fp4_unpacked_copy(node)
+    elif isinstance(node, (E.BufferLoad, S.BufferStore)) and node.buffer.dtype.name == "float4_e2m1_unpacked":
+        raise LoweringError(f"`{node.buffer.name}` is float4_e2m1_unpacked shared memory, a storage tag filled by a "
+                            "TMA FP4 unpack load for tcgen05 MMA: its elements cannot be read or written",
+                            span=getattr(node, "span", None))
+
+
+def reject_fp4_unpack_load(op: TO.Copy):
+    """The FP4 unpack load itself: no backend here issues sm_100's TMA unpack."""
+    from tilelang.ir.errors import TargetFeatureError
+    raise TargetFeatureError(
+        f"T.tma_copy({op.src.buffer.name} -> {op.dst.buffer.name}): an FP4 unpack load into float4_e2m1_unpacked "
+        "shared memory needs sm_100's TMA unpack data type (CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B) for tcgen05 "
+        "MMA, which no backend here issues", span=getattr(op, "span", None),
+        hint="keep the tile packed: allocate the shared tile as T.float4_e2m1fn")
 
 
 def lower_copy(op: TO.Copy, safe_values: SafeValueScopes | None = None):
@@ -346,6 +399,8 @@ class _Lower(Mutator):
     visit_SBlock = visit_KernelLaunch
 
     def _lower(self, n):
+        if isinstance(n, TO.Copy) and is_fp4_unpack_load(n):
+            reject_fp4_unpack_load(n)
         if isinstance(n, self.keep):
             return n
         if isinstance(n, TO.Copy) and n.annotations.get("tma_barrier") is not None and self.keep_tma:
@@ -377,4 +432,6 @@ def simplify_stmt(s):
 @function_pass("lower_tile_ops")
 def lower_tile_ops(func, ctx=None):
     keep = ctx.get("_keep_tile_ops", ()) if ctx is not None else ()
+    # the program's misuses first (errors on any target), then what no backend here issues
+    walk(func.body, reject_fp4_unpacked_use)
     return func.with_body(_Lower(keep).visit(func.body))
