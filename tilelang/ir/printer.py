@@ -242,7 +242,9 @@ class Printer:
             bar = s.annotations.get("tma_barrier")
             if bar is not None:   # T.tma_copy: another lowering (a bulk copy on the barrier)
                 form = s.annotations.get("copy_form")   # how a backend issues it (a comment: the text still parses)
-                self.emit(f"T.tma_copy({self.region(s.src)}, {self.region(s.dst)}, barrier={self.expr(bar)})"
+                mask = s.annotations.get("cluster_mask")
+                mask = f", cluster_mask={mask:#b}" if mask is not None else ""
+                self.emit(f"T.tma_copy({self.region(s.src)}, {self.region(s.dst)}, barrier={self.expr(bar)}{mask})"
                           + (f"  # -> {form}" if form is not None else ""), ind)
             else:
                 args = "".join(f", {k}={_arg_text(s.annotations[k])}" for k in _COPY_ARG_NAMES
