@@ -152,10 +152,11 @@ def test_errors():
         def a(A: T.Tensor((1,), "uint32")):
             with T.Kernel(1, threads=1):
                 A[0] = T.rng_rand()
-    with pytest.raises(TileLangError, match="only the Philox generator"):
+    with pytest.raises(TileLangError, match="one generator family per kernel"):
         @T.prim_func
         def b(A: T.Tensor((1,), "uint32")):
             with T.Kernel(1, threads=1):
+                T.rng_init(1)
                 T.rng_init(1, generator="curandStateXORWOW_t")
     with pytest.raises(TileLangError, match="bit must be 32 or 64"):
         @T.prim_func

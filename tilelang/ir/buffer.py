@@ -215,14 +215,6 @@ def is_packed(buf) -> bool:
     return buf.scope == "global" and buf.dtype.bits < 8 and buf.dtype.lanes == 1
 
 
-def out_of_bounds_value(buf):
-    """What a predicated load outside a tensor's bounds reads: its `T.annotate_safe_value`,
-    else 0, as a constant of its dtype."""
-    from tilelang.ir.expr import literal
-    v = getattr(buf, "safe_value", None)
-    return literal(0 if v is None else v, buf.dtype)
-
-
 def _extent(start, stop):
     s, e = const_int_value(start), const_int_value(stop)
     if s is not None and e is not None:

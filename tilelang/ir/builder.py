@@ -34,6 +34,9 @@ class Builder:
         self.func_attrs: dict = {}     # T.annotate_pass_configs / annotate_compile_flags
         self.matched_params: dict = {}  # id(T.handle parameter) -> its T.match_buffer tensor
         self.kernel_frames: list = []
+        # open block scopes, innermost last: T.Kernel and T.sblock frames, whose `annotations`
+        # hold what is annotated for the whole scope (T.annotate_safe_value)
+        self.block_scopes: list = []
 
     def emit(self, stmt):
         if stmt is not None:

@@ -21,6 +21,9 @@ _TABLE = {
     "float8_e4m3fnuz": ("float8", 8), "float8_e5m2fnuz": ("float8", 8),
     "float8_e8m0fnu": ("float8", 8),   # an unsigned power of two (MX block scales): 2^(bits - 127)
     "float4_e2m1fn": ("float4", 4),    # packed two per byte in tensors (not compiled yet: backends reject it)
+    # one fp4 value per byte slot of shared memory: the storage of sm_100's TMA unpack load for
+    # tcgen05 mixed-precision MMA (a storage tag: no arithmetic, no element access)
+    "float4_e2m1_unpacked": ("float4_unpacked", 8),
     "tfloat32": ("float", 32),
     "handle": ("handle", 64),
 }
@@ -32,6 +35,7 @@ _ALIASES = {
     "e5m2_float8": "float8_e5m2", "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2",
     "float8_e8m0": "float8_e8m0fnu", "e8m0": "float8_e8m0fnu",
     "float4_e2m1fn_x2": "float4_e2m1fnx2",   # torch's name of two packed fp4 values
+    "custom[float4_e2m1_unpacked]8": "float4_e2m1_unpacked",   # TVM's spelling (published str())
     "long": "int64", "uchar": "uint8", "char": "int8", "short": "int16", "uint": "uint32",
     "ulong": "uint64",
 }

@@ -200,12 +200,20 @@ class Printer:
                 for v, e in remap.bindings(s.block_vars):
                     if e is not v:
                         self.emit(f"#   {self.var(v)} = {self.expr(e)}", ind + 1)
+            self.safe_values(s, ind + 1)
             if s.annotations.get("min_blocks_per_sm"):
                 self.emit(f"T.annotate_min_blocks_per_sm({s.annotations['min_blocks_per_sm']!r})", ind + 1)
             plan = s.annotations.get("kernel_plan")
             if plan is not None:   # a backend's plan of the kernel (cuda/plan/plan_kernels.py): comments
                 for line in plan.describe(s).splitlines():
                     self.emit(f"# {line}", ind + 1)
+            self.body(s.body, ind + 1)
+        elif isinstance(s, S.SBlock):
+            self.emit(f"with T.sblock({_quoted(s.name)}):", ind)
+            for fn, regions in (("reads", s.reads), ("writes", s.writes)):
+                if regions:
+                    self.emit(f"T.{fn}({', '.join(self.region(r) for r in regions)})", ind + 1)
+            self.safe_values(s, ind + 1)
             self.body(s.body, ind + 1)
         elif isinstance(s, S.Assert):
             self.emit(f"T.device_assert({self.expr(s.cond)}, {s.message!r})", ind)
@@ -234,7 +242,9 @@ class Printer:
             bar = s.annotations.get("tma_barrier")
             if bar is not None:   # T.tma_copy: another lowering (a bulk copy on the barrier)
                 form = s.annotations.get("copy_form")   # how a backend issues it (a comment: the text still parses)
-                self.emit(f"T.tma_copy({self.region(s.src)}, {self.region(s.dst)}, barrier={self.expr(bar)})"
+                mask = s.annotations.get("cluster_mask")
+                mask = f", cluster_mask={mask:#b}" if mask is not None else ""
+                self.emit(f"T.tma_copy({self.region(s.src)}, {self.region(s.dst)}, barrier={self.expr(bar)}{mask})"
                           + (f"  # -> {form}" if form is not None else ""), ind)
             else:
                 args = "".join(f", {k}={_arg_text(s.annotations[k])}" for k in _COPY_ARG_NAMES
@@ -280,6 +290,15 @@ class Printer:
             self.emit(s.print_with(self), ind)
         else:
             self.emit(f"<{type(s).__name__}>", ind)
+
+    def safe_values(self, scope, ind):
+        """A block scope's `T.annotate_safe_value`: what out-of-bounds loads read in it
+        (changes the generated code: part of the printed, and hashed, form)."""
+        from tilelang.ir.safe_values import scope_safe_values
+        values = scope_safe_values(scope)
+        if values:
+            self.emit(f"T.annotate_safe_value({{{', '.join(f'{self.buf(b)}: {v!r}' for b, v in values.items())}}})",
+                      ind)
 
     def body(self, s, ind):
         if s is None or (isinstance(s, S.SeqStmt) and not s.stmts):
@@ -333,10 +352,6 @@ class Printer:
         aliased = [self.buf(p) for p in f.params if isinstance(p, Buffer) and getattr(p, "may_alias", False)]
         if aliased:   # changes the generated code (no __restrict__): part of the printed form
             self.emit(f"T.annotate_restrict_buffers({', '.join(aliased)})", 1)
-        safe = [f"{self.buf(p)}: {p.safe_value!r}" for p in f.params
-                if isinstance(p, Buffer) and getattr(p, "safe_value", None) is not None]
-        if safe:   # what out-of-bounds loads read: part of the printed (and hashed) form
-            self.emit(f"T.annotate_safe_value({{{', '.join(safe)}}})", 1)
         self.body(f.body, 1)
         return "\n".join(self.lines) + "\n"
 
@@ -429,3 +444,9 @@ def _copy_note(ann):
     note = "  # T.copy(" + ", ".join(f"{k}={_arg_text(v)}" for k, v in args.items()) + ")" if args else \
         f"  # {subject}"
     return note + (f" -> {form}" if form is not None else "")
+
+
+def _quoted(name):
+    """A name as a double-quoted Python string (the quotes the rest of the printed IR uses)."""
+    import json
+    return json.dumps(name)

@@ -95,6 +95,20 @@ class KernelLaunch(Stmt):
         self.annotations = dict(annotations or {})
 
 
+class SBlock(Stmt):
+    """`with T.sblock(name):` (TVM's block): a named scope. `reads`/`writes` are the regions
+    the user declared with `T.reads`/`T.writes` (hints; nothing here relies on them);
+    `annotations` hold what applies to the whole scope, e.g. the safe values of
+    `T.annotate_safe_value` (ir/safe_values.py). The blocks are spliced into their parents
+    once those are consumed (transform/flatten_sblocks.py)."""
+
+    def __init__(self, name, body, reads=(), writes=(), annotations=None):
+        self._init()
+        self.name, self.body = name, body
+        self.reads, self.writes = list(reads), list(writes)
+        self.annotations = dict(annotations or {})
+
+
 class Assert(Stmt):
     def __init__(self, cond, message):
         self._init()

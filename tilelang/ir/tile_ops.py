@@ -10,6 +10,12 @@ class TileOp(Stmt):
     op_name = "tile_op"
 
 
+# in Copy.annotations: the copy was written `T.tma_copy` (with or without a barrier)
+IS_TMA_COPY = "is_tma_copy"
+# ... and the `cluster_mask=` of a T.tma_copy load (consumed by transform/lower_cluster_mask.py)
+CLUSTER_MASK = "cluster_mask"
+
+
 class Copy(TileOp):
     op_name = "copy"
 

@@ -71,6 +71,8 @@ def _children(node):
         return [node.value, node.body]
     if isinstance(node, S.KernelLaunch):
         return node.grid + node.threads + [node.body]
+    if isinstance(node, S.SBlock):
+        return node.reads + node.writes + [node.body]
     if isinstance(node, (S.Assert, S.Assume)):
         return [node.cond]
     if isinstance(node, S.Print):
@@ -215,6 +217,12 @@ class Mutator:
             if body is n.body and all(a is b for a, b in zip(grid, n.grid)):
                 return n
             return _keep(S.KernelLaunch(grid, n.threads, n.block_vars, n.thread_vars, body, n.annotations), n)
+        if isinstance(n, S.SBlock):
+            reads, writes = [self._v(r) for r in n.reads], [self._v(w) for w in n.writes]
+            body = self._v(n.body)
+            if body is n.body and all(a is b for a, b in zip(reads + writes, n.reads + n.writes)):
+                return n
+            return _keep(S.SBlock(n.name, body, reads, writes, n.annotations), n)
         if isinstance(n, S.Assert):
             c = self._v(n.cond)
             return n if c is n.cond else _keep(S.Assert(c, n.message), n)

@@ -14,6 +14,7 @@ from tilelang.language.kernel import (Kernel, CUDASourceCodeKernel, launch_threa
                                       get_warp_idx, get_warp_group_idx, get_warp_idx_sync,
                                       get_thread_extents, get_block_extent, get_block_extents,
                                       annotate_min_blocks_per_sm)
+from tilelang.language.block import sblock, block, reads, writes
 from tilelang.language.loops import serial, unroll, vectorized, Parallel, Pipelined, grid, Persistent
 parallel = Parallel   # TVM's lower-case spelling
 from tilelang.language.alloc import (alloc_shared, alloc_fragment, alloc_local, alloc_var, alloc_global,
@@ -98,6 +99,7 @@ float8_e4m3fnuz = DataType("float8_e4m3fnuz")
 float8_e5m2fnuz = DataType("float8_e5m2fnuz")
 float8_e8m0fnu = DataType("float8_e8m0fnu")
 float4_e2m1fn = DataType("float4_e2m1fn")
+float4_e2m1_unpacked = DataType("float4_e2m1_unpacked")   # shared-memory storage tag (ir/dtypes.py)
 
 
 def __getattr__(name):

@@ -102,16 +102,31 @@ def async_copy(src, dst, **kwargs):
     copy(src, dst, annotations=ann, **kwargs)
 
 
-def tma_copy(src, dst, *, barrier=None, leader_scope_threads=None, eviction_policy=None, annotations=None):
+def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=None, eviction_policy=None,
+             annotations=None):
     """A copy whose completion the kernel tracks itself: global -> shared with `barrier`
     (an mbarrier): on sm_90a a bulk tensor copy (TMA) issued by the first thread of the
     range running it, announcing its bytes on `barrier` (T.mbarrier_expect_tx) without
     arriving; the threads then arrive and wait on `barrier` as written. Where TMA does
     not apply (layout, dtype, arch) the running threads copy the tile themselves before
-    their arrival, which the barrier orders the same way."""
+    their arrival, which the barrier orders the same way.
+
+    `cluster_mask` (a bitmask of ranks in the block's cluster, loads only): every block of
+    the mask receives the tile its lowest-ranked block addresses (a TMA multicast in the
+    published package), each announcing the bytes on its own `barrier`; see
+    transform/lower_cluster_mask.py for how it runs here."""
     b = B.require("T.tma_copy")
     s, d = copy_regions(src, dst)
     ann = dict(annotations or {})
+    ann[TO.IS_TMA_COPY] = True   # which copies may fill fp4-unpacked shared memory (lower_tile_ops.py)
+    if cluster_mask is not None:
+        from tilelang.ir.errors import located
+        if not isinstance(cluster_mask, int) or isinstance(cluster_mask, bool) or cluster_mask <= 0:
+            raise located(ValueError, f"T.tma_copy: cluster_mask must be a positive int bitmask, got {cluster_mask!r}")
+        if barrier is None or s.buffer.scope != "global" or not d.buffer.scope.startswith("shared"):
+            raise TileLangError("T.tma_copy: cluster_mask multicasts a load (global -> shared with a barrier) only",
+                                hint="drop cluster_mask for stores, or pass barrier=<mbarrier> for a load")
+        ann[TO.CLUSTER_MASK] = cluster_mask
     if barrier is not None:
         from tilelang.language.sync import _mbar, in_ws_scope
         bar = _mbar(barrier, "tma_copy")

@@ -18,6 +18,22 @@ float8_e4m3fn = float8_e4m3 = DataType("float8_e4m3fn")
 float8_e5m2 = DataType("float8_e5m2")
 float8_e4m3fnuz, float8_e5m2fnuz = DataType("float8_e4m3fnuz"), DataType("float8_e5m2fnuz")
 tfloat32 = DataType("tfloat32")
+float4_e2m1fn, float4_e2m1_unpacked = DataType("float4_e2m1fn"), DataType("float4_e2m1_unpacked")
+
+
+def is_float4_e2m1fn(value) -> bool:
+    """Whether `value` names the packed fp4 type (two values a byte in tensors)."""
+    return DataType(value).name in ("float4_e2m1fn", "float4_e2m1fnx2")
+
+
+def is_float4_e2m1_unpacked(value) -> bool:
+    """Whether `value` names the unpacked fp4 shared-memory storage (one value a byte slot)."""
+    return DataType(value).name == "float4_e2m1_unpacked"
+
+
+def is_float4(value) -> bool:
+    """Whether `value` is an fp4 E2M1 type, packed or unpacked."""
+    return is_float4_e2m1fn(value) or is_float4_e2m1_unpacked(value)
 
 
 def _names():

@@ -40,12 +40,14 @@ class KernelFrame(B.Frame):
         self.body_level = len(b.stack) - 1   # where kernel-wide declarations go (T.rng_init)
         b.kernel_depth += 1
         b.kernel_frames.append(self)
+        b.block_scopes.append(self)
         return self.block_vars[0] if len(self.block_vars) == 1 else tuple(self.block_vars)
 
     def __exit__(self, et, ev, tb):
         b = B.current()
         b.kernel_depth -= 1
         b.kernel_frames.pop()
+        b.block_scopes.pop()
         body = b.pop()
         if et is None:
             b.emit(S.KernelLaunch(self.grid, self.threads, self.block_vars, self.thread_vars, body,

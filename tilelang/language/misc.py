@@ -120,8 +120,16 @@ def annotate_l2_hit_ratio(*a, **k):
 
 def annotate_safe_value(safe_value_map: dict):
     """The value that loads of a tensor read outside its bounds (0 unless annotated):
-    `T.annotate_safe_value({A: pad})` makes the bounds-checked loads of A read `pad`."""
+    `T.annotate_safe_value({A: pad})` makes the bounds-checked loads of A (T.copy's, and
+    element reads) read `pad` in the enclosing block scope: the innermost `T.sblock`, else
+    the whole `T.Kernel` body. An inner scope's annotation holds inside it only."""
     from tilelang.ir.expr import const_int_value, IntImm, FloatImm
+    from tilelang.ir.safe_values import SAFE_VALUE_MAP
+    b = B.require("T.annotate_safe_value")
+    if not b.block_scopes:
+        raise TileLangError("T.annotate_safe_value can only be used inside `with T.Kernel(...)` or "
+                            "`with T.sblock(...)`: it applies to that scope")
+    values = {}
     for buf, value in dict(safe_value_map).items():
         if not isinstance(buf, Buffer) or buf.scope != "global":
             raise TileLangError(f"T.annotate_safe_value takes the kernel's tensor parameters as keys, got {buf!r}")
@@ -130,7 +138,9 @@ def annotate_safe_value(safe_value_map: dict):
             if const_int_value(v) is None:
                 raise TileLangError(f"T.annotate_safe_value: the value for {buf.name} must be a constant, got {v}")
             v = IntImm(const_int_value(v))
-        buf.safe_value = v.value
+        values[buf] = v.value
+    scope = b.block_scopes[-1].annotations
+    scope[SAFE_VALUE_MAP] = {**scope.get(SAFE_VALUE_MAP, {}), **values}
 
 
 def sync_threads(barrier_id=None, arrive_count=None):

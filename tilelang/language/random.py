@@ -1,14 +1,16 @@
-"""`T.rng_init`, `T.rng_rand`, `T.rng_rand_float`: a per-thread random generator, the
-Philox4x32-10 generator with cuRAND's stream layout (`curand_init(seed, seq, off)` on
-a `curandStatePhilox4_32_10_t`, then `curand`, `curand_uniform`, `curand_normal` and
-their double forms). The CPU and CUDA backends run the same algorithm, so a thread's
-draws are the same on both. On the CPU one thread does a block's work: a T.Parallel
-loop there draws from one generator where the GPU's threads draw from one each, so
-the two agree for one-thread blocks and for kernels written per thread.
+"""`T.rng_init`, `T.rng_rand`, `T.rng_rand_float`: a per-thread random generator of one of
+cuRAND's device families, with cuRAND's stream layout (`curand_init(seed, seq, off)`, then
+`curand`, `curand_uniform`, `curand_normal` and their double forms): Philox4x32-10 (the
+default), XORWOW and MRG32k3a (`generator=` their cuRAND state names). The CPU and CUDA
+backends run the same algorithms (backend/c/include/tl_philox.h, tl_rng_families.h), so
+a thread's draws are the same on both. On the CPU one thread does a block's work: a
+T.Parallel loop there draws from one generator where the GPU's threads draw from one
+each, so the two agree for one-thread blocks and for kernels written per thread.
 
 The generator's state is a hidden per-thread array declared at the top of the kernel
 (a `T.rng_init` inside a branch still reaches the draws after it); each draw is taken
-where it is written, once, as a statement of its own."""
+where it is written, once, as a statement of its own. Every tl.rng_* call names its
+generator in its last argument."""
 from __future__ import annotations
 
 from tilelang.ir import builder as B
@@ -42,14 +44,16 @@ def _u64(x):
 
 def rng_init(seed, seq=None, off=0, generator=PHILOX):
     """Start this thread's generator: `seed` picks the stream, `seq` the subsequence
-    (2^66 draws apart; default: the thread's index in the grid along x, tx + bx *
+    (2^66 draws apart for Philox, 2^67 for XORWOW, 2^76 for MRG32k3a; default: the thread's index in the grid along x, tx + bx *
     threads) and `off` the draw to start at within it."""
     if generator not in GENERATORS:
-        raise TileLangError(f"T.rng_init: unknown generator {generator!r}", hint=f"use {PHILOX!r}")
-    if generator != PHILOX:
-        raise TileLangError(f"T.rng_init: only the Philox generator is implemented, not {generator}",
-                            hint=f"pass generator={PHILOX!r} (the default)")
+        raise TileLangError(f"T.rng_init: unknown generator {generator!r}",
+                            hint=f"use one of {', '.join(map(repr, GENERATORS))}")
     b, frame = _kernel("T.rng_init")
+    if getattr(frame, "rng_generator", generator) != generator:   # one state array, one family
+        raise TileLangError(f"T.rng_init: this kernel's generator is {frame.rng_generator}, not {generator}",
+                            hint="use one generator family per kernel")
+    frame.rng_generator = generator
     if seq is None:
         # the thread index is the backend's business: the CPU runs a block as its thread 0
         seq = frame.block_vars[0] * frame.threads[0] + call("tl.rng_lane", [], "int32")
@@ -57,7 +61,8 @@ def rng_init(seed, seq=None, off=0, generator=PHILOX):
     if state is None:
         state = frame.rng_state = Buffer("rng_state", (STATE_WORDS,), DataType("uint32"), "local")
         b.stack[frame.body_level].insert(0, S.DeclBuffer(state))
-    b.emit(S.Evaluate(call("tl.rng_init", [_state_ptr(state), _u64(seed), _u64(seq), _u64(off)], "handle")))
+    b.emit(S.Evaluate(call("tl.rng_init", [_state_ptr(state), _u64(seed), _u64(seq), _u64(off),
+                                           StringImm(generator)], "handle")))
 
 
 def _state_ptr(state):
@@ -74,7 +79,8 @@ def _draw(name, args, dtype, what):
     names = B.source_names("assign")
     var = Buffer(names[0] if names else "rand", (1,), DataType(dtype), "local.var")
     b.emit(S.DeclBuffer(var))
-    b.emit(S.BufferStore(var, call(name, [_state_ptr(state), *args], dtype), [IntImm(0)]))
+    b.emit(S.BufferStore(var, call(name, [_state_ptr(state), *args, StringImm(frame.rng_generator)], dtype),
+                         [IntImm(0)]))
     return BufferLoad(var, [IntImm(0)])
 
 

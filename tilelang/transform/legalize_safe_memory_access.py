@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
-from tilelang.ir.buffer import out_of_bounds_value
+from tilelang.ir.safe_values import SafeValueScopes
 from tilelang.ir.tile_ops import is_atomic_access
 from tilelang.ir.visitor import Mutator, collect_vars
 from tilelang.ir.printer import Printer
@@ -52,6 +52,7 @@ class _Legalize(Mutator):
         self.ranges = {}
         self.facts = [set()]
         self.printer = Printer()
+        self.safe_values = SafeValueScopes()   # T.annotate_safe_value of the enclosing scopes
 
     def key(self, e):
         return self.printer.expr(e)
@@ -110,7 +111,15 @@ class _Legalize(Mutator):
         finally:
             self.ranges.pop(id(n.var), None)
 
+    def visit_SBlock(self, n):
+        with self.safe_values.enter(n):
+            return super().generic_visit(n)
+
     def visit_KernelLaunch(self, n):
+        with self.safe_values.enter(n):
+            return self._visit_kernel(n)
+
+    def _visit_kernel(self, n):
         for v, g in zip(n.block_vars, n.grid):
             b = bound(g, self.ranges)
             self.ranges[id(v)] = (0, b[1] - 1) if b is not None else (0, 2 ** 31 - 1)
@@ -212,8 +221,8 @@ class _Legalize(Mutator):
         c = self.conditions(n2.buffer, n2.indices)
         if c is None:
             return n2
-        # outside the bounds a load reads the tensor's safe value (T.annotate_safe_value), else 0
-        return E.Select(c, n2, out_of_bounds_value(n2.buffer))
+        # outside the bounds a load reads the tensor's safe value in this scope (T.annotate_safe_value), else 0
+        return E.Select(c, n2, self.safe_values.out_of_bounds_value(n2.buffer))
 
     def visit_BufferStore(self, n):
         n2 = super().generic_visit(n)

@@ -84,7 +84,7 @@ class _Check:
             self.visit(s.then_body)
             self.visit(s.else_body)
             self.ctx.pop()
-        elif isinstance(s, (S.LetStmt, S.KernelLaunch)):
+        elif isinstance(s, (S.LetStmt, S.KernelLaunch, S.SBlock)):
             self.exprs(S.Evaluate(s.value) if isinstance(s, S.LetStmt) else None)
             self.visit(s.body)
         elif isinstance(s, TO.ReducerInit):

@@ -11,9 +11,10 @@ import math
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir import expr as E
-from tilelang.ir.buffer import Buffer, BufferRegion, out_of_bounds_value
+from tilelang.ir.buffer import Buffer, BufferRegion
+from tilelang.ir.safe_values import SafeValueScopes
 from tilelang.ir.dtypes import DataType
-from tilelang.ir.visitor import Mutator
+from tilelang.ir.visitor import Mutator, walk
 from tilelang.arith.simplify import simplify
 from tilelang.transform.pass_manager import function_pass
 
@@ -86,7 +87,62 @@ def _new_vars(n, prefix="i"):
     return [E.Var(f"{prefix}{k}") for k in range(n)]
 
 
-def lower_copy(op: TO.Copy):
+def is_fp4_unpack_load(op: TO.Copy) -> bool:
+    """`T.tma_copy(packed global float4_e2m1fn, float4_e2m1_unpacked shared)`."""
+    src, dst = op.src.buffer, op.dst.buffer
+    return bool(op.annotations.get(TO.IS_TMA_COPY)) and src.scope == "global" and \
+        src.dtype.name == "float4_e2m1fn" and dst.scope.startswith("shared") and \
+        dst.dtype.name == "float4_e2m1_unpacked"
+
+
+def reject_fp4_unpacked_copy(op: TO.Copy):
+    """`float4_e2m1_unpacked` shared memory (one fp4 value per byte slot) is filled only by
+    sm_100's TMA unpack load (CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B) for tcgen05 MMA operands;
+    any other copy of it is an error, with the published package's messages."""
+    from tilelang.ir.errors import LoweringError
+    src, dst = op.src.buffer, op.dst.buffer
+    if "float4_e2m1_unpacked" not in (src.dtype.name, dst.dtype.name) or is_fp4_unpack_load(op):
+        return
+    span = getattr(op, "span", None)
+    if op.annotations.get(TO.IS_TMA_COPY):
+        raise LoweringError(
+            "T.tma_copy() only supports float4_e2m1_unpacked as an FP4 unpack load from packed global "
+            "float4_e2m1fn to unpacked shared memory. The reverse unpacked shared -> packed global TMA store "
+            f"is not supported. Got src={src.name} (scope={src.scope}, dtype={src.dtype}), dst={dst.name} "
+            f"(scope={dst.scope}, dtype={dst.dtype}).", span=span)
+    if src.scope == "global" and src.dtype.name == "float4_e2m1fn":
+        raise LoweringError(
+            "SIMT copy from packed global float4_e2m1fn to unpacked shared float4_e2m1_unpacked is not "
+            f"supported; use T.tma_copy() for FP4 unpack loads (src={src.name}, dst={dst.name}).", span=span)
+    raise LoweringError(f"T.copy({src.name} -> {dst.name}): float4_e2m1_unpacked is a shared-memory storage "
+                        "tag filled only by a TMA FP4 unpack load; it has no element values to copy", span=span)
+
+
+def reject_fp4_unpacked_use(node):
+    """Copies (reject_fp4_unpacked_copy) and element accesses of float4_e2m1_unpacked buffers:
+    a storage tag has no element values (the published package has no register type for it)."""
+    from tilelang.ir.errors import LoweringError
+    if isinstance(node, TO.Copy):
+        reject_fp4_unpacked_copy(node)
+    elif isinstance(node, (E.BufferLoad, S.BufferStore)) and node.buffer.dtype.name == "float4_e2m1_unpacked":
+        raise LoweringError(f"`{node.buffer.name}` is float4_e2m1_unpacked shared memory, a storage tag filled by a "
+                            "TMA FP4 unpack load for tcgen05 MMA: its elements cannot be read or written",
+                            span=getattr(node, "span", None))
+
+
+def reject_fp4_unpack_load(op: TO.Copy):
+    """The FP4 unpack load itself: no backend here issues sm_100's TMA unpack."""
+    from tilelang.ir.errors import TargetFeatureError
+    raise TargetFeatureError(
+        f"T.tma_copy({op.src.buffer.name} -> {op.dst.buffer.name}): an FP4 unpack load into float4_e2m1_unpacked "
+        "shared memory needs sm_100's TMA unpack data type (CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B) for tcgen05 "
+        "MMA, which no backend here issues", span=getattr(op, "span", None),
+        hint="keep the tile packed: allocate the shared tile as T.float4_e2m1fn")
+
+
+def lower_copy(op: TO.Copy, safe_values: SafeValueScopes | None = None):
+    """`safe_values`: the T.annotate_safe_value scopes around the copy (out-of-bounds
+    source elements read 0 without them)."""
     src, dst = op.src, op.dst
     if op.annotations.get("async_copy") and (src.buffer.scope != "global" or
                                              not dst.buffer.scope.startswith("shared")):
@@ -105,7 +161,7 @@ def lower_copy(op: TO.Copy):
     if src.buffer.scope == "global":
         c = in_bounds(src.buffer, sidx, src)
         if c is not None:
-            val = E.Select(c, val, out_of_bounds_value(src.buffer))
+            val = E.Select(c, val, (safe_values or SafeValueScopes()).out_of_bounds_value(src.buffer))
     val = E.cast(val, dst.buffer.dtype)
     store = S.BufferStore(dst.buffer, val, didx)
     if dst.buffer.scope == "global":
@@ -334,15 +390,28 @@ class _Lower(Mutator):
         self.keep_tma = TMA_COPY in keep
         self.keep_tma_atomic = TMA_ATOMIC in keep
 
+        self.safe_values = SafeValueScopes()
+
+    def visit_KernelLaunch(self, n):
+        with self.safe_values.enter(n):
+            return self.generic_visit(n)
+
+    visit_SBlock = visit_KernelLaunch
+
     def _lower(self, n):
+        if isinstance(n, TO.Copy) and is_fp4_unpack_load(n):
+            reject_fp4_unpack_load(n)
         if isinstance(n, self.keep):
             return n
         if isinstance(n, TO.Copy) and n.annotations.get("tma_barrier") is not None and self.keep_tma:
             return n   # T.tma_copy: the CUDA codegen issues it as bulk copies where it can
         if isinstance(n, TO.Atomic) and n.use_tma and self.keep_tma_atomic:
             return n
-        fn = LOWERINGS.get(type(n))
-        out = fn(n) if fn else n
+        if isinstance(n, TO.Copy):
+            out = lower_copy(n, self.safe_values)
+        else:
+            fn = LOWERINGS.get(type(n))
+            out = fn(n) if fn else n
         return _spanned(simplify_stmt(out), n.span)
 
     visit_Copy = visit_Fill = visit_Reduce = visit_CumSum = visit_Atomic = _lower
@@ -363,4 +432,6 @@ def simplify_stmt(s):
 @function_pass("lower_tile_ops")
 def lower_tile_ops(func, ctx=None):
     keep = ctx.get("_keep_tile_ops", ()) if ctx is not None else ()
+    # the program's misuses first (errors on any target), then what no backend here issues
+    walk(func.body, reject_fp4_unpacked_use)
     return func.with_body(_Lower(keep).visit(func.body))

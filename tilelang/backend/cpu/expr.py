@@ -11,6 +11,7 @@ from tilelang.ir.errors import LoweringError
 from tilelang.ir.async_copy import PTX_CP_ASYNC
 from tilelang.ir.cluster import BLOCK_RANK_IN_CLUSTER, CLUSTER_DEVICE_CALLS, ST_CLUSTER
 from tilelang.backend.c.names import C_RESERVED, CNames
+from tilelang.backend.c.random import RNG_CALLS, RNG_NAMESPACES
 from tilelang.backend.c.printer import CExprPrinter
 
 CTYPES = {
@@ -160,9 +161,12 @@ class CpuExprPrinter(CExprPrinter):
         n = e.name
         if n in ("tl.ldg", "tl.stg", "tl.lds", "tl.sts"):   # (dst, src, bytes[, pred])
             return f"tl::{n[3:]}<{e.args[2].value}>({', '.join(args[:2] + args[3:])})"
-        if n == "tl.rng_rand_float":
-            suffix = "_double" if e.dtype.name == "float64" else ""
-            return f"tl::rng_{e.args[1].value}{suffix}({args[0]})"
+        if n in RNG_CALLS:   # the generator's functions (backend/c/random.py); the last argument names it
+            ns = RNG_NAMESPACES[e.args[-1].value]
+            if n == "tl.rng_rand_float":   # (state, distribution)
+                suffix = "_double" if e.dtype.name == "float64" else ""
+                return f"{ns}rng_{e.args[1].value}{suffix}({args[0]})"
+            return f"{ns}{n[3:]}({', '.join(args[:-1])})"
         if n == "tl.rng_lane":
             return self.lane()
         if n == "tl.ldg_value":   # one memory: a plain load

@@ -5,6 +5,8 @@ from tilelang.transform.lower_tile_ops import lower_tile_ops
 from tilelang.transform.pipelined_to_serial import pipelined_to_serial
 from tilelang.transform.simplify import simplify
 from tilelang.transform.legalize_safe_memory_access import legalize_safe_memory_access
+from tilelang.transform.flatten_sblocks import flatten_sblocks
+from tilelang.transform.lower_cluster_mask import lower_cluster_mask
 from tilelang.transform.widen_indices import widen_indices
 from tilelang.transform.fold_vectorized_cp_async import fold_vectorized_cp_async
 from tilelang.transform.lower_reducers import lower_reducers
@@ -13,8 +15,8 @@ from tilelang.transform.rasterize_blocks import rasterize_blocks
 from tilelang.transform.lower_warp_mma import lower_warp_mma
 from tilelang.transform.lower_gemm_sp import lower_gemm_sp
 
-PASSES = [lower_gemm_sp, implicit_kernel, sink_address_tensors, lower_reducers, rasterize_blocks, lower_warp_mma, fold_vectorized_cp_async, lower_tile_ops, pipelined_to_serial, simplify,
-          widen_indices, legalize_safe_memory_access, simplify]
+PASSES = [lower_gemm_sp, implicit_kernel, sink_address_tensors, lower_reducers, rasterize_blocks, lower_warp_mma, fold_vectorized_cp_async, lower_cluster_mask, lower_tile_ops, pipelined_to_serial, simplify,
+          widen_indices, legalize_safe_memory_access, flatten_sblocks, simplify]
 
 
 def lower(func, ctx):

@@ -12,6 +12,8 @@ from tilelang.transform.implicit_kernel import implicit_kernel
 from tilelang.transform.lower_tile_ops import lower_tile_ops, TMA_COPY, TMA_ATOMIC
 from tilelang.transform.simplify import simplify
 from tilelang.transform.legalize_safe_memory_access import legalize_safe_memory_access
+from tilelang.transform.flatten_sblocks import flatten_sblocks
+from tilelang.transform.lower_cluster_mask import lower_cluster_mask
 from tilelang.transform.widen_indices import widen_indices
 from tilelang.transform.fold_vectorized_cp_async import fold_vectorized_cp_async
 from tilelang.transform.lower_reducers import lower_reducers
@@ -33,8 +35,8 @@ from tilelang.backend.cuda.plan.tma_ring_pipeline import pipeline_tma_ring
 KEEP_TILE_OPS = (TO.Gemm, TO.Reduce, TO.FinalizeReducer, TMA_COPY, TMA_ATOMIC)
 
 PASSES = [lower_gemm_sp, implicit_kernel, sink_address_tensors, lower_reducers, rasterize_blocks, plan_tma_atomics,
-          fold_vectorized_cp_async, lower_tile_ops, simplify, widen_indices,
-          legalize_safe_memory_access, simplify, broadcast_block_effects, fold_fragment_views, plan_kernels,
+          fold_vectorized_cp_async, lower_cluster_mask, lower_tile_ops, simplify, widen_indices,
+          legalize_safe_memory_access, flatten_sblocks, simplify, broadcast_block_effects, fold_fragment_views, plan_kernels,
           insert_barriers, plan_copy_forms, plan_warp_specialize, plan_proxy_fences, pipeline_cp_async,
           pipeline_tma_ring]
 

@@ -10,6 +10,8 @@ from tilelang.transform.implicit_kernel import implicit_kernel
 from tilelang.transform.lower_tile_ops import lower_tile_ops
 from tilelang.transform.simplify import simplify
 from tilelang.transform.legalize_safe_memory_access import legalize_safe_memory_access
+from tilelang.transform.flatten_sblocks import flatten_sblocks
+from tilelang.transform.lower_cluster_mask import lower_cluster_mask
 from tilelang.transform.widen_indices import widen_indices
 from tilelang.transform.lower_reducers import lower_reducers
 from tilelang.transform.sink_address_tensors import sink_address_tensors
@@ -20,7 +22,7 @@ from tilelang.backend.hip.reject_features import reject_nvidia_features
 KEEP_TILE_OPS = (TO.Gemm, TO.Reduce)
 
 PASSES = [reject_nvidia_features, implicit_kernel, sink_address_tensors, lower_reducers, rasterize_blocks,
-          lower_tile_ops, simplify, widen_indices, legalize_safe_memory_access, simplify,
+          lower_cluster_mask, lower_tile_ops, simplify, widen_indices, legalize_safe_memory_access, flatten_sblocks, simplify,
           broadcast_block_effects]
 
 

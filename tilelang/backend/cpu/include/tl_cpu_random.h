@@ -2,3 +2,4 @@
 // (backend/c/include/tl_philox.h, on the include path), so both draw the same streams.
 #pragma once
 #include "tl_philox.h"
+#include "tl_rng_families.h"   // XORWOW and MRG32k3a

@@ -4,6 +4,7 @@ include/tl_cuda/random.h)."""
 from __future__ import annotations
 
 from tilelang.ir.expr import IntImm
+from tilelang.backend.c.random import RNG_CALLS, rng_call
 
 # direction and memory of each op; the width is in the name (include/tl_cuda/ldst.h):
 # tl::load_global_32, tl::store_shared_128, ... with `_conditional` when a predicate is given
@@ -12,8 +13,8 @@ MEMORY_OPS = {
     "tl.ldg": "load_global", "tl.stg": "store_global", "tl.lds": "load_shared", "tl.sts": "store_shared",
 }
 
-_FLOAT_DRAWS = {("float32", "uniform"): "tl::rng_uniform", ("float64", "uniform"): "tl::rng_uniform_double",
-                ("float32", "normal"): "tl::rng_normal", ("float64", "normal"): "tl::rng_normal_double"}
+_FLOAT_DRAWS = {("float32", "uniform"): "rng_uniform", ("float64", "uniform"): "rng_uniform_double",
+                ("float32", "normal"): "rng_normal", ("float64", "normal"): "rng_normal_double"}
 
 RANDOM_OPS = {"tl.ldg_value", "tl.rng_init", "tl.rng_rand", "tl.rng_rand_float", "tl.rng_lane"}
 
@@ -35,12 +36,13 @@ def device_call(name, args, dtype, p):
         return f"{fn}({', '.join(p(a) for a in rest)})"
     if name == "tl.ldg_value":   # through the read-only data cache
         return f"__ldg(&({p(args[0])}))"
-    if name == "tl.rng_init":
-        return f"tl::rng_init({p(args[0])}, {', '.join(f'(unsigned long long)({p(a)})' for a in args[1:])})"
-    if name == "tl.rng_rand":
-        return f"tl::rng_rand({p(args[0])})"
-    if name == "tl.rng_rand_float":
-        return f"{_FLOAT_DRAWS[(dtype.name, args[1].value)]}({p(args[0])})"
+    if name in RNG_CALLS:
+        ns, args = rng_call(name, args)   # the generator's functions (backend/c/random.py)
+        if name == "tl.rng_init":
+            return f"{ns}rng_init({p(args[0])}, {', '.join(f'(unsigned long long)({p(a)})' for a in args[1:])})"
+        if name == "tl.rng_rand":
+            return f"{ns}rng_rand({p(args[0])})"
+        return f"{ns}{_FLOAT_DRAWS[(dtype.name, args[1].value)]}({p(args[0])})"
     if name == "tl.rng_lane":
         return "((int)threadIdx.x)"
     raise KeyError(name)

@@ -4,3 +4,4 @@
 #pragma once
 #include "common.h"
 #include "tl_philox.h"
+#include "tl_rng_families.h"   // XORWOW and MRG32k3a
