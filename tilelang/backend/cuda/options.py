@@ -60,6 +60,7 @@ _SWITCHES = {
     "TILELANG_CUDA_WARP_SPECIALIZE": (_flag, True, "warp_specialize", True),
     "TILELANG_CUDA_DUMP_FRAGMENTS": (_flag, False, "dump_fragments", True),   # prints while planning
     "TILELANG_CUDA_MIN_BLOCKS": (_count, 1, "min_blocks_per_sm", True),
+    "TILELANG_CUDA_CONVERTING_COPY_PIPELINE": (_flag, True, "converting_copy_pipeline", True),
     "TL_CUDA_LINEINFO": (_flag, False, "lineinfo", True),
     "TL_CUDA_DUMP": (_path, None, "dump_dir", False),
     "TL_LOWER_TRACE": (_trace, None, "lower_trace", False),
@@ -116,6 +117,8 @@ class CudaOptions:
     min_blocks_per_sm: int = 1     # __launch_bounds__'s second argument where the kernel sets none
                                    # (T.annotate_min_blocks_per_sm): 1 as the published package prints;
                                    # ..._MIN_BLOCKS=0 leaves it out (ptxas then caps registers for occupancy)
+    converting_copy_pipeline: bool = True  # a T.Pipelined loop issues a converting global -> shared copy
+                                   # of a later iteration into its ring slot (..._CONVERTING_COPY_PIPELINE)
     register_usage_level: int | None = None  # ptxas --register-usage-level (pass config
                                    # tl.ptxas_register_usage_level, 0..10)
     lineinfo: bool = False         # NVRTC -lineinfo: source lines in the cubin for profilers (TL_CUDA_LINEINFO=1)
