@@ -84,10 +84,46 @@ def test_columns_the_branch_cannot_own_fall_back_to_shared(capsys, monkeypatch):
     assert "shared" in rep["xl"], rep
 
 
+def rows_out(n=2, hc=4, blk=512, threads=128):
+    """A 1-D loop whose only register fragment is the 2-D tile it reads at rows of its own
+    choosing: it runs over its own columns (one chunk per thread), not over the tile's rows."""
+    @T.prim_func
+    def k(res: T.Tensor((n, hc, blk), T.float32), out: T.Tensor((n, hc * blk), T.float32)):
+        with T.Kernel(n, threads=threads) as i:
+            xl = T.alloc_fragment((hc, blk), T.float32)
+            T.copy(res[i, 0, 0], xl)
+            for r in T.serial(hc):
+                for j in T.Parallel(blk):
+                    out[i, r * blk + j] = xl[r, j] * 2.0
+    return k
+
+
+@needs_nvrtc
+def test_a_loop_over_free_rows_only_runs_its_own_columns(capsys, monkeypatch):
+    art, rep = _report(rows_out(), capsys, monkeypatch)
+    assert "ThreadTile<4, 512, T=128, V=4>" in rep["xl"], rep
+    loop = art.source[art.source.index("for (int r = 0"):]
+    assert "tl_c_1 < 1;" in loop and "xl[(r) * 4 + tl_e" in loop, loop
+
+
 @needs_sass
 def test_no_spills():
     ops = sass_ops(build(mix_in_range()))
     assert ops["LDL"] == 0 and ops["STL"] == 0, ops
+
+
+@pytest.mark.gpu
+def test_rows_out_on_gpu():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    from tilelang.backend.registry import get_backend, parse_target
+    res = torch.randn(2, 4, 512, device="cuda")
+    out = torch.full((2, 4 * 512), float("nan"), device="cuda")
+    be = get_backend("cuda")
+    be.load(be.build(rows_out(), parse_target("cuda")))([res, out], (), ())
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, res.reshape(2, -1) * 2.0)
 
 
 @pytest.mark.gpu

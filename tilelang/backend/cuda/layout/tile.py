@@ -403,6 +403,9 @@ def _solve(frags, live, cls, reduces, scalar_ok, T, loops):
             if id(cl) in free_1d:
                 for f in cl.lp.idx:
                     if f in live and f not in free_1d[id(cl)] and role[f][0] != "scalar":
+                        if role[f] != ("tile", (1, cl.exts[0])):   # (its chunk is then the owner's columns)
+                            raise _Conflict(free_1d[id(cl)], "rows of its own choosing in a 1-D loop over "
+                                            f"a {role[f][0]} fragment")
                         owned.setdefault(role[f][1], set()).add(f)
         for cl in cls:
             regs = [f for f in cl.lp.idx if f in live]
