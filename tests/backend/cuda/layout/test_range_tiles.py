@@ -4,6 +4,9 @@ that branch's threads (thread lo + t plays t, as the branch's code does), and a 
 T.Parallel loop reading `xl[k, j]` at rows k of its own choosing runs on xl's column owners
 (layout/tile.py `FREE` in a 1-D loop). Before, both went to shared memory (DeepSeek mHC's
 fused pre kernel: xl and ol, every access a shared round trip)."""
+import importlib.util
+import os
+
 import pytest
 
 import tilelang.language as T
@@ -145,3 +148,20 @@ def test_mix_in_range_on_gpu(h, blk):
     ref = (res.float() * w.view(1, hc, 1)).sum(1)
     torch.testing.assert_close(out.float(), ref, rtol=1e-2, atol=1e-2)
     torch.testing.assert_close(side, (w.repeat(8) * 2.0).expand(n, 32))
+
+
+_EXAMPLES = os.environ.get("TL_PUB_EXAMPLES", os.path.join(os.path.dirname(__file__), *[".."] * 4, ".pub", "examples"))
+_MHC_PRE = os.path.join(_EXAMPLES, "deepseek_mhc", "example_mhc_pre.py")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not os.path.exists(_MHC_PRE), reason="the published examples are not here (TL_PUB_EXAMPLES)")
+@pytest.mark.parametrize("n,hidden", [(512, 1280), (2048, 4096)])
+def test_published_mhc_pre_against_its_reference(monkeypatch, n, hidden):
+    """The fused kernel's branch tiles, lane-group Sinkhorn reductions and the pipelined
+    converting copy (5 and 8 iterations), by the example's own check against torch."""
+    monkeypatch.setenv("TILELANG_DEFAULT_TARGET", "cuda")   # (the test session's default is the CPU)
+    spec = importlib.util.spec_from_file_location("example_mhc_pre", _MHC_PRE)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    m.test(n=n, hidden_size=hidden, hc_mult=4)
