@@ -1,6 +1,6 @@
 """Issue 17 on the GPU: the TF32 gemm of DeepSeek mHC's pre block. Runs the published
-example's own check (`example_mhc_pre.test`) and times `mhc_pre_gemm_sqrsum_tilelang` and the
-whole regression step (`run_regression_perf`: gemm+sqrsum then the fused rest) at the
+example's own check (`example_mhc_pre.test`) and times `mhc_pre_gemm_sqrsum_tilelang`, the fused
+rest `mhc_pre_big_fuse_tilelang` (each alone) and the whole regression step (`run_regression_perf`: gemm+sqrsum then the fused rest) at the
 regression configuration (n=2048, hidden 4096, hc_mult 4), next to torch's TF32 matmul of the
 same operands. Usage: python benchmarks/tf32_mhc_pre.py <dir with example_mhc_pre.py> [out.json]"""
 import json
@@ -29,6 +29,15 @@ def main(example_dir, out=None):
     res["gemm_sqrsum_ms"] = do_bench(run)
     ref = x.float() @ fn.T
     res["gemm_max_rel_err"] = float((out_t - ref).abs().max() / ref.abs().max())
+    # the fused rest alone (post / comb mix, Sinkhorn, the mixed layer input), on the gemm's outputs
+    post = torch.empty(2048, 4, device="cuda")
+    comb = torch.empty(2048, 16, device="cuda")
+    layer = torch.empty(2048, 4096, dtype=torch.bfloat16, device="cuda")
+    fuse = lambda: ex.mhc_pre_big_fuse_tilelang(  # noqa: E731
+        out_t.unsqueeze(0), sq.unsqueeze(0), d["hc_scale"], d["hc_base"], d["residual"], post, comb, layer,
+        4096, d["rms_eps"], d["hc_pre_eps"], d["hc_sinkhorn_eps"], d["hc_post_mult_value"], d["sinkhorn_repeat"], 1, 4)
+    fuse()
+    res["big_fuse_ms"] = do_bench(fuse)
     torch.backends.cuda.matmul.allow_tf32 = True
     xf = x.float()
     res["torch_tf32_matmul_ms"] = do_bench(lambda: xf @ fn.T)

@@ -43,6 +43,10 @@ TILELANG_CUDA_WGMMA_RS=0       wgmma reads A from shared memory even when it is 
 TILELANG_CUDA_WARP_SPECIALIZE=0  no producer warpgroup for TMA-ring GEMM loops on sm_90 (as the pass config
                                tl.disable_warp_specialized)
 TILELANG_CUDA_DUMP_FRAGMENTS=1 print the fragment layouts the planner chose
+TILELANG_CUDA_CONVERTING_COPY_PIPELINE=0  a T.Pipelined loop runs a converting global -> shared
+                               copy (bf16 tensor into a float32 tile) in place (not issued ahead)
+TILELANG_CUDA_MIN_BLOCKS=n      __launch_bounds__(threads, n) where the kernel sets no
+                               T.annotate_min_blocks_per_sm (default 1, as published; 0: leave it out)
 TL_CUDA_DUMP=<dir>             keep every generated .cu file (and the source of a failed compile)
 TL_CUDA_LINEINFO=1             NVRTC -lineinfo (source lines in the cubin, for profilers)
 """

@@ -443,7 +443,10 @@ def _copy_note(ann):
     subject = getattr(form, "subject", "copy")   # a backend's form of a fill, an element-wise loop ...
     note = "  # T.copy(" + ", ".join(f"{k}={_arg_text(v)}" for k, v in args.items()) + ")" if args else \
         f"  # {subject}"
-    return note + (f" -> {form}" if form is not None else "")
+    staged = ann.get("tl.staged_copy")   # a pipelined converting copy split in two (cuda/plan/cp_async_pipeline.py)
+    staged = f", {'loads into' if staged[0] in ('load', 'reload') else 'stores from'} registers" \
+        if staged else ""
+    return note + (f" -> {form}{staged}" if form is not None else "")
 
 
 def _quoted(name):

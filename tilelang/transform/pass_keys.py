@@ -77,7 +77,7 @@ class PassConfigKey(str, enum.Enum):
 # keys that change what we generate
 HONORED = {
     "tl.lower_trace", "tl.disable_tma_lower", "tl.disable_safe_memory_legalize",
-    "tl.device_compile_flags", "tl.enable_fast_math", "tl.disable_fast_math", "compile_flags",
+    "tl.device_compile_flags", "tl.ptxas_register_usage_level", "tl.enable_fast_math", "tl.disable_fast_math", "compile_flags",
     # switches that turn off transformations we never apply: already satisfied
     "tl.disable_warp_specialized", "tl.disable_dynamic_tail_split", "tl.disable_loop_unswitching",
     "tl.disable_vectorize_256", "tl.disable_shuffle_elect",

@@ -59,6 +59,8 @@ _SWITCHES = {
     "TILELANG_CUDA_WGMMA_RS": (_flag, True, "wgmma_rs", True),
     "TILELANG_CUDA_WARP_SPECIALIZE": (_flag, True, "warp_specialize", True),
     "TILELANG_CUDA_DUMP_FRAGMENTS": (_flag, False, "dump_fragments", True),   # prints while planning
+    "TILELANG_CUDA_MIN_BLOCKS": (_count, 1, "min_blocks_per_sm", True),
+    "TILELANG_CUDA_CONVERTING_COPY_PIPELINE": (_flag, True, "converting_copy_pipeline", True),
     "TL_CUDA_LINEINFO": (_flag, False, "lineinfo", True),
     "TL_CUDA_DUMP": (_path, None, "dump_dir", False),
     "TL_LOWER_TRACE": (_trace, None, "lower_trace", False),
@@ -112,6 +114,13 @@ class CudaOptions:
     warp_specialize: bool = True   # a producer warpgroup feeds TMA-ring GEMM loops on sm_90 (plan/warp_specialize.py;
                                    # ..._WARP_SPECIALIZE, pass config tl.disable_warp_specialized)
     dump_fragments: bool = False   # print the fragment layouts the planner chose (..._DUMP_FRAGMENTS)
+    min_blocks_per_sm: int = 1     # __launch_bounds__'s second argument where the kernel sets none
+                                   # (T.annotate_min_blocks_per_sm): 1 as the published package prints;
+                                   # ..._MIN_BLOCKS=0 leaves it out (ptxas then caps registers for occupancy)
+    converting_copy_pipeline: bool = True  # a T.Pipelined loop issues a converting global -> shared copy
+                                   # of a later iteration into its ring slot (..._CONVERTING_COPY_PIPELINE)
+    register_usage_level: int | None = None  # ptxas --register-usage-level (pass config
+                                   # tl.ptxas_register_usage_level, 0..10)
     lineinfo: bool = False         # NVRTC -lineinfo: source lines in the cubin for profilers (TL_CUDA_LINEINFO=1)
     dump_dir: str | None = None    # keep every generated .cu here, and the source of a failed compile (TL_CUDA_DUMP)
     lower_trace: str | None = None  # the lower-trace switch: a mode or a directory (tl.lower_trace, TL_LOWER_TRACE)
@@ -133,6 +142,7 @@ class CudaOptions:
             fast_math=not bool(config.get("tl.disable_fast_math", False)),
             warp_specialize=values["warp_specialize"] and not bool(config.get("tl.disable_warp_specialized", False)),
             compile_flags=nvrtc_flags(config.get("compile_flags") or ()),
+            register_usage_level=register_usage_level(config.get("tl.ptxas_register_usage_level")),
         )
         return cls(**values)
 
@@ -151,6 +161,23 @@ def switches_identity(env=None) -> str:
     sw = read_switches(env)
     return ",".join(f"{name}={sw[name]}" for name, (_, default, _, keyed) in _SWITCHES.items()
                     if keyed and sw[name] != default)
+
+
+def register_usage_level(v):
+    """The pass config tl.ptxas_register_usage_level as ptxas takes it (an int 0..10), or None."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, str)) or not str(v).strip().isdigit() or \
+            not 0 <= int(v) <= 10:
+        raise ValueError(f"pass config tl.ptxas_register_usage_level must be an int from 0 to 10, got {v!r}")
+    return int(v)
+
+
+def ptxas_options(options) -> tuple:
+    """The NVRTC options the compile's CudaOptions add for ptxas."""
+    if options.register_usage_level is None:
+        return ()
+    return (f"--ptxas-options=--register-usage-level={options.register_usage_level}",)
 
 
 # nvcc flags without a meaning for NVRTC's device-only compile: NVRTC always optimizes, the

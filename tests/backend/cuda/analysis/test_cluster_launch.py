@@ -37,7 +37,7 @@ def _kernels(kernel):
 def test_cluster_dims_are_compiled_into_the_kernel(published_form):
     k = _compile(CK.cluster_rank(published_form=published_form))
     src = k.get_kernel_source()
-    assert '__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128) main_kernel(' in src
+    assert '__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1) main_kernel(' in src
     for call in ("tl::cluster_arrive();", "tl::cluster_wait();", "tl::cluster_sync();", "tl::block_rank_in_cluster()"):
         assert call in src
     (m,) = _kernels(k)

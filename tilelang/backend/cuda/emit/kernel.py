@@ -28,7 +28,7 @@ from tilelang.backend.cuda.ops.tma_pipeline import (emit_pipelined_tma, emit_tma
 from tilelang.backend.cuda.ops import tma_pipeline as tma_ring
 from tilelang.backend.cuda.ops.wgmma_deferred_wait import DEFERRED_WAIT, emit_deferred_wait
 from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
-from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
+from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma, STAGED
 from tilelang.backend.cuda.ops.cp_async_mbarrier import emit_copy_on_mbarrier
 from tilelang.backend.cuda.plan.copy_form import COPY_FORM, copy_form
 from tilelang.backend.cuda.target import arch_number
@@ -98,6 +98,7 @@ class KernelCodegen:
         from tilelang.backend.cuda.ops.tma_load_sync import emit_tma_load_sync
         self._emit_tma_store, self._emit_tma_load_sync = emit_tma_store, emit_tma_load_sync
         self.prologue = []            # lines the body's code needs at the kernel's start (ops/tma_load_sync.py)
+        self.staged_arrays = {}       # tag -> the register array of a staged converting copy (plan/pipeline.py STAGED)
         self.aligned = {}            # global buffer name -> bytes its pointer must be aligned to
         self.acc_index = {}           # id(register fragment) -> C slot index inside its loop
         self.load_override = {}       # id(buffer) -> C expression of its element load (tile_codegen)
@@ -270,7 +271,10 @@ class KernelCodegen:
         return "\n".join(out), meta
 
     def _min_blocks(self):
-        n = self.launch.annotations.get("min_blocks_per_sm")
+        """__launch_bounds__'s second argument: the kernel's T.annotate_min_blocks_per_sm, else
+        the options' default (1, as the published package prints: without it ptxas caps the
+        registers to keep more blocks resident, e.g. 110 instead of 179 in mHC's TF32 gemm)."""
+        n = self.launch.annotations.get("min_blocks_per_sm") or self.options.min_blocks_per_sm
         if not n and self.plan.sets_max_nreg:
             n = 1   # setmaxnreg needs a register count ptxas can determine at entry
         return f", {n}" if n else ""
@@ -880,12 +884,25 @@ class KernelCodegen:
         it = self.names.fresh("tl_i")
         split = None   # exact split: the flat index is j * c + t, t = tl_tid / (extents done) < c
         how, n = thread_split(tc, nt)
+        staged = st.annotations.get(STAGED)   # (half, tag): plan/cp_async_pipeline.py, a converting copy
+        stage = None
+        if staged is not None:
+            from tilelang.backend.cuda.ops.vector_copy import staged_vector_type
+            if how != "exact" or not V:
+                raise AssertionError("CUDA codegen: a staged copy needs an exact, vectorized thread split")
+            half, tag = staged
+            if half == "load":   # the thread's vectors, held in registers until the store half
+                self.staged_arrays[tag] = self.names.fresh("tl_stage")
+                self.w(f"{staged_vector_type(body, V)} {self.staged_arrays[tag]}[{n}];")
+            half = "load" if half == "reload" else half   # (reload: into the same registers)
         if how == "exact":   # no bound check, fully unrolled
             j = self.names.fresh("tl_j")
             self.w("#pragma unroll")
             self.w(f"for (int {j} = 0; {j} < {n}; ++{j}) {{")
             self.indent += 1
             split = (j, nt, "tl_tid")
+            if staged is not None:
+                stage = (half, self.staged_arrays[staged[1]], j)
         else:
             if n:
                 self.w("#pragma unroll")
@@ -923,7 +940,7 @@ class KernelCodegen:
         if waited:   # plan/copy_forms.py: all of this thread's copies in flight, then one wait
             self.async_copy = True
         if V or eviction:
-            emit_vector_copy(self, body, V or 1, vars_[-1], eviction)
+            emit_vector_copy(self, body, V or 1, vars_[-1], eviction, stage)
         else:
             self.stmt(body, False)
         self.indent -= 1

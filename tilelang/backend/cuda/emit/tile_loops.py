@@ -45,6 +45,12 @@ def emit_tile_loop(cg, vars_, mins, exts, body, regs, form=None):
         cg.stmt(body, False)
     else:
         D = dist[0]
+        if len(cv) == 1:
+            # a 1-D loop runs over its own one-row tile, not over a 2-D tile it reads at rows of its
+            # own choosing (layout/tile.py: on the column owners, one chunk per thread)
+            own = [lays[id(b)] for b in regs if not isinstance(lays[id(b)], Scalar) and
+                   id(b) not in free_row_fragments(body, [b], lays, "tile", cv)]
+            D = own[0] if own else ThreadTile(1, D.N, D.T, D.V)
         L = D if isinstance(D, ThreadTile) else D.tile
         mode = "tile" if len(cv) == 2 or isinstance(D, ThreadTile) else "rows" if isinstance(D, TileRows) else "cols"
         if mode == "rows":

@@ -89,7 +89,9 @@ def compile_cuda(source: str, arch: str, name: str = "kernel.cu", extra_options=
     except ImportError as e:
         raise CudaCompileError("the CUDA backend needs `cuda-bindings` and `nvidia-cuda-nvrtc`",
                                hint="pip install 'tilelang[cuda]'") from e
-    opts = compile_options(arch, tuple(options.compile_flags) + tuple(extra_options), lineinfo=options.lineinfo,
+    from tilelang.backend.cuda.options import ptxas_options
+    opts = compile_options(arch, ptxas_options(options) + tuple(options.compile_flags) + tuple(extra_options),
+                           lineinfo=options.lineinfo,
                            fast_math=options.fast_math)
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     _check(nvrtc, err, "nvrtcCreateProgram")

@@ -245,7 +245,8 @@ def _fits(buf, lay):
 class _Loop:
     """A block-level T.Parallel nest and the fragments it indexes."""
 
-    def __init__(self, st, frags):
+    def __init__(self, st, frags, thread_range=None):
+        self.range = thread_range   # analysis/thread_ranges.py: the threads that run it (None: the block)
         self.vars, self.mins, self.exts, body = parallel_nest(st)
         self.exts = [E.const_int_value(e) for e in self.exts]
         self.guarded = guarded_body(body)
@@ -359,6 +360,9 @@ def infer(launch, gemm_cfgs, depends, regions=None):
 
     loops, reduces, gemms = [], [], []
 
+    def where(st):
+        return regions.range_of(st) if ranged else None
+
     def visit(st):
         if st is None:
             return
@@ -368,11 +372,11 @@ def infer(launch, gemm_cfgs, depends, regions=None):
         elif isinstance(st, S.DeclBuffer):
             return
         elif isinstance(st, S.For) and st.kind == S.PARALLEL:
-            loops.append(_Loop(st, frags))
+            loops.append(_Loop(st, frags, where(st)))
         elif isinstance(st, TO.Copy):
-            loops.append(_Loop(lower_copy(st), frags))
+            loops.append(_Loop(lower_copy(st), frags, where(st)))
         elif isinstance(st, TO.Fill):
-            loops.append(_Loop(lower_fill(st), frags))
+            loops.append(_Loop(lower_fill(st), frags, where(st)))
         elif isinstance(st, TO.Reduce):
             reduces.append(st)
         elif isinstance(st, TO.Gemm):
@@ -397,7 +401,7 @@ def infer(launch, gemm_cfgs, depends, regions=None):
             mark(touched(S.Evaluate(st.cond)), "loop condition")
             visit(st.body)
         elif _scalar_store(st, frags) and not depends(st.value):
-            loops.append(_Loop(st, frags))   # a replicated one-element fragment: a 0-D loop
+            loops.append(_Loop(st, frags, where(st)))   # a replicated one-element fragment: a 0-D loop
         else:
             # a one-element fragment only read here stays replicated (every thread holds it)
             written = {id(n.buffer) for n in _stores(st)}
@@ -492,7 +496,7 @@ def infer(launch, gemm_cfgs, depends, regions=None):
     for g in gemms:
         gemm_ids |= {id(r.buffer) for r in (g.A, g.B, g.C)}
     one = {f for f, b in frags.items() if not canon_shape(b)}
-    # the element-wise tiles assume the whole block; those of a thread range stay in shared memory
+    # the element-wise tiles of the whole block; those of a thread range are laid out over its threads below
     in_range = {i for i, rs in touching.items() if any(r != regions.full for r in rs)}
     # a loop that reads a gemm operand held in shared memory (an mma.sync A fragment, say) can
     # still run over register tiles: only the register layouts of the gemms bind their groups
@@ -503,12 +507,31 @@ def infer(launch, gemm_cfgs, depends, regions=None):
     lay.update(infer_tiles(frags, gemm_ids | set(bad) | in_range | kept_out_of_tiles, loops, reduces, one,
                            _nthreads(launch), mark,
                            taint=set(lay) & set(frags)))
+    if in_range:
+        skip = gemm_ids | set(bad) | set(lay) | kept_out_of_tiles
+        lay.update(_range_tiles(frags, touching, regions, skip, loops, reduces, one, mark))
     out.layouts = lay
     for fid, b in frags.items():
         if fid in lay:
             out.report.append((b.name, lay[fid], "registers"))
         else:
             out.report.append((b.name, "shared", bad.get(fid, "no gemm accumulator layout reaches it")))
+    return out
+
+
+def _range_tiles(frags, touching, regions, skip, loops, reduces, one, mark):
+    """Thread tiles of the fragments that one warp-aligned thread range alone touches
+    (`if tx < 32: ... else: ...`), laid out over that range's threads by its own loops:
+    thread lo + t plays thread t there, as the range's code does (`tl_tid = threadIdx.x - lo`).
+    Fragments of a reduction stay in shared memory: a register-tile reduction may exchange
+    partials through the block's one shared scratch, and the ranges run at the same time."""
+    out = {}
+    red = {id(x.buffer) for r in reduces for x in (r.src, r.dst)}
+    for R in sorted({r for rs in touching.values() for r in rs if r != regions.full}, key=lambda r: r.lo):
+        mine = {i for i, rs in touching.items() if rs == {R}} - skip - red
+        if mine:
+            out.update(infer_tiles(frags, set(frags) - mine, [lp for lp in loops if lp.range == R], [],
+                                   one & mine, R.size, mark))
     return out
 
 

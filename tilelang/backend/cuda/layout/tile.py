@@ -229,14 +229,18 @@ class CanonLoop:
                 continue
             k = next((k for k, v in enumerate(self.vars) if i is v), None)
             if k is None:
-                # a row the iteration picks itself (`b[k, j]` under `for k in T.serial`):
-                # FREE, when the index reads none of the nest's variables
-                if not pos and len(self.vars) == 2 and not any(x is v for x in collect_vars(i) for v in self.vars):
+                # a row the iteration picks itself (`b[k, j]` under `for k in T.serial`, in a
+                # 2-D nest or a 1-D one over the columns): FREE, when the index reads none of
+                # the nest's variables
+                if not pos and len(self.vars) in (1, 2) and buf.ndim - sum(_unit_dims(buf)) == 2 and \
+                        not any(x is v for x in collect_vars(i) for v in self.vars):
                     pos.append(FREE)
                     continue
                 return None
             pos.append(k)
         if FREE not in pos and pos != sorted(set(pos)):
+            return None
+        if FREE in pos and tuple(pos) != (FREE, len(self.vars) - 1):
             return None
         return tuple(pos)
 
@@ -260,6 +264,8 @@ def _role(cl, fid, buf):
             return None
         return {(0, 1): ("tile", (m, n)), (0,): ("rows", (m, n)), (1,): ("cols", (m, n))}[a]
     if len(cl.exts) == 1:
+        if a == (FREE, 0):      # `b[k, j]` in a loop over j: b's column owners run it
+            return ("tile", tuple(cs)) if cs[1] == cl.exts[0] else None
         return "any1"
     return None
 
@@ -324,6 +330,7 @@ def _solve(frags, live, cls, reduces, scalar_ok, T, loops):
     """{fid: layout}, or ([fids], reason) for fragments to send to shared memory."""
     role = {}
     owned = {}      # tile shape -> fids some loop reads at rows of its own choosing
+    free_1d = {}    # id(1-D CanonLoop) -> the 2-D fids it reads at rows of its own choosing
 
     def want(fid, r):
         r = _norm(r)
@@ -364,8 +371,10 @@ def _solve(frags, live, cls, reduces, scalar_ok, T, loops):
                 r = _role(cl, fid, frags[fid])
                 if r is None:
                     raise _Conflict([fid], "a T.Parallel loop that indexes it other than by its loop variables")
-                if cl.access.get(fid) == (FREE, 1):
+                if cl.access.get(fid) in ((FREE, 1), (FREE, 0)):
                     owned.setdefault(r[1], set()).add(fid)
+                    if len(cl.exts) == 1:   # the loop's own one-row tiles: whole columns too
+                        free_1d.setdefault(id(cl), set()).add(fid)
                 if r != "any1":
                     want(fid, r)
         changed = True
@@ -374,7 +383,8 @@ def _solve(frags, live, cls, reduces, scalar_ok, T, loops):
             for cl in cls:
                 if len(cl.exts) != 1:
                     continue
-                ones = [f for f in cl.lp.idx if f in live and role.get(f, ("", None))[0] != "scalar"]
+                ones = [f for f in cl.lp.idx if f in live and role.get(f, ("", None))[0] != "scalar"
+                        and f not in free_1d.get(id(cl), ())]
                 known = {role[f] for f in ones if f in role}
                 if len(known) > 1:
                     raise _Conflict(ones, f"one loop over {sorted(map(str, known))}")
@@ -389,6 +399,14 @@ def _solve(frags, live, cls, reduces, scalar_ok, T, loops):
                 for f in cl.lp.idx:
                     if f in live and f not in role:
                         want(f, ("tile", (1, cl.exts[0])))
+        for cl in cls:      # a 1-D loop reading rows of its own choosing runs on the columns' owners
+            if id(cl) in free_1d:
+                for f in cl.lp.idx:
+                    if f in live and f not in free_1d[id(cl)] and role[f][0] != "scalar":
+                        if role[f] != ("tile", (1, cl.exts[0])):   # (its chunk is then the owner's columns)
+                            raise _Conflict(free_1d[id(cl)], "rows of its own choosing in a 1-D loop over "
+                                            f"a {role[f][0]} fragment")
+                        owned.setdefault(role[f][1], set()).add(f)
         for cl in cls:
             regs = [f for f in cl.lp.idx if f in live]
             if not regs:

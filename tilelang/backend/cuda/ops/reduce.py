@@ -88,10 +88,25 @@ def warp_batch(op):
     return b if 1 < b <= 32 and b & (b - 1) == 0 else 1
 
 
+def lane_group(op):
+    """Lanes per row when the reduced extent n is a constant of at most 16: the next power
+    of two G >= n, so that a warp reduces 32 / G rows at once with log2(G) shuffles each
+    (tl::group_reduce) instead of one row with 5; else 0 (a whole warp per row)."""
+    n = E.const_int_value(op.src.extents[op.dim])
+    if n is None or n > 16 or n < 1:
+        return 0
+    G = 1
+    while G < n:
+        G *= 2
+    return G
+
+
 def emit_warp_reduce(cg, op):
     """Lines of C++ for a Reduce whose operands live in shared/global memory: each warp
     reduces one row at a time, or B rows together with `batch=B`
-    (tl::warp_reduce_rows: B - 1 + log2(32 / B) shuffles instead of 5 B)."""
+    (tl::warp_reduce_rows: B - 1 + log2(32 / B) shuffles instead of 5 B), or, rows of at
+    most 16 elements, 32 / G rows at once on groups of G lanes (`lane_group`: a 4 x 4
+    Sinkhorn matrix's row sums in one pass of 2 shuffles, was 4 passes of 5)."""
     from tilelang.backend.cuda.emit.expr import cast_str
     nd = len(op.src.extents)
     ovars = [E.Var(f"ro{k}") for k in range(nd - 1)]
@@ -123,6 +138,22 @@ def emit_warp_reduce(cg, op):
     dst = cg.expr(E.BufferLoad(op.dst.buffer, didx))
     val = P.store("tl_acc" if P.clear else combine(P.cross, P.load(dst), "tl_acc", nan))
     lines = ["{", "  const int tl_lane = tl_tid & 31;"]
+    G = lane_group(op) if B == 1 else 0
+    if G:   # row tl_o0 + lane / G on lanes of group lane / G; the loop is uniform over the warp
+        R = 32 // G
+        pos = f"{cg.expr(op.src.extents[op.dim])}"
+        one_pass = E.const_int_value(outer) is not None and E.const_int_value(outer) <= nw * R
+        # one pass covers every row: no loop (whose warp-uniform trip count ptxas cannot see)
+        head = ["  {", f"    const int tl_o0 = (tl_tid >> 5) * {R};"] if one_pass else \
+            [f"  for (int tl_o0 = (tl_tid >> 5) * {R}; tl_o0 < {n_out}; tl_o0 += {nw * R}) {{"]
+        lines += head + [f"    const int tl_o = tl_o0 + tl_lane / {G};", f"    {ct} tl_acc = {P.init};",
+                  f"    if (tl_o < {n_out}) {{"] + unflatten("      ") + [
+                  f"      const int {rname} = tl_lane & {G - 1};",
+                  f"      if ({rname} < {pos}) tl_acc = {combine(op.kind, 'tl_acc', x, nan)};", "    }",
+                  f"    tl_acc = tl::group_reduce<{G}>(tl_acc, {warp_op(op.kind, nan)}());",
+                  f"    if ((tl_lane & {G - 1}) == 0 && tl_o < {n_out}) {{"] + unflatten("      ") + [
+                  f"      {dst} = {val};", "    }", "  }", "}"]
+        return lines
     if B == 1:
         lines += [f"  for (int tl_o = tl_tid >> 5; tl_o < {n_out}; tl_o += {nw}) {{"] + unflatten("    ") + [
             f"    {ct} tl_acc = {P.init};"] + ["    " + ln for ln in accumulate] + [

@@ -13,14 +13,15 @@ from tilelang.backend.cuda.ops.vector_access import _has, _cond_ok, consecutive,
 
 
 def _free_rows(body, buf, iv):
-    """Whether the body reads or writes `buf` at a row other than the loop's own `iv`."""
+    """Whether the body reads or writes `buf` at a row other than the loop's own `iv`
+    (None: a 1-D loop over the columns, which has no row of its own)."""
     from tilelang.ir.visitor import walk
     hit = []
 
     def f(n):
         if isinstance(n, (E.BufferLoad, S.BufferStore)) and n.buffer is buf:
             rows = [i for i, d in zip(n.indices, buf.shape) if E.const_int_value(d) != 1]
-            if len(rows) == 2 and rows[0] is not iv:
+            if len(rows) == 2 and (iv is None or rows[0] is not iv):
                 hit.append(n)
     walk(body, f)
     return bool(hit)
@@ -89,8 +90,8 @@ def vector_copy_parts(cg, body, jv, V, lays):
 def free_row_fragments(body, regs, lays, mode, cv):
     """ids of the thread-tile fragments the body reads at rows of its own choosing (a
     column-owner tile): their loop runs element by element."""
-    return {id(b) for b in regs if mode == "tile" and len(cv) == 2 and isinstance(lays[id(b)], ThreadTile)
-            and _free_rows(body, b, cv[0])}
+    return {id(b) for b in regs if mode == "tile" and len(cv) in (1, 2) and isinstance(lays[id(b)], ThreadTile)
+            and _free_rows(body, b, cv[0] if len(cv) == 2 else None)}
 
 
 def chunk_vector_width(k, vars_, exts, body, regs):

@@ -234,10 +234,12 @@ def _emit_vector_atomic(cg, body, V, v):
 EVICTION_CODES = {"evict_normal": 0, "evict_first": 1, "evict_last": 2}
 
 
-def emit_vector_copy(cg, body, V, v=None, eviction=None):
+def emit_vector_copy(cg, body, V, v=None, eviction=None, stage=None):
     """The copy (or cast, atomic, element-wise) body `body` moving V elements per access;
     `eviction` (a plain copy only): the L2 priority of its global loads and stores
-    (plan/copy_forms.py; V == 1 for a scalar copy with a hint)."""
+    (plan/copy_forms.py; V == 1 for a scalar copy with a hint); `stage` (a converting copy
+    only): ("load" | "store", register array, its index): only that half of the copy, the
+    loaded vectors kept in the array in between (plan/cp_async_pipeline.py `STAGED`)."""
     from tilelang.backend.cuda.ops import vector_atomic as vector_atomic
     body = without_assumes(body)
     if vector_atomic.match(body) is not None:
@@ -246,7 +248,9 @@ def emit_vector_copy(cg, body, V, v=None, eviction=None):
         if match_cast_copy(body) is None:
             from tilelang.backend.cuda.ops import vector_compute as vector_compute
             return vector_compute.emit(cg, body, V, v)
-        return _emit_vector_cast(cg, body, V)
+        return _emit_vector_cast(cg, body, V, stage)
+    if stage is not None:
+        raise AssertionError("CUDA codegen: only a converting copy is staged through registers")
     guard, store, load, sel = match_copy(body)
     nbytes = V * store.buffer.dtype.itemsize
     vt, zero = vec_type(store.buffer.dtype, nbytes) if nbytes != 1 else ("unsigned char", "(unsigned char)0")
@@ -290,8 +294,15 @@ def emit_vector_copy(cg, body, V, v=None, eviction=None):
     cg.w(f"if ({cg.expr(guard)}) {{ {line} }}" if guard is not None else line)
 
 
-def _emit_vector_cast(cg, body, V):
-    """One vector load of V source elements, V / 2 paired conversions, one vector store."""
+def staged_vector_type(body, V):
+    """The C vector type a staged converting copy keeps its loaded V elements in."""
+    guard, store, load = match_cast_copy(body)
+    return vec_type(load.buffer.dtype, V * load.buffer.dtype.itemsize)[0]
+
+
+def _emit_vector_cast(cg, body, V, stage=None):
+    """One vector load of V source elements, V / 2 paired conversions, one vector store
+    (`stage`: the load into a register array, or the rest from it: emit_vector_copy)."""
     from tilelang.backend.cuda.emit.expr import ctype
     from tilelang.backend.cuda.ops.vector_cast import pair_cast
     guard, store, load = match_cast_copy(body)
@@ -302,7 +313,14 @@ def _emit_vector_cast(cg, body, V):
     a, d = cg.names.fresh("tl_cs"), cg.names.fresh("tl_cd")
     src = lambda k: f"reinterpret_cast<const {ctype(st)}*>(&{a})[{k}]"  # noqa: E731
     dst = lambda k: f"reinterpret_cast<{ctype(dt)}*>(&{d})[{k}]"  # noqa: E731
+    if stage is not None and guard is not None:
+        raise AssertionError("CUDA codegen: a staged converting copy has no bounds check")
+    if stage is not None and stage[0] == "load":
+        cg.w(f"{stage[1]}[{stage[2]}] = *reinterpret_cast<const {vs}*>(&{cg.access(load)});")
+        return
     lines = [f"const {vs} {a} = *reinterpret_cast<const {vs}*>(&{cg.access(load)});", f"{vd} {d};"]
+    if stage is not None:
+        lines[0] = f"const {vs} {a} = {stage[1]}[{stage[2]}];"
     for k in range(0, V, 2):
         p = cg.names.fresh("tl_p")
         lines.append("{ " + pair_cast(st, dt, src(k), src(k + 1), dst(k), dst(k + 1), p) + " }")

@@ -367,7 +367,9 @@ class _Chooser:
         from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
         from tilelang.backend.cuda.plan.overlap import plan_overlap
         k = self.k
-        tmas = None if any(_no_tma(c, ring=True) for c in info.copies) else tma_copies(k, info)
+        from tilelang.backend.cuda.plan.pipeline import converting_copy
+        tmas = None if any(_no_tma(c, ring=True) or converting_copy(c) for c in info.copies) else \
+            tma_copies(k, info)
         if info.issue_after_use:   # num_stages=1 (plan/pipeline.py): one version, cp.async groups
             use_tma = False
         elif info.guard is not None:   # a body under `if cond:`: the TMA ring with empty rounds, or cp.async
@@ -378,9 +380,9 @@ class _Chooser:
             use_tma = False
         else:
             use_tma = tmas is not None and ring_mode(k, info) is not None
-        for c in info.copies:
+        for c in info.copies:   # a converting copy: the threads' vector loads and stores (no cp.async form)
             self.record(c, (lambda: CopyForm("tma_ring")) if use_tma else
-                        (lambda c=c: self._with_eviction(c, self.vector(c, cp_async=True))))
+                        (lambda c=c: self._with_eviction(c, self.vector(c, cp_async=not converting_copy(c)))))
         saved, self.in_cp_async_loop = self.in_cp_async_loop, self.in_cp_async_loop or not use_tma
         for s in info.rest:
             self.visit(s, True)

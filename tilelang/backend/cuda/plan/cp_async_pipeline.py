@@ -77,11 +77,12 @@ from tilelang.ir.visitor import substitute
 from tilelang.arith.simplify import simplify
 from tilelang.transform.pass_manager import function_pass
 from tilelang.backend.cuda.plan.copy_form import copy_form
+from tilelang.backend.cuda.plan.pipeline import STAGED
 from tilelang.backend.cuda.target import arch_number
 
 # the copy forms of a loop whose copies are issued as cp.async (a scalar one: a plain
 # store in the same group position, e.g. coalesced_width=1)
-_CP_ASYNC_FORMS = {"cp_async", "scalar"}
+_CP_ASYNC_FORMS = {"cp_async", "scalar", "vector"}
 
 
 def runs_on_cp_async(k, info) -> bool:
@@ -99,6 +100,29 @@ def runs_on_cp_async(k, info) -> bool:
     if overlapped_wgmma(k, info):
         return False
     return not (arch_number(k.target.arch) >= 90 and plan_overlap(k, info) is not None)
+
+
+def staged_ok(info) -> bool:
+    """Whether the loop's copies may be staged through registers: every one a converting
+    copy with the vector form (no bounds check: a copy whose guard is in its body stays
+    whole), and no `if cond:` around the body."""
+    from tilelang.backend.cuda.plan.pipeline import converting_copy
+    from tilelang.backend.cuda.ops.vector_copy import match_cast_copy, without_assumes
+    from tilelang.backend.cuda.analysis.facts import parallel_nest
+    return info.guard is None and all(
+        converting_copy(c) and getattr(copy_form(c), "kind", None) == "vector" and
+        match_cast_copy(without_assumes(parallel_nest(c)[3]))[0] is None for c in info.copies)
+
+
+def last_ring_reader(info) -> int:
+    """The index in `info.rest` of the last statement that reads a ring buffer (-1: none)."""
+    from tilelang.backend.cuda.analysis.facts import accesses
+    bufs = {id(b) for b in info.bufs}
+    last = -1
+    for j, st in enumerate(info.rest):
+        if any(id(b) in bufs for b in accesses(st)[0]):
+            last = j
+    return last
 
 
 def schedule(loop, info, fence, refill_wait=False):
@@ -147,6 +171,10 @@ def schedule(loop, info, fence, refill_wait=False):
         body = [call(M.CP_ASYNC_WAIT, ns - 2),
                 barrier(f"this iteration's copies into {ring} landed; the slot the previous one read is free"),
                 issue, call(M.CP_ASYNC_COMMIT), compute]
+        j = last_ring_reader(info) if staged_ok(info) else -1
+        n = E.const_int_value(loop.extent)
+        if 0 <= j < len(info.rest) - 1 and n is not None and n > ns:
+            return _staged(loop, info, body[:2], j, prologue, slot, ring_index, barrier, call, ring)
     else:
         issue = S.IfThenElse(E.binop("<", var + d, hi), S.seq([
             barrier(f"every thread is done with this iteration's slot of {ring}: it is refilled"),
@@ -158,6 +186,42 @@ def schedule(loop, info, fence, refill_wait=False):
     for s in (prologue, main):
         s.span = loop.span
     return [barrier(f"{ring} may still be read before the pipeline's prologue"), prologue, main,
+            call(M.CP_ASYNC_WAIT, 0)]
+
+
+def _staged(loop, info, head, j, prologue, slot, ring_index, barrier, call, ring):
+    """The refill-after-wait schedule with converting copies staged through registers: the
+    loads of iteration k + s - 1 are issued in iteration k - 1 right after the last reader of its
+    slot, held in registers over a barrier, and converted and stored into slot (k + s - 1) % s
+    in iteration k after the last reader of slot k (the slot iteration k - 1 read, before this
+    iteration's barrier). Their latency overlaps a whole iteration; the loads of an iteration
+    past the end re-read the last one (min(k, hi - 1): in bounds, as every iteration's are,
+    the copies having no bounds check). A constant trip count above s (the prologue's first
+    load half is then in bounds)."""
+    ns, var = info.stages, loop.var
+    lo, hi = loop.min, simplify(loop.min + loop.extent)
+    d = ns - 1
+
+    def half(k, mode, wrap):
+        out = []
+        for n, c in enumerate(info.copies):
+            h = substitute(c, {var: k})
+            h.annotations = {**h.annotations, STAGED: (mode, n)}
+            out.append(h)
+        return slot(ring_index(k), S.seq(out)) if wrap else S.seq(out)
+
+    def clamp(e):
+        return E.Call("min", [simplify(e), simplify(hi - 1)], var.dtype)
+    kn = E.Var(var.name + "_next", var.dtype)
+    first = half(clamp(lo + d), "load", True)   # declares the registers, before the loop
+    store = S.IfThenElse(E.binop("<", var + d, hi), S.LetStmt(kn, var + d, half(kn, "store", True)))
+    body = head + [slot(ring_index(var), S.seq(info.rest[:j + 1])), store,
+                   half(clamp(var + d + 1), "reload", True),
+                   slot(ring_index(var), S.seq(info.rest[j + 1:])), call(M.CP_ASYNC_COMMIT)]
+    main = S.For(var, loop.min, loop.extent, S.SERIAL, S.seq(body))
+    for s in (prologue, first, main):
+        s.span = loop.span
+    return [barrier(f"{ring} may still be read before the pipeline's prologue"), prologue, first, main,
             call(M.CP_ASYNC_WAIT, 0)]
 
 
@@ -210,7 +274,9 @@ def pipeline_cp_async(func, ctx=None):
         # the early refill helps only where some iteration refills a slot: a constant
         # trip count the prologue covers keeps the waiting schedule's code
         n = E.const_int_value(loop.extent)
-        wait = k.options.cp_async_refill_wait or (n is not None and n <= info.stages)
+        # copies staged through registers take the refill-after-wait schedule (`_staged`): one
+        # barrier per iteration orders both the slot's reads and its refill
+        wait = k.options.cp_async_refill_wait or (n is not None and n <= info.stages) or staged_ok(info)
         return schedule(loop, info, k.plan.fence_barriers, wait)
     return schedule_pipelined_loops(func, ctx, lambda k, loop, info: runs_on_cp_async(k, info), make)
 

@@ -280,14 +280,31 @@ def _note_schedule(info, stmts, sched):
                           "copies are grouped per iteration")
 
 
+# annotation on a copy nest of a pipelined loop's schedule (plan/cp_async_pipeline.py):
+# ("load" | "store", tag): only that half of a converting copy, the loaded vectors held in
+# registers in between (the tag names the pair); emit/kernel.py `cooperative` prints it
+STAGED = "tl.staged_copy"
+
+
+def converting_copy(st):
+    """Whether the copy nest converts its elements (`T.copy` of a bf16 tensor into a float32
+    tile): no cp.async moves it, so a pipelined loop issues it as the threads' own vector
+    loads, conversions and stores, in the ring slot of a later iteration all the same."""
+    from tilelang.backend.cuda.ops.vector_copy import match_cast_copy, without_assumes
+    return isinstance(st, S.For) and match_cast_copy(without_assumes(parallel_nest(st)[3])) is not None
+
+
 def _is_async_copy(st, plan, writes, aliased, seen, vector_width, invariant=frozenset()):
-    from tilelang.backend.cuda.ops.vector_copy import match_copy
+    from tilelang.backend.cuda.ops.vector_copy import match_copy, match_cast_copy
     if not (isinstance(st, S.For) and st.kind == S.PARALLEL):
         return False
     vars_, mins, exts, inner = parallel_nest(st)
     m = match_copy(inner)
     if m is None:
-        return False
+        c = match_cast_copy(inner) if getattr(plan.options, "converting_copy_pipeline", True) else None
+        if c is None:
+            return False
+        m = (c[0], c[1], c[2], None)
     guard, store, load, sel = m
     dst, src = store.buffer, load.buffer
     p = plan.placements.get(id(dst))
@@ -304,7 +321,7 @@ def _is_async_copy(st, plan, writes, aliased, seen, vector_width, invariant=froz
         if any(b is dst for b in r + w):
             return False
     V = vector_width(vars_, mins, exts, inner)
-    return V is not None and V * dst.dtype.itemsize >= 4
+    return V is not None and V * min(dst.dtype.itemsize, src.dtype.itemsize) >= 4
 
 
 def overlapped_wgmma(cg, info):

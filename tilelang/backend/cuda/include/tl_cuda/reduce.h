@@ -22,6 +22,14 @@ template <class Op, class T> TL_DEVICE T warp_reduce(T v, Op op) {
   return v;
 }
 
+// across aligned groups of G consecutive lanes (G a power of two <= 32): log2(G) shuffles,
+// every lane of a group ending with the group's result
+template <int G, class Op, class T> TL_DEVICE T group_reduce(T v, Op op) {
+#pragma unroll
+  for (int m = G / 2; m > 0; m >>= 1) v = op(v, shfl_xor(v, m));
+  return v;
+}
+
 // B rows at once (T.reduce_*(..., batch=B), B a power of two <= 32): lane l holds a partial
 // v[i] of each row i. Each of the first log2(B) butterfly levels halves the rows a lane
 // keeps (it sends the half its partner keeps), so B - 1 shuffles do the work of B
