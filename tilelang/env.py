@@ -42,6 +42,8 @@ TILELANG_CUDA_OVERLAP_GEMM=1   attention loops defer the P V wgmma into the next
 TILELANG_CUDA_WGMMA_RS=0       wgmma reads A from shared memory even when it is a register fragment
 TILELANG_CUDA_WARP_SPECIALIZE=0  no producer warpgroup for TMA-ring GEMM loops on sm_90 (as the pass config
                                tl.disable_warp_specialized)
+TILELANG_CUDA_GUARDED_SPLIT=0  a copy nest the threads do not divide (128 vectors on 256 threads) runs as a strided
+                               loop, not an unrolled loop with a bound check (its loads then wait for the previous nest's)
 TILELANG_CUDA_DUMP_FRAGMENTS=1 print the fragment layouts the planner chose
 TL_CUDA_DUMP=<dir>             keep every generated .cu file (and the source of a failed compile)
 TL_CUDA_LINEINFO=1             NVRTC -lineinfo (source lines in the cubin, for profilers)

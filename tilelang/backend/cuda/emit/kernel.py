@@ -879,8 +879,8 @@ class KernelCodegen:
         tc = E.const_int_value(total)
         it = self.names.fresh("tl_i")
         split = None   # exact split: the flat index is j * c + t, t = tl_tid / (extents done) < c
-        how, n = thread_split(tc, nt)
-        if how == "exact":   # no bound check, fully unrolled
+        how, n = thread_split(tc, nt, self.options.guarded_split)
+        if how != "strided":   # fully unrolled; "guarded": the last copy checks the bound
             j = self.names.fresh("tl_j")
             self.w("#pragma unroll")
             self.w(f"for (int {j} = 0; {j} < {n}; ++{j}) {{")
@@ -915,10 +915,14 @@ class KernelCodegen:
                 rem = f"(({rem}) / {ext})"
             else:
                 lines.append(f"const {ct} {self.bind(vars_[k])} = ({rem}){scale}{off};")
-        if tc is not None and tc % nt == 0 and tc // nt <= 8 and any(it in ln for ln in lines):
+        if how != "strided" and any(it in ln for ln in lines):
             self.w(f"const int {it} = {j} * {nt} + tl_tid;")
         for ln in lines:
             self.w(ln)
+        if how == "guarded":   # only the last copy can run past the end: `j < n - 1` folds away in the others
+            last = f"{j} < {n - 1} || " if n > 1 else ""
+            self.w(f"if ({last}{j} * {nt} + tl_tid < {tc}) {{")
+            self.indent += 1
         waited = form is not None and form.kind == "cp_async_wait" and not self.async_copy
         if waited:   # plan/copy_forms.py: all of this thread's copies in flight, then one wait
             self.async_copy = True
@@ -926,6 +930,9 @@ class KernelCodegen:
             emit_vector_copy(self, body, V or 1, vars_[-1], eviction)
         else:
             self.stmt(body, False)
+        if how == "guarded":
+            self.indent -= 1
+            self.w("}")
         self.indent -= 1
         self.w("}")
         if waited:
