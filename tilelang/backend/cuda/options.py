@@ -59,6 +59,7 @@ _SWITCHES = {
     "TILELANG_CUDA_WGMMA_RS": (_flag, True, "wgmma_rs", True),
     "TILELANG_CUDA_WARP_SPECIALIZE": (_flag, True, "warp_specialize", True),
     "TILELANG_CUDA_GUARDED_SPLIT": (_flag, True, "guarded_split", True),
+    "TILELANG_CUDA_STREAMING_OCCUPANCY": (_flag, False, "streaming_occupancy", True),
     "TILELANG_CUDA_DUMP_FRAGMENTS": (_flag, False, "dump_fragments", True),   # prints while planning
     "TL_CUDA_LINEINFO": (_flag, False, "lineinfo", True),
     "TL_CUDA_DUMP": (_path, None, "dump_dir", False),
@@ -114,6 +115,8 @@ class CudaOptions:
                                    # ..._WARP_SPECIALIZE, pass config tl.disable_warp_specialized)
     guarded_split: bool = True     # a cooperative nest the threads do not divide runs as an unrolled loop with a
                                    # bound check, not a strided loop (ops/vector_copy.py thread_split; ..._GUARDED_SPLIT)
+    streaming_occupancy: bool = False  # memory-bound kernels ask ptxas for a full SM of blocks, dropped where
+                                   # it spills (plan/occupancy.py; ..._STREAMING_OCCUPANCY=1)
     dump_fragments: bool = False   # print the fragment layouts the planner chose (..._DUMP_FRAGMENTS)
     lineinfo: bool = False         # NVRTC -lineinfo: source lines in the cubin for profilers (TL_CUDA_LINEINFO=1)
     dump_dir: str | None = None    # keep every generated .cu here, and the source of a failed compile (TL_CUDA_DUMP)

@@ -264,7 +264,9 @@ class KernelCodegen:
         threads = [nt] if ws is not None else [int(t) for t in L.threads]
         meta = {"entry": self.entry, "threads": threads + [1] * (3 - len(threads)),
                 "grid": L.grid, "smem": self.plan.smem_bytes, "aligned": self.aligned,
-                "auto_cluster": self.cluster}
+                "auto_cluster": self.cluster,
+                # plan/occupancy.py asked for the blocks: the build drops the cap where ptxas spills
+                "streaming_occupancy": bool(self.launch.annotations.get("streaming_occupancy"))}
         # the wgmma instruction wrappers this kernel needs: the module prints each once (emit/module.py)
         meta["wgmma_configs"] = [c for c in self.plan.gemms.values() if getattr(c, "kind", "") == "wgmma"]
         return "\n".join(out), meta
