@@ -46,6 +46,8 @@ TILELANG_CUDA_GUARDED_SPLIT=0  a copy nest the threads do not divide (128 vector
                                loop, not an unrolled loop with a bound check (its loads then wait for the previous nest's)
 TILELANG_CUDA_STREAMING_OCCUPANCY=1  a memory-bound kernel (no gemm, no pipelined loop) asks ptxas for as many
                                blocks an SM as its threads allow (__launch_bounds__ second argument), not where it spills
+TILELANG_CUDA_SELECTIVE_PROXY_FENCES=0  every block barrier of a kernel with TMA stores fences shared memory toward
+                               the async proxy (default: not those after element-wise nests on tiles no TMA store reads)
 TILELANG_CUDA_DUMP_FRAGMENTS=1 print the fragment layouts the planner chose
 TL_CUDA_DUMP=<dir>             keep every generated .cu file (and the source of a failed compile)
 TL_CUDA_LINEINFO=1             NVRTC -lineinfo (source lines in the cubin, for profilers)

@@ -60,6 +60,7 @@ _SWITCHES = {
     "TILELANG_CUDA_WARP_SPECIALIZE": (_flag, True, "warp_specialize", True),
     "TILELANG_CUDA_GUARDED_SPLIT": (_flag, True, "guarded_split", True),
     "TILELANG_CUDA_STREAMING_OCCUPANCY": (_flag, False, "streaming_occupancy", True),
+    "TILELANG_CUDA_SELECTIVE_PROXY_FENCES": (_flag, True, "selective_proxy_fences", True),
     "TILELANG_CUDA_DUMP_FRAGMENTS": (_flag, False, "dump_fragments", True),   # prints while planning
     "TL_CUDA_LINEINFO": (_flag, False, "lineinfo", True),
     "TL_CUDA_DUMP": (_path, None, "dump_dir", False),
@@ -117,6 +118,8 @@ class CudaOptions:
                                    # bound check, not a strided loop (ops/vector_copy.py thread_split; ..._GUARDED_SPLIT)
     streaming_occupancy: bool = False  # memory-bound kernels ask ptxas for a full SM of blocks, dropped where
                                    # it spills (plan/occupancy.py; ..._STREAMING_OCCUPANCY=1)
+    selective_proxy_fences: bool = True  # barriers that order no tile a TMA store reads skip the async-proxy
+                                   # fence (plan/proxy_fences.py selective_fences; ..._SELECTIVE_PROXY_FENCES)
     dump_fragments: bool = False   # print the fragment layouts the planner chose (..._DUMP_FRAGMENTS)
     lineinfo: bool = False         # NVRTC -lineinfo: source lines in the cubin for profilers (TL_CUDA_LINEINFO=1)
     dump_dir: str | None = None    # keep every generated .cu here, and the source of a failed compile (TL_CUDA_DUMP)
