@@ -1,7 +1,8 @@
 """GPU: the memory-bound kernels of benchmarks/memory_bound.py (examples rms_norm, softmax,
 elementwise with the bench suite's configurations, a tile that 256 threads do not divide
 into whole vectors, ragged edges) against torch, with each switch that concerns them
-(TILELANG_CUDA_GUARDED_SPLIT, TILELANG_CUDA_STREAMING_OCCUPANCY)."""
+(TILELANG_CUDA_GUARDED_SPLIT, TILELANG_CUDA_STREAMING_OCCUPANCY), and tiles staged through
+shared memory and stored by a TMA store (TILELANG_CUDA_SELECTIVE_PROXY_FENCES)."""
 import pytest
 
 import tilelang
@@ -46,3 +47,15 @@ def test_elementwise_add(monkeypatch, env, cfg):
     b = torch.randn(M, N, device="cuda", dtype=torch.float16)
     k = _compiled(monkeypatch, env, ew.elementwise_add, M, N, in_dtype=T.float16, out_dtype=T.float16, **cfg)
     torch.testing.assert_close(k(a, b), a + b)
+
+
+@pytest.mark.parametrize("selective", ["1", "0"])
+def test_staged_add_through_a_tma_store(monkeypatch, selective):
+    # the barrier after the A / B copies is not fenced (plan/proxy_fences.py selective_fences)
+    from tests.backend.cuda.plan.test_proxy_fences import staged_add
+    monkeypatch.setenv("TILELANG_CUDA_SELECTIVE_PROXY_FENCES", selective)
+    k = tilelang.compile(staged_add(), out_idx=[2, 3], target="cuda")
+    a = torch.randn(256, 256, device="cuda")
+    b = torch.randn(256, 256, device="cuda")
+    c, _ = k(a, b)
+    torch.testing.assert_close(c, a + b)
