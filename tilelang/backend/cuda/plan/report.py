@@ -140,8 +140,7 @@ def _copy_text(nest):
 
 def _unfenced_inserted(launch) -> bool:
     """Whether plan/proxy_fences.py left an inserted barrier of `launch` unfenced."""
-    from tilelang.ir.visitor import walk
-    from tilelang.backend.cuda.plan.sync import is_inserted_barrier
-    found = []
-    walk(launch.body, lambda n: found.append(n) if is_inserted_barrier(n) and not n.fence_async_proxy else None)
+    found = []   # (an inserted barrier: one with a reason, plan/sync.py is_inserted_barrier)
+    walk(launch.body, lambda n: found.append(n) if isinstance(n, S.Barrier) and n.reason is not None
+         and not n.fence_async_proxy else None)
     return bool(found)
