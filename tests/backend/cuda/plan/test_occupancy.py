@@ -3,7 +3,6 @@ memory-bound kernel asks ptxas for a full SM of blocks (`T.annotate_min_blocks_p
 the IR after the pass, `__launch_bounds__(T, n)` in the source); a gemm kernel, a user's own
 annotation and the switch's default are left alone; where the cap makes ptxas spill, the build
 compiles without it. GPU results against torch: tests/backend/cuda/test_memory_bound.py."""
-import pytest
 
 import tilelang.language as T
 from tilelang.backend.registry import parse_target
