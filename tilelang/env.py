@@ -42,6 +42,12 @@ TILELANG_CUDA_OVERLAP_GEMM=1   attention loops defer the P V wgmma into the next
 TILELANG_CUDA_WGMMA_RS=0       wgmma reads A from shared memory even when it is a register fragment
 TILELANG_CUDA_WARP_SPECIALIZE=0  no producer warpgroup for TMA-ring GEMM loops on sm_90 (as the pass config
                                tl.disable_warp_specialized)
+TILELANG_CUDA_GUARDED_SPLIT=0  a copy nest the threads do not divide (128 vectors on 256 threads) runs as a strided
+                               loop, not an unrolled loop with a bound check (its loads then wait for the previous nest's)
+TILELANG_CUDA_STREAMING_OCCUPANCY=1  a memory-bound kernel (no gemm, no pipelined loop) asks ptxas for as many
+                               blocks an SM as its threads allow (__launch_bounds__ second argument), not where it spills
+TILELANG_CUDA_SELECTIVE_PROXY_FENCES=0  every block barrier of a kernel with TMA stores fences shared memory toward
+                               the async proxy (default: not those after element-wise nests on tiles no TMA store reads)
 TILELANG_CUDA_DUMP_FRAGMENTS=1 print the fragment layouts the planner chose
 TILELANG_CUDA_CONVERTING_COPY_PIPELINE=0  a T.Pipelined loop runs a converting global -> shared
                                copy (bf16 tensor into a float32 tile) in place (not issued ahead)

@@ -85,6 +85,7 @@ class CudaBackend(Backend):
 
     def build(self, func, target, ctx=None) -> Artifact:
         from tilelang.backend.cuda.host.nvrtc import compile_cuda
+        from tilelang.backend.cuda.plan.occupancy import spilling_entries, drop_streaming_caps
         if isinstance(target, str) or isinstance(target, dict):
             from tilelang.backend.registry import parse_target
             target = parse_target(target)
@@ -92,7 +93,14 @@ class CudaBackend(Backend):
             ctx = PassContext(config=dict(ctx or {}))
         _, source, meta = self.generate(func, target, ctx)
         t0 = time.perf_counter()
-        compiled = compile_cuda(source, target.arch, name=f"{func.name}.cu", options=ctx.config[OPTIONS])
+        capped = [k["entry"] for k in meta["kernels"] if k.get("streaming_occupancy")]
+        compiled = compile_cuda(source, target.arch, name=f"{func.name}.cu", options=ctx.config[OPTIONS],
+                                extra_options=("-Xptxas=-v",) if capped else ())
+        spilled = spilling_entries(compiled.log) & set(capped)
+        if spilled:   # the occupancy cap (plan/occupancy.py) made ptxas spill: compile without it
+            source = drop_streaming_caps(source, spilled)
+            compiled = compile_cuda(source, target.arch, name=f"{func.name}.cu", options=ctx.config[OPTIONS])
+            meta["streaming_occupancy_dropped"] = sorted(spilled)
         nvrtc_s = time.perf_counter() - t0
         meta["ptx"] = compiled.ptx
         trace = trace_of(ctx, func)

@@ -58,6 +58,9 @@ _SWITCHES = {
     "TILELANG_CUDA_OVERLAP_GEMM": (_flag, False, "overlap_gemm", True),
     "TILELANG_CUDA_WGMMA_RS": (_flag, True, "wgmma_rs", True),
     "TILELANG_CUDA_WARP_SPECIALIZE": (_flag, True, "warp_specialize", True),
+    "TILELANG_CUDA_GUARDED_SPLIT": (_flag, True, "guarded_split", True),
+    "TILELANG_CUDA_STREAMING_OCCUPANCY": (_flag, False, "streaming_occupancy", True),
+    "TILELANG_CUDA_SELECTIVE_PROXY_FENCES": (_flag, True, "selective_proxy_fences", True),
     "TILELANG_CUDA_DUMP_FRAGMENTS": (_flag, False, "dump_fragments", True),   # prints while planning
     "TILELANG_CUDA_MIN_BLOCKS": (_count, 1, "min_blocks_per_sm", True),
     "TILELANG_CUDA_CONVERTING_COPY_PIPELINE": (_flag, True, "converting_copy_pipeline", True),
@@ -113,6 +116,12 @@ class CudaOptions:
     wgmma_rs: bool = True          # wgmma / TF32 mma.sync read A from registers when it is a fragment (..._WGMMA_RS)
     warp_specialize: bool = True   # a producer warpgroup feeds TMA-ring GEMM loops on sm_90 (plan/warp_specialize.py;
                                    # ..._WARP_SPECIALIZE, pass config tl.disable_warp_specialized)
+    guarded_split: bool = True     # a cooperative nest the threads do not divide runs as an unrolled loop with a
+                                   # bound check, not a strided loop (ops/vector_copy.py thread_split; ..._GUARDED_SPLIT)
+    streaming_occupancy: bool = False  # memory-bound kernels ask ptxas for a full SM of blocks, dropped where
+                                   # it spills (plan/occupancy.py; ..._STREAMING_OCCUPANCY=1)
+    selective_proxy_fences: bool = True  # barriers that order no tile a TMA store reads skip the async-proxy
+                                   # fence (plan/proxy_fences.py selective_fences; ..._SELECTIVE_PROXY_FENCES)
     dump_fragments: bool = False   # print the fragment layouts the planner chose (..._DUMP_FRAGMENTS)
     min_blocks_per_sm: int = 1     # __launch_bounds__'s second argument where the kernel sets none
                                    # (T.annotate_min_blocks_per_sm): 1 as the published package prints;

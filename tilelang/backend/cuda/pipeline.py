@@ -31,6 +31,7 @@ from tilelang.backend.cuda.plan.proxy_fences import plan_proxy_fences
 from tilelang.backend.cuda.plan.warp_specialize import plan_warp_specialize
 from tilelang.backend.cuda.plan.cp_async_pipeline import pipeline_cp_async
 from tilelang.backend.cuda.plan.tma_ring_pipeline import pipeline_tma_ring
+from tilelang.backend.cuda.plan.occupancy import plan_streaming_occupancy
 
 KEEP_TILE_OPS = (TO.Gemm, TO.Reduce, TO.FinalizeReducer, TMA_COPY, TMA_ATOMIC)
 
@@ -38,7 +39,7 @@ PASSES = [lower_gemm_sp, implicit_kernel, sink_address_tensors, lower_reducers, 
           fold_vectorized_cp_async, lower_cluster_mask, lower_tile_ops, simplify, widen_indices,
           legalize_safe_memory_access, flatten_sblocks, simplify, broadcast_block_effects, fold_fragment_views, plan_kernels,
           insert_barriers, plan_copy_forms, plan_warp_specialize, plan_proxy_fences, pipeline_cp_async,
-          pipeline_tma_ring]
+          pipeline_tma_ring, plan_streaming_occupancy]
 
 
 def lower(func, target, ctx=None):

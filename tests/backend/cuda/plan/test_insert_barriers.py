@@ -118,3 +118,27 @@ def test_no_barrier_between_the_lanes_of_a_vectorized_loop():
     at = next(i for i, ln in enumerate(lines) if ln.startswith("for lane in T.vectorized"))
     assert not lines[at + 1].startswith("T.sync_threads()"), lines
     assert not any(ln.startswith("T.sync_threads()") for ln in lines), lines
+
+
+def _row_chunks(chunks):
+    """A row kernel writing its row in `chunks` chunks of a register tile (the examples'
+    rms_norm pass 2): iteration k writes Y[.., k * 256 + j]."""
+    @T.prim_func
+    def k(X: T.Tensor((8, 256 * chunks), "float16"), Y: T.Tensor((8, 256 * chunks), "float16")):
+        with T.Kernel(8, threads=128) as bx:
+            x = T.alloc_fragment((1, 256), "float32")
+            for c in T.serial(chunks):
+                T.copy(X[bx, c * 256], x)
+                for i, j in T.Parallel(1, 256):
+                    x[i, j] = x[i, j] * 2.0
+                T.copy(x, Y[bx, c * 256])
+    return k
+
+
+def test_a_loop_of_one_iteration_carries_nothing():
+    # one chunk: no barrier before the store (there is no next iteration to order it against);
+    # two chunks: the next iteration's store is ordered after this one's, as before
+    _, once, _ = _before_after(_row_chunks(1), arch="sm_90a")
+    _, twice, _ = _before_after(_row_chunks(2), arch="sm_90a")
+    assert not [k for k in _kinds(_lines(func_str(once))) if k.startswith("sync")]
+    assert [k for k in _kinds(_lines(func_str(twice))) if k.startswith("sync")] == ["sync: Y"]

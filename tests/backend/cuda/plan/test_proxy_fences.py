@@ -42,3 +42,49 @@ def test_the_fence_is_printed_before_the_barrier():
     lines = [ln.strip() for ln in src.splitlines()]
     k = lines.index("__syncthreads();")
     assert lines[k - 1] == "tl::fence_proxy_async();"
+
+
+def staged_add(reduce_first=False):
+    """Tiles of A and B through shared memory, their sum stored through a shared tile (a TMA
+    store): the barrier after the A / B copies orders no tile the async proxy reads.
+    `reduce_first`: a row reduction (a tile op) between the copies and that barrier."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((256, 256), "float32"), B: T.Tensor((256, 256), "float32"),
+             C: T.Tensor((256, 256), "float32"), R: T.Tensor((256,), "float32")):
+        with T.Kernel(8, 8, threads=128) as (bx, by):
+            As = T.alloc_shared((32, 32), "float32")
+            Bs = T.alloc_shared((32, 32), "float32")
+            c = T.alloc_fragment((32, 32), "float32")
+            Cs = T.alloc_shared((32, 32), "float32")
+            T.copy(A[by * 32, bx * 32], As)
+            T.copy(B[by * 32, bx * 32], Bs)
+            if reduce_first:
+                r = T.alloc_fragment((32,), "float32")
+                T.reduce_sum(As, r, dim=1)
+                T.copy(r, R[by * 32])
+            for i, j in T.Parallel(32, 32):
+                c[i, j] = As[i, j] + Bs[i, j]
+            T.copy(c, Cs)
+            T.copy(Cs, C[by * 32, bx * 32])
+    return main
+
+
+def test_a_barrier_ordering_no_stored_tile_is_not_fenced(monkeypatch):
+    _, after = _before_after(staged_add())
+    assert _barriers(after) == ["T.sync_threads()  # inserted: As, Bs",
+                                "T.sync_threads()  # inserted, after a fence.proxy.async: Cs"]
+    assert "but the inserted barriers not marked" in after
+    monkeypatch.setenv("TILELANG_CUDA_SELECTIVE_PROXY_FENCES", "0")   # every barrier fenced, as before
+    _, after = _before_after(staged_add())
+    assert all("after a fence.proxy.async" in b for b in _barriers(after)), _barriers(after)
+
+
+def test_a_tile_op_before_the_barrier_keeps_the_fence():
+    # the barrier after the copies: unfenced; the one after the reduction (a tile op, whose
+    # shared scratch this pass does not look into): fenced
+    _, after = _before_after(staged_add(reduce_first=True))
+    assert _barriers(after) == ["T.sync_threads()  # inserted: As",
+                                "T.sync_threads()  # inserted, after a fence.proxy.async: r",
+                                "T.sync_threads()  # inserted, after a fence.proxy.async: Cs"]

@@ -265,7 +265,9 @@ class KernelCodegen:
         threads = [nt] if ws is not None else [int(t) for t in L.threads]
         meta = {"entry": self.entry, "threads": threads + [1] * (3 - len(threads)),
                 "grid": L.grid, "smem": self.plan.smem_bytes, "aligned": self.aligned,
-                "auto_cluster": self.cluster}
+                "auto_cluster": self.cluster,
+                # plan/occupancy.py asked for the blocks: the build drops the cap where ptxas spills
+                "streaming_occupancy": bool(self.launch.annotations.get("streaming_occupancy"))}
         # the wgmma instruction wrappers this kernel needs: the module prints each once (emit/module.py)
         meta["wgmma_configs"] = [c for c in self.plan.gemms.values() if getattr(c, "kind", "") == "wgmma"]
         return "\n".join(out), meta
@@ -883,7 +885,7 @@ class KernelCodegen:
         tc = E.const_int_value(total)
         it = self.names.fresh("tl_i")
         split = None   # exact split: the flat index is j * c + t, t = tl_tid / (extents done) < c
-        how, n = thread_split(tc, nt)
+        how, n = thread_split(tc, nt, self.options.guarded_split)
         staged = st.annotations.get(STAGED)   # (half, tag): plan/cp_async_pipeline.py, a converting copy
         stage = None
         if staged is not None:
@@ -895,7 +897,7 @@ class KernelCodegen:
                 self.staged_arrays[tag] = self.names.fresh("tl_stage")
                 self.w(f"{staged_vector_type(body, V)} {self.staged_arrays[tag]}[{n}];")
             half = "load" if half == "reload" else half   # (reload: into the same registers)
-        if how == "exact":   # no bound check, fully unrolled
+        if how != "strided":   # fully unrolled; "guarded": the last copy checks the bound
             j = self.names.fresh("tl_j")
             self.w("#pragma unroll")
             self.w(f"for (int {j} = 0; {j} < {n}; ++{j}) {{")
@@ -932,10 +934,14 @@ class KernelCodegen:
                 rem = f"(({rem}) / {ext})"
             else:
                 lines.append(f"const {ct} {self.bind(vars_[k])} = ({rem}){scale}{off};")
-        if tc is not None and tc % nt == 0 and tc // nt <= 8 and any(it in ln for ln in lines):
+        if how != "strided" and any(it in ln for ln in lines):
             self.w(f"const int {it} = {j} * {nt} + tl_tid;")
         for ln in lines:
             self.w(ln)
+        if how == "guarded":   # only the last copy can run past the end: `j < n - 1` folds away in the others
+            last = f"{j} < {n - 1} || " if n > 1 else ""
+            self.w(f"if ({last}{j} * {nt} + tl_tid < {tc}) {{")
+            self.indent += 1
         waited = form is not None and form.kind == "cp_async_wait" and not self.async_copy
         if waited:   # plan/copy_forms.py: all of this thread's copies in flight, then one wait
             self.async_copy = True
@@ -943,6 +949,9 @@ class KernelCodegen:
             emit_vector_copy(self, body, V or 1, vars_[-1], eviction, stage)
         else:
             self.stmt(body, False)
+        if how == "guarded":
+            self.indent -= 1
+            self.w("}")
         self.indent -= 1
         self.w("}")
         if waited:

@@ -96,15 +96,22 @@ def vector_width(cg, vars_, mins, exts, body, registers=False):
     return None
 
 
-def thread_split(total, nthreads):
+def thread_split(total, nthreads, guarded=True):
     """How a cooperative nest of `total` iterations (vectors; None: not a constant) runs
     over the block's `nthreads` threads: ("exact", n) when each thread takes exactly n <= 8
-    of them (a fully unrolled loop, no bound check), else ("strided", unrolled): a loop
-    striding by the thread count, unrolled when there are at most 4 iterations a thread.
-    Printed by emit/kernel.py `cooperative`; plan/copy_forms.py reads it to know whether
-    all of a thread's loads are in flight together."""
+    of them (a fully unrolled loop, no bound check); ("guarded", n) when `total` is a
+    constant that the threads do not divide and each thread takes at most n <= 4 (a fully
+    unrolled loop whose last copy checks the bound: the thread's loads of every copy nest
+    of a tile are in straight-line code, so the next nest's loads are issued before this
+    one's data arrive; `guarded=False`, the switch TILELANG_CUDA_GUARDED_SPLIT=0: the
+    strided loop instead); else ("strided", unrolled): a loop striding by the thread
+    count, unrolled when there are at most 4 iterations a thread. Printed by
+    emit/kernel.py `cooperative`; plan/copy_forms.py reads it to know whether all of a
+    thread's loads are in flight together."""
     if total is not None and total % nthreads == 0 and total // nthreads <= 8:
         return "exact", total // nthreads
+    if guarded and total is not None and total <= 4 * nthreads:
+        return "guarded", -(-total // nthreads)
     return "strided", total is not None and total <= 4 * nthreads
 
 

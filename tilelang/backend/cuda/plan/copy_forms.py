@@ -359,8 +359,8 @@ class _Chooser:
         for e in exts:
             n *= E.const_int_value(e) or 0
         # an unrolled split (emit/kernel.py cooperative) has all of a thread's loads in flight already
-        how, unrolled = thread_split(n // form.width, k.plan.nthreads)
-        return form if how == "exact" or unrolled else CopyForm("cp_async_wait", form.width, form.nbytes)
+        how, unrolled = thread_split(n // form.width, k.plan.nthreads, k.options.guarded_split)
+        return form if how != "strided" or unrolled else CopyForm("cp_async_wait", form.width, form.nbytes)
 
     def pipelined(self, loop, info):
         from tilelang.backend.cuda.ops.tma_pipeline import tma_copies, ring_mode

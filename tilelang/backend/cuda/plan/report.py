@@ -97,6 +97,8 @@ def format_plan(entry, launch, plan) -> str:
         lines.append(f"warp specialization: none ({plan.warp_specialize_why})")
     if plan.fence_barriers:   # plan/proxy_fences.py
         lines.append("barriers: each fences shared memory toward the async proxy first (its tensor-core or bulk-copy readers)")
+        if launch is not None and _unfenced_inserted(launch):
+            lines.append("  but the inserted barriers not marked `after a fence.proxy.async` (they order no tile a TMA store reads)")
     for n in plan.notes:
         lines.append(f"note: {n}")
     return "\n".join(lines) + "\n"
@@ -134,3 +136,11 @@ def _copy_text(nest):
     line = getattr(getattr(nest, "span", None), "line", None)
     text = f"{', '.join(loads)} -> {', '.join(stores) or '-'}" if loads else ', '.join(stores) or '-'   # (a fill: S)
     return text + (f" (line {line})" if line else "")
+
+
+def _unfenced_inserted(launch) -> bool:
+    """Whether plan/proxy_fences.py left an inserted barrier of `launch` unfenced."""
+    found = []   # (an inserted barrier: one with a reason, plan/sync.py is_inserted_barrier)
+    walk(launch.body, lambda n: found.append(n) if isinstance(n, S.Barrier) and n.reason is not None
+         and not n.fence_async_proxy else None)
+    return bool(found)

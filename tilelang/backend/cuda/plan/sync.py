@@ -3,7 +3,8 @@ nest, a tile op, a scalar statement); a `__syncthreads()` goes before a unit whe
 touches block-visible memory (shared, global) that a unit since the last barrier
 wrote (or writes what one read), unless both ran on the same single thread (scalar
 stores run on thread 0). Loop bodies are analysed twice so that accesses carried
-from one iteration to the next are seen.
+from one iteration to the next are seen (once for a loop of one iteration: the chunk loops of
+a row kernel whose chunk is the whole row carry nothing).
 
 Global memory between two statements the user wrote per thread (indexed by the thread
 index) is the user's to order, as in CUDA and in the published package (which syncs
@@ -19,6 +20,7 @@ the same thread wrote in the previous one: that buffer needs no barrier between 
 of the nest (`_private_to_threads`)."""
 from __future__ import annotations
 
+from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.backend.cuda.analysis.facts import accesses
@@ -159,6 +161,8 @@ class SyncPlanner:
             pending = pending | hacc
             if isinstance(st, S.IfThenElse):
                 return self.visit(st.then_body, pending) | self.visit(st.else_body, pending)
+            if isinstance(st, S.For) and E.const_int_value(st.extent) == 1:
+                return self.visit(st.body, pending)   # runs once: nothing carried to a next iteration
             if isinstance(st, (S.For, S.While)):
                 saved = set(self.before)
                 first = self.visit(st.body, pending)

@@ -1,0 +1,114 @@
+"""Occupancy of memory-bound kernels, as a pass (`plan_streaming_occupancy`, after
+plan_warp_specialize): a kernel that only streams memory through registers (no gemm, no
+pipelined loop, no warp specialization) is as fast as the bytes its SM has in flight, and
+those grow with the blocks resident on the SM. ptxas sizes registers for one block's speed:
+an RMSNorm row of 4096 fp16 on 256 threads takes 39 registers, 6 blocks an SM where the
+thread limit allows 8. This pass asks for the blocks that fill the SM's threads (the second
+argument of `__launch_bounds__`, the launch annotation `min_blocks_per_sm` that
+`T.annotate_min_blocks_per_sm` sets, printed in the IR), at most what shared memory allows.
+
+A cap that makes ptxas spill is worse than the blocks it buys: the build compiles with
+`-Xptxas -v` and, where the kernel spills, compiles again without the cap
+(`CudaBackend.build`, `drop_streaming_caps`). A cap can also make ptxas split a thread's
+loads into smaller groups (a 32 x 256 fp16 add: 8 vector loads in flight a thread at 40
+registers, 6 then 2 at 32): whether the blocks gained outweigh that is measured on the GPU
+(`benchmarks/memory_bound.py`), hence the switch TILELANG_CUDA_STREAMING_OCCUPANCY (off by
+default until the H200 says otherwise). A user's own T.annotate_min_blocks_per_sm wins."""
+from __future__ import annotations
+
+import copy
+import re
+
+from tilelang.ir import stmt as S
+from tilelang.transform.pass_manager import function_pass
+from tilelang.backend.cuda.target import arch_number
+
+MIN_BLOCKS = "min_blocks_per_sm"          # launch annotation, printed by the IR printer
+AUTO = "streaming_occupancy"              # launch annotation: this pass set MIN_BLOCKS (the build may drop it)
+RESERVED_SMEM = 1024                      # shared memory the hardware reserves per block (sm_80+)
+
+
+def sm_limits(arch) -> tuple:
+    """(threads, blocks, shared bytes) one SM of `arch` holds."""
+    n = arch_number(arch)
+    if n >= 90:
+        return 2048, 32, 228 * 1024
+    if n in (80, 87):
+        return 2048, 32, 164 * 1024
+    if n >= 86:
+        return 1536, 16 if n == 86 else 24, 100 * 1024
+    return 1024, 16, 64 * 1024
+
+
+def streaming_why_not(plan) -> str:
+    """Why the kernel of `plan` is not a streaming kernel, or "" when it is."""
+    if plan.gemms:
+        return "it runs a gemm"
+    if plan.pipelines:
+        return "it has a pipelined loop"
+    if plan.warp_specialized is not None or plan.sets_max_nreg:
+        return "its warpgroups split the registers"
+    if plan.user_cp_async:
+        return "it issues its own cp.async groups"
+    return ""
+
+
+def full_occupancy_blocks(nthreads, smem_bytes, arch) -> int:
+    """The blocks of `nthreads` threads and `smem_bytes` of dynamic shared memory that one
+    SM of `arch` can hold at once."""
+    threads, blocks, smem = sm_limits(arch)
+    n = min(threads // max(nthreads, 1), blocks)
+    if smem_bytes:
+        n = min(n, smem // (smem_bytes + RESERVED_SMEM))
+    return n
+
+
+def decide(launch, plan, arch) -> int:
+    """The blocks per SM to ask ptxas for (0: leave the kernel alone)."""
+    if launch.annotations.get(MIN_BLOCKS) or streaming_why_not(plan):
+        return 0
+    n = full_occupancy_blocks(plan.nthreads, plan.smem_bytes, arch)
+    return n if n >= 2 else 0
+
+
+@function_pass("plan_streaming_occupancy")
+def plan_streaming_occupancy(func, ctx=None):
+    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, kernel_plan, with_launches
+    found = cuda_context(func, ctx)
+    if found is None:
+        return func
+    target, options, stmts = found
+    if not options.streaming_occupancy:
+        return func
+    out = []
+    for launch in stmts:
+        plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
+        n = decide(launch, plan, target.arch) if plan is not None else 0
+        if n:
+            launch = copy.copy(launch)   # the same body: the plan's node identities hold
+            launch.annotations = {**launch.annotations, MIN_BLOCKS: n, AUTO: True}
+        out.append(launch)
+    return with_launches(func, out)
+
+
+def spilling_entries(ptxas_log: str) -> set:
+    """The kernels that `ptxas -v` (NVRTC `-Xptxas=-v`) reports spilling registers."""
+    out = set()
+    for m in re.finditer(r"Function properties for (\w+)\s*\n[^\n]*?(\d+) bytes spill stores, (\d+) bytes spill loads",
+                         ptxas_log):
+        if int(m.group(2)) or int(m.group(3)):
+            out.add(m.group(1))
+    return out
+
+
+def drop_streaming_caps(source: str, entries) -> str:
+    """`source` with the block count this pass asked for removed from the `__launch_bounds__`
+    of each kernel in `entries` (compiled again where the cap made ptxas spill)."""
+    for e in entries:
+        source = re.sub(r"__launch_bounds__\((\d+), \d+\) " + re.escape(e) + r"\(",
+                        lambda m: f"__launch_bounds__({m.group(1)}) {e}(", source)
+    return source
+
+
+__all__ = ["plan_streaming_occupancy", "full_occupancy_blocks", "streaming_why_not", "spilling_entries",
+           "drop_streaming_caps", "MIN_BLOCKS", "AUTO"]
