@@ -262,6 +262,18 @@ def test_a_dynamic_grid_of_partial_clusters_goes_to_the_general_path():
         rt.check_launch(_kernels(k)[0], [7, 1, 1], None)
 
 
+
+def test_a_grid_past_cudas_limit_along_y_is_explained():
+    """gridDim.y and z hold at most 65535 blocks (a 1-row tile over 65536 rows): the launch is
+    refused by the driver with a bare CUDA_ERROR_INVALID_VALUE; check_launch names the axis."""
+    from tilelang.backend.cuda.host import runtime as rt
+    k = _compile(CK.cluster_rank_dynamic())
+    kern = dict(_kernels(k)[0], cluster=None)
+    with pytest.raises(rt.CudaRuntimeError, match=r"grid of \(4, 65536, 1\) blocks, but CUDA allows at most 65535 "
+                                                   r"blocks along y \(T\.Kernel's second extent\)"):
+        rt.check_launch(kern, [4, 65536, 1], None)
+    rt.check_launch(kern, [2 ** 20, 65535, 1], None)   # within the limits: nothing to say
+
 _FAKE_EX_C = r"""
 #include <stdint.h>
 typedef unsigned int u;

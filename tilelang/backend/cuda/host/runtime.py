@@ -502,6 +502,8 @@ class Launcher:
         if err == _CUDA_ERROR_INVALID_CONTEXT:
             _ensure_context()
             return self._general(buffers, ints, floats)
+        if j == 0:   # nothing ran yet: the general path checks the launch and names what is wrong
+            return self._general(buffers, ints, floats)
         k = self.meta["kernels"][j]
         what = f"cuLaunchKernelEx({k['entry']})" if launch_attributes(k) else f"cuLaunchKernel({k['entry']})"
         raise CudaRuntimeError(_launch_error(k, err, what))
@@ -589,10 +591,19 @@ def _driver_attribute(drv, aid, val):
     return a
 
 
+GRID_LIMITS = (2 ** 31 - 1, 65535, 65535)   # blocks along x, y, z (every GPU since sm_30)
+
+
 def check_launch(k, grid, cap):
     """Explain a launch of kernel `k` (metadata) on `grid` that cannot run: a grid
     that is not a whole number of clusters, a cooperative grid (T.sync_grid) larger
     than what the GPU runs at once (`cap`: (blocks, per SM, SMs) or None)."""
+    for ax, (g, most) in enumerate(zip(grid, GRID_LIMITS)):
+        if g > most:
+            raise CudaRuntimeError(
+                f"kernel `{k['entry']}` has a grid of {tuple(grid)} blocks, but CUDA allows at most {most} blocks "
+                f"along {'xyz'[ax]} (T.Kernel's {('first', 'second', 'third')[ax]} extent): put the largest extent "
+                f"first (x allows {GRID_LIMITS[0]}) or give each block more work")
     cl = k.get("cluster")
     if cl:
         for ax, (g, c) in enumerate(zip(grid, cl)):
