@@ -39,6 +39,12 @@ TILELANG_CUDA_CP_ASYNC_MBARRIER=0  a T.tma_copy that is not a bulk copy runs as 
 TILELANG_CUDA_PINGPONG=1       the two warpgroups of an attention loop on the TMA ring take turns at its first gemm
 TILELANG_CUDA_TMA_MULTICAST=1  pairs of blocks share GEMM tiles through TMA multicast (slower today)
 TILELANG_CUDA_OVERLAP_GEMM=1   attention loops defer the P V wgmma into the next iteration (slower today)
+TILELANG_CUDA_OVERLAP_RING=0   an overlapped attention loop (..._OVERLAP_GEMM=1) loads K and V by cp.async with a
+                               block barrier per iteration (default: two TMA rings, per-warp releases)
+TILELANG_CUDA_OVERLAP_DEFER=0  on the two rings, O's rescale stays at the end of its iteration (default: it runs
+                               in the next one, between the issues of Q K^T and P V)
+TILELANG_CUDA_WGMMA_WAIT_PIN=0 an overlapped attention loop (..._OVERLAP_GEMM=1) lets ptxas hoist the wait for P V
+                               above the softmax (default: a predicated-off store of the row statistics pins it)
 TILELANG_CUDA_WGMMA_RS=0       wgmma reads A from shared memory even when it is a register fragment
 TILELANG_CUDA_WARP_SPECIALIZE=0  no producer warpgroup for TMA-ring GEMM loops on sm_90 (as the pass config
                                tl.disable_warp_specialized)
@@ -48,6 +54,9 @@ TILELANG_CUDA_STREAMING_OCCUPANCY=1  a memory-bound kernel (no gemm, no pipeline
                                blocks an SM as its threads allow (__launch_bounds__ second argument), not where it spills
 TILELANG_CUDA_SELECTIVE_PROXY_FENCES=0  every block barrier of a kernel with TMA stores fences shared memory toward
                                the async proxy (default: not those after element-wise nests on tiles no TMA store reads)
+
+TILELANG_CUDA_WS_ATTENTION=1   a producer warpgroup also feeds attention-style TMA-ring loops (FlashAttention,
+                               MLA decode: softmax between the gemms); off until measured on the H200
 TILELANG_CUDA_DUMP_FRAGMENTS=1 print the fragment layouts the planner chose
 TILELANG_CUDA_CONVERTING_COPY_PIPELINE=0  a T.Pipelined loop runs a converting global -> shared
                                copy (bf16 tensor into a float32 tile) in place (not issued ahead)

@@ -14,9 +14,10 @@ from tilelang.transform.sink_address_tensors import sink_address_tensors
 from tilelang.transform.rasterize_blocks import rasterize_blocks
 from tilelang.transform.lower_warp_mma import lower_warp_mma
 from tilelang.transform.lower_gemm_sp import lower_gemm_sp
+from tilelang.transform.inline_copy_scalars import inline_copy_scalars
 
-PASSES = [lower_gemm_sp, implicit_kernel, sink_address_tensors, lower_reducers, rasterize_blocks, lower_warp_mma, fold_vectorized_cp_async, lower_cluster_mask, lower_tile_ops, pipelined_to_serial, simplify,
-          widen_indices, legalize_safe_memory_access, flatten_sblocks, simplify]
+PASSES = [lower_gemm_sp, implicit_kernel, sink_address_tensors, lower_reducers, rasterize_blocks, lower_warp_mma, fold_vectorized_cp_async, lower_cluster_mask, lower_tile_ops, inline_copy_scalars,
+          pipelined_to_serial, simplify, widen_indices, legalize_safe_memory_access, flatten_sblocks, simplify]
 
 
 def lower(func, ctx):

@@ -56,11 +56,16 @@ _SWITCHES = {
     "TILELANG_CUDA_PINGPONG": (_flag, False, "pingpong", True),
     "TILELANG_CUDA_TMA_MULTICAST": (_flag, False, "tma_multicast", True),
     "TILELANG_CUDA_OVERLAP_GEMM": (_flag, False, "overlap_gemm", True),
+    "TILELANG_CUDA_WGMMA_WAIT_PIN": (_flag, True, "wgmma_wait_pin", True),
+    "TILELANG_CUDA_OVERLAP_RING": (_flag, True, "overlap_ring", True),
+    "TILELANG_CUDA_OVERLAP_DEFER": (_flag, True, "overlap_defer", True),
     "TILELANG_CUDA_WGMMA_RS": (_flag, True, "wgmma_rs", True),
     "TILELANG_CUDA_WARP_SPECIALIZE": (_flag, True, "warp_specialize", True),
     "TILELANG_CUDA_GUARDED_SPLIT": (_flag, True, "guarded_split", True),
     "TILELANG_CUDA_STREAMING_OCCUPANCY": (_flag, False, "streaming_occupancy", True),
     "TILELANG_CUDA_SELECTIVE_PROXY_FENCES": (_flag, True, "selective_proxy_fences", True),
+
+    "TILELANG_CUDA_WS_ATTENTION": (_flag, False, "ws_attention", True),
     "TILELANG_CUDA_DUMP_FRAGMENTS": (_flag, False, "dump_fragments", True),   # prints while planning
     "TILELANG_CUDA_MIN_BLOCKS": (_count, 1, "min_blocks_per_sm", True),
     "TILELANG_CUDA_CONVERTING_COPY_PIPELINE": (_flag, True, "converting_copy_pipeline", True),
@@ -113,6 +118,9 @@ class CudaOptions:
     pingpong: bool = False         # attention warpgroups take turns at the first gemm (..._PINGPONG)
     tma_multicast: bool = False    # pairs of blocks share GEMM tiles (..._TMA_MULTICAST)
     overlap_gemm: bool = False     # attention defers the P V wgmma into the next iteration (..._OVERLAP_GEMM)
+    overlap_ring: bool = True      # ... with K and V on two TMA rings, not cp.async (plan/overlap.py; ..._OVERLAP_RING)
+    overlap_defer: bool = True     # ... and O's rescale runs beside the next Q K^T (plan/overlap.py; ..._OVERLAP_DEFER)
+    wgmma_wait_pin: bool = True    # ... and pins its softmax ahead of the wait for it (plan/overlap.py; ..._WGMMA_WAIT_PIN)
     wgmma_rs: bool = True          # wgmma / TF32 mma.sync read A from registers when it is a fragment (..._WGMMA_RS)
     warp_specialize: bool = True   # a producer warpgroup feeds TMA-ring GEMM loops on sm_90 (plan/warp_specialize.py;
                                    # ..._WARP_SPECIALIZE, pass config tl.disable_warp_specialized)
@@ -122,6 +130,8 @@ class CudaOptions:
                                    # it spills (plan/occupancy.py; ..._STREAMING_OCCUPANCY=1)
     selective_proxy_fences: bool = True  # barriers that order no tile a TMA store reads skip the async-proxy
                                    # fence (plan/proxy_fences.py selective_fences; ..._SELECTIVE_PROXY_FENCES)
+
+    ws_attention: bool = False     # ... also attention-style loops (plan/attention_warp_specialize.py; ..._WS_ATTENTION)
     dump_fragments: bool = False   # print the fragment layouts the planner chose (..._DUMP_FRAGMENTS)
     min_blocks_per_sm: int = 1     # __launch_bounds__'s second argument where the kernel sets none
                                    # (T.annotate_min_blocks_per_sm): 1 as the published package prints;

@@ -22,6 +22,7 @@ from tilelang.transform.rasterize_blocks import rasterize_blocks
 from tilelang.transform.lower_gemm_sp import lower_gemm_sp
 from tilelang.transform.broadcast_block_effects import broadcast_block_effects
 from tilelang.transform.fold_fragment_views import fold_fragment_views
+from tilelang.transform.inline_copy_scalars import inline_copy_scalars
 
 from tilelang.backend.cuda.ops.tma_reduce import plan_tma_atomics
 from tilelang.backend.cuda.plan.plan_kernels import plan_kernels
@@ -37,7 +38,8 @@ KEEP_TILE_OPS = (TO.Gemm, TO.Reduce, TO.FinalizeReducer, TMA_COPY, TMA_ATOMIC)
 
 PASSES = [lower_gemm_sp, implicit_kernel, sink_address_tensors, lower_reducers, rasterize_blocks, plan_tma_atomics,
           fold_vectorized_cp_async, lower_cluster_mask, lower_tile_ops, simplify, widen_indices,
-          legalize_safe_memory_access, flatten_sblocks, simplify, broadcast_block_effects, fold_fragment_views, plan_kernels,
+          legalize_safe_memory_access, flatten_sblocks, simplify, broadcast_block_effects, fold_fragment_views,
+          inline_copy_scalars, plan_kernels,
           insert_barriers, plan_copy_forms, plan_warp_specialize, plan_proxy_fences, pipeline_cp_async,
           pipeline_tma_ring, plan_streaming_occupancy]
 

@@ -3,6 +3,8 @@ is issued after iteration k's Q K^T and runs during its softmax. Compile-only ch
 of the schedule, then the published-style FlashAttention example against torch on the
 GPU, with the overlap on and off, causal or not, ragged lengths, both head sizes."""
 
+import re
+
 import pytest
 
 import tilelang
@@ -47,6 +49,54 @@ def test_no_spills_and_hgmma():
     assert "HGMMA" in sass and "LDL" not in sass and "STL" not in sass
 
 
+def _between_the_waits(sass):
+    """The SASS instructions of the loop between the wait for Q K^T (DEPBAR.LE gsb0, 0x1)
+    and the wait for P V (0x0)."""
+    lines = sass.splitlines()
+    start = next(i for i, ln in enumerate(lines) if "WARPGROUP.DEPBAR.LE gsb0, 0x1" in ln)
+    end = next(i for i in range(start, len(lines)) if "WARPGROUP.DEPBAR.LE gsb0, 0x0" in lines[i])
+    return lines[start:end]
+
+
+@needs_sass
+def test_the_softmax_runs_while_p_v_is_in_flight():
+    """ptxas hoists wgmma.wait_group above independent ALU work; the predicated-off store of
+    the row statistics (tl::pin_before_wgmma_wait) keeps every exponential of the softmax
+    between the two waits, i.e. beside the P V group on the tensor cores."""
+    k = _src()
+    assert "tl::pin_before_wgmma_wait<2>(l_i);\n    tl::wgmma_wait<0>();" in k.get_kernel_source()
+    seg = _between_the_waits(k.get_sass())
+    assert sum("MUFU.EX2" in ln for ln in seg) >= 64, "the exponentials were scheduled after the wait for P V"
+
+
+@needs_nvrtc
+def test_k_and_v_come_on_two_tma_rings_without_block_barriers(monkeypatch):
+    """K_k's slot is released once Q K_k^T retired, V_{k-1}'s once P V_{k-1} did; the warp
+    whose release completes a slot refills it; TILELANG_CUDA_OVERLAP_RING=0: cp.async."""
+    loop = _loop(_src().get_kernel_source())
+    body = loop[loop.index("for (int kb_1 = "):loop.index("// the last iteration's P V")]
+    assert "__syncthreads" not in body and "cp_async" not in body
+    wait1, wait0 = body.index("tl::wgmma_wait<1>();"), body.index("tl::wgmma_wait<0>();")
+    k_refill, v_refill = body.index("tl::slot_release_last(&tl_released["), body.index("tl::slot_release_last(&tl_released_1[")
+    assert wait1 < k_refill < wait0 < v_refill
+    assert body.index("tl::mbar_wait(&tl_full[") < body.index("tl::wgmma_ss_issue<") < \
+        body.index("tl::mbar_wait(&tl_full_1[") < body.index("tl::wgmma_rs_issue<")
+    # the previous iteration's rescale of O runs between the two issues, beside Q K^T
+    rescale = body.index("acc_o[tl_r_10] = (acc_o[tl_r_10] * alpha[")
+    assert body.index("tl::wgmma_ss_issue<") < rescale < body.index("tl::wgmma_rs_issue<")
+    assert len(re.findall(r"acc_o\[\w+\] = \(acc_o\[\w+\] \* alpha\[", body)) == 1
+    monkeypatch.setenv("TILELANG_CUDA_OVERLAP_RING", "0")
+    src = _src().get_kernel_source()
+    assert "cp_async" in src and "tl_released" not in src
+
+
+@needs_nvrtc
+def test_the_pin_has_a_switch(monkeypatch):
+    monkeypatch.setenv("TILELANG_CUDA_WGMMA_WAIT_PIN", "0")
+    src = _src().get_kernel_source()
+    assert "pin_before_wgmma_wait" not in src and "wgmma_rs_issue" in src
+
+
 @needs_nvrtc
 def test_switch_off_and_other_targets(monkeypatch):
     assert "wgmma_rs_issue" not in _src(arch="sm_80").get_kernel_source()
@@ -55,8 +105,25 @@ def test_switch_off_and_other_targets(monkeypatch):
     assert "wgmma_rs_issue" not in _src().get_kernel_source()
 
 
+@needs_nvrtc
+def test_pingpong_turns_cover_both_issues(monkeypatch):
+    monkeypatch.setenv("TILELANG_CUDA_PINGPONG", "1")
+    loop = _loop(_src().get_kernel_source())
+    body = loop[loop.index("for (int kb_1 = "):loop.index("// the last iteration's P V")]
+    turn = body.index("tl::named_barrier_sync(")
+    assert turn < body.index("tl::wgmma_ss_issue<") < body.index("tl::wgmma_rs_issue<") < \
+        body.index("tl::named_barrier_arrive(") < body.index("tl::wgmma_wait<1>();")
+
+
+# the schedules an overlapped loop may take: two TMA rings (default), with warpgroup turns,
+# with O's rescale at the end of its iteration, with the softmax unpinned, on cp.async
+SCHEDULES = {"ring": {}, "ring+pingpong": {"TILELANG_CUDA_PINGPONG": "1"},
+             "rescale_in_place": {"TILELANG_CUDA_OVERLAP_DEFER": "0"},
+             "unpinned": {"TILELANG_CUDA_WGMMA_WAIT_PIN": "0"}, "cp_async": {"TILELANG_CUDA_OVERLAP_RING": "0"}}
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("overlap", ["1", "0"])
+@pytest.mark.parametrize("overlap", ["1", "0", "ring+pingpong", "rescale_in_place", "unpinned", "cp_async"])
 @pytest.mark.parametrize("b,h,sq,skv,d,causal", [
     (2, 4, 512, 512, 128, False),
     (1, 3, 1000, 1000, 128, True),     # ragged: the last key block is partly masked
@@ -64,6 +131,10 @@ def test_switch_off_and_other_targets(monkeypatch):
     (1, 2, 256, 1000, 64, False),
 ])
 def test_matches_torch_on_gpu(monkeypatch, overlap, b, h, sq, skv, d, causal):
+    if overlap in SCHEDULES:
+        for key, val in SCHEDULES[overlap].items():
+            monkeypatch.setenv(key, val)
+        overlap = "1"
     monkeypatch.setenv("TILELANG_CUDA_OVERLAP_GEMM", overlap)
     pf = FA.flash_attention.get_tir(b, h, sq, skv, d, is_causal=causal, **CFG)
     kern = tilelang.compile(pf, out_idx=[3], target="cuda")

@@ -1148,9 +1148,11 @@ class KernelCodegen:
             if tmas is not None:
                 return emit_pipelined_tma(self, st, info, tmas)
             return self.pipelined_wgmma(st, info)
-        from tilelang.backend.cuda.plan.overlap import plan_overlap, emit_overlapped
+        from tilelang.backend.cuda.plan.overlap import plan_overlap, emit_overlapped, emit_overlapped_ring
         ov = plan_overlap(self, info) if arch_number(self.target.arch) >= 90 else None
         if ov is not None:   # attention-style: the second gemm overlaps the next iteration
+            if tmas is not None:   # K and V on two TMA rings (plan/copy_forms.py chose it)
+                return emit_overlapped_ring(self, st, info, ov, tmas)
             return emit_overlapped(self, st, info, ov)
         dw = st.annotations.get(DEFERRED_WAIT)   # pipeline_tma_ring's decision, left to emit/ to print
         if tmas is not None and dw is not None:   # the wgmma's wait as late as its accumulator allows

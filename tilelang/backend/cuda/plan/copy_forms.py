@@ -377,7 +377,9 @@ class _Chooser:
         elif overlapped_wgmma(k, info):
             use_tma = tmas is not None
         elif arch_number(k.target.arch) >= 90 and plan_overlap(k, info) is not None:
-            use_tma = False
+            # plan/overlap.py: K and V on two TMA rings, or cp.async (TILELANG_CUDA_OVERLAP_RING=0)
+            use_tma = tmas is not None and k.options.overlap_ring and ring_mode(k, info) == "free" and \
+                plan_overlap(k, info).rings_ok
         else:
             use_tma = tmas is not None and ring_mode(k, info) is not None
         for c in info.copies:   # a converting copy: the threads' vector loads and stores (no cp.async form)

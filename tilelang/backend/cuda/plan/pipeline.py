@@ -117,14 +117,16 @@ def _writes_in(root):
     return counts
 
 
-def _only_loads_of(nest, src, invariant=frozenset()):
+def _only_loads_of(nest, src, invariant=frozenset(), writes=None):
     """The nest reads `src` and, in its indices, only the block-uniform scalars of
     `invariant` (ids of local.var buffers the loop does not write: varlen attention's
-    `kv_start_idx`, read from cu_seqlens before the loop), which a copy issued
-    iterations ahead reads with the same value."""
+    `kv_start_idx`, read from cu_seqlens before the loop) and global tensors the kernel
+    never writes (a paged KV cache's block table, tilelang/transform/inline_copy_scalars.py),
+    which a copy issued iterations ahead reads with the same value."""
     bad = []
     walk(nest, lambda n: bad.append(n) if isinstance(n, E.BufferLoad) and n.buffer is not src and
-         id(n.buffer) not in invariant else None)
+         id(n.buffer) not in invariant and not (writes is not None and n.buffer.scope == "global" and
+                                                 not writes.get(id(n.buffer))) else None)
     return not bad
 
 
@@ -314,7 +316,7 @@ def _is_async_copy(st, plan, writes, aliased, seen, vector_width, invariant=froz
         return False
     if any(plan.depends(e) for e in exts + mins):
         return False
-    if not _only_loads_of(inner, src, invariant):
+    if not _only_loads_of(inner, src, invariant, writes):
         return False
     for prev in seen:
         r, w = accesses(prev)

@@ -51,6 +51,7 @@ from tilelang.ir import tile_ops as TO
 from tilelang.ir.visitor import walk, collect_vars
 from tilelang.transform.pass_manager import function_pass
 from tilelang.backend.cuda.target import arch_number
+from tilelang.backend.cuda.plan.attention_warp_specialize import attention_body_why
 
 PRODUCER_THREADS = 128      # one warpgroup: setmaxnreg works per warpgroup
 PRODUCER_REGS = 24          # the producer only computes coordinates and waits
@@ -133,7 +134,11 @@ def decide(launch, plan, options, arch):
     if not gemms or not all(getattr(plan.gemms.get(id(g)), "kind", "") == "wgmma"
                             and getattr(plan.placements.get(id(g.C.buffer)), "kind", "") == "acc" for g in gemms) \
             or not _converts_ring_tiles(body, info):
-        return None, "the pipelined body does more than wgmma gemms into register accumulators"
+        # attention (softmax between its gemms): plan/attention_warp_specialize.py decides
+        why = attention_body_why(body, info, plan, options) if gemms else \
+            "the pipelined body does more than wgmma gemms into register accumulators"
+        if why:
+            return None, why
     in_flight = len(info.rest) == 1 and isinstance(info.rest[0], TO.Gemm)
     if in_flight and plan.gemms[id(gemms[0])].a_regs:
         return None, "the body's one gemm reads its A operand from registers"

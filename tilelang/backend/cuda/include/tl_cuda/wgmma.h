@@ -36,6 +36,19 @@ TL_DEVICE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n
 template <int N> TL_DEVICE void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
+// keep register work ahead of the next wgmma wait: ptxas schedules wgmma.wait_group as an
+// instruction with no inputs and hoists it above independent ALU work (an overlapped
+// attention loop's softmax then ran after the P V group, not beside it: plan/overlap.py).
+// A shared store may not cross the wait; this one is fed by `v` (values that depend on all
+// of that work, e.g. the row sums) and predicated off at run time (the dynamic shared
+// memory of a kernel with wgmma operands is never empty), so it only pins the schedule.
+template <int R> TL_DEVICE void pin_before_wgmma_wait(const float* v) {
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+    asm volatile("{\n.reg .pred p;\n.reg .u32 n;\nmov.u32 n, %%dynamic_smem_size;\nsetp.eq.u32 p, n, 0;\n"
+                 "@p st.shared.f32 [%1], %0;\n}\n" :: "f"(v[i]), "r"(0u) : "memory");
+}
+
 // keep the compiler from moving accumulator reads/writes across the async mma
 template <int R> TL_DEVICE void fence_regs(float* d) {
 #pragma unroll

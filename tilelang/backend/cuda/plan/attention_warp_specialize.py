@@ -1,0 +1,65 @@
+"""Which attention-style pipelined bodies a producer warpgroup may feed (the decision
+only; plan/warp_specialize.py asks it, ops/tma_pipeline.py `emit_ws_producer` /
+`emit_ws_consumer` print the two roles, as for a GEMM loop).
+
+An attention loop (FlashAttention: `S = Q K^T; softmax; O += P V`, MLA decode: the same
+with a latent and a rope part and P staged in shared memory) runs its gemms with register
+work between them. On the single-role TMA ring (plan/tma_ring_pipeline.py) the warp whose
+release completes a slot issues the next loads itself, on the consumers' critical path
+(nine bulk copies per MLA iteration), and the consumers are bound by one launch bound.
+Specialized, an elected producer thread waits for the released slot and issues the loads
+while the consumers compute; with two consumer warpgroups the registers split 24 / 240
+(`setmaxnreg`).
+
+Nothing of the body changes: the consumers run it statement by statement on the slot that
+arrived and release the slot after it; the block barriers it needs (a cross-warpgroup
+reduction's scratch, P staged in shared memory, ring_mode "barrier") are printed as the
+consumers' named barrier (KernelCodegen.sync). What qualifies, besides what
+plan/warp_specialize.py asks of every loop:
+
+- the switch TILELANG_CUDA_WS_ATTENTION=1 (off by default until measured on the H200), and
+  not TILELANG_CUDA_OVERLAP_GEMM=1 (plan/overlap.py's schedule, on two TMA rings, takes it);
+- the body runs at least two wgmma gemms into register accumulators (a loop with one gemm
+  and register work is not attention: it keeps its in-flight schedule,
+  ops/wgmma_deferred_wait.py);
+- it writes no ring buffer (the producer owns them) and no global memory (a body that
+  stores results per iteration keeps the single-role ring);
+- no user barrier of its own (plan/warp_specialize.py `_consumers_only` says why)."""
+from __future__ import annotations
+
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.visitor import walk
+
+
+def _gemms(body):
+    out = []
+    for s in body:
+        walk(s, lambda n: out.append(n) if isinstance(n, TO.Gemm) else None)
+    return out
+
+
+def attention_body_why(body, info, plan, options) -> str:
+    """"" when the pipelined body `body` (PipelineInfo `info`'s statements besides its
+    ring copies) is an attention-style body a producer warpgroup may feed, else why not."""
+    from tilelang.backend.cuda.analysis.facts import accesses
+    if not getattr(options, "ws_attention", False):
+        return "the pipelined body does more than wgmma gemms into register accumulators"
+    if getattr(options, "overlap_gemm", False):
+        return "the overlapped attention schedule takes the loop (TILELANG_CUDA_OVERLAP_GEMM=1, plan/overlap.py)"
+    gemms = _gemms(body)
+    if len(gemms) < 2:
+        return "the pipelined body runs one gemm besides its register work (not an attention body)"
+    if not all(getattr(plan.gemms.get(id(g)), "kind", "") == "wgmma"
+               and getattr(plan.placements.get(id(g.C.buffer)), "kind", "") == "acc" for g in gemms):
+        return "an attention-style body whose gemms are not all wgmma into register accumulators"
+    ring = {id(b) for b in info.bufs}
+    for s in body:
+        for b in accesses(s)[1]:
+            if id(b) in ring:
+                return f"the pipelined body writes {b.name}, which the TMA ring loads"
+            if b.scope == "global":
+                return f"the pipelined body writes the global tensor {b.name}"
+    return ""
+
+
+__all__ = ["attention_body_why"]
