@@ -699,9 +699,11 @@ class KernelCodegen:
 
         def ptr(r):
             p = self.placement(r.buffer)
-            if p is not None and p.swizzle:   # a whole tile in a wgmma operand's layout: its strip stride
+            if p is not None and p.swizzle:
+                # a (strip) tile in a wgmma operand's layout: from its first element, its strip stride
                 assert p.row_slabs == 1, "mma.sync reading a tile in wgmma slab order"
-                return self.buf_name(r.buffer), str(E.const_int_value(r.buffer.shape[0]) * p.swizzle // 2)
+                rows = E.const_int_value(r.buffer.shape[-2])
+                return self.wgmma_operand(r), str(rows * p.swizzle // r.buffer.dtype.itemsize)
             return f"{self.buf_name(r.buffer)} + {self.flat(r.buffer, r.starts)}", \
                 self.expr(E.convert(self.strides(r.buffer)[-2]))
         (pa, lda), (pb, ldb) = ptr(op.A), ptr(op.B)

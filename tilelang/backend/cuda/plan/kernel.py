@@ -27,7 +27,7 @@ from tilelang.ir.errors import located
 from tilelang.ir.visitor import walk
 from tilelang.backend.cuda.analysis.facts import thread_dependent_vars
 from tilelang.backend.cuda.ops.mma import mma_config
-from tilelang.backend.cuda.ops.wgmma import wgmma_config, swizzle_ok, swizzle_bytes
+from tilelang.backend.cuda.ops.wgmma import wgmma_config, swizzle_ok, swizzle_bytes, strip_tile
 from tilelang.backend.cuda.plan.pipeline import find_pipelines
 from tilelang.backend.cuda.layout.fragment import TILE_2D, infer as infer_fragment_layouts, format_report
 from tilelang.backend.cuda.layout.shared import annotated_shared_layout
@@ -612,13 +612,17 @@ def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride, forced
 
 def _mma_reads_swizzled(cfg, r, gemms, plan):
     """An mma.sync gemm (ldmatrix, 16-bit operands) can read operand `r` in the swizzled
-    layout a wgmma gemm gives its buffer (tl::tile_offset in mma.h): a whole 2-D tile
-    whose rows are not in a wgmma's slab order. The FlashAttention backward reads K as the
-    A of a wgmma (S = K Q^T, 128 rows) and as the B of an mma.sync (dQ = dS^T K, 32 rows):
+    layout a wgmma gemm gives its buffer (tl::tile_offset in mma.h): a 16-bit tile whose
+    rows are not in a wgmma's slab order, the whole buffer or a strip tile of it (a slot of
+    a [stages, R, C] buffer, whole swizzle strips of its columns: ops/wgmma.py strip_tile),
+    which ldmatrix then addresses from the tile's first element with the strip stride. The
+    FlashAttention backward reads K as the A of a wgmma (S = K Q^T, 128 rows) and as the B
+    of an mma.sync (dQ = dS^T K, 32 rows); the sparse MLA backward reads Q_shared[:, :512]
+    as the A of a wgmma (64 rows) and as the B of the 32-row dKV = dP^T Q on mma.sync:
     without this both, and every gemm sharing a tile with them, fell back to mma.sync."""
     buf = r.buffer
-    return not cfg.k32 and not cfg.tf32 and buf.ndim == 2 and buf.dtype.bits == 16 and \
-        swizzle_bytes(buf) > 0 and _whole_region(r) and \
+    return not cfg.k32 and not cfg.tf32 and buf.ndim >= 2 and buf.dtype.bits == 16 and \
+        swizzle_bytes(buf) > 0 and strip_tile(r) and \
         not any(h.A.buffer is buf and getattr(plan.gemms.get(id(h)), "slabs", 1) > 1 for h in gemms)
 
 
