@@ -40,6 +40,8 @@ TILELANG_CUDA_PINGPONG=1       the two warpgroups of an attention loop on the TM
 TILELANG_CUDA_TMA_MULTICAST=1  pairs of blocks share GEMM tiles through TMA multicast (slower today)
 TILELANG_CUDA_OVERLAP_GEMM=1   attention loops defer the P V wgmma into the next iteration (slower today)
 TILELANG_CUDA_WGMMA_RS=0       wgmma reads A from shared memory even when it is a register fragment
+TILELANG_CUDA_MMA_SWIZZLED=0   an mma.sync gemm never reads a tile in wgmma's swizzle: a wgmma gemm sharing
+                               a shared tile with it runs on mma.sync too (sparse MLA / attention backward A/B)
 TILELANG_CUDA_WARP_SPECIALIZE=0  no producer warpgroup for TMA-ring GEMM loops on sm_90 (as the pass config
                                tl.disable_warp_specialized)
 TILELANG_CUDA_DUMP_FRAGMENTS=1 print the fragment layouts the planner chose

@@ -621,7 +621,7 @@ def _mma_reads_swizzled(cfg, r, gemms, plan):
     as the A of a wgmma (64 rows) and as the B of the 32-row dKV = dP^T Q on mma.sync:
     without this both, and every gemm sharing a tile with them, fell back to mma.sync."""
     buf = r.buffer
-    return not cfg.k32 and not cfg.tf32 and buf.ndim >= 2 and buf.dtype.bits == 16 and \
+    return plan.options.mma_swizzled and not cfg.k32 and not cfg.tf32 and buf.ndim >= 2 and buf.dtype.bits == 16 and \
         swizzle_bytes(buf) > 0 and strip_tile(r) and \
         not any(h.A.buffer is buf and getattr(plan.gemms.get(id(h)), "slabs", 1) > 1 for h in gemms)
 
