@@ -694,8 +694,20 @@ class KernelCodegen:
         ta, tb = "true" if op.trans_A else "false", "true" if op.trans_B else "false"
         if getattr(cfg, "kind", "mma") == "wgmma":
             # a gemm chained to the next one (plan/kernel.py) leaves its group in flight
-            call = self.wgmma_call(op, cfg, issue_only=id(op) in self.plan.chained_gemms, acc="{acc}")
-            return self._gemm_call(op, cfg, call)
+            chained = id(op) in self.plan.chained_gemms
+            call = self.wgmma_call(op, cfg, issue_only=chained, acc="{acc}")
+            self._gemm_call(op, cfg, call)
+            in_flight = self.__dict__.setdefault("_wgmma_in_flight", [])
+            if chained:
+                in_flight.append((op, cfg))
+                return
+            # this gemm's wait completed the groups chained to it: their accumulators are
+            # final only from here (the compiler must not read them earlier)
+            for g, c in in_flight:
+                if g.C.buffer is not op.C.buffer:
+                    self.w(f"tl::fence_regs<{c.slabs * c.inst_n // 2}>({self.buf_name(g.C.buffer)});")
+            in_flight.clear()
+            return
 
         def ptr(r):
             p = self.placement(r.buffer)
