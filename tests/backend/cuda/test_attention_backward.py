@@ -76,3 +76,37 @@ def test_cpu_reference_matches_torch_autograd():
 @pytest.mark.parametrize("dim", [64, 128])
 def test_matches_torch_autograd(cfg, causal, dim):
     _run_and_check("cuda", 2, 3, 256, dim, causal, **cfg)
+
+
+def _chained(monkeypatch, chain, **cfg):
+    monkeypatch.setenv("TILELANG_CUDA_WGMMA_CHAIN", "1" if chain else "0")
+    _, after, _ = _lower_to(attention_bwd(1, 2, 256, 64, **cfg), plan_kernels)
+    launch = _launch(after)
+    plan = kernel_plan(launch)
+    gemms = []
+    walk(launch.body, lambda n: gemms.append(n) if isinstance(n, TO.Gemm) else None)
+    return [g.C.buffer.name for g in gemms if id(g) in plan.chained_gemms]
+
+
+@pytest.mark.parametrize("cfg", [dict(block_M=64, block_N=64, threads=128), dict(block_M=128, block_N=32, threads=256)])
+def test_wgmma_groups_stay_in_flight_over_independent_statements(monkeypatch, cfg):
+    """dP = V dO^T stays in flight over the cast of P (the next wgmma, dV += P^T dO, waits
+    for it); dV's group does not, since dS = P * (dP - Delta) reads dP, whose group only
+    that wait completes; dK += dS^T Q stays in flight over the store of dS into shared
+    memory up to the dQ wgmma (on mma.sync with 32 query rows: no wgmma follows, it
+    completes in place). Switched off, no group stays in flight."""
+    want = ["dp", "dk"] if cfg["block_N"] == 64 else ["dp"]
+    assert _chained(monkeypatch, True, **cfg) == want
+    assert _chained(monkeypatch, False, **cfg) == []
+
+
+@needs_sass
+def test_the_completing_wait_fences_the_chained_accumulators():
+    art = build(attention_bwd(1, 2, 256, 64, block_M=64, block_N=64, threads=128))
+    src = art.source
+    dv = src.index("tl::wgmma_gemm_rs<64, 64, 64, false, half>(p16")
+    assert src.index("tl::wgmma_ss_issue<64, 64, 64, false, true, half>(v_s") < dv
+    assert src.index("tl::fence_regs<32>(dp);", dv) < src.index("ds16[", dv)
+    assert "tl::wgmma_rs_issue<64, 64, 64, false, half>(ds16" in src and "tl::fence_regs<32>(dk);" in src
+    ops = sass_ops(art)
+    assert ops["HGMMA"] == 20 and ops["LDL"] == 0 and ops["STL"] == 0, ops
