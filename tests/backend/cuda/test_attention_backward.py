@@ -89,24 +89,32 @@ def _chained(monkeypatch, chain, **cfg):
 
 
 @pytest.mark.parametrize("cfg", [dict(block_M=64, block_N=64, threads=128), dict(block_M=128, block_N=32, threads=256)])
-def test_wgmma_groups_stay_in_flight_over_independent_statements(monkeypatch, cfg):
-    """dP = V dO^T stays in flight over the cast of P (the next wgmma, dV += P^T dO, waits
-    for it); dV's group does not, since dS = P * (dP - Delta) reads dP, whose group only
-    that wait completes; dK += dS^T Q stays in flight over the store of dS into shared
-    memory up to the dQ wgmma (on mma.sync with 32 query rows: no wgmma follows, it
-    completes in place). Switched off, no group stays in flight."""
-    want = ["dp", "dk"] if cfg["block_N"] == 64 else ["dp"]
-    assert _chained(monkeypatch, True, **cfg) == want
+def test_wgmma_groups_stay_in_flight_until_needed(monkeypatch, cfg):
+    """dP = V dO^T stays in flight over the cast of P and the issue of dV += P^T dO; dS =
+    P * (dP - Delta) waits for dP only (wait_group 1), so dV runs beside it; dK += dS^T Q
+    then stays in flight over the store of dS into shared memory. With 64 query rows the
+    dQ product is a wgmma whose own wait completes dV and dK; with 32 (mma.sync) the dQ
+    atomics wait for them, which the groups in flight over the mma.sync product reach.
+    Switched off, every group is waited for in place."""
+    assert _chained(monkeypatch, True, **cfg) == ["dp", "dv", "dk"]
     assert _chained(monkeypatch, False, **cfg) == []
 
 
 @needs_sass
-def test_the_completing_wait_fences_the_chained_accumulators():
+def test_the_waits_and_fences_in_the_code_and_sass():
     art = build(attention_bwd(1, 2, 256, 64, block_M=64, block_N=64, threads=128))
     src = art.source
-    dv = src.index("tl::wgmma_gemm_rs<64, 64, 64, false, half>(p16")
+    dv = src.index("tl::wgmma_rs_issue<64, 64, 64, false, half>(p16")
     assert src.index("tl::wgmma_ss_issue<64, 64, 64, false, true, half>(v_s") < dv
-    assert src.index("tl::fence_regs<32>(dp);", dv) < src.index("ds16[", dv)
-    assert "tl::wgmma_rs_issue<64, 64, 64, false, half>(ds16" in src and "tl::fence_regs<32>(dk);" in src
+    wait = src.index("tl::wgmma_wait<1>();\n    tl::fence_regs<32>(dp);", dv)
+    assert wait < src.index("ds16[", dv)
+    dq = src.index("tl::wgmma_gemm_ss<64, 64, 64, true, false, half>(ds_s")
+    assert src.index("tl::wgmma_rs_issue<64, 64, 64, false, half>(ds16") < dq
+    assert src.index("tl::fence_regs<32>(dv);\n    tl::fence_regs<32>(dk);", dq) > dq
     ops = sass_ops(art)
     assert ops["HGMMA"] == 20 and ops["LDL"] == 0 and ops["STL"] == 0, ops
+    import re
+    from tilelang.backend.cuda.host.nvrtc import sass
+    # ptxas keeps the schedule: one arrive per gemm, three waits (dS^T's 1 and two full ones)
+    waits = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+)", sass(art.binary))
+    assert waits == ["0x0", "0x1", "0x0"], waits

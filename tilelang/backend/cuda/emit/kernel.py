@@ -328,7 +328,24 @@ class KernelCodegen:
         fn = getattr(self, "s_" + type(st).__name__, None)
         if fn is None:
             raise NotImplementedError(f"CUDA codegen: unsupported statement {type(st).__name__}")
+        w = self.plan.wgmma_waits_before.get(id(st)) if self.plan is not None else None
+        if w is not None:
+            self.wgmma_wait(w)
         fn(st, block)
+        w = self.plan.wgmma_waits_after.get(id(st)) if self.plan is not None else None
+        if w is not None:
+            self.wgmma_wait(w)
+
+    def wgmma_wait(self, w):
+        """plan/wgmma_waits.py: wait until only `w.left` wgmma groups are in flight, then
+        fence the registers of the accumulators that completed."""
+        self.w(f"tl::wgmma_wait<{w.left}>();")
+        in_flight = self.__dict__.setdefault("_wgmma_in_flight", [])
+        for g in w.gemms:
+            c = self.plan.gemms[id(g)]
+            self.w(f"tl::fence_regs<{c.slabs * c.inst_n // 2}>({self.buf_name(g.C.buffer)});")
+        done = {id(g) for g in w.gemms}
+        in_flight[:] = [(g, c) for g, c in in_flight if id(g) not in done]
 
     def s_SeqStmt(self, st, block):
         for s in st.stmts:
@@ -701,8 +718,8 @@ class KernelCodegen:
             if chained:
                 in_flight.append((op, cfg))
                 return
-            # this gemm's wait completed the groups chained to it: their accumulators are
-            # final only from here (the compiler must not read them earlier)
+            # this gemm's wait completed the groups in flight before it: their accumulators
+            # are final only from here (the compiler must not read them earlier)
             for g, c in in_flight:
                 if g.C.buffer is not op.C.buffer:
                     self.w(f"tl::fence_regs<{c.slabs * c.inst_n // 2}>({self.buf_name(g.C.buffer)});")

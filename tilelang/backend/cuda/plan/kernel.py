@@ -74,7 +74,9 @@ class KernelPlan:
     user_cp_async: bool = False   # T.ptx_cp_async completion is the kernel's business (groups, mbarriers)
     sets_max_nreg: bool = False   # T.set_max_nreg: warpgroups reallocate registers
     options: object = None        # options.CudaOptions this plan was made with
-    chained_gemms: set = field(default_factory=set)   # id(Gemm): wgmma issued, waited by the next gemm
+    chained_gemms: set = field(default_factory=set)   # id(Gemm): wgmma only issued (plan/wgmma_waits.py)
+    wgmma_waits_before: dict = field(default_factory=dict)   # id(stmt) -> WgmmaWait printed before it
+    wgmma_waits_after: dict = field(default_factory=dict)    # id(stmt) -> WgmmaWait printed after it
     fence_barriers: bool = False  # block barriers fence shared memory toward the async proxy (plan/proxy_fences.py)
     warp_specialized: object = None   # plan/warp_specialize.py: WarpSpecialization of the pipelined loop
     warp_specialize_why: str = ""     # why the kernel's pipelined loop is not warp-specialized
@@ -297,91 +299,9 @@ def _plan_kernel(launch, arch, options, mma_only):
             p.offset = offset
             offset += 8 * _mbarrier_count(buf)
     plan.smem_bytes = offset
-    plan.chained_gemms = _chained_wgmma(launch, plan)
+    from tilelang.backend.cuda.plan.wgmma_waits import schedule as wgmma_wait_schedule
+    plan.chained_gemms, plan.wgmma_waits_before, plan.wgmma_waits_after = wgmma_wait_schedule(launch, plan)
     return plan
-
-
-def _chained_wgmma(launch, plan):
-    """ids of wgmma gemms that only issue their group, to be completed by the wait of the
-    next wgmma gemm of the same statement sequence (groups retire in order):
-    - the next statement is another wgmma into the same register accumulator (MLA's Q K^T
-      over the latent part, then over the rope part): the tensor cores run the two back to
-      back;
-    - or (`_independent_chain`) the statements up to the next wgmma gemm neither touch this
-      one's accumulator nor write its operands, and that gemm does neither: they run while
-      the group is in flight (the FlashAttention backward's dV += P^T dO group during dS =
-      P * (dP - Delta), its dK += dS^T Q group during the dS store). emit/ fences the
-      registers of such a gemm's accumulator after the wait that completes it.
-    A barrier in between (a tile written since) does not disturb the group in flight."""
-    out = set()
-    chain = plan.options.wgmma_chain
-    refilled = set()   # buffers a num_stages=1 pipeline refills right after their last reader
-    for info in plan.pipelines.values():
-        if info.issue_after_use:
-            refilled |= {id(b) for b in info.bufs}
-
-    def wg(g):
-        cfg = plan.gemms.get(id(g)) if isinstance(g, TO.Gemm) else None
-        p = plan.placements.get(id(g.C.buffer)) if cfg is not None else None
-        return getattr(cfg, "kind", "") == "wgmma" and p is not None and p.kind == "acc"
-
-    def f(n):
-        if not isinstance(n, S.SeqStmt):
-            return
-        flight = []   # chained gemms of this sequence whose groups no wait has completed yet
-        for i, a in enumerate(n.stmts):
-            if not wg(a):
-                continue
-            b = n.stmts[i + 1] if i + 1 < len(n.stmts) else None
-            if b is not None and wg(b) and a.C.buffer is b.C.buffer and _whole_region(a.C) and \
-                    _whole_region(b.C) and _independent_chain(flight, [b], wg):
-                out.add(id(a))
-                flight.append(a)
-            elif chain and not {id(_root(r.buffer)) for r in (a.A, a.B)} & refilled and \
-                    _independent_chain(flight + [a], n.stmts[i + 1:], wg):
-                out.add(id(a))
-                flight.append(a)
-            else:
-                flight = []   # its wait completes every group before it
-    walk(launch.body, f)
-    return out
-
-
-def _root(b):
-    while getattr(b, "alias_of", None) is not None:
-        b = b.alias_of
-    return b
-
-
-def _independent_chain(flight, rest, wg):
-    """Whether the wgmma gemms of `flight` (their groups issued, not completed) may stay in
-    flight over the statements of `rest` up to the next wgmma gemm, whose wait then
-    completes them: none of those statements reads or writes their accumulators or writes
-    their operands (A may be a register fragment), none is a statement for its effects (an
-    Evaluate: a barrier, an atomic, an extern call) or holds a gemm, a pipelined loop or
-    such a statement; the next gemm touches none of their accumulators and writes none of
-    their operands. False when no wgmma gemm follows (the groups must complete in place)."""
-    from tilelang.backend.cuda.analysis.facts import accesses
-    accs = {id(_root(a.C.buffer)) for a in flight}
-    operands = {id(_root(r.buffer)) for a in flight for r in (a.A, a.B)}
-
-    def clear_of(st, final):
-        reads, writes = accesses(st)
-        if accs & {id(_root(x)) for x in reads + writes} or operands & {id(_root(x)) for x in writes}:
-            return False
-        if final:
-            return True
-        bad = []
-        walk(st, lambda m: bad.append(m) if isinstance(m, (S.Evaluate, TO.Gemm, S.KernelLaunch)) or
-             isinstance(m, S.For) and m.kind == S.PIPELINED else None)
-        return not bad
-
-    for st in rest:
-        if wg(st):
-            return clear_of(st, True)
-        if not clear_of(st, False):
-            return False
-    return False
 
 
 def _whole_region(r):

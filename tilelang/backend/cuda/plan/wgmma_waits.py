@@ -1,0 +1,138 @@
+"""Where each wgmma group of a statement sequence is waited for (sm_90a).
+
+A wgmma gemm issues one group of asynchronous tensor-core operations; `tl::wgmma_gemm_*`
+waits for it right away (`wgmma.wait_group 0`), so the tensor cores and the threads'
+register work take turns. In a sequence of statements (a kernel body, a loop body) the
+group may instead stay in flight while the following statements do not need it, and be
+waited for before the first statement that does: one that reads or writes its accumulator,
+writes one of its operands (a shared tile, or a register A fragment), or does something
+the planner cannot see into (an `Evaluate`: barriers of the user's, atomics, extern calls;
+a pipelined loop). Groups complete in issue order, so that wait is
+`wgmma.wait_group k` with k the groups issued after the newest one needed (they stay in
+flight). A group still in flight at the end of the sequence is waited for after its last
+statement. The FlashAttention backward (published flash_attention / attention_sink
+examples) then runs dP = V dO^T during the cast of P, dV += P^T dO during
+dS = P * (dP - Delta) (waiting for dP only: `wait_group 1`), dK += dS^T Q during the store
+of dS into shared memory and the dQ product.
+
+A wait that would come right after the gemm it completes is the gemm's own (`wgmma_gemm_*`:
+nothing to overlap); so is any wait of a gemm that reads a buffer a `num_stages=1` pipeline
+refills right after its last reader (plan/pipeline.py), and of a gemm whose accumulator is
+in shared memory. Consecutive wgmma gemms into the same whole register accumulator (MLA's
+Q K^T over the latent part, then the rope part) never wait between them: the tensor cores
+order them. `TILELANG_CUDA_WGMMA_CHAIN=0` keeps only that case (each other group is waited
+for in place).
+
+The decisions ride on the kernel plan: `KernelPlan.chained_gemms` (the gemms that only
+issue), `wgmma_waits_before` / `wgmma_waits_after` ({id(statement): WgmmaWait}); emit/
+prints the waits around those statements and fences the registers of each accumulator a
+wait completes (the compiler must not read them earlier)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.visitor import walk
+from tilelang.backend.cuda.analysis.facts import accesses
+
+
+@dataclass
+class WgmmaWait:
+    """`wgmma.wait_group left`: completes `gemms` (the oldest groups in flight)."""
+    left: int
+    gemms: list
+
+    def describe(self) -> str:
+        names = ", ".join(g.C.buffer.name for g in self.gemms)
+        return f"wgmma wait_group {self.left}: {names} complete"
+
+
+def _root(b):
+    while getattr(b, "alias_of", None) is not None:
+        b = b.alias_of
+    return b
+
+
+def _whole(r):
+    return all(E.const_int_value(x) == 0 for x in r.starts) and \
+        [E.const_int_value(e) for e in r.extents] == [E.const_int_value(d) for d in r.buffer.shape]
+
+
+def _opaque(st):
+    """A statement whose effects the buffer accesses do not say (or that must not run
+    beside a group in flight): an Evaluate, a pipelined loop, a nested kernel, a gemm
+    inside it (its own waits count every group)."""
+    bad = []
+    walk(st, lambda m: bad.append(m) if isinstance(m, (S.Evaluate, S.KernelLaunch)) or m is not st and
+         isinstance(m, TO.Gemm) or isinstance(m, S.For) and m.kind == S.PIPELINED else None)
+    return bool(bad)
+
+
+def _needs(st, g):
+    """Whether statement `st` needs the group of wgmma gemm `g` complete."""
+    reads, writes = accesses(st)
+    acc = id(_root(g.C.buffer))
+    if acc in {id(_root(x)) for x in reads + writes}:
+        return True
+    return bool({id(_root(g.A.buffer)), id(_root(g.B.buffer))} & {id(_root(x)) for x in writes})
+
+
+def schedule(launch, plan):
+    """(chained gemm ids, waits before statements, waits after statements) of the kernel."""
+    chained, before, after = set(), {}, {}
+    on = plan.options.wgmma_chain
+    refilled = set()   # buffers a num_stages=1 pipeline refills right after their last reader
+    copies = set()     # copy nests a pipeline issues elsewhere (not where they stand)
+    for info in plan.pipelines.values():
+        copies |= {id(c) for c in info.copies}
+        if info.issue_after_use:
+            refilled |= {id(b) for b in info.bufs}
+
+    def wg(g):
+        cfg = plan.gemms.get(id(g)) if isinstance(g, TO.Gemm) else None
+        p = plan.placements.get(id(g.C.buffer)) if cfg is not None else None
+        return getattr(cfg, "kind", "") == "wgmma" and p is not None and p.kind == "acc"
+
+    def same_acc(a, b):
+        return a.C.buffer is b.C.buffer and _whole(a.C) and _whole(b.C)
+
+    def sequence(seq):
+        stmts = [s for s in seq.stmts if id(s) not in copies]
+        flight = []   # gemms issued, not waited for, oldest first
+        waits = {}    # index of the statement the wait goes before (len: after the last) -> WgmmaWait
+        for i, st in enumerate(stmts):
+            nxt = stmts[i + 1] if i + 1 < len(stmts) else None
+            if wg(st) and flight and same_acc(flight[-1], st) and \
+                    not any(_needs(st, g) for g in flight if not same_acc(g, st)):
+                flight.append(st)   # accumulates after the group in flight (tensor-core order)
+                continue
+            need = [j for j, g in enumerate(flight) if _opaque(st) or _needs(st, g)]
+            if need:
+                j = max(need)
+                waits[i] = WgmmaWait(len(flight) - j - 1, flight[:j + 1])
+                flight = flight[j + 1:]
+            if not wg(st):
+                continue
+            stays = (on and not {id(_root(r.buffer)) for r in (st.A, st.B)} & refilled) or \
+                (nxt is not None and wg(nxt) and same_acc(st, nxt))
+            flight.append(st)
+            if not stays:
+                waits[i + 1] = WgmmaWait(0, flight)
+                flight = []
+        if flight:
+            waits[len(stmts)] = WgmmaWait(0, flight)
+        for i, w in waits.items():
+            own = i > 0 and stmts[i - 1] is w.gemms[-1]
+            # a wait right after the newest gemm it completes is that gemm's own (wgmma_gemm_*)
+            chained.update(id(g) for g in (w.gemms[:-1] if own else w.gemms))
+            if own:
+                continue
+            if i < len(stmts):
+                before[id(stmts[i])] = w
+            else:
+                after[id(stmts[-1])] = w
+
+    walk(launch.body, lambda n: sequence(n) if isinstance(n, S.SeqStmt) else None)
+    return chained, before, after
