@@ -339,12 +339,18 @@ class KernelCodegen:
     def wgmma_wait(self, w):
         """plan/wgmma_waits.py: wait until only `w.left` wgmma groups are in flight, then
         fence the registers of the accumulators that completed."""
-        self.w(f"tl::wgmma_wait<{w.left}>();")
         in_flight = self.__dict__.setdefault("_wgmma_in_flight", [])
-        for g in w.gemms:
-            c = self.plan.gemms[id(g)]
-            self.w(f"tl::fence_regs<{c.slabs * c.inst_n // 2}>({self.buf_name(g.C.buffer)});")
         done = {id(g) for g in w.gemms}
+        mine = [(g, c) for g, c in in_flight if id(g) in done]
+        if not mine:   # issued and waited for by a loop schedule of its own
+            return
+        # (groups issued meanwhile by such a schedule are newer: they only make this wait longer)
+        self.w(f"tl::wgmma_wait<{w.left}>();")
+        fenced = set()
+        for g, c in mine:
+            if id(g.C.buffer) not in fenced:
+                fenced.add(id(g.C.buffer))
+                self.w(f"tl::fence_regs<{c.slabs * c.inst_n // 2}>({self.buf_name(g.C.buffer)});")
         in_flight[:] = [(g, c) for g, c in in_flight if id(g) not in done]
 
     def s_SeqStmt(self, st, block):
@@ -720,8 +726,10 @@ class KernelCodegen:
                 return
             # this gemm's wait completed the groups in flight before it: their accumulators
             # are final only from here (the compiler must not read them earlier)
+            fenced = {id(op.C.buffer)}
             for g, c in in_flight:
-                if g.C.buffer is not op.C.buffer:
+                if id(g.C.buffer) not in fenced:
+                    fenced.add(id(g.C.buffer))
                     self.w(f"tl::fence_regs<{c.slabs * c.inst_n // 2}>({self.buf_name(g.C.buffer)});")
             in_flight.clear()
             return

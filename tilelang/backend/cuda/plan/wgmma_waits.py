@@ -17,8 +17,11 @@ of dS into shared memory and the dQ product.
 
 A wait that would come right after the gemm it completes is the gemm's own (`wgmma_gemm_*`:
 nothing to overlap); so is any wait of a gemm that reads a buffer a `num_stages=1` pipeline
-refills right after its last reader (plan/pipeline.py), and of a gemm whose accumulator is
-in shared memory. Consecutive wgmma gemms into the same whole register accumulator (MLA's
+refills right after its last reader (plan/pipeline.py), of the gemm the warpgroups of a
+ping-pong loop take turns at (ops/tma_pipeline.py `pingpong`), and of a gemm whose
+accumulator is in shared memory. emit/ prints a wait only for groups it issued through
+`s_Gemm` (a loop schedule that issues its gemm itself, ops/wgmma_deferred_wait.py, waits
+for it itself). Consecutive wgmma gemms into the same whole register accumulator (MLA's
 Q K^T over the latent part, then the rope part) never wait between them: the tensor cores
 order them. `TILELANG_CUDA_WGMMA_CHAIN=0` keeps only that case (each other group is waited
 for in place).
@@ -85,10 +88,14 @@ def schedule(launch, plan):
     on = plan.options.wgmma_chain
     refilled = set()   # buffers a num_stages=1 pipeline refills right after their last reader
     copies = set()     # copy nests a pipeline issues elsewhere (not where they stand)
+    in_place = set()   # gemms another schedule times: the first of a ping-pong loop (ops/tma_pipeline.py)
     for info in plan.pipelines.values():
         copies |= {id(c) for c in info.copies}
         if info.issue_after_use:
             refilled |= {id(b) for b in info.bufs}
+        first = next((s for s in info.rest if isinstance(s, TO.Gemm)), None)
+        if plan.options.pingpong and first is not None:
+            in_place.add(id(first))
 
     def wg(g):
         cfg = plan.gemms.get(id(g)) if isinstance(g, TO.Gemm) else None
@@ -115,8 +122,9 @@ def schedule(launch, plan):
                 flight = flight[j + 1:]
             if not wg(st):
                 continue
-            stays = (on and not {id(_root(r.buffer)) for r in (st.A, st.B)} & refilled) or \
-                (nxt is not None and wg(nxt) and same_acc(st, nxt))
+            stays = id(st) not in in_place and (
+                on and not {id(_root(r.buffer)) for r in (st.A, st.B)} & refilled or
+                nxt is not None and wg(nxt) and same_acc(st, nxt))
             flight.append(st)
             if not stays:
                 waits[i + 1] = WgmmaWait(0, flight)
