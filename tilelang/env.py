@@ -42,9 +42,9 @@ TILELANG_CUDA_OVERLAP_GEMM=1   attention loops defer the P V wgmma into the next
 TILELANG_CUDA_WGMMA_RS=0       wgmma reads A from shared memory even when it is a register fragment
 TILELANG_CUDA_MMA_SWIZZLED=0   an mma.sync gemm never reads a tile in wgmma's swizzle: a wgmma gemm sharing
                                a shared tile with it runs on mma.sync too (sparse MLA / attention backward A/B)
-TILELANG_CUDA_WGMMA_CHAIN=0    a wgmma group completes in place unless the next statement is a wgmma into the
-                               same accumulator (default: it stays in flight over independent statements up to
-                               the next wgmma gemm, whose wait completes it)
+TILELANG_CUDA_WGMMA_IN_FLIGHT=0  every wgmma group is waited for right after its gemm (default: before the
+                               first statement that needs it; consecutive gemms into one accumulator always
+                               share one wait)
 TILELANG_CUDA_WARP_SPECIALIZE=0  no producer warpgroup for TMA-ring GEMM loops on sm_90 (as the pass config
                                tl.disable_warp_specialized)
 TILELANG_CUDA_DUMP_FRAGMENTS=1 print the fragment layouts the planner chose

@@ -79,7 +79,7 @@ def test_matches_torch_autograd(cfg, causal, dim):
 
 
 def _chained(monkeypatch, chain, **cfg):
-    monkeypatch.setenv("TILELANG_CUDA_WGMMA_CHAIN", "1" if chain else "0")
+    monkeypatch.setenv("TILELANG_CUDA_WGMMA_IN_FLIGHT", "1" if chain else "0")
     _, after, _ = _lower_to(attention_bwd(1, 2, 256, 64, **cfg), plan_kernels)
     launch = _launch(after)
     plan = kernel_plan(launch)

@@ -58,7 +58,7 @@ _SWITCHES = {
     "TILELANG_CUDA_OVERLAP_GEMM": (_flag, False, "overlap_gemm", True),
     "TILELANG_CUDA_WGMMA_RS": (_flag, True, "wgmma_rs", True),
     "TILELANG_CUDA_MMA_SWIZZLED": (_flag, True, "mma_swizzled", True),
-    "TILELANG_CUDA_WGMMA_CHAIN": (_flag, True, "wgmma_chain", True),
+    "TILELANG_CUDA_WGMMA_IN_FLIGHT": (_flag, True, "wgmma_in_flight", True),
     "TILELANG_CUDA_WARP_SPECIALIZE": (_flag, True, "warp_specialize", True),
     "TILELANG_CUDA_DUMP_FRAGMENTS": (_flag, False, "dump_fragments", True),   # prints while planning
     "TL_CUDA_LINEINFO": (_flag, False, "lineinfo", True),
@@ -113,8 +113,8 @@ class CudaOptions:
     wgmma_rs: bool = True          # wgmma / TF32 mma.sync read A from registers when it is a fragment (..._WGMMA_RS)
     mma_swizzled: bool = True      # mma.sync reads tiles in a wgmma gemm's swizzle, so that gemm keeps wgmma
                                    # (plan/kernel.py _mma_reads_swizzled; ..._MMA_SWIZZLED=0: both on mma.sync)
-    wgmma_chain: bool = True       # a wgmma group stays in flight over independent statements up to the next
-                                   # wgmma gemm, whose wait completes it (plan/kernel.py _chained_wgmma; ..._WGMMA_CHAIN)
+    wgmma_in_flight: bool = True   # a wgmma group is waited for before the first statement that needs it
+                                   # (plan/wgmma_waits.py; ..._WGMMA_IN_FLIGHT=0: right after the gemm)
     warp_specialize: bool = True   # a producer warpgroup feeds TMA-ring GEMM loops on sm_90 (plan/warp_specialize.py;
                                    # ..._WARP_SPECIALIZE, pass config tl.disable_warp_specialized)
     dump_fragments: bool = False   # print the fragment layouts the planner chose (..._DUMP_FRAGMENTS)

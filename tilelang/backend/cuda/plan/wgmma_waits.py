@@ -23,7 +23,7 @@ accumulator is in shared memory. emit/ prints a wait only for groups it issued t
 `s_Gemm` (a loop schedule that issues its gemm itself, ops/wgmma_deferred_wait.py, waits
 for it itself). Consecutive wgmma gemms into the same whole register accumulator (MLA's
 Q K^T over the latent part, then the rope part) never wait between them: the tensor cores
-order them. `TILELANG_CUDA_WGMMA_CHAIN=0` keeps only that case (each other group is waited
+order them. `TILELANG_CUDA_WGMMA_IN_FLIGHT=0` keeps only that case (each other group is waited
 for in place).
 
 The decisions ride on the kernel plan: `KernelPlan.chained_gemms` (the gemms that only
@@ -46,10 +46,17 @@ class WgmmaWait:
     """`wgmma.wait_group left`: completes `gemms` (the oldest groups in flight)."""
     left: int
     gemms: list
+    at: str = ""    # where (the plan report): "before the statement writing dS", ...
 
     def describe(self) -> str:
         names = ", ".join(g.C.buffer.name for g in self.gemms)
-        return f"wgmma wait_group {self.left}: {names} complete"
+        return f"wgmma wait_group {self.left} {self.at}: {names} complete"
+
+
+def _where(st, when):
+    writes = accesses(st)[1]
+    what = f"the statement writing {', '.join(b.name for b in writes)}" if writes else f"a {type(st).__name__}"
+    return f"{when} {what}"
 
 
 def _root(b):
@@ -85,7 +92,7 @@ def _needs(st, g):
 def schedule(launch, plan):
     """(chained gemm ids, waits before statements, waits after statements) of the kernel."""
     chained, before, after = set(), {}, {}
-    on = plan.options.wgmma_chain
+    on = plan.options.wgmma_in_flight
     refilled = set()   # buffers a num_stages=1 pipeline refills right after their last reader
     copies = set()     # copy nests a pipeline issues elsewhere (not where they stand)
     in_place = set()   # gemms another schedule times: the first of a ping-pong loop (ops/tma_pipeline.py)
@@ -138,8 +145,10 @@ def schedule(launch, plan):
             if own:
                 continue
             if i < len(stmts):
+                w.at = _where(stmts[i], "before")
                 before[id(stmts[i])] = w
             else:
+                w.at = _where(stmts[-1], "after")
                 after[id(stmts[-1])] = w
 
     walk(launch.body, lambda n: sequence(n) if isinstance(n, S.SeqStmt) else None)

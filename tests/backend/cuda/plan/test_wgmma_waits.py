@@ -1,0 +1,86 @@
+"""plan/wgmma_waits.py: a wgmma group is waited for before the first statement of its
+sequence that needs it (its accumulator, a write to one of its operands, an Evaluate),
+as `wait_group k` leaving the k newer groups in flight; right after its gemm when that
+statement comes next (the gemm's own wait). Plans of small kernels, and the printed waits."""
+import tilelang.language as T
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.visitor import walk
+from tilelang.backend.cuda.plan.plan_kernels import plan_kernels, kernel_plan
+from tests.backend.cuda.conftest import needs_nvrtc
+from tests.backend.cuda.plan.test_plan_kernels import _launch, _lower_to
+
+F16, F32 = "float16", "float32"
+
+
+def two_products(refill_a):
+    """c1 = A B, c2 = A B2 (both wgmma), then work that needs c1 only, then c2; with
+    `refill_a` the shared A tile is rewritten (an operand write) after the second product."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), F16), B: T.Tensor((64, 64), F16), B2: T.Tensor((64, 64), F16),
+             X: T.Tensor((64, 64), F32), C1: T.Tensor((64, 64), F32), C2: T.Tensor((64, 64), F32)):
+        with T.Kernel(1, threads=128):
+            a_s = T.alloc_shared((64, 64), F16)
+            b_s = T.alloc_shared((64, 64), F16)
+            b2_s = T.alloc_shared((64, 64), F16)
+            x = T.alloc_fragment((64, 64), F32)
+            c1 = T.alloc_fragment((64, 64), F32)
+            c2 = T.alloc_fragment((64, 64), F32)
+            T.copy(A, a_s)
+            T.copy(B, b_s)
+            T.copy(B2, b2_s)
+            T.copy(X, x)
+            T.gemm(a_s, b_s, c1, clear_accum=True)
+            T.gemm(a_s, b2_s, c2, clear_accum=True)
+            for i, j in T.Parallel(64, 64):
+                x[i, j] = x[i, j] * 2.0          # needs neither group
+            if refill_a:
+                T.copy(B, a_s)                   # writes both gemms' A: both groups complete first
+            for i, j in T.Parallel(64, 64):
+                c1[i, j] = c1[i, j] + x[i, j]    # needs c1 only: wait_group 1
+            T.copy(c1, C1)
+            T.copy(c2, C2)
+    return main
+
+
+def _plan(func):
+    text, after, _ = _lower_to(func, plan_kernels)
+    launch = _launch(after)
+    plan = kernel_plan(launch)
+    gemms = []
+    walk(launch.body, lambda n: gemms.append(n) if isinstance(n, TO.Gemm) else None)
+    return plan, gemms
+
+
+def _waits(plan):
+    return sorted((w.left, [g.C.buffer.name for g in w.gemms], w.at)
+                  for w in list(plan.wgmma_waits_before.values()) + list(plan.wgmma_waits_after.values()))
+
+
+def test_a_statement_waits_only_for_the_groups_it_needs():
+    plan, gemms = _plan(two_products(False))
+    assert [id(g) in plan.chained_gemms for g in gemms] == [True, True]
+    assert _waits(plan) == [(0, ["c2"], "before the statement writing C2"),
+                            (1, ["c1"], "before the statement writing c1")]
+
+
+def test_an_operand_write_completes_every_group_reading_it():
+    plan, gemms = _plan(two_products(True))
+    assert [id(g) in plan.chained_gemms for g in gemms] == [True, True]
+    assert _waits(plan) == [(0, ["c1", "c2"], "before the statement writing a_s")]
+
+
+def test_switched_off_each_gemm_waits_in_place(monkeypatch):
+    monkeypatch.setenv("TILELANG_CUDA_WGMMA_IN_FLIGHT", "0")
+    plan, _ = _plan(two_products(False))
+    assert not plan.chained_gemms and _waits(plan) == []
+
+
+@needs_nvrtc
+def test_the_waits_are_printed_with_fences():
+    from tests.backend.cuda.helpers import build
+    src = build(two_products(False)).source
+    second = src.index("tl::wgmma_ss_issue<64, 64, 64, false, false, half>(a_s, b2_s, c2, tl_tid);")
+    w1 = src.index("tl::wgmma_wait<1>();\n  tl::fence_regs<32>(c1);", second)
+    w0 = src.index("tl::wgmma_wait<0>();\n  tl::fence_regs<32>(c2);", w1)
+    assert src.index("x[", second) < w1 < src.index("c1[", w1) and w0 > w1
