@@ -5,6 +5,7 @@ wgmma form fell back to mma.sync (the FlashAttention backward: 3 of its 5 produc
 tile may be a strip tile of its buffer (whole 64-column strips, as the published sparse
 MLA backward reads `Q_shared[:, :512]` and `Q_shared[:, 512:]` in its 32-row dKV gemms):
 before, those two blocked every wgmma gemm of that kernel."""
+import os
 import pathlib
 import re
 import shutil
@@ -251,3 +252,20 @@ def test_strip_tile_kernel_on_the_cpu_matches_torch():
 @pytest.mark.gpu
 def test_strip_tile_kernel_matches_torch():
     _run_strip("cuda", nblk=3)
+
+
+_EXAMPLES = os.environ.get("TL_PUB_EXAMPLES", os.path.join(os.path.dirname(__file__), *[".."] * 4, ".pub", "examples"))
+_MLA_BWD = os.path.join(_EXAMPLES, "deepseek_v32", "sparse_mla_bwd.py")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not os.path.exists(_MLA_BWD), reason="the published examples are not here (TL_PUB_EXAMPLES)")
+def test_published_sparse_mla_bwd_against_its_reference(monkeypatch):
+    """The published sparse MLA backward (4 products on wgmma, 4 on mma.sync reading Q's
+    strips in wgmma's swizzle), H = 64 as in the regression suite, fewer queries."""
+    pytest.importorskip("triton")   # the example's utils
+    monkeypatch.setenv("TILELANG_DEFAULT_TARGET", "cuda")   # (the test session's default is the CPU)
+    monkeypatch.syspath_prepend(os.path.dirname(_MLA_BWD))
+    import importlib
+    m = importlib.import_module("sparse_mla_bwd")
+    m.test_sparse_mla_bwd(B=1, S=128, SKV=256, H=64, HKV=1, DQKV=576, DV=512, topk=128, check_correctness=True)

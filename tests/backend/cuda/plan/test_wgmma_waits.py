@@ -2,6 +2,8 @@
 sequence that needs it (its accumulator, a write to one of its operands, an Evaluate),
 as `wait_group k` leaving the k newer groups in flight; right after its gemm when that
 statement comes next (the gemm's own wait). Plans of small kernels, and the printed waits."""
+import pytest
+
 import tilelang.language as T
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.visitor import walk
@@ -84,3 +86,20 @@ def test_the_waits_are_printed_with_fences():
     w1 = src.index("tl::wgmma_wait<1>();\n  tl::fence_regs<32>(c1);", second)
     w0 = src.index("tl::wgmma_wait<0>();\n  tl::fence_regs<32>(c2);", w1)
     assert src.index("x[", second) < w1 < src.index("c1[", w1) and w0 > w1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("refill_a", [False, True])
+def test_two_products_match_torch(refill_a):
+    """The groups left in flight (wait_group 1, then 0; or one wait before the operand
+    write) give the program's results."""
+    import torch
+    import tilelang
+    kern = tilelang.compile(two_products(refill_a), target="cuda")
+    torch.manual_seed(0)
+    a, b, b2 = (torch.randn(64, 64, device="cuda", dtype=torch.float16) for _ in range(3))
+    x = torch.randn(64, 64, device="cuda")
+    c1, c2 = torch.empty(64, 64, device="cuda"), torch.empty(64, 64, device="cuda")
+    kern(a, b, b2, x, c1, c2)
+    torch.testing.assert_close(c1, a.float() @ b.float() + 2 * x, rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(c2, a.float() @ b2.float(), rtol=1e-2, atol=1e-2)
