@@ -299,7 +299,8 @@ def _plan_kernel(launch, arch, options, mma_only):
             p.offset = offset
             offset += 8 * _mbarrier_count(buf)
     plan.smem_bytes = offset
-    from tilelang.backend.cuda.plan.wgmma_waits import schedule as wgmma_wait_schedule
+    from tilelang.backend.cuda.plan.wgmma_waits import schedule as wgmma_wait_schedule, hoist_wgmma
+    hoist_wgmma(launch, plan)   # issue order inside loops (before the barriers are planned)
     plan.chained_gemms, plan.wgmma_waits_before, plan.wgmma_waits_after = wgmma_wait_schedule(launch, plan)
     return plan
 

@@ -153,3 +153,79 @@ def schedule(launch, plan):
 
     walk(launch.body, lambda n: sequence(n) if isinstance(n, S.SeqStmt) else None)
     return chained, before, after
+
+
+def hoist_wgmma(launch, plan):
+    """Issue each wgmma gemm (with the statement that clears its accumulator right before
+    it) as early as its loop body allows: above the statements before it that neither touch
+    its accumulator nor write its operands, up to the previous gemm, so that its group runs
+    while they do (the FlashAttention backward's dP = V dO^T then runs beside the softmax
+    recomputation P = exp2(S - lse), which waits for S only). The copies a pipelined loop
+    issues ahead (plan/pipeline.py) are not where they stand and do not hold it back. Only in
+    loop bodies (the shared-memory plan orders the kernel body's own statements), not in a
+    T.Pipelined body whose statements the user ordered or staged, or whose single version of
+    each tile is refilled after its last reader (num_stages=1): those schedules count the
+    statements. Done in place on the kernel's own nodes (plan_kernels copied them) with the
+    pipelines' statement lists, before the barriers are planned. Off with
+    TILELANG_CUDA_WGMMA_IN_FLIGHT=0."""
+    from tilelang.ir.pipeline_spec import pipeline_spec
+    if not plan.options.wgmma_in_flight:
+        return
+    bodies, fixed = {}, set()
+
+    def note(n):
+        if isinstance(n, S.For):
+            body = n.body
+            if isinstance(body, S.IfThenElse) and body.else_body is None:   # a guarded pipelined body
+                body = body.then_body
+            if isinstance(body, S.SeqStmt):
+                bodies[id(body)] = n
+            spec = pipeline_spec(n)
+            if n.kind == S.PIPELINED and (spec.depth < 2 or spec.order is not None or spec.stage is not None):
+                fixed.add(id(body))
+    walk(launch.body, note)
+    copies, infos = set(), {}
+    for key, info in plan.pipelines.items():
+        copies |= {id(c) for c in info.copies}
+        infos[key] = info
+
+    def wg(g):
+        cfg = plan.gemms.get(id(g)) if isinstance(g, TO.Gemm) else None
+        p = plan.placements.get(id(g.C.buffer)) if cfg is not None else None
+        return getattr(cfg, "kind", "") == "wgmma" and p is not None and p.kind == "acc"
+
+    def init_of(st, g):
+        reads, writes = accesses(st)
+        return not reads and [id(_root(b)) for b in writes] == [id(_root(g.C.buffer))] and not _opaque(st)
+
+    def movable(st, g):
+        if id(st) in copies:
+            return True
+        if isinstance(st, (TO.Gemm, S.DeclBuffer)) or _opaque(st):
+            return False
+        found = []
+        walk(st, lambda m: found.append(m) if isinstance(m, TO.Gemm) else None)
+        return not found and not _needs(st, g)
+
+    for seq_id, loop in bodies.items():
+        if seq_id in fixed:
+            continue
+        seq = loop.body if isinstance(loop.body, S.SeqStmt) else loop.body.then_body
+        stmts = list(seq.stmts)
+        moved = False
+        for j, g in enumerate(stmts):
+            if not wg(g):
+                continue
+            start = j - 1 if j > 0 and init_of(stmts[j - 1], g) else j
+            k = start
+            while k > 0 and movable(stmts[k - 1], g):
+                k -= 1
+            if k < start:
+                stmts[k:j + 1] = stmts[start:j + 1] + stmts[k:start]
+                moved = True
+        if moved:
+            seq.stmts = stmts
+            info = infos.get(id(loop))
+            if info is not None:   # its statements in the new order
+                pos = {id(s): n for n, s in enumerate(stmts)}
+                info.rest = sorted(info.rest, key=lambda s: pos.get(id(s), len(stmts)))
