@@ -1,4 +1,7 @@
-"""Where each wgmma group of a statement sequence is waited for (sm_90a).
+"""Where each wgmma group of a statement sequence is issued and waited for (sm_90a).
+
+Issued: inside a loop body, a wgmma gemm moves above the statements before it that it does
+not depend on, up to the previous gemm (`hoist_wgmma`, below). Waited for:
 
 A wgmma gemm issues one group of asynchronous tensor-core operations; `tl::wgmma_gemm_*`
 waits for it right away (`wgmma.wait_group 0`), so the tensor cores and the threads'
