@@ -103,3 +103,70 @@ def test_two_products_match_torch(refill_a):
     kern(a, b, b2, x, c1, c2)
     torch.testing.assert_close(c1, a.float() @ b.float() + 2 * x, rtol=1e-2, atol=1e-2)
     torch.testing.assert_close(c2, a.float() @ b2.float(), rtol=1e-2, atol=1e-2)
+
+
+def slotted_loop(nblk):
+    """In a loop: S = A B[slot] (wgmma), then x = 2 x, then T = A B2[slot] whose slot is a
+    local variable the loop writes after S: T may not move above that write; an
+    independent gemm (U = A C) moves above x = 2 x."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), F16), B: T.Tensor((2, 64, 64), F16), X: T.Tensor((64, 64), F32),
+             S_: T.Tensor((nblk, 64, 64), F32), T_: T.Tensor((nblk, 64, 64), F32), U_: T.Tensor((nblk, 64, 64), F32)):
+        with T.Kernel(1, threads=128):
+            a_s = T.alloc_shared((64, 64), F16)
+            b_s = T.alloc_shared((2, 64, 64), F16)
+            x = T.alloc_fragment((64, 64), F32)
+            s = T.alloc_fragment((64, 64), F32)
+            t = T.alloc_fragment((64, 64), F32)
+            u = T.alloc_fragment((64, 64), F32)
+            slot = T.alloc_var("int32")
+            T.copy(A, a_s)
+            T.copy(B, b_s)
+            T.copy(X, x)
+            for k in T.serial(nblk):
+                slot = 0
+                T.gemm(a_s, b_s[slot, :, :], s, clear_accum=True)
+                for i, j in T.Parallel(64, 64):
+                    x[i, j] = x[i, j] * 2.0
+                slot = 1
+                T.gemm(a_s, b_s[slot, :, :], t, clear_accum=True)
+                for i, j in T.Parallel(64, 64):
+                    x[i, j] = x[i, j] + 1.0
+                T.gemm(a_s, b_s[0, :, :], u, clear_accum=True)
+                T.copy(s, S_[k, :, :])
+                T.copy(t, T_[k, :, :])
+                T.copy(u, U_[k, :, :])
+    return main
+
+
+def test_a_gemm_moves_up_past_independent_statements_only():
+    from tilelang.ir import stmt as S
+    plan, gemms = _plan(slotted_loop(2))
+    if not all(getattr(plan.gemms[id(g)], "kind", "") == "wgmma" for g in gemms):
+        pytest.skip("the slot gemms do not run on wgmma here")
+    _, after, _ = _lower_to(slotted_loop(2), plan_kernels)
+    loop = []
+    walk(_launch(after).body, lambda n: loop.append(n) if isinstance(n, S.For) and n.kind == S.SERIAL else None)
+    order = [("gemm " + n.C.buffer.name) if isinstance(n, TO.Gemm) else type(n).__name__ for n in loop[0].body.stmts]
+    # s stays after `slot = 0` and t after `slot = 1` (their regions read slot); u (with
+    # the clear of its accumulator) moves above `x = x + 1`, up to t
+    assert order == ["BufferStore", "For", "gemm s", "For", "BufferStore", "For", "gemm t",
+                     "For", "gemm u", "For", "For", "For", "For"], order
+
+
+@pytest.mark.gpu
+def test_slotted_loop_matches_torch():
+    import torch
+    import tilelang
+    kern = tilelang.compile(slotted_loop(2), target="cuda")
+    torch.manual_seed(0)
+    a = torch.randn(64, 64, device="cuda", dtype=torch.float16)
+    b = torch.randn(2, 64, 64, device="cuda", dtype=torch.float16)
+    x = torch.randn(64, 64, device="cuda")
+    s, t, u = (torch.empty(2, 64, 64, device="cuda") for _ in range(3))
+    kern(a, b, x, s, t, u)
+    for k in range(2):
+        torch.testing.assert_close(s[k], a.float() @ b[0].float(), rtol=1e-2, atol=1e-2)
+        torch.testing.assert_close(t[k], a.float() @ b[1].float(), rtol=1e-2, atol=1e-2)
+        torch.testing.assert_close(u[k], a.float() @ b[0].float(), rtol=1e-2, atol=1e-2)

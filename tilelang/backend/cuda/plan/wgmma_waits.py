@@ -208,7 +208,10 @@ def hoist_wgmma(launch, plan):
             return False
         found = []
         walk(st, lambda m: found.append(m) if isinstance(m, TO.Gemm) else None)
-        return not found and not _needs(st, g)
+        if found or _needs(st, g):
+            return False
+        # nor may it write what the gemm reads besides its operands (a region's index)
+        return not {id(_root(b)) for b in accesses(g)[0]} & {id(_root(b)) for b in accesses(st)[1]}
 
     for seq_id, loop in bodies.items():
         if seq_id in fixed:
