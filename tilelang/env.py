@@ -46,6 +46,11 @@ TILELANG_CUDA_OVERLAP_DEFER=0  on the two rings, O's rescale stays at the end of
 TILELANG_CUDA_WGMMA_WAIT_PIN=0 an overlapped attention loop (..._OVERLAP_GEMM=1) lets ptxas hoist the wait for P V
                                above the softmax (default: a predicated-off store of the row statistics pins it)
 TILELANG_CUDA_WGMMA_RS=0       wgmma reads A from shared memory even when it is a register fragment
+TILELANG_CUDA_MMA_SWIZZLED=0   an mma.sync gemm never reads a tile in wgmma's swizzle: a wgmma gemm sharing
+                               a shared tile with it runs on mma.sync too (sparse MLA / attention backward A/B)
+TILELANG_CUDA_WGMMA_IN_FLIGHT=0  every wgmma group is waited for right after its gemm (default: before the
+                               first statement that needs it; consecutive gemms into one accumulator always
+                               share one wait)
 TILELANG_CUDA_WARP_SPECIALIZE=0  no producer warpgroup for TMA-ring GEMM loops on sm_90 (as the pass config
                                tl.disable_warp_specialized)
 TILELANG_CUDA_GUARDED_SPLIT=0  a copy nest the threads do not divide (128 vectors on 256 threads) runs as a strided

@@ -76,3 +76,66 @@ def test_cpu_reference_matches_torch_autograd():
 @pytest.mark.parametrize("dim", [64, 128])
 def test_matches_torch_autograd(cfg, causal, dim):
     _run_and_check("cuda", 2, 3, 256, dim, causal, **cfg)
+
+
+def _chained(monkeypatch, chain, **cfg):
+    monkeypatch.setenv("TILELANG_CUDA_WGMMA_IN_FLIGHT", "1" if chain else "0")
+    _, after, _ = _lower_to(attention_bwd(1, 2, 256, 64, **cfg), plan_kernels)
+    launch = _launch(after)
+    plan = kernel_plan(launch)
+    gemms = []
+    walk(launch.body, lambda n: gemms.append(n) if isinstance(n, TO.Gemm) else None)
+    return [g.C.buffer.name for g in gemms if id(g) in plan.chained_gemms]
+
+
+@pytest.mark.parametrize("cfg", [dict(block_M=64, block_N=64, threads=128), dict(block_M=128, block_N=32, threads=256)])
+def test_wgmma_groups_stay_in_flight_until_needed(monkeypatch, cfg):
+    """dP = V dO^T is issued right after S = K Q^T (hoisted above P = exp2(S - lse), which
+    needs S only: wait_group 1) and runs during the softmax recomputation and the cast of P;
+    dS = P * (dP - Delta) waits for dP only (wait_group 1), so dV += P^T dO runs beside it;
+    dK += dS^T Q stays in flight over the store of dS into shared memory. With 64 query rows
+    the dQ product is a wgmma whose own wait completes dV and dK; with 32 (mma.sync) the
+    dQ atomics wait for them. Switched off, every group is waited for in place, in the
+    order written."""
+    assert _chained(monkeypatch, True, **cfg) == ["p", "dp", "dv", "dk"]
+    assert _chained(monkeypatch, False, **cfg) == []
+
+
+def test_dp_is_issued_before_the_softmax_recomputation(monkeypatch):
+    from tilelang.ir import stmt as S
+    _, after, _ = _lower_to(attention_bwd(1, 2, 256, 64, block_M=64, block_N=64, threads=128), plan_kernels)
+    loop = []
+    walk(_launch(after).body, lambda n: loop.append(n) if isinstance(n, S.For) and n.kind == S.PIPELINED else None)
+    names = [n.C.buffer.name if isinstance(n, TO.Gemm) else "" for n in loop[0].body.stmts]
+    gemms = [x for x in names if x]
+    assert gemms == ["p", "dp", "dv", "dk", "dq"]
+    assert names.index("dp") == names.index("p") + 2   # S, clear(dP), dP: nothing between
+    monkeypatch.setenv("TILELANG_CUDA_WGMMA_IN_FLIGHT", "0")
+    _, after, _ = _lower_to(attention_bwd(1, 2, 256, 64, block_M=64, block_N=64, threads=128), plan_kernels)
+    loop = []
+    walk(_launch(after).body, lambda n: loop.append(n) if isinstance(n, S.For) and n.kind == S.PIPELINED else None)
+    names = [n.C.buffer.name if isinstance(n, TO.Gemm) else "" for n in loop[0].body.stmts]
+    assert names.index("dp") > names.index("p") + 2
+
+
+@needs_sass
+def test_the_waits_and_fences_in_the_code_and_sass():
+    art = build(attention_bwd(1, 2, 256, 64, block_M=64, block_N=64, threads=128))
+    src = art.source
+    s_ = src.index("tl::wgmma_ss_issue<64, 64, 64, false, true, half>(k_s")
+    dp = src.index("tl::wgmma_ss_issue<64, 64, 64, false, true, half>(v_s", s_)
+    w_s = src.index("tl::wgmma_wait<1>();\n    tl::fence_regs<32>(p);", dp)
+    assert w_s < src.index("exp2f(", w_s)
+    dv = src.index("tl::wgmma_rs_issue<64, 64, 64, false, half>(p16", w_s)
+    w_dp = src.index("tl::wgmma_wait<1>();\n    tl::fence_regs<32>(dp);", dv)
+    assert w_dp < src.index("ds16[", w_dp)
+    dq = src.index("tl::wgmma_gemm_ss<64, 64, 64, true, false, half>(ds_s")
+    assert w_dp < src.index("tl::wgmma_rs_issue<64, 64, 64, false, half>(ds16") < dq
+    assert src.index("tl::fence_regs<32>(dv);\n    tl::fence_regs<32>(dk);", dq) > dq
+    ops = sass_ops(art)
+    assert ops["HGMMA"] == 20 and ops["LDL"] == 0 and ops["STL"] == 0, ops
+    import re
+    from tilelang.backend.cuda.host.nvrtc import sass
+    # ptxas keeps the schedule: one arrive per gemm; waits leaving dP, then dV, in flight; one full
+    waits = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+)", sass(art.binary))
+    assert waits == ["0x1", "0x1", "0x0"], waits

@@ -60,6 +60,8 @@ _SWITCHES = {
     "TILELANG_CUDA_OVERLAP_RING": (_flag, True, "overlap_ring", True),
     "TILELANG_CUDA_OVERLAP_DEFER": (_flag, True, "overlap_defer", True),
     "TILELANG_CUDA_WGMMA_RS": (_flag, True, "wgmma_rs", True),
+    "TILELANG_CUDA_MMA_SWIZZLED": (_flag, True, "mma_swizzled", True),
+    "TILELANG_CUDA_WGMMA_IN_FLIGHT": (_flag, True, "wgmma_in_flight", True),
     "TILELANG_CUDA_WARP_SPECIALIZE": (_flag, True, "warp_specialize", True),
     "TILELANG_CUDA_GUARDED_SPLIT": (_flag, True, "guarded_split", True),
     "TILELANG_CUDA_STREAMING_OCCUPANCY": (_flag, False, "streaming_occupancy", True),
@@ -122,6 +124,10 @@ class CudaOptions:
     overlap_defer: bool = True     # ... and O's rescale runs beside the next Q K^T (plan/overlap.py; ..._OVERLAP_DEFER)
     wgmma_wait_pin: bool = True    # ... and pins its softmax ahead of the wait for it (plan/overlap.py; ..._WGMMA_WAIT_PIN)
     wgmma_rs: bool = True          # wgmma / TF32 mma.sync read A from registers when it is a fragment (..._WGMMA_RS)
+    mma_swizzled: bool = True      # mma.sync reads tiles in a wgmma gemm's swizzle, so that gemm keeps wgmma
+                                   # (plan/kernel.py _mma_reads_swizzled; ..._MMA_SWIZZLED=0: both on mma.sync)
+    wgmma_in_flight: bool = True   # a wgmma group is waited for before the first statement that needs it
+                                   # (plan/wgmma_waits.py; ..._WGMMA_IN_FLIGHT=0: right after the gemm)
     warp_specialize: bool = True   # a producer warpgroup feeds TMA-ring GEMM loops on sm_90 (plan/warp_specialize.py;
                                    # ..._WARP_SPECIALIZE, pass config tl.disable_warp_specialized)
     guarded_split: bool = True     # a cooperative nest the threads do not divide runs as an unrolled loop with a

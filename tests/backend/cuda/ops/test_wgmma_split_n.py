@@ -59,9 +59,12 @@ def test_mla_decode_plan(tmp_path, monkeypatch, s_in_shared):
         assert "registers (row): tl::MmaRowLayout<64, 4, 2, true>" in line, line
     assert "2 stages over kv_s, kpe_s" in text and "capped" not in text, text
     src = art.source
-    # Q K^T over the latent part only issues; the rope part's gemm waits for both groups
+    # Q K^T over the latent part, then over the rope part, issue back to back; both groups
+    # stay in flight over the row statistics' copies, up to the reduction of S (plan/wgmma_waits.py)
     qk = src.index("tl::wgmma_ss_issue<64, 64, 512, false, true, half, 2>(q_s, kv_s_slot, s, tl_tid);")
-    assert src.index("tl::wgmma_gemm_ss<64, 64, 64, false, true, half, 2>(qpe_s, kpe_s_slot, s, tl_tid);") > qk
+    pe = src.index("tl::wgmma_ss_issue<64, 64, 64, false, true, half, 2>(qpe_s, kpe_s_slot, s, tl_tid);")
+    wait = src.index("tl::wgmma_wait<0>();\n    tl::fence_regs<16>(s);\n    {", pe)
+    assert qk < pe < src.index("m_prev[", pe) < wait < src.index("tl::quad_reduce", wait)
     assert "tl::wgmma_gemm_ss<64, 512, 64, false, false, half, 2>" in src
     assert "const int tl_wc = (tl_tid >> 5) / 4;" in src   # the row exchange between the warpgroups
     # its barriers order the generic scratch only: no proxy fence (MEMBAR); P's barrier keeps it

@@ -334,7 +334,30 @@ class KernelCodegen:
         fn = getattr(self, "s_" + type(st).__name__, None)
         if fn is None:
             raise NotImplementedError(f"CUDA codegen: unsupported statement {type(st).__name__}")
+        w = self.plan.wgmma_waits_before.get(id(st)) if self.plan is not None else None
+        if w is not None:
+            self.wgmma_wait(w)
         fn(st, block)
+        w = self.plan.wgmma_waits_after.get(id(st)) if self.plan is not None else None
+        if w is not None:
+            self.wgmma_wait(w)
+
+    def wgmma_wait(self, w):
+        """plan/wgmma_waits.py: wait until only `w.left` wgmma groups are in flight, then
+        fence the registers of the accumulators that completed."""
+        in_flight = self.__dict__.setdefault("_wgmma_in_flight", [])
+        done = {id(g) for g in w.gemms}
+        mine = [(g, c) for g, c in in_flight if id(g) in done]
+        if not mine:   # issued and waited for by a loop schedule of its own
+            return
+        # (groups issued meanwhile by such a schedule are newer: they only make this wait longer)
+        self.w(f"tl::wgmma_wait<{w.left}>();")
+        fenced = set()
+        for g, c in mine:
+            if id(g.C.buffer) not in fenced:
+                fenced.add(id(g.C.buffer))
+                self.w(f"tl::fence_regs<{c.slabs * c.inst_n // 2}>({self.buf_name(g.C.buffer)});")
+        in_flight[:] = [(g, c) for g, c in in_flight if id(g) not in done]
 
     def s_SeqStmt(self, st, block):
         for s in st.stmts:
@@ -700,14 +723,30 @@ class KernelCodegen:
         ta, tb = "true" if op.trans_A else "false", "true" if op.trans_B else "false"
         if getattr(cfg, "kind", "mma") == "wgmma":
             # a gemm chained to the next one (plan/kernel.py) leaves its group in flight
-            call = self.wgmma_call(op, cfg, issue_only=id(op) in self.plan.chained_gemms, acc="{acc}")
-            return self._gemm_call(op, cfg, call)
+            chained = id(op) in self.plan.chained_gemms
+            call = self.wgmma_call(op, cfg, issue_only=chained, acc="{acc}")
+            self._gemm_call(op, cfg, call)
+            in_flight = self.__dict__.setdefault("_wgmma_in_flight", [])
+            if chained:
+                in_flight.append((op, cfg))
+                return
+            # this gemm's wait completed the groups in flight before it: their accumulators
+            # are final only from here (the compiler must not read them earlier)
+            fenced = {id(op.C.buffer)}
+            for g, c in in_flight:
+                if id(g.C.buffer) not in fenced:
+                    fenced.add(id(g.C.buffer))
+                    self.w(f"tl::fence_regs<{c.slabs * c.inst_n // 2}>({self.buf_name(g.C.buffer)});")
+            in_flight.clear()
+            return
 
         def ptr(r):
             p = self.placement(r.buffer)
-            if p is not None and p.swizzle:   # a whole tile in a wgmma operand's layout: its strip stride
+            if p is not None and p.swizzle:
+                # a (strip) tile in a wgmma operand's layout: from its first element, its strip stride
                 assert p.row_slabs == 1, "mma.sync reading a tile in wgmma slab order"
-                return self.buf_name(r.buffer), str(E.const_int_value(r.buffer.shape[0]) * p.swizzle // 2)
+                rows = E.const_int_value(r.buffer.shape[-2])
+                return self.wgmma_operand(r), str(rows * p.swizzle // r.buffer.dtype.itemsize)
             return f"{self.buf_name(r.buffer)} + {self.flat(r.buffer, r.starts)}", \
                 self.expr(E.convert(self.strides(r.buffer)[-2]))
         (pa, lda), (pb, ldb) = ptr(op.A), ptr(op.B)

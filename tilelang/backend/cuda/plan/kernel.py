@@ -27,7 +27,7 @@ from tilelang.ir.errors import located
 from tilelang.ir.visitor import walk
 from tilelang.backend.cuda.analysis.facts import thread_dependent_vars
 from tilelang.backend.cuda.ops.mma import mma_config
-from tilelang.backend.cuda.ops.wgmma import wgmma_config, swizzle_ok, swizzle_bytes
+from tilelang.backend.cuda.ops.wgmma import wgmma_config, swizzle_ok, swizzle_bytes, strip_tile
 from tilelang.backend.cuda.plan.pipeline import find_pipelines
 from tilelang.backend.cuda.layout.fragment import TILE_2D, infer as infer_fragment_layouts, format_report
 from tilelang.backend.cuda.layout.shared import annotated_shared_layout
@@ -74,7 +74,9 @@ class KernelPlan:
     user_cp_async: bool = False   # T.ptx_cp_async completion is the kernel's business (groups, mbarriers)
     sets_max_nreg: bool = False   # T.set_max_nreg: warpgroups reallocate registers
     options: object = None        # options.CudaOptions this plan was made with
-    chained_gemms: set = field(default_factory=set)   # id(Gemm): wgmma issued, waited by the next gemm
+    chained_gemms: set = field(default_factory=set)   # id(Gemm): wgmma only issued (plan/wgmma_waits.py)
+    wgmma_waits_before: dict = field(default_factory=dict)   # id(stmt) -> WgmmaWait printed before it
+    wgmma_waits_after: dict = field(default_factory=dict)    # id(stmt) -> WgmmaWait printed after it
     fence_barriers: bool = False  # block barriers fence shared memory toward the async proxy (plan/proxy_fences.py)
     warp_specialized: object = None   # plan/warp_specialize.py: WarpSpecialization of the pipelined loop
     warp_specialize_why: str = ""     # why the kernel's pipelined loop is not warp-specialized
@@ -297,30 +299,10 @@ def _plan_kernel(launch, arch, options, mma_only):
             p.offset = offset
             offset += 8 * _mbarrier_count(buf)
     plan.smem_bytes = offset
-    plan.chained_gemms = _chained_wgmma(launch, plan)
+    from tilelang.backend.cuda.plan.wgmma_waits import schedule as wgmma_wait_schedule, hoist_wgmma
+    hoist_wgmma(launch, plan)   # issue order inside loops (before the barriers are planned)
+    plan.chained_gemms, plan.wgmma_waits_before, plan.wgmma_waits_after = wgmma_wait_schedule(launch, plan)
     return plan
-
-
-def _chained_wgmma(launch, plan):
-    """ids of wgmma gemms that only issue their group: the next statement is another
-    wgmma into the same register accumulator (MLA's Q K^T over the latent part, then over
-    the rope part), whose wait completes both groups, so the tensor cores run the two
-    back to back. Nothing in between touches the accumulator, and a barrier there (the
-    second gemm reads a tile written since) does not disturb the group in flight."""
-    out = set()
-
-    def wg(g):
-        cfg = plan.gemms.get(id(g)) if isinstance(g, TO.Gemm) else None
-        p = plan.placements.get(id(g.C.buffer)) if cfg is not None else None
-        return getattr(cfg, "kind", "") == "wgmma" and p is not None and p.kind == "acc"
-
-    def f(n):
-        if isinstance(n, S.SeqStmt):
-            for a, b in zip(n.stmts, n.stmts[1:]):
-                if wg(a) and wg(b) and a.C.buffer is b.C.buffer and _whole_region(a.C) and _whole_region(b.C):
-                    out.add(id(a))
-    walk(launch.body, f)
-    return out
 
 
 def _whole_region(r):
@@ -612,13 +594,17 @@ def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride, forced
 
 def _mma_reads_swizzled(cfg, r, gemms, plan):
     """An mma.sync gemm (ldmatrix, 16-bit operands) can read operand `r` in the swizzled
-    layout a wgmma gemm gives its buffer (tl::tile_offset in mma.h): a whole 2-D tile
-    whose rows are not in a wgmma's slab order. The FlashAttention backward reads K as the
-    A of a wgmma (S = K Q^T, 128 rows) and as the B of an mma.sync (dQ = dS^T K, 32 rows):
+    layout a wgmma gemm gives its buffer (tl::tile_offset in mma.h): a 16-bit tile whose
+    rows are not in a wgmma's slab order, the whole buffer or a strip tile of it (a slot of
+    a [stages, R, C] buffer, whole swizzle strips of its columns: ops/wgmma.py strip_tile),
+    which ldmatrix then addresses from the tile's first element with the strip stride. The
+    FlashAttention backward reads K as the A of a wgmma (S = K Q^T, 128 rows) and as the B
+    of an mma.sync (dQ = dS^T K, 32 rows); the sparse MLA backward reads Q_shared[:, :512]
+    as the A of a wgmma (64 rows) and as the B of the 32-row dKV = dP^T Q on mma.sync:
     without this both, and every gemm sharing a tile with them, fell back to mma.sync."""
     buf = r.buffer
-    return not cfg.k32 and not cfg.tf32 and buf.ndim == 2 and buf.dtype.bits == 16 and \
-        swizzle_bytes(buf) > 0 and _whole_region(r) and \
+    return plan.options.mma_swizzled and not cfg.k32 and not cfg.tf32 and buf.ndim >= 2 and buf.dtype.bits == 16 and \
+        swizzle_bytes(buf) > 0 and strip_tile(r) and \
         not any(h.A.buffer is buf and getattr(plan.gemms.get(id(h)), "slabs", 1) > 1 for h in gemms)
 
 

@@ -65,7 +65,11 @@ def format_plan(entry, launch, plan) -> str:
             sw = [f"{r.buffer.name} sw{p.swizzle}" for r in (g.A, g.B) for p in [plan.placements.get(id(r.buffer))]
                   if cfg is not None and getattr(cfg, "kind", "mma") == "mma" and p is not None and p.swizzle]
             lines.append(f"  T.gemm({g.A.buffer.name}, {g.B.buffer.name}, {g.C.buffer.name}): "
-                         f"{_gemm(cfg)}" + (f", reads {', '.join(sw)}" if sw else ""))
+                         f"{_gemm(cfg)}" + (f", reads {', '.join(sw)}" if sw else "") +
+                         (", its group in flight past it" if id(g) in plan.chained_gemms else ""))
+        # plan/wgmma_waits.py: where the groups in flight are waited for
+        for waits in (plan.wgmma_waits_before, plan.wgmma_waits_after):
+            lines.extend(f"  {w.describe()}" for w in waits.values())
     nests = []
     walk(launch.body, lambda n: nests.append(n) if isinstance(n, S.For) and "copy_form" in n.annotations else None)
     for title, mine in (("copies", lambda f: f.subject == "copy"), ("other loops", lambda f: f.subject != "copy")):

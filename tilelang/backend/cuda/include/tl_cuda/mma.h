@@ -128,6 +128,23 @@ template <int SW> TL_DEVICE int tile_offset(int r, int c, int ld) {
   }
 }
 
+// tile_offset(r0 + r, c0 + c, ld) for a thread's own part (r, c) of an ldmatrix row
+// address, t = tile_offset(r, c, ld), c < 16 and c % 8 == 0, and a step (r0, c0) known
+// when compiling with r0 % 8 == 0 and c0 % 16 == 0: the step keeps the row's XOR pattern,
+// moves within the strip by an XOR of the 16-byte chunk bits (the thread's chunk is 0 or
+// 1, the step's even: no carry) and adds whole rows and strips. So each address is the
+// thread's base XOR a constant plus a constant, one LOP3 and an immediate offset,
+// instead of a swizzle per address that ptxas hoists out of the loop into registers
+// (the sparse MLA backward spilled 72 words when its dKV gemm read Q this way).
+template <int SW> TL_DEVICE int tile_step(int t, int r0, int c0, int ld) {
+  if constexpr (SW == 0) {
+    return t + r0 * ld + c0;
+  } else {
+    constexpr int W = SW / 2;
+    return (t ^ (c0 & (W - 8))) + (c0 / W) * ld + r0 * W;
+  }
+}
+
 // C[M, N] += A[M, K] * B[K, N]; A is stored K x M when TA, B is stored N x K when TB.
 // lda/ldb are the shared-memory row strides in elements (multiples of 8), or for a
 // swizzled operand (SWA / SWB bytes) its strip stride (tile_offset).
@@ -137,6 +154,11 @@ TL_DEVICE void gemm_ss(const T* A, int lda, const T* B, int ldb, TC* acc, int ti
   static_assert(L::WTM % 16 == 0 && L::WTN % 16 == 0 && K % 16 == 0, "gemm_ss tile shape");
   const int lane = tid & 31;
   const int wr = (tid >> 5) / WN, wc = (tid >> 5) % WN;
+  // each lane's part of its ldmatrix row addresses (tile_step adds the steps)
+  const int ta = !TA ? tile_offset<SWA>(lane & 15, (lane >> 4) * 8, lda)
+                     : tile_offset<SWA>((lane >> 4) * 8 + (lane & 7), ((lane >> 3) & 1) * 8, lda);
+  const int tb = !TB ? tile_offset<SWB>(((lane >> 3) & 1) * 8 + (lane & 7), (lane >> 4) * 8, ldb)
+                     : tile_offset<SWB>((lane >> 4) * 8 + (lane & 7), ((lane >> 3) & 1) * 8, ldb);
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 16) {
     unsigned a[L::MI][4];
@@ -145,9 +167,9 @@ TL_DEVICE void gemm_ss(const T* A, int lda, const T* B, int ldb, TC* acc, int ti
     for (int mi = 0; mi < L::MI; ++mi) {
       const int m0 = wr * L::WTM + mi * 16;
       if (!TA) {
-        ldmatrix_x4(a[mi], A + tile_offset<SWA>(m0 + (lane & 15), k0 + (lane >> 4) * 8, lda));
+        ldmatrix_x4(a[mi], A + tile_step<SWA>(ta, m0, k0, lda));
       } else {
-        ldmatrix_x4_trans(a[mi], A + tile_offset<SWA>(k0 + (lane >> 4) * 8 + (lane & 7), m0 + ((lane >> 3) & 1) * 8, lda));
+        ldmatrix_x4_trans(a[mi], A + tile_step<SWA>(ta, k0, m0, lda));
       }
     }
 #pragma unroll
@@ -155,9 +177,9 @@ TL_DEVICE void gemm_ss(const T* A, int lda, const T* B, int ldb, TC* acc, int ti
       const int n0 = wc * L::WTN + nj * 16;
       unsigned r[4];
       if (!TB) {
-        ldmatrix_x4_trans(r, B + tile_offset<SWB>(k0 + ((lane >> 3) & 1) * 8 + (lane & 7), n0 + (lane >> 4) * 8, ldb));
+        ldmatrix_x4_trans(r, B + tile_step<SWB>(tb, k0, n0, ldb));
       } else {
-        ldmatrix_x4(r, B + tile_offset<SWB>(n0 + (lane >> 4) * 8 + (lane & 7), k0 + ((lane >> 3) & 1) * 8, ldb));
+        ldmatrix_x4(r, B + tile_step<SWB>(tb, n0, k0, ldb));
       }
       b[2 * nj][0] = r[0]; b[2 * nj][1] = r[1];
       b[2 * nj + 1][0] = r[2]; b[2 * nj + 1][1] = r[3];
