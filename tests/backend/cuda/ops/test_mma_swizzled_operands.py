@@ -110,7 +110,7 @@ def test_mma_reading_a_swizzled_tile_matches_torch(operand, trans):
     import tilelang
     kern = tilelang.compile(shared_tile_gemms(operand, trans), out_idx=[3, 4], target="cuda")
     src = kern.get_kernel_source()
-    assert "tl::wgmma_gemm_ss<" in src and re.search(r"tl::gemm_ss<[^>]*, (128, 0|0, 128)>", src), src
+    assert re.search(r"tl::wgmma_(gemm_ss|ss_issue)<", src) and re.search(r"tl::gemm_ss<[^>]*, (128, 0|0, 128)>", src), src
     torch.manual_seed(0)
     a, b = (torch.randn(64, 64, device="cuda", dtype=torch.float16) for _ in range(2))
     x = torch.randn(*((64, 16) if operand == "A" else (16, 64)), device="cuda", dtype=torch.float16)
