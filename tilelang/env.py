@@ -60,8 +60,8 @@ TILELANG_CUDA_STREAMING_OCCUPANCY=1  a memory-bound kernel (no gemm, no pipeline
 TILELANG_CUDA_SELECTIVE_PROXY_FENCES=0  every block barrier of a kernel with TMA stores fences shared memory toward
                                the async proxy (default: not those after element-wise nests on tiles no TMA store reads)
 
-TILELANG_CUDA_WS_ATTENTION=1   a producer warpgroup also feeds attention-style TMA-ring loops (FlashAttention,
-                               MLA decode: softmax between the gemms); off until measured on the H200
+TILELANG_CUDA_WS_ATTENTION=1   a producer warpgroup feeds every attention-style TMA-ring loop (FlashAttention, MLA
+                               decode); default: where its ring issues 8 or more boxes an iteration (MLA); 0: never
 TILELANG_CUDA_DUMP_FRAGMENTS=1 print the fragment layouts the planner chose
 TILELANG_CUDA_CONVERTING_COPY_PIPELINE=0  a T.Pipelined loop runs a converting global -> shared
                                copy (bf16 tensor into a float32 tile) in place (not issued ahead)

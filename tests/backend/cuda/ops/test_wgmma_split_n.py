@@ -12,6 +12,13 @@ from tests.backend.cuda.kernels_mla import mla_decode_no_split, reference
 from tilelang.backend.cuda.layout.fragment import AccLayout, RowLayout
 
 
+@pytest.fixture(autouse=True)
+def _single_role_ring(monkeypatch):
+    """These tests read the single-role TMA ring's code and plan; by default MLA decode gets a
+    producer warpgroup (plan/attention_warp_specialize.py), tested in its own file."""
+    monkeypatch.setenv("TILELANG_CUDA_WS_ATTENTION", "0")
+
+
 @pytest.mark.parametrize("M,N,WM,WN", [(64, 512, 4, 2), (64, 64, 4, 2), (128, 256, 8, 2), (64, 128, 4, 4)])
 def test_warpgroup_major_grid_covers_the_tile(M, N, WM, WN):
     """Warpgroup g = w // 4 of an m64 slab holds all of its 64 rows and the columns

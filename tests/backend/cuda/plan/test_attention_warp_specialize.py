@@ -1,8 +1,11 @@
 """plan/attention_warp_specialize.py: with TILELANG_CUDA_WS_ATTENTION=1 an attention-style
 TMA-ring loop (FlashAttention, MLA decode: softmax between the gemms) gets the producer
-warpgroup of plan/warp_specialize.py; off (the default) the plan says why not, as before.
+warpgroup of plan/warp_specialize.py; by default only where its ring issues 8 or more boxes an
+iteration (MLA decode), elsewhere the plan says why not.
 CPU: the decision printed by the pass, the refusals, the printed roles and their SASS.
 GPU: FlashAttention (bhsd / bshd, causal, d64 / d128) and MLA decode against torch."""
+import re
+
 import pytest
 
 import tilelang
@@ -39,6 +42,11 @@ def test_mla_decode_gets_a_producer_warpgroup_when_switched_on(monkeypatch):
 def test_off_by_default_and_one_gemm_bodies_stay_refused(monkeypatch):
     monkeypatch.delenv(SWITCH, raising=False)
     _, after = _before_after(flash(d=64))
+    # by default a producer pays only where the ring issues many boxes (MLA decode: 9, FlashAttention d64: 2)
+    assert _decision(after) == ["none (an attention-style body whose ring issues 2 boxes an iteration (a producer "
+                                "warpgroup pays from 8; TILELANG_CUDA_WS_ATTENTION=1 forces it))"]
+    monkeypatch.setenv(SWITCH, "0")
+    _, after = _before_after(flash(d=64))
     assert _decision(after) == ["none (the pipelined body does more than wgmma gemms into register accumulators)"]
     monkeypatch.setenv(SWITCH, "1")
     monkeypatch.setenv("TILELANG_CUDA_OVERLAP_GEMM", "1")   # plan/overlap.py's schedule takes the loop
@@ -60,7 +68,7 @@ def test_consumers_run_the_softmax_between_named_barriers_only(monkeypatch):
     assert "__syncthreads" not in consumer
     loop = consumer[consumer.index("for (int kb_1 = "):]
     wait = loop.index("tl::mbar_wait(&tl_full[")
-    first = loop.index("tl::wgmma_gemm_ss<", wait)
+    first = wait + re.search(r"tl::wgmma_(gemm_ss|ss_issue)<", loop[wait:]).start()   # (Q K^T may stay in flight)
     second = loop.index("tl::wgmma_gemm_rs<", first)
     assert "exp2f(" in loop[first:second] and second < loop.index("tl::mbar_arrive(&tl_empty[")
     ops = sass_ops(art)
