@@ -252,7 +252,9 @@ class Printer:
                 extra += f", policy=T.GemmWarpPolicy.{s.policy}"
             if s.clear_accum is not False:
                 extra += f", clear_accum={self.expr(s.clear_accum)}"
-            self.emit(f"T.gemm({self.region(s.A)}, {self.region(s.B)}, {self.region(s.C)}{extra})", ind)
+            note = "  # issued only: the wait for its group is a T.warpgroup_wait" \
+                if s.annotations.get(TO.ISSUE_ONLY) else ""
+            self.emit(f"T.gemm({self.region(s.A)}, {self.region(s.B)}, {self.region(s.C)}{extra}){note}", ind)
         elif isinstance(s, TO.Reduce):
             extra = (", nan_propagate=True" if s.nan_propagate else "") + (f", batch={s.batch}" if s.batch != 1 else "")
             self.emit(f"T.reduce_{s.kind}({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}, "

@@ -15,6 +15,7 @@ import dataclasses
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, is_packed
 from tilelang.ir.dtypes import DataType
 from tilelang.ir.visitor import collect_vars
@@ -23,10 +24,8 @@ from tilelang.transform.rasterize_blocks import BLOCK_REMAP
 from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
 from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic_helper
 from tilelang.backend.cuda.ops.wgmma import operand_offset
-from tilelang.backend.cuda.ops.tma_pipeline import (emit_pipelined_tma, emit_tma_copy, tma_copies,
-                                               emit_ws_producer, emit_ws_consumer)
+from tilelang.backend.cuda.ops.tma_pipeline import emit_tma_copy, tma_copies, emit_ws_producer, emit_ws_consumer
 from tilelang.backend.cuda.ops import tma_pipeline as tma_ring
-from tilelang.backend.cuda.ops.wgmma_deferred_wait import DEFERRED_WAIT, emit_deferred_wait
 from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
 from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
 from tilelang.backend.cuda.ops.cp_async_mbarrier import emit_copy_on_mbarrier
@@ -89,7 +88,6 @@ class KernelCodegen:
         self.use_tma = self.options.tma
         self.param_bufs = set(param_bufs)   # ids of the function's tensor parameters
         self.tmaps = []                       # TmaCopy per tensor-map parameter (trailing)
-        self.cluster = None                   # [x, y, z] when the codegen pairs blocks (TMA multicast)
         self.params = params          # [(kind, obj, c decl)] in kernel-parameter order
         self.names = names            # shared with the function level (params)
         self.plan = _own_copy(kernel_plan(launch), entry)
@@ -263,8 +261,7 @@ class KernelCodegen:
         self._check_smem(L)
         threads = [nt] if ws is not None else [int(t) for t in L.threads]
         meta = {"entry": self.entry, "threads": threads + [1] * (3 - len(threads)),
-                "grid": L.grid, "smem": self.plan.smem_bytes, "aligned": self.aligned,
-                "auto_cluster": self.cluster}
+                "grid": L.grid, "smem": self.plan.smem_bytes, "aligned": self.aligned}
         # the wgmma instruction wrappers this kernel needs: the module prints each once (emit/module.py)
         meta["wgmma_configs"] = [c for c in self.plan.gemms.values() if getattr(c, "kind", "") == "wgmma"]
         return "\n".join(out), meta
@@ -693,8 +690,10 @@ class KernelCodegen:
                                  f"was not replaced by its SIMT loop (plan_copy_forms did not run)")
         ta, tb = "true" if op.trans_A else "false", "true" if op.trans_B else "false"
         if getattr(cfg, "kind", "mma") == "wgmma":
-            # a gemm chained to the next one (plan/kernel.py) leaves its group in flight
-            call = self.wgmma_call(op, cfg, issue_only=id(op) in self.plan.chained_gemms, acc="{acc}")
+            # a gemm chained to the next one (plan/kernel.py), or one whose wait a pipelining pass
+            # wrote into the IR (plan/tma_ring_wgmma.py), leaves its group in flight
+            issue_only = id(op) in self.plan.chained_gemms or bool(op.annotations.get(TO.ISSUE_ONLY))
+            call = self.wgmma_call(op, cfg, issue_only=issue_only, acc="{acc}")
             return self._gemm_call(op, cfg, call)
 
         def ptr(r):
@@ -1118,17 +1117,12 @@ class KernelCodegen:
             raise AssertionError("CUDA codegen: copies planned for the TMA ring do not match it")
         if info.guard is not None:   # `if cond:` body: the ring (plan/tma_ring_pipeline.py) or cp.async
             return self._not_scheduled(st, tmas is not None)
-        if self._overlapped_wgmma(info):
-            if tmas is not None:
-                return emit_pipelined_tma(self, st, info, tmas)
-            return self.pipelined_wgmma(st, info)
+        if self._overlapped_wgmma(info):   # on the TMA ring: plan/tma_ring_wgmma.py's schedule
+            return self._not_scheduled(st, True) if tmas is not None else self.pipelined_wgmma(st, info)
         from tilelang.backend.cuda.plan.overlap import plan_overlap, emit_overlapped
         ov = plan_overlap(self, info) if arch_number(self.target.arch) >= 90 else None
         if ov is not None:   # attention-style: the second gemm overlaps the next iteration
             return emit_overlapped(self, st, info, ov)
-        dw = st.annotations.get(DEFERRED_WAIT)   # pipeline_tma_ring's decision, left to emit/ to print
-        if tmas is not None and dw is not None:   # the wgmma's wait as late as its accumulator allows
-            return emit_deferred_wait(self, st, info, tmas, dw)
         return self._not_scheduled(st, tmas is not None)
 
     def _not_scheduled(self, st, ring=False):

@@ -41,7 +41,8 @@ def parents(root):
 def schedule_pipelined_loops(func, ctx, takes, make):
     """`func` with every pipelined loop of a planned kernel that `takes(k, loop, info)`
     replaced by the statements `make(k, loop, info)` returns (`k`: plan/copy_forms.py's
-    view of the kernel, with its target and options; `info`: the loop's PipelineInfo)."""
+    view of the kernel, with its target and options; `info`: the loop's PipelineInfo). A
+    schedule that pairs the blocks sets `k.cluster_dims`, the launch's clusters."""
     from tilelang.backend.cuda.plan.copy_forms import _Kernel
     from tilelang.backend.cuda.plan.plan_kernels import cuda_context, KERNEL_PLAN, kernel_plan, with_launches, with_plan
     found = cuda_context(func, ctx)
@@ -66,6 +67,8 @@ def schedule_pipelined_loops(func, ctx, takes, make):
                 replace_stmt(parent, loop, make(k, loop, plan.pipelines[id(loop)]))
             if launch.body is not launch.annotations[KERNEL_PLAN].body:
                 launch = with_plan(launch, plan)   # the loop was the whole kernel body: the plan follows
+            if getattr(k, "cluster_dims", None):   # a schedule runs the blocks in clusters (TMA multicast)
+                launch.annotations = {**launch.annotations, "cluster_dims": k.cluster_dims}
             changed = changed or bool(done)
         out.append(launch)
     return with_launches(func, out) if changed else func

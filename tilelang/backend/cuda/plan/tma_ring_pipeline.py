@@ -58,7 +58,7 @@ from tilelang.backend.cuda.target import arch_number
 def runs_on_tma_ring(k, loop, info) -> bool:
     """Whether the pipelined `loop` gets this pass's schedule (`k`: plan/copy_forms.py's
     view of the kernel): its copies were planned for the TMA ring, it is not the
-    warp-specialized loop, and neither wgmma schedule of emit/ takes it."""
+    warp-specialized loop, and the attention overlap of emit/ (plan/overlap.py) does not take it."""
     from tilelang.backend.cuda.ops.tma_pipeline import tma_copies
     from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
     from tilelang.backend.cuda.plan.overlap import plan_overlap
@@ -69,10 +69,8 @@ def runs_on_tma_ring(k, loop, info) -> bool:
         return False
     if tma_copies(k, info) is None:
         return False   # emit/ reports the mismatch
-    if info.guard is not None:
+    if info.guard is not None or overlapped_wgmma(k, info):
         return True
-    if overlapped_wgmma(k, info):
-        return False
     return not (arch_number(k.target.arch) >= 90 and plan_overlap(k, info) is not None)
 
 
@@ -93,63 +91,109 @@ def _linear_thread(launch):
     return out
 
 
+def _at(b, i):
+    return E.BufferLoad(b, [i])
+
+
+class RingParts:
+    """The pieces every schedule on a TMA ring is made of (this pass's slot-by-slot one and
+    plan/tma_ring_wgmma.py's), for ring `ring` of pipelined loop `loop` (`k`: the kernel)."""
+
+    def __init__(self, k, loop, info, ring, rank=None):
+        self.k, self.loop, self.info, self.ring, self.rank = k, loop, info, ring, rank
+        self.var, self.i32 = loop.var, loop.var.dtype
+        self.lo, self.hi = loop.min, simplify(loop.min + loop.extent)
+        self.first = _thread_zero(k.launch)
+        self.names = ", ".join(b.name for b in info.bufs)
+        stage = Buffer("ring_stage", (1,), "int32", "local.var", init=E.IntImm(0, "int32"))
+        phase = Buffer("ring_phase", (1,), "uint32", "local.var", init=E.IntImm(0, "uint32"))
+        from tilelang.backend.cuda.plan.kernel import local_placement
+        for b in (stage, phase):   # per-thread scalars, placed as the plan places a T.alloc_var
+            k.plan.placements[id(b)] = local_placement(b)
+        self.stage, self.phase = stage, phase
+        self.st, self.ph = _at(stage, E.IntImm(0, self.i32)), _at(phase, E.IntImm(0, self.i32))
+
+    def barrier(self, why, fenced=None):
+        return S.Barrier("block", reason=why, fence_async_proxy=self.k.plan.fence_barriers if fenced is None else fenced)
+
+    def issue(self, kexpr, slot):
+        """One thread: iteration `kexpr`'s loads into `slot`, announced on full[slot]."""
+        ring, info, var, i32 = self.ring, self.info, self.var, self.i32
+        full = _at(ring.full, slot)
+        kt = E.Var("ring_k", i32)
+        loads = [TmaRingLoad(ring, i, substitute(c, {var: kt}), slot, full, self.rank)
+                 for i, c in enumerate(info.copies)]
+        expect = S.Evaluate(M.call(M.ARRIVE_EXPECT_TX, full, ring.nbytes))
+        if info.guard is None:   # (the bytes announced first, as ptxas schedules it best)
+            out = [expect, S.LetStmt(kt, kexpr, S.seq(loads))]
+        else:   # a skipped iteration: an empty round (the waits and releases count alike)
+            out = [S.LetStmt(kt, kexpr, S.IfThenElse(E.Not(substitute(info.guard, {var: kt})),
+                                                      S.Evaluate(M.call(M.ARRIVE, full)),
+                                                      S.seq([expect] + loads)))]
+        ahead = self.k.options.tma_l2_prefetch
+        if ahead:   # the tiles of iteration kexpr + ahead into L2
+            kp = E.Var("ring_kp", i32)
+            out.append(S.IfThenElse(E.binop("<", simplify(kexpr + ahead), self.hi), S.LetStmt(
+                kp, simplify(kexpr + ahead),
+                S.seq([TmaPrefetchL2(ring, i, substitute(c, {var: kp})) for i, c in enumerate(info.copies)]))))
+        return S.seq(out)
+
+    def init(self, empty_count=None):
+        """Thread 0 prefetches the tensor maps and initializes the barriers (and counters)."""
+        ring, i32, ns = self.ring, self.i32, self.ring.stages
+        s = E.Var("ring_s", i32)
+        per_slot = [S.Evaluate(M.call(M.INIT, _at(ring.full, s), 1))]
+        if ring.empty is not None:
+            per_slot.append(S.Evaluate(M.call(M.INIT, _at(ring.empty, s), empty_count)))
+        else:
+            per_slot.append(S.BufferStore(ring.released, E.IntImm(0, ring.released.dtype), [s]))
+        return [TmaRingAlloc(ring), S.IfThenElse(self.first, S.seq([
+            TmaPrefetchDescriptors(ring),
+            S.For(s, E.IntImm(0, i32), E.IntImm(ns, i32), S.SERIAL, S.seq(per_slot)),
+            S.Evaluate(M.call(M.FENCE_INIT))])),
+            self.barrier(f"the TMA ring's mbarriers for {self.names} are initialized")]
+
+    def prologue(self):
+        """Thread 0 fills every slot: the iterations lo .. lo + stages - 1 that exist."""
+        p = E.Var("ring_p", self.i32)
+        return S.IfThenElse(self.first, S.For(p, E.IntImm(0, self.i32), E.IntImm(self.ring.stages, self.i32), S.SERIAL,
+                                              S.IfThenElse(E.binop("<", simplify(self.lo + p), self.hi),
+                                                           self.issue(simplify(self.lo + p), p))))
+
+    def wait_full(self):
+        return S.Evaluate(M.call(M.WAIT_PARITY, _at(self.ring.full, self.st), self.ph))
+
+    def advance(self):
+        """The next slot; past the last one, the first with the other phase."""
+        i32, ns = self.i32, self.ring.stages
+        return [S.BufferStore(self.stage, self.st + 1, [E.IntImm(0, i32)]),
+                S.IfThenElse(E.binop("==", self.st, E.IntImm(ns, i32)), S.seq([
+                    S.BufferStore(self.stage, E.IntImm(0, "int32"), [E.IntImm(0, i32)]),
+                    S.BufferStore(self.phase, E.binop("^", self.ph, E.IntImm(1, "uint32")), [E.IntImm(0, i32)])]))]
+
+    def loop_over(self, body):
+        """The loop over the ring (in the pipelined loop's variable and bounds) with its
+        slot and phase counters."""
+        main = S.For(self.var, self.loop.min, self.loop.extent, S.SERIAL, S.seq(body))
+        main.span = self.loop.span
+        return [S.DeclBuffer(self.stage), S.DeclBuffer(self.phase), main]
+
+    def invalidate(self):
+        return S.IfThenElse(self.first, TmaRingInvalidate(self.ring))
+
+
 def schedule(k, loop, info):
     """The statements that replace `loop` (module docstring)."""
     from tilelang.backend.cuda.ops.tma_pipeline import tma_copies, ring_mode, pingpong
     ns, var = info.stages, loop.var
-    lo, hi = loop.min, simplify(loop.min + loop.extent)
+    hi = simplify(loop.min + loop.extent)
     i32 = var.dtype
     nwarps = k.plan.nthreads // 32
     tmas = tma_copies(k, info)
     full, released = TmaRing.barriers(ns)
     ring = TmaRing(var, info.copies, info.bufs, full, released, ns, sum(t.nbytes for t in tmas))
-    ahead = k.options.tma_l2_prefetch
-    fence = k.plan.fence_barriers
-    first = _thread_zero(k.launch)
-
-    def at(b, i):
-        return E.BufferLoad(b, [i])
-
-    def barrier(why, fenced=fence):
-        return S.Barrier("block", reason=why, fence_async_proxy=fenced)
-
-    def issue(kexpr, slot):
-        """One thread: iteration `kexpr`'s loads into `slot`, announced on full[slot]."""
-        kt = E.Var("ring_k", i32)
-        loads = [TmaRingLoad(ring, i, substitute(c, {var: kt}), slot, at(full, slot))
-                 for i, c in enumerate(info.copies)]
-        expect = S.Evaluate(M.call(M.ARRIVE_EXPECT_TX, at(full, slot), ring.nbytes))
-        if info.guard is None:   # (the bytes announced first, as ptxas schedules it best)
-            out = [expect, S.LetStmt(kt, kexpr, S.seq(loads))]
-        else:   # a skipped iteration: an empty round (the waits and releases count alike)
-            out = [S.LetStmt(kt, kexpr, S.IfThenElse(E.Not(substitute(info.guard, {var: kt})),
-                                                      S.Evaluate(M.call(M.ARRIVE, at(full, slot))),
-                                                      S.seq([expect] + loads)))]
-        if ahead:   # the tiles of iteration kexpr + ahead into L2
-            kp = E.Var("ring_kp", i32)
-            out.append(S.IfThenElse(E.binop("<", simplify(kexpr + ahead), hi), S.LetStmt(
-                kp, simplify(kexpr + ahead),
-                S.seq([TmaPrefetchL2(ring, i, substitute(c, {var: kp})) for i, c in enumerate(info.copies)]))))
-        return S.seq(out)
-
-    names = ", ".join(b.name for b in info.bufs)
-    s = E.Var("ring_s", i32)
-    init = S.IfThenElse(first, S.seq([
-        TmaPrefetchDescriptors(ring),
-        S.For(s, E.IntImm(0, i32), E.IntImm(ns, i32), S.SERIAL, S.seq([
-            S.Evaluate(M.call(M.INIT, at(full, s), 1)),
-            S.BufferStore(released, E.IntImm(0, released.dtype), [s])])),
-        S.Evaluate(M.call(M.FENCE_INIT))]))
-    p = E.Var("ring_p", i32)
-    prologue = S.IfThenElse(first, S.For(p, E.IntImm(0, i32), E.IntImm(ns, i32), S.SERIAL, S.IfThenElse(
-        E.binop("<", simplify(lo + p), hi), issue(simplify(lo + p), p))))
-
-    stage = Buffer("ring_stage", (1,), "int32", "local.var", init=E.IntImm(0, "int32"))
-    phase = Buffer("ring_phase", (1,), "uint32", "local.var", init=E.IntImm(0, "uint32"))
-    st, ph = at(stage, E.IntImm(0, i32)), at(phase, E.IntImm(0, i32))
-    from tilelang.backend.cuda.plan.kernel import local_placement
-    for b in (stage, phase):   # per-thread scalars, placed as the plan places a T.alloc_var
-        k.plan.placements[id(b)] = local_placement(b)
+    R = RingParts(k, loop, info, ring)
+    st = R.st
 
     rest = list(info.rest)
     pp = pingpong(k, info) if info.guard is None else None
@@ -167,45 +211,39 @@ def schedule(k, loop, info):
     if info.guard is not None:
         body = S.IfThenElse(info.guard, body)
     release = S.IfThenElse(
-        E.binop("&&", E.Call(SLOT_RELEASE_LAST, [at(released, st), E.IntImm(nwarps, i32)], "bool"),
+        E.binop("&&", E.Call(SLOT_RELEASE_LAST, [_at(released, st), E.IntImm(nwarps, i32)], "bool"),
                 E.binop("<", var + ns, hi)),
-        issue(var + ns, st))
-    advance = [S.BufferStore(stage, st + 1, [E.IntImm(0, i32)]),
-               S.IfThenElse(E.binop("==", st, E.IntImm(ns, i32)), S.seq([
-                   S.BufferStore(stage, E.IntImm(0, "int32"), [E.IntImm(0, i32)]),
-                   S.BufferStore(phase, E.binop("^", ph, E.IntImm(1, "uint32")), [E.IntImm(0, i32)])]))]
-    main_body = [S.Evaluate(M.call(M.WAIT_PARITY, at(full, st), ph))]
+        R.issue(var + ns, st))
+    main_body = [R.wait_full()]
     if ring_mode(k, info) == "barrier":
-        main_body.append(barrier("the previous iteration's writes to shared and global memory"))
-    main = S.For(var, loop.min, loop.extent, S.SERIAL, S.seq(main_body + [body, release] + advance))
-    main.span = loop.span
-    loop_part = [S.DeclBuffer(stage), S.DeclBuffer(phase), main]
+        main_body.append(R.barrier("the previous iteration's writes to shared and global memory"))
+    loop_part = R.loop_over(main_body + [body, release] + R.advance())
     if wg is not None:
         loop_part = [S.LetStmt(wg, E.binop("//", _linear_thread(k.launch), E.IntImm(128, i32)), S.seq(
             [S.IfThenElse(E.binop("==", wg, E.IntImm(1, i32)),
                           S.Evaluate(M.call(M.NAMED_ARRIVE, bar, 256)))] + loop_part))]
-    return [TmaRingAlloc(ring), init,
-            barrier(f"the TMA ring's mbarriers for {names} are initialized"), prologue] + loop_part + [
-        barrier(f"every copy of the ring into {names} was consumed; its mbarriers may be initialized again",
-                False),
-        S.IfThenElse(first, TmaRingInvalidate(ring))]
+    return R.init() + [R.prologue()] + loop_part + [
+        R.barrier(f"every copy of the ring into {R.names} was consumed; its mbarriers may be initialized again",
+                  False),
+        R.invalidate()]
 
 
 @function_pass("pipeline_tma_ring")
 def pipeline_tma_ring(func, ctx=None):
     from tilelang.backend.cuda.ops.tma_pipeline import ring_mode
-    from tilelang.backend.cuda.ops.wgmma_deferred_wait import DEFERRED_WAIT, plan_deferred_wait
+    from tilelang.backend.cuda.ops.wgmma_deferred_wait import plan_deferred_wait
+    from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
     from tilelang.backend.cuda.plan.pipelined_loops import schedule_pipelined_loops
+    from tilelang.backend.cuda.plan.tma_ring_wgmma import schedule_in_flight
 
-    def takes(k, loop, info):
-        if not runs_on_tma_ring(k, loop, info):
-            return False
-        dw = plan_deferred_wait(k, info, ring_mode(k, info))
-        if dw is not None:   # the loop's wgmma stays in flight: emit/ prints this schedule
-            loop.annotations = {**loop.annotations, DEFERRED_WAIT: dw}   # (ops/wgmma_deferred_wait.py)
-            return False
-        return True
-    return schedule_pipelined_loops(func, ctx, takes, schedule)
+    def make(k, loop, info):
+        if info.guard is None and overlapped_wgmma(k, info):   # one wgmma group kept in flight
+            return schedule_in_flight(k, loop, info)
+        dw = plan_deferred_wait(k, info, ring_mode(k, info)) if info.guard is None else None
+        if dw is not None:   # ... until the accumulator is needed (ops/wgmma_deferred_wait.py)
+            return schedule_in_flight(k, loop, info, dw)
+        return schedule(k, loop, info)
+    return schedule_pipelined_loops(func, ctx, runs_on_tma_ring, make)
 
 
 __all__ = ["pipeline_tma_ring", "runs_on_tma_ring", "schedule"]
