@@ -37,9 +37,11 @@ still completes its slot's phase (`T.mbarrier_arrive` without bytes). Opt-in pin
 at the first gemm through two named barriers. TILELANG_CUDA_TMA_L2_PREFETCH=n: each
 load also prefetches iteration +n into L2.
 
-The GEMM loops that keep a wgmma group in flight (ops/tma_pipeline.py
-`emit_pipelined_tma`) and the warp-specialized loop (`emit_ws_producer`/`emit_ws_consumer`)
-are still scheduled while printing."""
+The GEMM loops that keep a wgmma group in flight (one gemm per iteration, optionally with
+TMA multicast; or the fp8 2xAcc loop whose wait is deferred) get the schedule of
+plan/tma_ring_wgmma.py from this pass, made of the same pieces (`RingParts`). The
+warp-specialized loop (ops/tma_pipeline.py `emit_ws_producer`/`emit_ws_consumer`) is still
+scheduled while printing."""
 from __future__ import annotations
 
 from tilelang.ir import expr as E
