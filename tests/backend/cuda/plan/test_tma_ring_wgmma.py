@@ -105,3 +105,12 @@ def test_deferred_wait_goes_into_the_promoting_branch():
     assert body.count(WAIT0) == 1
     tail = text[text.index("ring_phase[0] = ring_phase[0] ^ T.uint32(1)"):]
     assert tail.index(WAIT0) < tail.index(fence) < tail.index("T.sync_threads()")
+
+
+def test_the_printer_no_longer_schedules_it(monkeypatch):
+    from tilelang.backend.cuda import backend
+    from tilelang.backend.cuda import pipeline as P
+    from tilelang.backend.cuda.plan.tma_ring_pipeline import pipeline_tma_ring
+    monkeypatch.setattr(P, "PASSES", [p for p in P.PASSES if p is not pipeline_tma_ring])
+    with pytest.raises(AssertionError, match="pipeline_tma_ring"):
+        backend.generate(_gemm(3), "cuda -arch=sm_90a", {"tl.disable_warp_specialized": True})
