@@ -116,7 +116,8 @@ class RingParts:
         self.st, self.ph = _at(stage, E.IntImm(0, self.i32)), _at(phase, E.IntImm(0, self.i32))
 
     def barrier(self, why, fenced=None):
-        return S.Barrier("block", reason=why, fence_async_proxy=self.k.plan.fence_barriers if fenced is None else fenced)
+        fenced = self.k.plan.fence_barriers if fenced is None else fenced
+        return S.Barrier("block", reason=why, fence_async_proxy=fenced)
 
     def issue(self, kexpr, slot):
         """One thread: iteration `kexpr`'s loads into `slot`, announced on full[slot]."""

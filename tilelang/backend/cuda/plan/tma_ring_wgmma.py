@@ -39,6 +39,7 @@ TILELANG_CUDA_TMA_REFILL=wait: thread 0 waits on the "empty" barriers instead of
 completing a round refilling the slot. Tests: tests/backend/cuda/plan/test_tma_ring_wgmma.py."""
 from __future__ import annotations
 
+from tilelang.arith.simplify import simplify
 from tilelang.ir import expr as E
 from tilelang.ir import mbarrier as M
 from tilelang.ir import stmt as S
@@ -91,7 +92,7 @@ def schedule_in_flight(k, loop, info, deferred=None):
     body = [R.wait_full(), S.StageSlot(info.bufs, st, ns, S.seq(before + [g])),
             S.Evaluate(M.call(TC.WARPGROUP_WAIT, 1))]
     prev = E.Var("ring_prev", i32)
-    refill = simplify_add(var, ns - 1)
+    refill = simplify(var + (ns - 1))   # the iteration that refills the previous slot
     lane0 = E.binop("==", E.binop("%", _linear_thread(k.launch), E.IntImm(32, i32)), E.IntImm(0, i32))
     if not waits:
         release = [S.IfThenElse(
@@ -126,11 +127,6 @@ def schedule_in_flight(k, loop, info, deferred=None):
     # the peer's barriers are initialized before any copy or arrival reaches them
     return head + [S.LetStmt(rank, E.Call(BLOCK_RANK_IN_CLUSTER, [], "int32"), S.seq(
         [S.Evaluate(M.call(M.CLUSTER_SYNC)), R.prologue()] + loop_part))]
-
-
-def simplify_add(var, n):
-    from tilelang.arith.simplify import simplify
-    return simplify(var + n)
 
 
 __all__ = ["schedule_in_flight", "retire"]
