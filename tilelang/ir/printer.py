@@ -224,6 +224,9 @@ class Printer:
             bufs = ", ".join(self.buf(b) for b in s.buffers)
             self.emit(f"with T.stage_slot({bufs}, slot={self.expr(s.slot)}, stages={s.stages}):", ind)
             self.body(s.body, ind + 1)
+        elif isinstance(s, S.ProducerWarpgroup):   # a warp-specialized loop's producer (ir/stmt.py)
+            self.emit(f"with T.producer_warpgroup(threads={s.lo}):  # then leaves the kernel", ind)
+            self.body(s.body, ind + 1)
         elif isinstance(s, S.ThreadAllReduce):
             fn = f"lambda {self.var(s.lhs)}, {self.var(s.rhs)}: {self.expr(s.combine)}"
             self.emit(f"with T.attr(T.comm_reducer({fn}, [{self.expr(s.identity)}]), \"reduce_scope\", 0):", ind)

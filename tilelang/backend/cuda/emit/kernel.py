@@ -24,7 +24,7 @@ from tilelang.transform.rasterize_blocks import BLOCK_REMAP
 from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
 from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic_helper
 from tilelang.backend.cuda.ops.wgmma import operand_offset
-from tilelang.backend.cuda.ops.tma_pipeline import emit_tma_copy, tma_copies, emit_ws_producer, emit_ws_consumer
+from tilelang.backend.cuda.ops.tma_pipeline import emit_tma_copy, tma_copies
 from tilelang.backend.cuda.ops import tma_pipeline as tma_ring
 from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
 from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
@@ -105,7 +105,6 @@ class KernelCodegen:
         self._addressed = None        # ids of buffers whose element addresses are taken
         self.range = self.plan.regions.full   # threads running the code emitted now (analysis/thread_ranges.py)
         self.ws_consumer = False      # code emitted now runs in the consumers of a warp-specialized kernel
-        self.ws_ring = None           # their TMA ring (ops/tma_pipeline.py emit_ws_producer)
         self.ring_maps = {}           # id(TmaRing) -> its tensor-map parameters (ops/tma_pipeline.py emit_ring_alloc)
         self.printer = ExprPrinter(names, self.access)
 
@@ -247,9 +246,6 @@ class KernelCodegen:
             self.w(f"{ctype(b.dtype)}* {self.names.new(b, b.name)} = "
                    f"reinterpret_cast<{ctype(b.dtype)}*>(tl_smem + {p.offset});")
         body_start = len(out)
-        if ws is not None:
-            emit_ws_producer(self)
-            self.ws_consumer = True   # from here on only the user's threads run (sync: their named barrier)
         self.stmt(L.body, block=True)
         out[body_start:body_start] = ["  " + line for line in self.prologue]   # state the body asked for
         out.append("}")
@@ -586,6 +582,21 @@ class KernelCodegen:
         self.stmt(st.body, block)
         self.indent -= 1
         self.w("}")
+
+    def s_ProducerWarpgroup(self, st, block):
+        """The producer warpgroup of a warp-specialized loop (plan/warp_specialized_ring.py):
+        its threads run the body and leave; from here on only the user's threads run, and
+        every block barrier of theirs is their named barrier (`sync`)."""
+        from tilelang.backend.cuda.analysis.thread_ranges import ThreadRange
+        self.w(f"if (tl_tid >= {st.lo}) {{   // the producer warpgroup (plan/warp_specialize.py)")
+        self.indent += 1
+        saved, self.range = self.range, ThreadRange(st.lo, st.lo + 128)
+        self.stmt(st.body, False)
+        self.range = saved
+        self.w("return;")
+        self.indent -= 1
+        self.w("}")
+        self.ws_consumer = True
 
     def s_StageSlot(self, st, block):
         """A software pipeline's ring slot (plan/cp_async_pipeline.py): its buffers print as
@@ -1107,9 +1118,6 @@ class KernelCodegen:
     def pipelined(self, st, info):
         """A T.Pipelined loop whose tile copies run as cp.async into per-stage slots
         (plan/pipeline.py has the schedule and the conditions)."""
-        ws = self.plan.warp_specialized
-        if ws is not None and ws.loop == id(st):   # plan/warp_specialize.py: the producer feeds it
-            return emit_ws_consumer(self, st, info)
         # the copies' form (plan/copy_forms.py): all on the TMA ring, or all cp.async
         ring = all(getattr(copy_form(c), "kind", None) == "tma_ring" for c in info.copies)
         tmas = tma_copies(self, info) if ring else None

@@ -76,6 +76,17 @@ def runs_on_tma_ring(k, loop, info) -> bool:
     return not (arch_number(k.target.arch) >= 90 and plan_overlap(k, info) is not None)
 
 
+def is_warp_specialized(k, loop, info) -> bool:
+    """Whether `loop` is the warp-specialized loop of the kernel plan (plan/warp_specialize.py)."""
+    from tilelang.backend.cuda.ops.tma_pipeline import tma_copies
+    ws = k.plan.warp_specialized
+    if ws is None or ws.loop != id(loop):
+        return False
+    if tma_copies(k, info) is None:
+        raise AssertionError("CUDA codegen: copies planned for the TMA ring do not match it")
+    return True
+
+
 def _thread_zero(launch):
     """`the block's first thread` over the launch's thread variables."""
     conds = [E.binop("==", v, E.IntImm(0, v.dtype)) for v in launch.thread_vars]
@@ -238,15 +249,21 @@ def pipeline_tma_ring(func, ctx=None):
     from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
     from tilelang.backend.cuda.plan.pipelined_loops import schedule_pipelined_loops
     from tilelang.backend.cuda.plan.tma_ring_wgmma import schedule_in_flight
+    from tilelang.backend.cuda.plan.warp_specialized_ring import schedule_warp_specialized
+
+    def takes(k, loop, info):
+        return is_warp_specialized(k, loop, info) or runs_on_tma_ring(k, loop, info)
 
     def make(k, loop, info):
+        if is_warp_specialized(k, loop, info):   # a producer warpgroup feeds the consumers
+            return schedule_warp_specialized(k, loop, info)
         if info.guard is None and overlapped_wgmma(k, info):   # one wgmma group kept in flight
             return schedule_in_flight(k, loop, info)
         dw = plan_deferred_wait(k, info, ring_mode(k, info)) if info.guard is None else None
         if dw is not None:   # ... until the accumulator is needed (ops/wgmma_deferred_wait.py)
             return schedule_in_flight(k, loop, info, dw)
         return schedule(k, loop, info)
-    return schedule_pipelined_loops(func, ctx, runs_on_tma_ring, make)
+    return schedule_pipelined_loops(func, ctx, takes, make)
 
 
 __all__ = ["pipeline_tma_ring", "runs_on_tma_ring", "schedule"]
