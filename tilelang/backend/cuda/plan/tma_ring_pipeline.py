@@ -39,9 +39,9 @@ load also prefetches iteration +n into L2.
 
 The GEMM loops that keep a wgmma group in flight (one gemm per iteration, optionally with
 TMA multicast; or the fp8 2xAcc loop whose wait is deferred) get the schedule of
-plan/tma_ring_wgmma.py from this pass, made of the same pieces (`RingParts`). The
-warp-specialized loop (ops/tma_pipeline.py `emit_ws_producer`/`emit_ws_consumer`) is still
-scheduled while printing."""
+plan/tma_ring_wgmma.py from this pass, and the warp-specialized loop (plan/warp_specialize.py)
+its producer warpgroup and consumers from plan/warp_specialized_ring.py; both are made of
+the same pieces (`RingParts`)."""
 from __future__ import annotations
 
 from tilelang.ir import expr as E
@@ -60,7 +60,8 @@ from tilelang.backend.cuda.target import arch_number
 def runs_on_tma_ring(k, loop, info) -> bool:
     """Whether the pipelined `loop` gets this pass's schedule (`k`: plan/copy_forms.py's
     view of the kernel): its copies were planned for the TMA ring, it is not the
-    warp-specialized loop, and the attention overlap of emit/ (plan/overlap.py) does not take it."""
+    warp-specialized loop (`is_warp_specialized`: its own schedule), and the attention overlap
+    of emit/ (plan/overlap.py) does not take it."""
     from tilelang.backend.cuda.ops.tma_pipeline import tma_copies
     from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
     from tilelang.backend.cuda.plan.overlap import plan_overlap
@@ -130,15 +131,16 @@ class RingParts:
         fenced = self.k.plan.fence_barriers if fenced is None else fenced
         return S.Barrier("block", reason=why, fence_async_proxy=fenced)
 
-    def issue(self, kexpr, slot):
-        """One thread: iteration `kexpr`'s loads into `slot`, announced on full[slot]."""
+    def issue(self, kexpr, slot, guarded=True):
+        """One thread: iteration `kexpr`'s loads into `slot`, announced on full[slot]
+        (`guarded`: a masked iteration is an empty round; else the caller skipped it)."""
         ring, info, var, i32 = self.ring, self.info, self.var, self.i32
         full = _at(ring.full, slot)
         kt = E.Var("ring_k", i32)
         loads = [TmaRingLoad(ring, i, substitute(c, {var: kt}), slot, full, self.rank)
                  for i, c in enumerate(info.copies)]
         expect = S.Evaluate(M.call(M.ARRIVE_EXPECT_TX, full, ring.nbytes))
-        if info.guard is None:   # (the bytes announced first, as ptxas schedules it best)
+        if info.guard is None or not guarded:   # (the bytes announced first, as ptxas schedules it best)
             out = [expect, S.LetStmt(kt, kexpr, S.seq(loads))]
         else:   # a skipped iteration: an empty round (the waits and releases count alike)
             out = [S.LetStmt(kt, kexpr, S.IfThenElse(E.Not(substitute(info.guard, {var: kt})),

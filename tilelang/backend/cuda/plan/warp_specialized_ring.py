@@ -83,7 +83,7 @@ def schedule_warp_specialized(k, loop, info):
         p_body.append(S.IfThenElse(E.Not(substitute(info.guard, {var: kp})), S.Continue()))
     p_body += [S.Evaluate(M.call(M.WAIT_PARITY, _at(empty, producer.st),
                                  E.binop("^", producer.ph, E.IntImm(1, "uint32")))),
-               producer.issue(kp, producer.st)]
+               producer.issue(kp, producer.st, guarded=False)]
     p_loop = S.For(kp, loop.min, loop.extent, S.SERIAL, S.seq(p_body + producer.advance()))
     roles = [S.DeclBuffer(producer.stage), S.DeclBuffer(producer.phase), p_loop]
     p_stmts = [S.IfThenElse(E.binop("==", tx, E.IntImm(T, tx.dtype)), S.seq(roles))]
