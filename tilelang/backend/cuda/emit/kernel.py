@@ -1116,8 +1116,8 @@ class KernelCodegen:
 
     # software pipelining ------------------------------------------------------------------
     def pipelined(self, st, info):
-        """A T.Pipelined loop whose tile copies run as cp.async into per-stage slots
-        (plan/pipeline.py has the schedule and the conditions)."""
+        """A T.Pipelined loop left to the printer: the attention overlap (plan/overlap.py);
+        every other schedule is in the IR already (pipeline_cp_async, pipeline_tma_ring)."""
         # the copies' form (plan/copy_forms.py): all on the TMA ring, or all cp.async
         ring = all(getattr(copy_form(c), "kind", None) == "tma_ring" for c in info.copies)
         tmas = tma_copies(self, info) if ring else None
@@ -1125,8 +1125,8 @@ class KernelCodegen:
             raise AssertionError("CUDA codegen: copies planned for the TMA ring do not match it")
         if info.guard is not None:   # `if cond:` body: the ring (plan/tma_ring_pipeline.py) or cp.async
             return self._not_scheduled(st, tmas is not None)
-        if self._overlapped_wgmma(info):   # on the TMA ring: plan/tma_ring_wgmma.py's schedule
-            return self._not_scheduled(st, True) if tmas is not None else self.pipelined_wgmma(st, info)
+        if self._overlapped_wgmma(info):   # one wgmma kept in flight: plan/tma_ring_wgmma.py, plan/cp_async_pipeline.py
+            return self._not_scheduled(st, tmas is not None)
         from tilelang.backend.cuda.plan.overlap import plan_overlap, emit_overlapped
         ov = plan_overlap(self, info) if arch_number(self.target.arch) >= 90 else None
         if ov is not None:   # attention-style: the second gemm overlaps the next iteration
@@ -1139,71 +1139,8 @@ class KernelCodegen:
         raise AssertionError(f"CUDA codegen: the T.Pipelined loop over `{st.var.name}` runs on {how} writes "
                              f"into the IR; lower it with the CUDA pass pipeline (backend/cuda/pipeline.py)")
 
-    def _issue_ahead(self, st, info, k, d, lo, hi):
-        """Inside the main loop at iteration `k`: the copies of iteration k + d into its
-        slot (when it exists), then close the cp.async group."""
-        ns = info.stages
-        kn = self.names.fresh(k + "_next")
-        self.w(f"if ({k} + {d} < {hi}) {{")
-        self.indent += 1
-        self.w(f"const int {kn} = {k} + {d};")
-        with self.names.bound(st.var, kn):
-            self._issue(info, f"({kn} - {lo}) % {ns}")
-        self.indent -= 1
-        self.w("}")
-        self.w("tl::cp_async_commit();")
-
-    def _cp_async_prologue(self, st, info, count):
-        """Issue the copies of the first `count` iterations (one cp.async group each, empty
-        past the end) before the main loop; returns the loop bounds (lo, hi) as C++."""
-        lo = self.expr(st.min)
-        hi = self.expr(simplify(st.min + st.extent))
-        self.sync()
-        p = self.names.fresh("tl_p")
-        self.w(f"for (int {p} = 0; {p} < {count}; ++{p}) {{")
-        self.indent += 1
-        self.w(f"if ({lo} + {p} < {hi}) {{")
-        self.indent += 1
-        k0 = self.bind(st.var)
-        self.w(f"const int {k0} = {lo} + {p};")
-        self._issue(info, p)
-        self.indent -= 1
-        self.w("}")
-        self.w("tl::cp_async_commit();")
-        self.indent -= 1
-        self.w("}")
-        return lo, hi
-
     def _overlapped_wgmma(self, info):
         return overlapped_wgmma(self, info)
-
-    def pipelined_wgmma(self, st, info):
-        """GEMM main loop keeping one wgmma group in flight with s - 1 iterations of
-        copies ahead (s = num_stages, as the published package's pipeline): iteration k
-        issues its wgmma, waits for wgmma k - 1, and once every warpgroup has (a second
-        barrier) refills the slot iteration k - 1 read with the copies of iteration
-        k + s - 1. (One barrier per iteration allows only s - 2 ahead: a 128x256 conv
-        tile alone on its SM then waits for its im2col loads every iteration.)"""
-        ns, d = info.stages, info.stages - 1
-        g = info.rest[0]
-        cfg = self.plan.gemms[id(g)]
-        lo, hi = self._cp_async_prologue(st, info, d)
-        acc = self.buf_name(g.C.buffer)
-        k = self.bind(st.var)
-        self.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
-        self.indent += 1
-        self.w(f"tl::cp_async_wait<{d - 1}>();")
-        self.sync()
-        with self.slot_pointers(info, f"({k} - {lo}) % {ns}"):
-            self.w(self.wgmma_call(g, cfg, issue_only=True))
-        self.w("tl::wgmma_wait<1>();")
-        self.sync(fence=False)   # every warpgroup's wgmma k - 1 is done: its slot is free
-        self._issue_ahead(st, info, k, d, lo, hi)
-        self.indent -= 1
-        self.w("}")
-        self.w("tl::wgmma_wait<0>();")
-        self.w(f"tl::fence_regs<{cfg.regs}>({acc});")
-        self.w("tl::cp_async_wait<0>();")
 
     def slot_pointers(self, info, slot):
         """Inside the block, each ring buffer of `info` prints as a pointer to ring slot
