@@ -41,19 +41,17 @@ The GEMM loops that keep a wgmma group in flight (one gemm per iteration, option
 TMA multicast; or the fp8 2xAcc loop whose wait is deferred) get the schedule of
 plan/tma_ring_wgmma.py from this pass, and the warp-specialized loop (plan/warp_specialize.py)
 its producer warpgroup and consumers from plan/warp_specialized_ring.py; both are made of
-the same pieces (`RingParts`)."""
+the same pieces (`RingParts`, plan/tma_ring_parts.py)."""
 from __future__ import annotations
 
 from tilelang.ir import expr as E
 from tilelang.ir import mbarrier as M
 from tilelang.ir import stmt as S
-from tilelang.ir.buffer import Buffer
-from tilelang.ir.visitor import substitute
-from tilelang.ir.tma_ring import (TmaRing, TmaRingAlloc, TmaPrefetchDescriptors, TmaRingLoad, TmaPrefetchL2,
-                                  TmaRingInvalidate, SLOT_RELEASE_LAST)
+from tilelang.ir.tma_ring import TmaRing, SLOT_RELEASE_LAST
 from tilelang.arith.simplify import simplify
 from tilelang.transform.pass_manager import function_pass
 from tilelang.backend.cuda.plan.copy_form import copy_form
+from tilelang.backend.cuda.plan.tma_ring_parts import RingParts, slot_of, linear_thread
 from tilelang.backend.cuda.target import arch_number
 
 
@@ -88,116 +86,6 @@ def is_warp_specialized(k, loop, info) -> bool:
     return True
 
 
-def _thread_zero(launch):
-    """`the block's first thread` over the launch's thread variables."""
-    conds = [E.binop("==", v, E.IntImm(0, v.dtype)) for v in launch.thread_vars]
-    out = conds[0]
-    for c in conds[1:]:
-        out = E.binop("&&", out, c)
-    return out
-
-
-def _linear_thread(launch):
-    out, n = launch.thread_vars[0], E.const_int_value(launch.threads[0])
-    for v, m in zip(launch.thread_vars[1:], launch.threads[1:]):
-        out = E.binop("+", out, E.binop("*", v, E.IntImm(n, v.dtype)))
-        n *= E.const_int_value(m)
-    return out
-
-
-def _at(b, i):
-    return E.BufferLoad(b, [i])
-
-
-class RingParts:
-    """The pieces every schedule on a TMA ring is made of (this pass's slot-by-slot one and
-    plan/tma_ring_wgmma.py's), for ring `ring` of pipelined loop `loop` (`k`: the kernel)."""
-
-    def __init__(self, k, loop, info, ring, rank=None):
-        self.k, self.loop, self.info, self.ring, self.rank = k, loop, info, ring, rank
-        self.var, self.i32 = loop.var, loop.var.dtype
-        self.lo, self.hi = loop.min, simplify(loop.min + loop.extent)
-        self.first = _thread_zero(k.launch)
-        self.names = ", ".join(b.name for b in info.bufs)
-        stage = Buffer("ring_stage", (1,), "int32", "local.var", init=E.IntImm(0, "int32"))
-        phase = Buffer("ring_phase", (1,), "uint32", "local.var", init=E.IntImm(0, "uint32"))
-        from tilelang.backend.cuda.plan.kernel import local_placement
-        for b in (stage, phase):   # per-thread scalars, placed as the plan places a T.alloc_var
-            k.plan.placements[id(b)] = local_placement(b)
-        self.stage, self.phase = stage, phase
-        self.st, self.ph = _at(stage, E.IntImm(0, self.i32)), _at(phase, E.IntImm(0, self.i32))
-
-    def barrier(self, why, fenced=None):
-        fenced = self.k.plan.fence_barriers if fenced is None else fenced
-        return S.Barrier("block", reason=why, fence_async_proxy=fenced)
-
-    def issue(self, kexpr, slot, guarded=True):
-        """One thread: iteration `kexpr`'s loads into `slot`, announced on full[slot]
-        (`guarded`: a masked iteration is an empty round; else the caller skipped it)."""
-        ring, info, var, i32 = self.ring, self.info, self.var, self.i32
-        full = _at(ring.full, slot)
-        kt = E.Var("ring_k", i32)
-        loads = [TmaRingLoad(ring, i, substitute(c, {var: kt}), slot, full, self.rank)
-                 for i, c in enumerate(info.copies)]
-        expect = S.Evaluate(M.call(M.ARRIVE_EXPECT_TX, full, ring.nbytes))
-        if info.guard is None or not guarded:   # (the bytes announced first, as ptxas schedules it best)
-            out = [expect, S.LetStmt(kt, kexpr, S.seq(loads))]
-        else:   # a skipped iteration: an empty round (the waits and releases count alike)
-            out = [S.LetStmt(kt, kexpr, S.IfThenElse(E.Not(substitute(info.guard, {var: kt})),
-                                                      S.Evaluate(M.call(M.ARRIVE, full)),
-                                                      S.seq([expect] + loads)))]
-        ahead = self.k.options.tma_l2_prefetch
-        if ahead:   # the tiles of iteration kexpr + ahead into L2
-            kp = E.Var("ring_kp", i32)
-            out.append(S.IfThenElse(E.binop("<", simplify(kexpr + ahead), self.hi), S.LetStmt(
-                kp, simplify(kexpr + ahead),
-                S.seq([TmaPrefetchL2(ring, i, substitute(c, {var: kp})) for i, c in enumerate(info.copies)]))))
-        return S.seq(out)
-
-    def init(self, empty_count=None):
-        """Thread 0 prefetches the tensor maps and initializes the barriers (and counters)."""
-        ring, i32, ns = self.ring, self.i32, self.ring.stages
-        s = E.Var("ring_s", i32)
-        per_slot = [S.Evaluate(M.call(M.INIT, _at(ring.full, s), 1))]
-        if ring.empty is not None:
-            per_slot.append(S.Evaluate(M.call(M.INIT, _at(ring.empty, s), empty_count)))
-        else:
-            per_slot.append(S.BufferStore(ring.released, E.IntImm(0, ring.released.dtype), [s]))
-        return [TmaRingAlloc(ring), S.IfThenElse(self.first, S.seq([
-            TmaPrefetchDescriptors(ring),
-            S.For(s, E.IntImm(0, i32), E.IntImm(ns, i32), S.SERIAL, S.seq(per_slot)),
-            S.Evaluate(M.call(M.FENCE_INIT))])),
-            self.barrier(f"the TMA ring's mbarriers for {self.names} are initialized")]
-
-    def prologue(self):
-        """Thread 0 fills every slot: the iterations lo .. lo + stages - 1 that exist."""
-        p = E.Var("ring_p", self.i32)
-        return S.IfThenElse(self.first, S.For(p, E.IntImm(0, self.i32), E.IntImm(self.ring.stages, self.i32), S.SERIAL,
-                                              S.IfThenElse(E.binop("<", simplify(self.lo + p), self.hi),
-                                                           self.issue(simplify(self.lo + p), p))))
-
-    def wait_full(self):
-        return S.Evaluate(M.call(M.WAIT_PARITY, _at(self.ring.full, self.st), self.ph))
-
-    def advance(self):
-        """The next slot; past the last one, the first with the other phase."""
-        i32, ns = self.i32, self.ring.stages
-        return [S.BufferStore(self.stage, self.st + 1, [E.IntImm(0, i32)]),
-                S.IfThenElse(E.binop("==", self.st, E.IntImm(ns, i32)), S.seq([
-                    S.BufferStore(self.stage, E.IntImm(0, "int32"), [E.IntImm(0, i32)]),
-                    S.BufferStore(self.phase, E.binop("^", self.ph, E.IntImm(1, "uint32")), [E.IntImm(0, i32)])]))]
-
-    def loop_over(self, body):
-        """The loop over the ring (in the pipelined loop's variable and bounds) with its
-        slot and phase counters."""
-        main = S.For(self.var, self.loop.min, self.loop.extent, S.SERIAL, S.seq(body))
-        main.span = self.loop.span
-        return [S.DeclBuffer(self.stage), S.DeclBuffer(self.phase), main]
-
-    def invalidate(self):
-        return S.IfThenElse(self.first, TmaRingInvalidate(self.ring))
-
-
 def schedule(k, loop, info):
     """The statements that replace `loop` (module docstring)."""
     from tilelang.backend.cuda.ops.tma_pipeline import tma_copies, ring_mode, pingpong
@@ -227,7 +115,7 @@ def schedule(k, loop, info):
     if info.guard is not None:
         body = S.IfThenElse(info.guard, body)
     release = S.IfThenElse(
-        E.binop("&&", E.Call(SLOT_RELEASE_LAST, [_at(released, st), E.IntImm(nwarps, i32)], "bool"),
+        E.binop("&&", E.Call(SLOT_RELEASE_LAST, [slot_of(released, st), E.IntImm(nwarps, i32)], "bool"),
                 E.binop("<", var + ns, hi)),
         R.issue(var + ns, st))
     main_body = [R.wait_full()]
@@ -235,7 +123,7 @@ def schedule(k, loop, info):
         main_body.append(R.barrier("the previous iteration's writes to shared and global memory"))
     loop_part = R.loop_over(main_body + [body, release] + R.advance())
     if wg is not None:
-        loop_part = [S.LetStmt(wg, E.binop("//", _linear_thread(k.launch), E.IntImm(128, i32)), S.seq(
+        loop_part = [S.LetStmt(wg, E.binop("//", linear_thread(k.launch), E.IntImm(128, i32)), S.seq(
             [S.IfThenElse(E.binop("==", wg, E.IntImm(1, i32)),
                           S.Evaluate(M.call(M.NAMED_ARRIVE, bar, 256)))] + loop_part))]
     return R.init() + [R.prologue()] + loop_part + [

@@ -1,6 +1,6 @@
 """The schedule of a TMA-ring GEMM loop that keeps one wgmma group in flight, written into
 the IR by the pass `pipeline_tma_ring` (plan/tma_ring_pipeline.py, which shares the ring's
-pieces, `RingParts`, with its slot-by-slot schedule).
+pieces, plan/tma_ring_parts.py, with its slot-by-slot schedule).
 
 The loop: a body of one wgmma gemm reading both operands from ring slots into a register
 accumulator, at least three stages (plan/pipeline.py `overlapped_wgmma`), or such a gemm
@@ -47,7 +47,7 @@ from tilelang.ir import tile_ops as TO
 from tilelang.ir import tensor_core_calls as TC
 from tilelang.ir.cluster import BLOCK_RANK_IN_CLUSTER
 from tilelang.ir.tma_ring import TmaRing, SLOT_RELEASE_LAST
-from tilelang.backend.cuda.plan.tma_ring_pipeline import RingParts, _at, _linear_thread
+from tilelang.backend.cuda.plan.tma_ring_parts import RingParts, slot_of, linear_thread
 
 
 def retire(k, gemm):
@@ -93,21 +93,21 @@ def schedule_in_flight(k, loop, info, deferred=None):
             S.Evaluate(M.call(TC.WARPGROUP_WAIT, 1))]
     prev = E.Var("ring_prev", i32)
     refill = simplify(var + (ns - 1))   # the iteration that refills the previous slot
-    lane0 = E.binop("==", E.binop("%", _linear_thread(k.launch), E.IntImm(32, i32)), E.IntImm(0, i32))
+    lane0 = E.binop("==", E.binop("%", linear_thread(k.launch), E.IntImm(32, i32)), E.IntImm(0, i32))
     if not waits:
         release = [S.IfThenElse(
-            E.binop("&&", E.Call(SLOT_RELEASE_LAST, [_at(released, prev), E.IntImm(nwarps, i32)], "bool"),
+            E.binop("&&", E.Call(SLOT_RELEASE_LAST, [slot_of(released, prev), E.IntImm(nwarps, i32)], "bool"),
                     E.binop("<", refill, hi)),
             R.issue(refill, prev))]
     else:
-        arrive = [S.Evaluate(M.call(M.ARRIVE, _at(empty, prev)))]
+        arrive = [S.Evaluate(M.call(M.ARRIVE, slot_of(empty, prev)))]
         if mc is not None:   # the peer block's warps read this block's halves too
-            arrive.append(S.Evaluate(M.call(M.ARRIVE_CLUSTER, _at(empty, prev), E.binop("^", rank, E.IntImm(1, i32)))))
+            arrive.append(S.Evaluate(M.call(M.ARRIVE_CLUSTER, slot_of(empty, prev), E.binop("^", rank, E.IntImm(1, i32)))))
         # a round's releases complete the phase of the previous slot's last fill
         parity = E.Select(E.binop("==", st, E.IntImm(0, i32)), E.binop("^", ph, E.IntImm(1, "uint32")), ph)
         release = [S.IfThenElse(lane0, S.seq(arrive)),
                    S.IfThenElse(E.binop("&&", R.first, E.binop("<", refill, hi)), S.seq([
-                       S.Evaluate(M.call(M.WAIT_PARITY, _at(empty, prev), parity)), R.issue(refill, prev)]))]
+                       S.Evaluate(M.call(M.WAIT_PARITY, slot_of(empty, prev), parity)), R.issue(refill, prev)]))]
     last = E.Select(E.binop("==", st, E.IntImm(0, i32)), E.IntImm(ns - 1, i32), E.binop("-", st, E.IntImm(1, i32)))
     body.append(S.IfThenElse(E.binop(">", var, lo), S.LetStmt(prev, last, S.seq(release))))
     if deferred is not None:   # the wait for the group goes before the accumulator is touched

@@ -1,6 +1,6 @@
 """The two roles of a warp-specialized TMA-ring loop (plan/warp_specialize.py decides it:
 `KernelPlan.warp_specialized`), written into the IR by the pass `pipeline_tma_ring` from
-the ring's pieces (`RingParts`, plan/tma_ring_pipeline.py). For
+the ring's pieces (`RingParts`, plan/tma_ring_parts.py). For
 `for k in T.Pipelined(lo, hi, num_stages=s)` on T user threads, at the kernel's start,
 before any code of the user's:
 
@@ -49,7 +49,7 @@ from tilelang.ir import tensor_core_calls as TC
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.tma_ring import TmaRing, TmaRingAlloc, TmaPrefetchDescriptors
 from tilelang.ir.visitor import substitute
-from tilelang.backend.cuda.plan.tma_ring_pipeline import RingParts, _at, _linear_thread
+from tilelang.backend.cuda.plan.tma_ring_parts import RingParts, slot_of, linear_thread
 
 
 def schedule_warp_specialized(k, loop, info):
@@ -71,7 +71,7 @@ def schedule_warp_specialized(k, loop, info):
     head = [TmaRingAlloc(ring), S.IfThenElse(producer.first, S.seq([
         TmaPrefetchDescriptors(ring),
         S.For(s, E.IntImm(0, i32), E.IntImm(ns, i32), S.SERIAL, S.seq([
-            S.Evaluate(M.call(M.INIT, _at(full, s), 1)), S.Evaluate(M.call(M.INIT, _at(empty, s), T // 32))])),
+            S.Evaluate(M.call(M.INIT, slot_of(full, s), 1)), S.Evaluate(M.call(M.INIT, slot_of(empty, s), T // 32))])),
         S.Evaluate(M.call(M.FENCE_INIT))])),
         producer.barrier("the TMA ring's mbarriers are initialized; the last barrier of all threads: the producer "
                          "leaves after its loop", False)]
@@ -81,7 +81,7 @@ def schedule_warp_specialized(k, loop, info):
     p_body = []
     if info.guard is not None:   # a masked iteration: neither role touches the ring
         p_body.append(S.IfThenElse(E.Not(substitute(info.guard, {var: kp})), S.Continue()))
-    p_body += [S.Evaluate(M.call(M.WAIT_PARITY, _at(empty, producer.st),
+    p_body += [S.Evaluate(M.call(M.WAIT_PARITY, slot_of(empty, producer.st),
                                  E.binop("^", producer.ph, E.IntImm(1, "uint32")))),
                producer.issue(kp, producer.st, guarded=False)]
     p_loop = S.For(kp, loop.min, loop.extent, S.SERIAL, S.seq(p_body + producer.advance()))
@@ -95,10 +95,10 @@ def schedule_warp_specialized(k, loop, info):
 
     # the consumers
     C = consumer
-    lane0 = E.binop("==", E.binop("%", _linear_thread(k.launch), E.IntImm(32, i32)), E.IntImm(0, i32))
+    lane0 = E.binop("==", E.binop("%", linear_thread(k.launch), E.IntImm(32, i32)), E.IntImm(0, i32))
 
     def release(slot):
-        return S.Evaluate(M.call(M.ARRIVE, _at(empty, slot)))
+        return S.Evaluate(M.call(M.ARRIVE, slot_of(empty, slot)))
     body = []
     if info.guard is not None:
         body.append(S.IfThenElse(E.Not(info.guard), S.Continue()))   # the producer skipped it too
@@ -107,13 +107,13 @@ def schedule_warp_specialized(k, loop, info):
         prev = Buffer("ring_prev", (1,), "int32", "local.var", init=E.IntImm(-1, "int32"))
         k.plan.placements[id(prev)] = local_placement(prev)
         decls.append(S.DeclBuffer(prev))
-        pv = _at(prev, E.IntImm(0, i32))
+        pv = slot_of(prev, E.IntImm(0, i32))
         has_prev = E.binop(">=", pv, E.IntImm(0, i32))
         if k.options.ws_early_release:
             # the slot is not filled yet: release the previous one now (its group done), not once
             # this one has arrived, so the producer refills it while the warp waits
             filled = E.Call("tl.all_sync", [E.IntImm(0xffffffff, "uint32"),
-                                            E.Call(M.TEST_PARITY, [_at(full, C.st), C.ph], "bool")], "bool")
+                                            E.Call(M.TEST_PARITY, [slot_of(full, C.st), C.ph], "bool")], "bool")
             body.append(S.IfThenElse(E.binop("&&", has_prev, E.Not(filled)), S.seq([
                 S.Evaluate(M.call(TC.WARPGROUP_WAIT, 0)), S.IfThenElse(lane0, release(pv)),
                 S.BufferStore(prev, E.IntImm(-1, "int32"), [E.IntImm(0, i32)])])))
