@@ -65,8 +65,9 @@ issued after its last reader) becomes
 A body of one wgmma gemm kept in flight across iterations (`overlapped_wgmma`) gets
 `schedule_wgmma_in_flight`. The copies keep their `copy_form` (`cp.async xV`), which the
 printer reads. Loops whose copies run on the TMA ring (pipeline_tma_ring) and the
-attention overlap (plan/overlap.py, emit/) are left to their schedules. The kernel plan keeps the loop's PipelineInfo (the plan report
-still lists the pipeline); the loop itself is replaced in place, as the other CUDA passes
+attention overlap (plan/overlap.py, emit/) are left to their schedules. The kernel plan
+keeps the loop's PipelineInfo (the plan report still lists the pipeline); the loop itself
+is replaced in place, as the other CUDA passes
 change the plan's tree."""
 from __future__ import annotations
 

@@ -102,7 +102,8 @@ def schedule_in_flight(k, loop, info, deferred=None):
     else:
         arrive = [S.Evaluate(M.call(M.ARRIVE, slot_of(empty, prev)))]
         if mc is not None:   # the peer block's warps read this block's halves too
-            arrive.append(S.Evaluate(M.call(M.ARRIVE_CLUSTER, slot_of(empty, prev), E.binop("^", rank, E.IntImm(1, i32)))))
+            peer = E.binop("^", rank, E.IntImm(1, i32))
+            arrive.append(S.Evaluate(M.call(M.ARRIVE_CLUSTER, slot_of(empty, prev), peer)))
         # a round's releases complete the phase of the previous slot's last fill
         parity = E.Select(E.binop("==", st, E.IntImm(0, i32)), E.binop("^", ph, E.IntImm(1, "uint32")), ph)
         release = [S.IfThenElse(lane0, S.seq(arrive)),
