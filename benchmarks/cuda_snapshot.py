@@ -10,7 +10,9 @@ Each kernel's source goes to <out>/<name>.cu; `--compare` prints the kernels who
 source differs (with a short unified diff) and exits 1 when any does. Kernels: the
 repository's examples with the configurations the benchmarks use (GEMM 2-4 stages, NT,
 FlashAttention causal and not, MLA decode, softmax, RMSNorm, elementwise), the CUDA
-backend tests' kernels (warp-specialized GEMMs, row statistics, atomics, dynamic shapes).
+backend tests' kernels (warp-specialized GEMMs, row statistics, atomics, dynamic shapes, a
+wgmma kept in flight on the TMA ring, with multicast pairs, the fp8 2xAcc GEMM, an im2col
+convolution on cp.async).
 """
 from __future__ import annotations
 
@@ -60,7 +62,34 @@ def reference_kernels():
             ("t_scalar_and_dynamic", K.scalar_and_dynamic), ("t_gemm_row_stats", K.gemm_row_stats),
             ("t_ws_gemm", lambda: W.ws_gemm(512, 512, 512)), ("t_ws_cp_async_sum", lambda: W.ws_cp_async_sum(4096)),
             ("t_ws_gemm_tma", lambda: W.ws_gemm_tma(1024, 1024, 1024))]
+    # the pipelining schedules besides the warp-specialized one: a wgmma group kept in flight on
+    # the TMA ring (plain, multicast pairs, the fp8 2xAcc deferred wait) and on cp.async (im2col)
+    from tests.backend.cuda.ops.test_wgmma_deferred_wait import two_acc_gemm
+    from tests.backend.cuda.plan.test_cp_async_wgmma import conv, REGRESSION
+    nows = {"tl.disable_warp_specialized": True}
+    out += [("t_gemm_ring_in_flight", lambda: _compiled(K.gemm(1024, 1024, 512, bm=128, bn=256, bk=64, threads=256,
+                                                                stages=3), nows)),
+            ("t_gemm_multicast", lambda: _compiled(K.gemm(1024, 1024, 512, bm=128, bn=256, bk=64, threads=256,
+                                                           stages=4), env={"TILELANG_CUDA_TMA_MULTICAST": "1"})),
+            ("t_fp8_2xacc", lambda: two_acc_gemm(1024, 1024, 1024)),
+            ("t_conv_cp_async_wgmma", lambda: conv(*REGRESSION, stages=3))]
     return out
+
+
+def _compiled(func, pass_configs=None, env=None):
+    """`func` compiled for sm_90a with `pass_configs` and the environment `env` (the options
+    a compile reads once)."""
+    import tilelang
+    old = {k: os.environ.get(k) for k in env or {}}
+    os.environ.update(env or {})
+    try:
+        return tilelang.compile(func, target="cuda -arch=sm_90a", pass_configs=pass_configs)
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _unwrap(k):

@@ -13,6 +13,7 @@ ARRIVE = "tl.mbarrier_arrive"                    # (bar)
 ARRIVE_EXPECT_TX = "tl.mbarrier_arrive_expect_tx"  # (bar, bytes)
 EXPECT_TX = "tl.mbarrier_expect_tx"              # (bar, bytes)
 WAIT_PARITY = "tl.mbarrier_wait_parity"          # (bar, parity)
+TEST_PARITY = "tl.mbarrier_test_parity"          # (bar, parity) -> bool: that phase completed (an expression, no wait)
 CP_ASYNC_ARRIVE = "tl.cp_async_mbarrier_arrive"  # (bar, noinc): when this thread's cp.async are done
 INIT = "tl.mbarrier_init"                        # (bar, count)
 FENCE_INIT = "tl.mbarrier_fence_init"            # ()

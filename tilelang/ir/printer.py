@@ -232,6 +232,9 @@ class Printer:
             bufs = ", ".join(self.buf(b) for b in s.buffers)
             self.emit(f"with T.stage_slot({bufs}, slot={self.expr(s.slot)}, stages={s.stages}):", ind)
             self.body(s.body, ind + 1)
+        elif isinstance(s, S.ProducerWarpgroup):   # a warp-specialized loop's producer (ir/stmt.py)
+            self.emit(f"with T.producer_warpgroup(threads={s.lo}):  # then leaves the kernel", ind)
+            self.body(s.body, ind + 1)
         elif isinstance(s, S.ThreadAllReduce):
             fn = f"lambda {self.var(s.lhs)}, {self.var(s.rhs)}: {self.expr(s.combine)}"
             self.emit(f"with T.attr(T.comm_reducer({fn}, [{self.expr(s.identity)}]), \"reduce_scope\", 0):", ind)
@@ -262,7 +265,9 @@ class Printer:
                 extra += f", policy=T.GemmWarpPolicy.{s.policy}"
             if s.clear_accum is not False:
                 extra += f", clear_accum={self.expr(s.clear_accum)}"
-            self.emit(f"T.gemm({self.region(s.A)}, {self.region(s.B)}, {self.region(s.C)}{extra})", ind)
+            note = "  # issued only: the wait for its group is a T.warpgroup_wait" \
+                if s.annotations.get(TO.ISSUE_ONLY) else ""
+            self.emit(f"T.gemm({self.region(s.A)}, {self.region(s.B)}, {self.region(s.C)}{extra}){note}", ind)
         elif isinstance(s, TO.Reduce):
             extra = (", nan_propagate=True" if s.nan_propagate else "") + (f", batch={s.batch}" if s.batch != 1 else "")
             self.emit(f"T.reduce_{s.kind}({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}, "

@@ -169,6 +169,18 @@ class StageSlot(Stmt):
         self.buffers, self.slot, self.stages, self.body = list(buffers), slot, int(stages), body
 
 
+class ProducerWarpgroup(Stmt):
+    """The producer of a warp-specialized loop: the warpgroup of threads `lo` .. `lo` + 127,
+    launched after the user's threads, runs `body` and leaves the kernel; the code after
+    it runs on the user's threads only. Made by a backend's pipelining pass
+    (backend/cuda/plan/warp_specialized_ring.py); prints as
+    `with T.producer_warpgroup(threads=256):`."""
+
+    def __init__(self, lo, body):
+        self._init()
+        self.lo, self.body = int(lo), body
+
+
 class ThreadAllReduce(Stmt):
     """`T.tvm_thread_allreduce`: every thread of a group, the threads that differ only
     in `thread_vars`, gets the combination of the group's `value`s (threads whose `cond`

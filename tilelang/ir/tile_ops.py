@@ -33,6 +33,11 @@ class Fill(TileOp):
         self.dst, self.value = dst, value
 
 
+# a Gemm annotation set by a backend's pipelining pass: the gemm issues its (wgmma) group
+# and returns; the pass put the wait for it into the IR (T.warpgroup_wait)
+ISSUE_ONLY = "issue_only"
+
+
 class Gemm(TileOp):
     op_name = "gemm"
 

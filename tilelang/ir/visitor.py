@@ -79,6 +79,8 @@ def _children(node):
         return [node.obj] if isinstance(node.obj, E.PrimExpr) else []
     if isinstance(node, S.StageSlot):
         return [node.slot, node.body]
+    if isinstance(node, S.ProducerWarpgroup):
+        return [node.body]
     if isinstance(node, S.ThreadAllReduce):
         return [node.value, node.cond, node.dst, node.identity] + node.thread_vars
     if isinstance(node, TO.Copy):
@@ -234,6 +236,9 @@ class Mutator:
             return n if o is n.obj else _keep(S.Print(o, n.msg), n)
         if isinstance(n, (S.Break, S.Continue, S.Barrier)):
             return n
+        if isinstance(n, S.ProducerWarpgroup):
+            b = self._v(n.body)
+            return n if b is n.body else _keep(S.ProducerWarpgroup(n.lo, b), n)
         if isinstance(n, S.StageSlot):
             sl, b = self._v(n.slot), self._v(n.body)
             return n if sl is n.slot and b is n.body else _keep(S.StageSlot(n.buffers, sl, n.stages, b), n)

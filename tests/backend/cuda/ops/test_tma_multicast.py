@@ -33,7 +33,7 @@ def test_pairs_share_the_larger_operand(trans_A, trans_B, how):
     assert "__cluster_dims__(1, 2, 1)" in art.source and "tl::tma_load_2d_multicast(" in art.source
     assert "tl::mbar_arrive_cluster(" in art.source and "tl::cluster_sync();" in art.source
     # the empty barriers count the warps of both blocks
-    assert "tl::mbar_init(&tl_empty[tl_s], 16)" in art.source
+    assert "tl::mbar_init(&ring_empty[ring_s], 16);" in art.source
     if how == "rows":   # one 64-column strip: halves of 128 rows through a map of their own
         assert sorted(t["box"][1] for t in k["tmaps"]) == [128, 128, 256]
     else:

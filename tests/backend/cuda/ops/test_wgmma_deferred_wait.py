@@ -74,8 +74,7 @@ def _source_and_plan(func, monkeypatch):
     def spy(cg, info, mode):
         seen.append(real(cg, info, mode))
         return seen[-1]
-    # asked by the pass pipeline_tma_ring, which records a yes on the loop for emit/ and
-    # schedules the loop itself on a no
+    # asked by the pass pipeline_tma_ring, which writes the loop's schedule from its answer
     monkeypatch.setattr(D, "plan_deferred_wait", spy)
     src = get_backend("cuda").generate(func, {"kind": "cuda", "arch": "sm_90a"})[1]
     assert 1 <= len(seen) <= 2 and all((p is None) == (seen[0] is None) for p in seen)
@@ -85,8 +84,7 @@ def _source_and_plan(func, monkeypatch):
 def _loop(src):
     """The text of the main loop over k."""
     start = src.index("for (int k = ")
-    ends = [src.find(m, start) for m in ("if (++tl_stage", "ring_stage = (ring_stage + 1)")]   # emit/, the pass
-    return src[start:min(e for e in ends if e >= 0)]
+    return src[start:src.index("ring_stage = (ring_stage + 1)", start)]
 
 
 def test_promotion_waits_inside_its_branch(monkeypatch):
@@ -98,14 +96,14 @@ def test_promotion_waits_inside_its_branch(monkeypatch):
     assert "wgmma_gemm_ss" not in loop
     # after the issue: the previous group retires, then its slot is released and refilled
     w1 = loop.index("tl::wgmma_wait<1>();")
-    assert issue < w1 < loop.index("slot_release_last(&tl_released[tl_prev]")
+    assert issue < w1 < loop.index("slot_release_last(&ring_released[ring_prev]")
     # the full wait opens the promoting branch, right before the accumulator is read
     branch = loop.index("if (((((k + 1)) & 1) == 0)) {")
     assert branch < loop.index("tl::wgmma_wait<0>();", branch) < loop.index("Cl[", branch)
     assert loop.count("tl::wgmma_wait<0>();") == 1
     assert "tl::wgmma_wait<0>();" not in loop[:branch]
     # after the loop: the last group retires before the accumulator is read
-    after = src[src.index("if (++tl_stage"):]
+    after = src[src.index("ring_stage = (ring_stage + 1)"):]
     assert after.index("tl::wgmma_wait<0>();") < after.index("__syncthreads();")
 
 

@@ -197,16 +197,16 @@ def test_both_roles_skip_the_masked_iterations_and_the_producer_leaves_first():
     assert art.meta["kernels"][0]["threads"] == [256, 1, 1]
     src = art.source
     producer, consumer = src[:src.index("return;")], _consumer_code(src)
-    assert "if (tl_tid >= 128) {" in producer and "if (tl_tid == 128) {" in producer
+    assert "if (tl_tid >= 128) {" in producer and "if ((tx == 128)) {" in producer
     # the producer: skip a masked iteration, else wait for the slot, announce the bytes, load
     p = producer[producer.index("for (int k = "):]
-    assert p.index("continue;") < p.index("tl::mbar_wait(&tl_empty[") < \
-        p.index("tl::mbar_arrive_expect_tx(&tl_full[") < p.index("tl::tma_load_2d(")
+    assert p.index("continue;") < p.index("tl::mbar_wait(&ring_empty[") < \
+        p.index("tl::mbar_arrive_expect_tx(&ring_full[") < p.index("tl::tma_load_2d(")
     # the consumers: the same skip, wait for the loads, issue, release the previous slot; the
     # epilogue's barriers are theirs
     c = consumer[consumer.index("for (int k_1 = "):]
-    wait = c.index("tl::mbar_wait(&tl_full[")
-    assert c.index("continue;") < wait < c.index("tl::wgmma_ss_issue<") < c.index("tl::mbar_arrive(&tl_empty[", wait)
+    wait = c.index("tl::mbar_wait(&ring_full[")
+    assert c.index("continue;") < wait < c.index("tl::wgmma_ss_issue<") < c.index("tl::mbar_arrive(&ring_empty[", wait)
     assert "set_max_nreg" not in src and "__syncthreads" not in consumer and "bar.sync 1, 128;" in consumer
     assert "C_l[" not in producer and "tl::tma_store(" in consumer   # user code runs in the consumers only
 
@@ -221,13 +221,14 @@ def test_a_consumer_waiting_for_its_slot_has_released_the_previous_one(stages=2)
     src = build(KS.gemm(1024, 1024, 1024, threads=128, stages=stages)).source
     c = _consumer_code(src)
     c = c[c.index("for (int k_1 = "):]
-    early = c.index("if (tl_prev >= 0 && !__all_sync(0xffffffffu, tl::mbar_test(&tl_full[tl_stage_1], tl_phase_1))) {")
-    body = c[early:c.index("}", early)]
-    assert body.index("tl::wgmma_wait<0>();") < body.index("tl::mbar_arrive(&tl_empty[tl_prev]);") < \
-        body.index("tl_prev = -1;")
-    wait = c.index("tl::mbar_wait(&tl_full[")
+    early = c.index("if (((ring_prev >= 0) && (!__all_sync(4294967295u, tl::mbar_test(&ring_full[ring_stage_1], "
+                    "ring_phase_1))))) {")
+    body = c[early:c.index("ring_prev = -1;", early) + len("ring_prev = -1;")]
+    assert body.index("tl::wgmma_wait<0>();") < body.index("tl::mbar_arrive(&ring_empty[ring_prev]);") < \
+        body.index("ring_prev = -1;")
+    wait = c.index("tl::mbar_wait(&ring_full[")
     assert early < wait < c.index("tl::wgmma_ss_issue<") < c.index("tl::wgmma_wait<1>();") < \
-        c.index("if (tl_prev >= 0 && (tl_tid & 31) == 0) tl::mbar_arrive(&tl_empty[tl_prev]);")
+        c.index("if (((ring_prev >= 0) && (((tx) & 31) == 0))) {") < c.index("ring_prev = ring_stage_1;")
 
 
 @needs_nvrtc

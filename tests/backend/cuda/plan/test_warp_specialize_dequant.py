@@ -84,12 +84,12 @@ def test_consumers_convert_then_multiply_between_their_named_barriers():
     loop = consumer[consumer.index("for (int k_1 = "):]
     # wait for the slot, a barrier (the previous iteration's gemm has read B_d), convert,
     # a barrier (B_d written), the gemm, release the slot
-    wait = loop.index("tl::mbar_wait(&tl_full[")
+    wait = loop.index("tl::mbar_wait(&ring_full[")
     top = loop.index('bar.sync 1, 256;', wait)
     convert = loop.index("B_d[tl::sw128<128>(", top)
     before_gemm = loop.index('bar.sync 1, 256;', convert)
     gemm = loop.index("tl::wgmma_gemm_ss<", before_gemm)
-    assert gemm < loop.index("tl::mbar_arrive(&tl_empty[")
+    assert gemm < loop.index("tl::mbar_arrive(&ring_empty[")
     ops = sass_ops(art)
     assert ops["USETMAXREG"] == 2 and ops["UTMALDG"] > 0 and ops["HGMMA"] >= 4, ops
     assert ops["STL"] == 0 and ops["LDL"] == 0, ops

@@ -8,6 +8,7 @@ import math
 from tilelang.ir import expr as E
 from tilelang.ir.async_copy import PTX_CP_ASYNC
 from tilelang.ir.tma_ring import SLOT_RELEASE_LAST
+from tilelang.ir.mbarrier import TEST_PARITY
 from tilelang.ir.dtypes import DataType
 from tilelang.backend.c.printer import CExprPrinter
 from tilelang.backend.cuda.emit.intrinsics import MEMORY_OPS, RANDOM_OPS, device_call
@@ -192,6 +193,8 @@ class ExprPrinter(CExprPrinter):
             return f"__ffsll((long long)({self(a)}))" if a.dtype.bits == 64 else f"__ffs((int)({self(a)}))"
         if name == "tl.fns":
             return f"__fns((unsigned)({self(args[0])}), (unsigned)({self(args[1])}), (int)({self(args[2])}))"
+        if name == TEST_PARITY:   # include/tl_cuda/tma.h
+            return f"tl::mbar_test(&{self(args[0])}, {self(args[1])})"
         if name == SLOT_RELEASE_LAST:   # lane 0 of each warp counts it out (include/tl_cuda/tma.h)
             return f"((tl_tid & 31) == 0 && tl::slot_release_last(&{self(args[0])}, {self(args[1])}))"
         if name == "truncmod":

@@ -15,6 +15,7 @@ import dataclasses
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, is_packed
 from tilelang.ir.dtypes import DataType
 from tilelang.ir.visitor import collect_vars
@@ -23,10 +24,8 @@ from tilelang.transform.rasterize_blocks import BLOCK_REMAP
 from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
 from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic_helper
 from tilelang.backend.cuda.ops.wgmma import operand_offset
-from tilelang.backend.cuda.ops.tma_pipeline import (emit_pipelined_tma, emit_tma_copy, tma_copies,
-                                               emit_ws_producer, emit_ws_consumer)
+from tilelang.backend.cuda.ops.tma_pipeline import emit_tma_copy, tma_copies
 from tilelang.backend.cuda.ops import tma_pipeline as tma_ring
-from tilelang.backend.cuda.ops.wgmma_deferred_wait import DEFERRED_WAIT, emit_deferred_wait
 from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
 from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma, STAGED
 from tilelang.backend.cuda.ops.cp_async_mbarrier import emit_copy_on_mbarrier
@@ -89,7 +88,6 @@ class KernelCodegen:
         self.use_tma = self.options.tma
         self.param_bufs = set(param_bufs)   # ids of the function's tensor parameters
         self.tmaps = []                       # TmaCopy per tensor-map parameter (trailing)
-        self.cluster = None                   # [x, y, z] when the codegen pairs blocks (TMA multicast)
         self.params = params          # [(kind, obj, c decl)] in kernel-parameter order
         self.names = names            # shared with the function level (params)
         self.plan = _own_copy(kernel_plan(launch), entry)
@@ -108,7 +106,6 @@ class KernelCodegen:
         self._addressed = None        # ids of buffers whose element addresses are taken
         self.range = self.plan.regions.full   # threads running the code emitted now (analysis/thread_ranges.py)
         self.ws_consumer = False      # code emitted now runs in the consumers of a warp-specialized kernel
-        self.ws_ring = None           # their TMA ring (ops/tma_pipeline.py emit_ws_producer)
         self.ring_maps = {}           # id(TmaRing) -> its tensor-map parameters (ops/tma_pipeline.py emit_ring_alloc)
         self.printer = ExprPrinter(names, self.access)
 
@@ -250,9 +247,6 @@ class KernelCodegen:
             self.w(f"{ctype(b.dtype)}* {self.names.new(b, b.name)} = "
                    f"reinterpret_cast<{ctype(b.dtype)}*>(tl_smem + {p.offset});")
         body_start = len(out)
-        if ws is not None:
-            emit_ws_producer(self)
-            self.ws_consumer = True   # from here on only the user's threads run (sync: their named barrier)
         self.stmt(L.body, block=True)
         out[body_start:body_start] = ["  " + line for line in self.prologue]   # state the body asked for
         out.append("}")
@@ -265,7 +259,6 @@ class KernelCodegen:
         threads = [nt] if ws is not None else [int(t) for t in L.threads]
         meta = {"entry": self.entry, "threads": threads + [1] * (3 - len(threads)),
                 "grid": L.grid, "smem": self.plan.smem_bytes, "aligned": self.aligned,
-                "auto_cluster": self.cluster,
                 # plan/occupancy.py asked for the blocks: the build drops the cap where ptxas spills
                 "streaming_occupancy": bool(self.launch.annotations.get("streaming_occupancy"))}
         # the wgmma instruction wrappers this kernel needs: the module prints each once (emit/module.py)
@@ -619,6 +612,21 @@ class KernelCodegen:
         self.indent -= 1
         self.w("}")
 
+    def s_ProducerWarpgroup(self, st, block):
+        """The producer warpgroup of a warp-specialized loop (plan/warp_specialized_ring.py):
+        its threads run the body and leave; from here on only the user's threads run, and
+        every block barrier of theirs is their named barrier (`sync`)."""
+        from tilelang.backend.cuda.analysis.thread_ranges import ThreadRange
+        self.w(f"if (tl_tid >= {st.lo}) {{   // the producer warpgroup (plan/warp_specialize.py)")
+        self.indent += 1
+        saved, self.range = self.range, ThreadRange(st.lo, st.lo + 128)
+        self.stmt(st.body, False)
+        self.range = saved
+        self.w("return;")
+        self.indent -= 1
+        self.w("}")
+        self.ws_consumer = True
+
     def s_StageSlot(self, st, block):
         """A software pipeline's ring slot (plan/cp_async_pipeline.py): its buffers print as
         pointers to slot `st.slot` inside the body."""
@@ -722,14 +730,17 @@ class KernelCodegen:
                                  f"was not replaced by its SIMT loop (plan_copy_forms did not run)")
         ta, tb = "true" if op.trans_A else "false", "true" if op.trans_B else "false"
         if getattr(cfg, "kind", "mma") == "wgmma":
-            # a gemm chained to the next one (plan/kernel.py) leaves its group in flight
+            # a gemm chained to the next one (plan/kernel.py, plan/wgmma_waits.py), or one whose wait a
+            # pipelining pass wrote into the IR (plan/tma_ring_wgmma.py), leaves its group in flight
             chained = id(op) in self.plan.chained_gemms
-            call = self.wgmma_call(op, cfg, issue_only=chained, acc="{acc}")
+            issue_only = chained or bool(op.annotations.get(TO.ISSUE_ONLY))
+            call = self.wgmma_call(op, cfg, issue_only=issue_only, acc="{acc}")
             self._gemm_call(op, cfg, call)
-            in_flight = self.__dict__.setdefault("_wgmma_in_flight", [])
-            if chained:
-                in_flight.append((op, cfg))
+            if issue_only:
+                if chained:
+                    self.__dict__.setdefault("_wgmma_in_flight", []).append((op, cfg))
                 return
+            in_flight = self.__dict__.setdefault("_wgmma_in_flight", [])
             # this gemm's wait completed the groups in flight before it: their accumulators
             # are final only from here (the compiler must not read them earlier)
             fenced = {id(op.C.buffer)}
@@ -1171,11 +1182,8 @@ class KernelCodegen:
 
     # software pipelining ------------------------------------------------------------------
     def pipelined(self, st, info):
-        """A T.Pipelined loop whose tile copies run as cp.async into per-stage slots
-        (plan/pipeline.py has the schedule and the conditions)."""
-        ws = self.plan.warp_specialized
-        if ws is not None and ws.loop == id(st):   # plan/warp_specialize.py: the producer feeds it
-            return emit_ws_consumer(self, st, info)
+        """A T.Pipelined loop left to the printer: the attention overlap (plan/overlap.py);
+        every other schedule is in the IR already (pipeline_cp_async, pipeline_tma_ring)."""
         # the copies' form (plan/copy_forms.py): all on the TMA ring, or all cp.async
         ring = all(getattr(copy_form(c), "kind", None) == "tma_ring" for c in info.copies)
         tmas = tma_copies(self, info) if ring else None
@@ -1183,19 +1191,14 @@ class KernelCodegen:
             raise AssertionError("CUDA codegen: copies planned for the TMA ring do not match it")
         if info.guard is not None:   # `if cond:` body: the ring (plan/tma_ring_pipeline.py) or cp.async
             return self._not_scheduled(st, tmas is not None)
-        if self._overlapped_wgmma(info):
-            if tmas is not None:
-                return emit_pipelined_tma(self, st, info, tmas)
-            return self.pipelined_wgmma(st, info)
+        if self._overlapped_wgmma(info):   # one wgmma kept in flight: plan/tma_ring_wgmma.py, plan/cp_async_pipeline.py
+            return self._not_scheduled(st, tmas is not None)
         from tilelang.backend.cuda.plan.overlap import plan_overlap, emit_overlapped, emit_overlapped_ring
         ov = plan_overlap(self, info) if arch_number(self.target.arch) >= 90 else None
         if ov is not None:   # attention-style: the second gemm overlaps the next iteration
             if tmas is not None:   # K and V on two TMA rings (plan/copy_forms.py chose it)
                 return emit_overlapped_ring(self, st, info, ov, tmas)
             return emit_overlapped(self, st, info, ov)
-        dw = st.annotations.get(DEFERRED_WAIT)   # pipeline_tma_ring's decision, left to emit/ to print
-        if tmas is not None and dw is not None:   # the wgmma's wait as late as its accumulator allows
-            return emit_deferred_wait(self, st, info, tmas, dw)
         return self._not_scheduled(st, tmas is not None)
 
     def _not_scheduled(self, st, ring=False):
@@ -1204,71 +1207,8 @@ class KernelCodegen:
         raise AssertionError(f"CUDA codegen: the T.Pipelined loop over `{st.var.name}` runs on {how} writes "
                              f"into the IR; lower it with the CUDA pass pipeline (backend/cuda/pipeline.py)")
 
-    def _issue_ahead(self, st, info, k, d, lo, hi):
-        """Inside the main loop at iteration `k`: the copies of iteration k + d into its
-        slot (when it exists), then close the cp.async group."""
-        ns = info.stages
-        kn = self.names.fresh(k + "_next")
-        self.w(f"if ({k} + {d} < {hi}) {{")
-        self.indent += 1
-        self.w(f"const int {kn} = {k} + {d};")
-        with self.names.bound(st.var, kn):
-            self._issue(info, f"({kn} - {lo}) % {ns}")
-        self.indent -= 1
-        self.w("}")
-        self.w("tl::cp_async_commit();")
-
-    def _cp_async_prologue(self, st, info, count):
-        """Issue the copies of the first `count` iterations (one cp.async group each, empty
-        past the end) before the main loop; returns the loop bounds (lo, hi) as C++."""
-        lo = self.expr(st.min)
-        hi = self.expr(simplify(st.min + st.extent))
-        self.sync()
-        p = self.names.fresh("tl_p")
-        self.w(f"for (int {p} = 0; {p} < {count}; ++{p}) {{")
-        self.indent += 1
-        self.w(f"if ({lo} + {p} < {hi}) {{")
-        self.indent += 1
-        k0 = self.bind(st.var)
-        self.w(f"const int {k0} = {lo} + {p};")
-        self._issue(info, p)
-        self.indent -= 1
-        self.w("}")
-        self.w("tl::cp_async_commit();")
-        self.indent -= 1
-        self.w("}")
-        return lo, hi
-
     def _overlapped_wgmma(self, info):
         return overlapped_wgmma(self, info)
-
-    def pipelined_wgmma(self, st, info):
-        """GEMM main loop keeping one wgmma group in flight with s - 1 iterations of
-        copies ahead (s = num_stages, as the published package's pipeline): iteration k
-        issues its wgmma, waits for wgmma k - 1, and once every warpgroup has (a second
-        barrier) refills the slot iteration k - 1 read with the copies of iteration
-        k + s - 1. (One barrier per iteration allows only s - 2 ahead: a 128x256 conv
-        tile alone on its SM then waits for its im2col loads every iteration.)"""
-        ns, d = info.stages, info.stages - 1
-        g = info.rest[0]
-        cfg = self.plan.gemms[id(g)]
-        lo, hi = self._cp_async_prologue(st, info, d)
-        acc = self.buf_name(g.C.buffer)
-        k = self.bind(st.var)
-        self.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
-        self.indent += 1
-        self.w(f"tl::cp_async_wait<{d - 1}>();")
-        self.sync()
-        with self.slot_pointers(info, f"({k} - {lo}) % {ns}"):
-            self.w(self.wgmma_call(g, cfg, issue_only=True))
-        self.w("tl::wgmma_wait<1>();")
-        self.sync(fence=False)   # every warpgroup's wgmma k - 1 is done: its slot is free
-        self._issue_ahead(st, info, k, d, lo, hi)
-        self.indent -= 1
-        self.w("}")
-        self.w("tl::wgmma_wait<0>();")
-        self.w(f"tl::fence_regs<{cfg.regs}>({acc});")
-        self.w("tl::cp_async_wait<0>();")
 
     def slot_pointers(self, info, slot):
         """Inside the block, each ring buffer of `info` prints as a pointer to ring slot

@@ -82,8 +82,6 @@ def generate(func, target, options=None):
             from tilelang.backend.cuda.plan.report import format_plan, layout_records
             plan_pages.append((entry, format_plan(entry, launch, kc.plan), layout_records(launch, kc.plan)))
         m.update(launch_needs(launch, target, entry))   # cluster / cooperative / pdl (analysis/launch_config.py)
-        auto = m.pop("auto_cluster")
-        m["cluster"] = m["cluster"] or auto      # pairs the codegen chose for TMA multicast
         src = with_cluster_dims(src, entry, m["cluster"])
         m["grid"] = [py_expr(g, env) for g in m["grid"]] + ["1"] * (3 - len(m["grid"]))
         # tensor maps of the kernel's bulk tensor copies: extra trailing parameters

@@ -41,7 +41,8 @@ def sync_call(cg, v) -> str:
         return "tl::mbar_init_fence();"
     if v.name == M.SET_MAX_NREG:
         r = cg.range
-        if r == cg.plan.regions.full or r.lo % 128 or r.size % 128:
+        # (the consumers of a warp-specialized loop: the producer warpgroup runs beside them)
+        if (r == cg.plan.regions.full and not getattr(cg, "ws_consumer", False)) or r.lo % 128 or r.size % 128:
             # every warpgroup asking for the same count changes nothing, and
             # setmaxnreg needs whole warpgroups
             return "// T.set_max_nreg: only whole warpgroups of a thread range reallocate registers"

@@ -44,6 +44,16 @@ def _check_arch(cg, v):
                                 f"the target is {arch}", span=v.span)
 
 
+def _whole_register_array(cg, p):
+    """(C name, whether fp32) when pointer `p` is the first element of a register
+    accumulator the kernel plan placed (its elements have no per-element address), else None."""
+    load = E.addressed_load(p)
+    pl = cg.placement(load.buffer) if load is not None else None
+    if pl is None or pl.kind != "acc" or any(E.const_int_value(i) != 0 for i in load.indices):
+        return None
+    return cg.buf_name(load.buffer), load.buffer.dtype.name == "float32"
+
+
 def tensor_core_call(cg, v) -> str:
     """One line of C for the call `v` in the context of KernelCodegen `cg`."""
     _check_arch(cg, v)
@@ -60,6 +70,10 @@ def tensor_core_call(cg, v) -> str:
     if v.name == TC.WARPGROUP_WAIT:
         return f"tl::wgmma_wait<{E.const_int_value(a[0])}>();"
     if v.name == TC.WARPGROUP_FENCE_OPERAND:
+        whole = _whole_register_array(cg, a[0])
+        if whole is not None:   # a gemm's accumulator in registers (an fp32 one: fence_regs)
+            fn = "fence_regs" if whole[1] else "warpgroup_fence_operand"
+            return f"tl::{fn}<{E.const_int_value(a[1])}>({whole[0]});"
         return f"tl::warpgroup_fence_operand<{E.const_int_value(a[1])}>({ptr(a[0])});"
     if v.name == TC.INIT_WGMMA_DESC:
         return (f"tl::wgmma_desc_init({cg.access(E.addressed_load(a[0]))}, {ptr(a[1])}, {cg.expr(a[2])}, "

@@ -1,15 +1,16 @@
-"""CUDA C++ for bulk tensor copies (TMA, sm_90a; tma.py says which copies qualify):
-the GEMM main loop of a T.Pipelined loop fed by them (optionally multicast between
-pairs of blocks), pipelined loops with register-only bodies (attention; optionally
-with the two warpgroups taking turns), and T.tma_copy's bulk form. Each function takes the kernel's code
-generator `cg` (codegen_kernel.KernelCodegen), whose tensor-map parameters it adds."""
+"""CUDA C++ for bulk tensor copies (TMA, sm_90a; tma.py says which copies qualify): the
+statements of the TMA ring that the pass pipeline_tma_ring writes into the IR
+(plan/tma_ring_pipeline.py, plan/tma_ring_wgmma.py; ir/tma_ring.py), including this
+block's half of a tile multicast to a pair of blocks, how a pipelined loop runs on the
+ring (`ring_mode`, `pingpong`), and T.tma_copy's bulk form. Each function takes the kernel's code generator `cg`
+(emit/kernel.py KernelCodegen), whose tensor-map parameters it adds."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from tilelang.arith.simplify import simplify
 from tilelang.ir import expr as E
-from tilelang.backend.cuda.ops.tma import match_tma, plan_multicast
+from tilelang.backend.cuda.ops.tma import match_tma
 
 
 def tma_copies(cg, info):
@@ -18,80 +19,6 @@ def tma_copies(cg, info):
         return None
     out = [match_tma(c, cg.plan, cg.param_bufs) for c in info.copies]
     return None if any(t is None for t in out) else out
-
-
-def emit_pipelined_tma(cg, st, info, tmas):
-    """The GEMM main loop fed by bulk tensor copies (tma.py): thread 0 fills the
-    s-slot ring, each slot with a "full" barrier (the copies' bytes). Iteration k
-    waits for full[k % s], issues its wgmma group, waits for group k - 1 (one stays
-    in flight) and releases slot (k - 1) % s, one arrival per warp on the slot's
-    counter; the warp whose arrival completes the round refills the slot with
-    iteration k - 1 + s, so no thread waits for the others (measured as fast as
-    thread 0 waiting on an "empty" barrier, with one barrier less). With
-    multicast, or TILELANG_CUDA_TMA_REFILL=wait, thread 0 waits on an "empty"
-    barrier per slot instead (the peer block's warps release it too)."""
-    ns = info.stages
-    g = info.rest[0]
-    cfg = cg.plan.gemms[id(g)]
-    nwarps = cg.plan.nthreads // 32
-    lo = cg.expr(st.min)
-    hi = cg.expr(simplify(st.min + st.extent))
-    acc = cg.buf_name(g.C.buffer)
-    maps = [tensor_map(cg, t) for t in tmas]
-    nbytes = sum(t.nbytes for t in tmas)
-    mc = None if cg.cluster else plan_multicast(cg.launch, st, tmas, cg.options.tma_multicast)
-    half_maps = None
-    if mc is not None:
-        # blocks run in pairs along the axis; half maps for operands split by rows
-        cg.cluster = [1, 1, 1]
-        cg.cluster[mc.axis] = 2
-        half_maps = {id(t): tensor_map(cg, replace(t, rows=t.rows // 2))
-                     for t in mc.shared if mc.halves[id(t)] == "rows"}
-    waits = mc is not None or cg.options.tma_refill_wait
-    ring = declare_ring(cg, ns, maps, nwarps * (2 if mc else 1) if waits else None)
-    full, empty, released = ring.full, ring.empty, ring.released
-    rank = None
-    if mc is not None:
-        # the peer's barriers are initialized before any copy or arrival reaches them
-        rank = cg.names.fresh("tl_crank")
-        cg.w(f"const int {rank} = tl::block_rank_in_cluster();")
-        cg.w("tl::cluster_sync();")
-
-    def issue(kexpr, slot):
-        issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot,
-                          (mc, half_maps, rank) if mc is not None else None)
-    preload(cg, ns, lo, hi, issue)
-    k, stage, phase = open_ring_loop(cg, st, lo, hi, full)
-    with cg.slot_pointers(info, stage):
-        cg.w(cg.wgmma_call(g, cfg, issue_only=True))
-    cg.w("tl::wgmma_wait<1>();")
-    cg.w(f"if ({k} > {lo}) {{")
-    cg.indent += 1
-    prev = cg.names.fresh("tl_prev")
-    cg.w(f"const int {prev} = {stage} == 0 ? {ns - 1} : {stage} - 1;")
-    if not waits:
-        release_and_refill(cg, released, prev, nwarps, f"{k} - 1 + {ns}", hi, issue)
-    elif mc is None:
-        cg.w(f"if ((tl_tid & 31) == 0) tl::mbar_arrive(&{empty}[{prev}]);")
-    else:
-        cg.w(f"if ((tl_tid & 31) == 0) {{ tl::mbar_arrive(&{empty}[{prev}]); "
-             f"tl::mbar_arrive_cluster(&{empty}[{prev}], {rank} ^ 1); }}")
-    if waits:
-        cg.w(f"if (tl_tid == 0 && {k} - 1 + {ns} < {hi}) {{")
-        cg.indent += 1
-        cg.w(f"tl::mbar_wait(&{empty}[{prev}], {stage} == 0 ? ({phase} ^ 1u) : {phase});")
-        issue(f"{k} - 1 + {ns}", prev)
-        cg.indent -= 1
-        cg.w("}")
-    cg.indent -= 1
-    cg.w("}")
-    close_ring_loop(cg, ns, stage, phase)
-    cg.w("tl::wgmma_wait<0>();")
-    cg.w(f"tl::fence_regs<{cfg.regs}>({acc});")
-    # every copy was consumed; the barriers may be initialized again (an outer loop);
-    # with multicast, also every arrival of the peer's warps has reached them
-    cg.w("tl::cluster_sync();" if mc is not None else "__syncthreads();")
-    invalidate_ring(cg, ns, ring)
 
 
 def ring_mode(cg, info):
@@ -135,114 +62,30 @@ def pingpong(cg, info):
     return (gemms[0], ids[-1]) if ids else None
 
 
-@dataclass
-class Ring:
-    """The C names of a TMA ring's per-slot state: "full" mbarriers (the copies'
-    bytes), then either "empty" mbarriers (a producer thread waits for the releases)
-    or release counters (tma.h's slot_release_last); the other is None."""
-    full: str
-    empty: str
-    released: str
-
-
-def declare_ring(cg, ns, maps, empty_count):
-    """Place the ring's barriers and counters after the kernel's other dynamic shared
-    memory; thread 0 prefetches the tensor maps and initializes them, then the block
-    synchronizes (which also publishes what the kernel wrote to shared memory before
-    the loop). `empty_count`: arrivals per phase of the "empty" barriers, or None for
-    release counters."""
-    full = cg.names.fresh("tl_full")
-    off = (cg.plan.smem_bytes + 7) // 8 * 8
-    cg.w(f"unsigned long long* {full} = reinterpret_cast<unsigned long long*>(tl_smem + {off});")
-    empty = released = None
-    if empty_count is not None:
-        empty = cg.names.fresh("tl_empty")
-        cg.plan.smem_bytes = off + 16 * ns
-        cg.w(f"unsigned long long* {empty} = {full} + {ns};")
-    else:
-        released = cg.names.fresh("tl_released")
-        cg.plan.smem_bytes = off + 12 * ns
-        cg.w(f"unsigned* {released} = reinterpret_cast<unsigned*>({full} + {ns});")
-    cg.w("if (tl_tid == 0) {")
-    for m in maps:
-        cg.w(f"  tl::tma_prefetch_desc(&{m});")
-    release = (f"tl::mbar_init(&{empty}[tl_s], {empty_count});" if empty is not None
-               else f"{released}[tl_s] = 0u;")
-    cg.w(f"  for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_init(&{full}[tl_s], 1); {release} }}")
-    cg.w("  tl::mbar_init_fence();")
-    cg.w("}")
-    cg.sync()
-    return Ring(full, empty, released)
-
-
-def preload(cg, ns, lo, hi, issue):
-    """Thread 0 fills every slot: iterations lo .. lo + ns - 1 that exist."""
-    p = cg.names.fresh("tl_p")
-    cg.w("if (tl_tid == 0) {")
-    cg.w(f"  for (int {p} = 0; {p} < {ns}; ++{p}) {{")
-    cg.w(f"    if ({lo} + {p} < {hi}) {{")
-    cg.indent += 3
-    issue(f"{lo} + {p}", p)
-    cg.indent -= 3
-    cg.w("    }")
-    cg.w("  }")
-    cg.w("}")
-
-
-def open_ring_loop(cg, st, lo, hi, full):
-    """The loop over the ring: the slot and phase counters, the loop header, and the
-    wait for the slot's copies. Returns the C names (k, stage, phase)."""
-    stage = cg.names.fresh("tl_stage")
-    phase = cg.names.fresh("tl_phase")
-    cg.w(f"int {stage} = 0;")
-    cg.w(f"unsigned {phase} = 0u;")
-    k = cg.bind(st.var)
-    cg.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
-    cg.indent += 1
-    cg.w(f"tl::mbar_wait({full} + {stage}, {phase});")
-    return k, stage, phase
-
-
-def release_and_refill(cg, released, slot, nwarps, kexpr, hi, issue):
-    """Each warp releases `slot`; the warp completing the round refills it with
-    iteration `kexpr` (when that exists) through `issue(kexpr, slot)`."""
-    cg.w(f"if ((tl_tid & 31) == 0 && tl::slot_release_last(&{released}[{slot}], {nwarps}) && {kexpr} < {hi}) {{")
-    cg.indent += 1
-    issue(kexpr, slot)
-    cg.indent -= 1
-    cg.w("}")
-
-
-def close_ring_loop(cg, ns, stage, phase):
-    cg.w(f"if (++{stage} == {ns}) {{ {stage} = 0; {phase} ^= 1u; }}")
-    cg.indent -= 1
-    cg.w("}")
-
-
-def invalidate_ring(cg, ns, ring):
-    """After the loop and a barrier: every copy was consumed, the barriers may be
-    initialized again (an outer loop)."""
-    inval = f" tl::mbar_inval(&{ring.empty}[tl_s]);" if ring.empty is not None else ""
-    cg.w(f"if (tl_tid == 0) {{ for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_inval(&{ring.full}[tl_s]);{inval} }} }}")
-
-
 # the statements of the ring pass (plan/tma_ring_pipeline.py, ir/tma_ring.py) ------------
 
 def emit_ring_alloc(cg, op):
-    """T.tma_ring_alloc: the ring's tensor maps (kernel parameters, in the copies' order),
-    its "full" mbarriers and release counters after the kernel's other dynamic shared
+    """T.tma_ring_alloc: the ring's tensor maps (kernel parameters, in the copies' order,
+    then the maps of the row halves a block multicasts), its "full" mbarriers and either
+    its release counters or its "empty" mbarriers after the kernel's other dynamic shared
     memory."""
     ring = op.ring
     tmas = [match_tma(c, cg.plan, cg.param_bufs) for c in ring.copies]
     if any(t is None for t in tmas):
         raise AssertionError("CUDA codegen: copies planned for the TMA ring do not match it")
     cg.ring_maps[id(ring)] = [tensor_map(cg, t) for t in tmas]
+    cg.ring_maps[id(ring), "rows"] = {i: tensor_map(cg, replace(tmas[i], rows=tmas[i].rows // 2))
+                                      for i, how in ring.multicast.items() if how == "rows"}
     full = cg.names.new(ring.full, ring.full.name)
-    released = cg.names.new(ring.released, ring.released.name)
     off = (cg.plan.smem_bytes + 7) // 8 * 8
-    cg.plan.smem_bytes = off + 12 * ring.stages
     cg.w(f"unsigned long long* {full} = reinterpret_cast<unsigned long long*>(tl_smem + {off});")
-    cg.w(f"unsigned* {released} = reinterpret_cast<unsigned*>({full} + {ring.stages});")
+    if ring.empty is not None:
+        cg.plan.smem_bytes = off + 16 * ring.stages
+        cg.w(f"unsigned long long* {cg.names.new(ring.empty, ring.empty.name)} = {full} + {ring.stages};")
+    else:
+        cg.plan.smem_bytes = off + 12 * ring.stages
+        released = cg.names.new(ring.released, ring.released.name)
+        cg.w(f"unsigned* {released} = reinterpret_cast<unsigned*>({full} + {ring.stages});")
 
 
 def emit_prefetch_descriptors(cg, op):
@@ -258,7 +101,13 @@ def emit_ring_load(cg, op):
         raise AssertionError("CUDA codegen: a copy planned for the TMA ring does not match it")
     el = cg.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
     dst = f"{cg.buf_name(t.dst)} + ({cg.expr(op.slot)}) * {el}"
-    tma_loads(cg, t, cg.ring_maps[id(op.ring)][op.index], dst, f"&{cg.access(op.barrier)}")
+    m = cg.ring_maps[id(op.ring)][op.index]
+    if op.rank is not None:   # this block's half, to both blocks of the pair
+        how = op.ring.multicast[op.index]
+        half = cg.ring_maps[id(op.ring), "rows"].get(op.index, m)
+        tma_loads_multicast(cg, t, half, how, dst, f"&{cg.access(op.barrier)}", cg.expr(op.rank))
+        return
+    tma_loads(cg, t, m, dst, f"&{cg.access(op.barrier)}")
 
 
 def emit_prefetch_l2(cg, op):
@@ -271,27 +120,8 @@ def emit_prefetch_l2(cg, op):
 
 def emit_ring_invalidate(cg, op):
     full = cg.buf_name(op.ring.full)
-    cg.w(f"for (int tl_s = 0; tl_s < {op.ring.stages}; ++tl_s) {{ tl::mbar_inval(&{full}[tl_s]); }}")
-
-
-def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=None):
-    """One thread: the bulk copies of iteration `kexpr` of loop `st` into ring slot
-    `slot` (C expressions), announced on full[slot]; `multicast` = (Multicast, the
-    half maps, the block's rank in the pair) sends this block's halves to both."""
-    cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
-    kn = cg.names.fresh("tl_kt")
-    cg.w(f"const int {kn} = {kexpr};")
-    with cg.names.bound(st.var, kn):
-        for t, m in zip(tmas, maps):
-            el = cg.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
-            dst = f"{cg.buf_name(t.dst)} + ({slot}) * {el}"
-            if multicast is not None and id(t) in multicast[0].halves:
-                mc, half_maps, rank = multicast
-                how = mc.halves[id(t)]
-                tma_loads_multicast(cg, t, m if how == "strips" else half_maps[id(t)], how, dst,
-                                    f"&{full}[{slot}]", rank)
-            else:
-                tma_loads(cg, t, m, dst, f"&{full}[{slot}]")
+    empty = f" tl::mbar_inval(&{cg.buf_name(op.ring.empty)}[tl_s]);" if op.ring.empty is not None else ""
+    cg.w(f"for (int tl_s = 0; tl_s < {op.ring.stages}; ++tl_s) {{ tl::mbar_inval(&{full}[tl_s]);{empty} }}")
 
 
 def emit_tma_copy(cg, op, nest, bar):
@@ -352,140 +182,3 @@ def tma_loads_multicast(cg, t, tmap, how, dst, bar, rank):
         off = f" + {strip * 64}" if strip else ""
         cg.w(f"tl::tma_load_2d_multicast({dst} + {strip * t.rows * 64} + {rank} * {h * 64}, &{tmap}, {bar}, "
              f"({c0}){off}, ({r0}) + {rank} * {h}, 3);")
-
-
-# warp specialization (plan/warp_specialize.py decides; these print its two roles) ---------
-
-def ws_loop(cg):
-    """(the T.Pipelined loop, its PipelineInfo) that the plan's WarpSpecialization names."""
-    from tilelang.ir import stmt as S
-    from tilelang.ir.visitor import walk
-    ws = cg.plan.warp_specialized
-    found = []
-    walk(cg.launch.body, lambda n: found.append(n) if isinstance(n, S.For) and id(n) == ws.loop else None)
-    if not found:
-        raise AssertionError("CUDA codegen: the warp-specialized loop of the plan is not in the kernel")
-    return found[0], cg.plan.pipelines[id(found[0])]
-
-
-def emit_ws_producer(cg):
-    """At the kernel's start, before any code of the user's: the ring's "full" (one
-    arrival: the producer's, with the bytes) and "empty" mbarriers (one arrival per
-    consumer warp), initialized before every thread's barrier; then the producer
-    warpgroup (the last one) gives registers back and its first thread runs the loop:
-    wait until the consumers released the slot (a fresh barrier's "previous phase"
-    counts as complete, so the first round does not wait), announce the bytes on
-    "full" and issue the loads; the other producer threads leave at once. The consumers
-    take their registers and go on with the kernel's code; every later block barrier of
-    theirs is their named barrier (KernelCodegen.sync). Records the ring on `cg`
-    (`cg.ws_ring`) for emit_ws_consumer."""
-    ws = cg.plan.warp_specialized
-    st, info = ws_loop(cg)
-    tmas = tma_copies(cg, info)
-    if tmas is None:
-        raise AssertionError("CUDA codegen: copies planned for the TMA ring do not match it")
-    ns, T = ws.stages, ws.consumer_threads
-    maps = [tensor_map(cg, t) for t in tmas]
-    nbytes = sum(t.nbytes for t in tmas)
-    full = cg.names.fresh("tl_full")
-    empty = cg.names.fresh("tl_empty")
-    off = (cg.plan.smem_bytes + 7) // 8 * 8
-    cg.plan.smem_bytes = off + 16 * ns
-    cg.w(f"unsigned long long* {full} = reinterpret_cast<unsigned long long*>(tl_smem + {off});")
-    cg.w(f"unsigned long long* {empty} = {full} + {ns};")
-    cg.w("if (tl_tid == 0) {")
-    for m in maps:
-        cg.w(f"  tl::tma_prefetch_desc(&{m});")
-    cg.w(f"  for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_init(&{full}[tl_s], 1); "
-         f"tl::mbar_init(&{empty}[tl_s], {T // 32}); }}")
-    cg.w("  tl::mbar_init_fence();")
-    cg.w("}")
-    cg.w("__syncthreads();   // the last barrier of all threads: the producer leaves after its loop")
-    cg.w(f"if (tl_tid >= {T}) {{   // the producer warpgroup (plan/warp_specialize.py)")
-    cg.indent += 1
-    if ws.producer_regs:
-        cg.w(f"tl::set_max_nreg<{ws.producer_regs}, false>();")
-    cg.w(f"if (tl_tid == {T}) {{")
-    cg.indent += 1
-    lo = cg.expr(st.min)
-    hi = cg.expr(simplify(st.min + st.extent))
-    stage, phase = cg.names.fresh("tl_stage"), cg.names.fresh("tl_phase")
-    cg.w(f"int {stage} = 0;")
-    cg.w(f"unsigned {phase} = 0u;")
-    k = cg.names.fresh(st.var.name)
-    cg.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
-    cg.indent += 1
-    with cg.names.bound(st.var, k):
-        if info.guard is not None:   # a masked iteration: neither role touches the ring
-            cg.w(f"if (!({cg.expr(info.guard)})) continue;")
-    cg.w(f"tl::mbar_wait(&{empty}[{stage}], {phase} ^ 1u);")
-    issue_ring_copies(cg, st, tmas, maps, full, nbytes, k, stage)
-    cg.w(f"if (++{stage} == {ns}) {{ {stage} = 0; {phase} ^= 1u; }}")
-    cg.indent -= 1
-    cg.w("}")
-    cg.indent -= 1
-    cg.w("}")
-    cg.w("return;")
-    cg.indent -= 1
-    cg.w("}")
-    if ws.consumer_regs:
-        cg.w(f"tl::set_max_nreg<{ws.consumer_regs}, true>();")
-    cg.ws_ring = Ring(full, empty, None)
-
-
-def emit_ws_consumer(cg, st, info):
-    """The consumers' side of the warp-specialized loop: wait for the slot's copies, run
-    the body on it, release the slot (lane 0 of each warp, once the warp's wgmma groups on
-    it are done). With one gemm per iteration (`in_flight`), its group stays in flight
-    and the slot of the previous iteration that ran is released instead."""
-    ws = cg.plan.warp_specialized
-    ring = cg.ws_ring
-    ns = ws.stages
-    lo = cg.expr(st.min)
-    hi = cg.expr(simplify(st.min + st.extent))
-    cg.sync()   # what the consumers wrote to shared memory before the loop (plan/sync.py counts on it)
-    stage, phase = cg.names.fresh("tl_stage"), cg.names.fresh("tl_phase")
-    cg.w(f"int {stage} = 0;")
-    cg.w(f"unsigned {phase} = 0u;")
-    prev = None
-    if ws.in_flight:   # the slot of the previous iteration that ran (-1: none yet)
-        prev = cg.names.fresh("tl_prev")
-        cg.w(f"int {prev} = -1;")
-    k = cg.bind(st.var)
-    cg.w(f"for (int {k} = {lo}; {k} < {hi}; ++{k}) {{")
-    cg.indent += 1
-    if info.guard is not None:
-        cg.w(f"if (!({cg.expr(info.guard)})) continue;   // masked: the producer skipped it too")
-    if ws.in_flight and cg.options.ws_early_release:
-        # the slot is not filled yet: release the previous one now (its group done), not
-        # once this one has arrived, so the producer refills it while the warp waits (else
-        # every load waits for the one before: one ring slot less in flight)
-        cg.w(f"if ({prev} >= 0 && !__all_sync(0xffffffffu, tl::mbar_test(&{ring.full}[{stage}], {phase}))) {{")
-        cg.w("  tl::wgmma_wait<0>();")
-        cg.w(f"  if ((tl_tid & 31) == 0) tl::mbar_arrive(&{ring.empty}[{prev}]);")
-        cg.w(f"  {prev} = -1;")
-        cg.w("}")
-    cg.w(f"tl::mbar_wait(&{ring.full}[{stage}], {phase});")
-    if ring_mode(cg, info) == "barrier":
-        cg.sync()   # the previous iteration's shared writes (a dequantized tile): as on the single-role ring
-    if ws.in_flight:
-        g = info.rest[-1]
-        cfg = cg.plan.gemms[id(g)]
-        with cg.slot_pointers(info, stage):
-            cg.w(cg.wgmma_call(g, cfg, issue_only=True))
-        cg.w("tl::wgmma_wait<1>();")
-        cg.w(f"if ({prev} >= 0 && (tl_tid & 31) == 0) tl::mbar_arrive(&{ring.empty}[{prev}]);")
-        cg.w(f"{prev} = {stage};")
-    else:
-        with cg.slot_pointers(info, stage):
-            for s in info.rest:
-                cg.stmt(s, True)
-        cg.w(f"if ((tl_tid & 31) == 0) tl::mbar_arrive(&{ring.empty}[{stage}]);")
-    cg.w(f"if (++{stage} == {ns}) {{ {stage} = 0; {phase} ^= 1u; }}")
-    cg.indent -= 1
-    cg.w("}")
-    if ws.in_flight:
-        g = info.rest[-1]
-        cg.w("tl::wgmma_wait<0>();")
-        cg.w(f"tl::fence_regs<{cg.plan.gemms[id(g)].regs}>({cg.buf_name(g.C.buffer)});")
-    cg.sync()   # the slots are read: the code after the loop may reuse them

@@ -1,7 +1,7 @@
 """A TMA-ring GEMM loop whose body does register work after its wgmma (sm_90a): the
 wgmma group stays in flight until the first statement that needs its accumulator.
 
-The ordinary body schedule (ops/tma_pipeline.py `emit_pipelined_tma_body`) waits for
+The slot-by-slot ring schedule (plan/tma_ring_pipeline.py) waits for
 every wgmma group right after issuing it (`tl::wgmma_gemm_ss`: wait_group 0), so the
 tensor cores drain once per iteration. The fp8 "2xAcc" GEMM (published example
 `example_tilelang_gemm_fp8_2xAcc`) runs
@@ -12,7 +12,8 @@ tensor cores drain once per iteration. The fp8 "2xAcc" GEMM (published example
 
 and only the promotion reads the accumulator. Here iteration k issues its group, waits
 for the previous iteration's group (`wgmma_wait<1>`: groups retire in order) and releases
-that iteration's ring slot, as the one-gemm loop does (`emit_pipelined_tma`); the wait
+that iteration's ring slot, as the one-gemm loop does (plan/tma_ring_wgmma.py, which writes
+this schedule into the IR too); the wait
 for the group itself (`wgmma_wait<0>` and a register fence) is placed right before the
 first statement that reads or writes the accumulator, inside the branch of a block-uniform
 `if` when the statement is under one. On a path that does not touch it the group stays in
@@ -33,21 +34,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilelang.arith.simplify import simplify
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.visitor import walk
 from tilelang.backend.cuda.analysis.facts import accesses
-from tilelang.backend.cuda.ops.tma_pipeline import (tensor_map, declare_ring, preload, open_ring_loop, release_and_refill,
-                                                    close_ring_loop, invalidate_ring, issue_ring_copies)
 from tilelang.backend.cuda.target import arch_number
 
 
 @dataclass
 class DeferredWait:
-    """The body of a TMA-ring loop split around its one wgmma gemm. The pass
-    pipeline_tma_ring records it on the loop (annotation `deferred_wgmma_wait`, printed
-    in the IR); emit/ prints the schedule from it."""
+    """The body of a TMA-ring loop split around its one wgmma gemm, from which the pass
+    pipeline_tma_ring writes the loop's schedule (plan/tma_ring_wgmma.py)."""
     gemm: object     # the TO.Gemm whose group stays in flight
     before: list     # statements before it (they touch neither its accumulator nor its operands' writes)
     after: list      # statements after it; the wait goes before the first that touches the accumulator
@@ -55,9 +52,6 @@ class DeferredWait:
     def __repr__(self):
         return (f"'the wgmma into {self.gemm.C.buffer.name} stays in flight until a statement "
                 f"touches it ({len(self.before)} statements before it, {len(self.after)} after)'")
-
-
-DEFERRED_WAIT = "deferred_wgmma_wait"
 
 
 def _gemms_in(st):
@@ -102,50 +96,6 @@ def plan_deferred_wait(cg, info, mode):
     return DeferredWait(g, before, after)
 
 
-def emit_deferred_wait(cg, st, info, tmas, plan):
-    """The loop of `plan_deferred_wait`: the ring of ops/tma_pipeline.py, the slot of
-    iteration k - 1 released after iteration k's issue and its wait for group k - 1."""
-    ns = info.stages
-    g = plan.gemm
-    cfg = cg.plan.gemms[id(g)]
-    nwarps = cg.plan.nthreads // 32
-    lo = cg.expr(st.min)
-    hi = cg.expr(simplify(st.min + st.extent))
-    acc = cg.buf_name(g.C.buffer)
-    maps = [tensor_map(cg, t) for t in tmas]
-    nbytes = sum(t.nbytes for t in tmas)
-    ring = declare_ring(cg, ns, maps, None)
-
-    def issue(kexpr, slot):
-        issue_ring_copies(cg, st, tmas, maps, ring.full, nbytes, kexpr, slot)
-    preload(cg, ns, lo, hi, issue)
-    k, stage, phase = open_ring_loop(cg, st, lo, hi, ring.full)
-    with cg.slot_pointers(info, stage):
-        for s in plan.before:
-            cg.stmt(s, True)
-        cg.w(cg.wgmma_call(g, cfg, issue_only=True))
-    cg.w("tl::wgmma_wait<1>();   // the previous iteration's group (if it was left in flight)")
-    cg.w(f"if ({k} > {lo}) {{")
-    cg.indent += 1
-    prev = cg.names.fresh("tl_prev")
-    cg.w(f"const int {prev} = {stage} == 0 ? {ns - 1} : {stage} - 1;")
-    release_and_refill(cg, ring.released, prev, nwarps, f"{k} - 1 + {ns}", hi, issue)
-    cg.indent -= 1
-    cg.w("}")
-
-    def wait():
-        cg.w(f"tl::wgmma_wait<0>();   // {acc} is read next")
-        cg.w(f"tl::fence_regs<{cfg.regs}>({acc});")
-    with cg.slot_pointers(info, stage):
-        _emit_waiting(cg, plan.after, g.C.buffer, wait)
-    close_ring_loop(cg, ns, stage, phase)
-    cg.w("tl::wgmma_wait<0>();")
-    cg.w(f"tl::fence_regs<{cfg.regs}>({acc});")
-    # every copy was consumed; the barriers may be initialized again (an outer loop)
-    cg.w("__syncthreads();")
-    invalidate_ring(cg, ns, ring)
-
-
 def _branch_waits_inside(cg, s, acc):
     """Whether statement `s` touching `acc` is a block-uniform `if` whose condition does
     not read `acc`: then the wait goes into the branches that need it."""
@@ -154,7 +104,7 @@ def _branch_waits_inside(cg, s, acc):
 
 
 def _waits_on_every_path(cg, stmts, acc):
-    """Whether `_emit_waiting` puts a wait on every path through `stmts`."""
+    """Whether `place_waits` puts a wait on every path through `stmts`."""
     for s in stmts:
         if not _touches(s, [acc]):
             continue
@@ -166,37 +116,31 @@ def _waits_on_every_path(cg, stmts, acc):
     return False
 
 
-def _emit_waiting(cg, stmts, acc, wait):
-    """Print `stmts` at block level with `wait()` before the first one touching `acc` on
-    each path; returns whether every path waited. A block-uniform `if` whose condition
-    does not read `acc` gets the wait inside the branch that needs it."""
+def place_waits(cg, stmts, acc, wait):
+    """`stmts` (block level) with the statements `wait()` makes before the first one touching
+    `acc` on each path: (the new statements, whether every path waited). A block-uniform
+    `if` whose condition does not read `acc` gets the wait inside the branch that needs it."""
+    out = []
     for i, s in enumerate(stmts):
         if not _touches(s, [acc]):
-            cg.stmt(s, True)
+            out.append(s)
             continue
         if _branch_waits_inside(cg, s, acc):
-            cg.w(f"if ({cg.expr(s.cond)}) {{")
-            cg.indent += 1
-            done = _emit_waiting(cg, _flat(s.then_body), acc, wait)
-            cg.indent -= 1
+            then, done = place_waits(cg, _flat(s.then_body), acc, wait)
+            other = None
             if s.else_body is not None:
-                cg.w("} else {")
-                cg.indent += 1
-                done = _emit_waiting(cg, _flat(s.else_body), acc, wait) and done
-                cg.indent -= 1
+                other, done_else = place_waits(cg, _flat(s.else_body), acc, wait)
+                done = done and done_else
             else:
                 done = False
-            cg.w("}")
+            branch = S.IfThenElse(s.cond, S.seq(then), S.seq(other) if other is not None else None)
+            branch.span = s.span
+            out.append(branch)
             if done:
-                for rest in stmts[i + 1:]:
-                    cg.stmt(rest, True)
-                return True
+                return out + list(stmts[i + 1:]), True
             continue
-        wait()
-        for rest in stmts[i:]:
-            cg.stmt(rest, True)
-        return True
-    return False
+        return out + wait() + list(stmts[i:]), True
+    return out, False
 
 
 def _flat(st):

@@ -62,17 +62,19 @@ issued after its last reader) becomes
             T.ptx_commit_group()            (also when empty)
     T.ptx_wait_group(0)
 
-The copies keep their `copy_form` (`cp.async xV`), which the printer reads. Loops whose
-copies run on the TMA ring (ops/tma_pipeline.py), a lone wgmma kept in flight across
-iterations (`overlapped_wgmma`) and the attention overlap (plan/overlap.py) are left to
-their schedules in emit/. The kernel plan keeps the loop's PipelineInfo (the plan report
-still lists the pipeline); the loop itself is replaced in place, as the other CUDA passes
+A body of one wgmma gemm kept in flight across iterations (`overlapped_wgmma`) gets
+`schedule_wgmma_in_flight`. The copies keep their `copy_form` (`cp.async xV`), which the
+printer reads. Loops whose copies run on the TMA ring (pipeline_tma_ring) and the
+attention overlap (plan/overlap.py, emit/) are left to their schedules. The kernel plan
+keeps the loop's PipelineInfo (the plan report still lists the pipeline); the loop itself
+is replaced in place, as the other CUDA passes
 change the plan's tree."""
 from __future__ import annotations
 
 from tilelang.ir import expr as E
 from tilelang.ir import mbarrier as M
 from tilelang.ir import stmt as S
+from tilelang.ir import tensor_core_calls as TC
 from tilelang.ir.visitor import substitute
 from tilelang.arith.simplify import simplify
 from tilelang.transform.pass_manager import function_pass
@@ -88,17 +90,15 @@ _CP_ASYNC_FORMS = {"cp_async", "scalar", "vector"}
 def runs_on_cp_async(k, info) -> bool:
     """Whether the pipelined loop of `info` gets this pass's schedule: its copies were
     planned as cp.async at block level (plan/copy_forms.py gives a loop reached inside
-    one thread's code `per-thread` forms, a TMA one `TMA ring`), and neither of emit/'s
-    wgmma schedules takes it (`k`: plan/copy_forms.py's view of the kernel)."""
+    one thread's code `per-thread` forms, a TMA one `TMA ring`), and the attention overlap
+    of emit/ (plan/overlap.py) does not take it (`k`: plan/copy_forms.py's view of the kernel)."""
     from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
     from tilelang.backend.cuda.plan.overlap import plan_overlap
     kinds = {getattr(copy_form(c), "kind", None) for c in info.copies}
     if not kinds or not kinds <= _CP_ASYNC_FORMS:
         return False
-    if info.guard is not None:
+    if info.guard is not None or overlapped_wgmma(k, info):
         return True
-    if overlapped_wgmma(k, info):
-        return False
     return not (arch_number(k.target.arch) >= 90 and plan_overlap(k, info) is not None)
 
 
@@ -225,6 +225,69 @@ def _staged(loop, info, head, j, prologue, slot, ring_index, barrier, call, ring
             call(M.CP_ASYNC_WAIT, 0)]
 
 
+def schedule_wgmma_in_flight(k, loop, info):
+    """The statements that replace a loop whose body is one wgmma gemm kept in flight
+    (plan/pipeline.py `overlapped_wgmma`), with s - 1 iterations of copies ahead (s =
+    num_stages, as the published package's pipeline): iteration k waits for its copies,
+    issues its wgmma group, waits for group k - 1 (`T.warpgroup_wait(1)`) and, once every
+    warpgroup has (a second barrier), refills the slot iteration k - 1 read with the copies
+    of iteration k + s - 1. (One barrier per iteration allows only s - 2 ahead: a 128x256
+    conv tile alone on its SM then waits for its im2col loads every iteration.)
+
+        T.sync_threads()  # inserted: ...
+        for p in T.serial(s - 1): [if lo + p < hi: the copies of iteration lo + p]; T.ptx_commit_group()
+        for k in T.serial(lo, hi):
+            T.ptx_wait_group(s - 2)
+            T.sync_threads()  # inserted: ...
+            with T.stage_slot(..., slot=T.truncmod(k - lo, s)): T.gemm(...)  # issued only
+            T.warpgroup_wait(1)
+            T.sync_threads()  # inserted: ... every warpgroup's group k - 1 retired
+            if k + s - 1 < hi: the copies of iteration k + s - 1 into their slot
+            T.ptx_commit_group()
+        T.warpgroup_wait(0); the accumulator's register fence
+        T.ptx_wait_group(0)"""
+    from tilelang.ir import tile_ops as TO
+    from tilelang.backend.cuda.plan.tma_ring_wgmma import retire
+    ns, var = info.stages, loop.var
+    lo, hi = loop.min, simplify(loop.min + loop.extent)
+    d = ns - 1
+    fence = k.plan.fence_barriers
+    ring = ", ".join(b.name for b in info.bufs)
+    g = info.rest[0]
+    g.annotations = {**g.annotations, TO.ISSUE_ONLY: True}
+
+    def call(name, *args):
+        return S.Evaluate(M.call(name, *args))
+
+    def slot(expr, body):
+        return S.StageSlot(info.bufs, expr, ns, body)
+
+    def ring_index(kk):
+        return E.Call("truncmod", [simplify(kk - lo), E.IntImm(ns, kk.dtype)], kk.dtype)
+
+    def copies_of(kk):
+        return S.seq([substitute(c, {var: kk}) for c in info.copies])
+
+    p = E.Var("p", var.dtype)
+    k0 = E.Var(var.name, var.dtype)
+    prologue = S.For(p, E.IntImm(0, var.dtype), E.IntImm(d, var.dtype), S.SERIAL, S.seq([
+        S.IfThenElse(E.binop("<", simplify(lo + p), hi), S.LetStmt(k0, simplify(lo + p), slot(p, copies_of(k0)))),
+        call(M.CP_ASYNC_COMMIT)]))
+    kn = E.Var(var.name + "_next", var.dtype)
+    body = [call(M.CP_ASYNC_WAIT, d - 1),
+            S.Barrier("block", reason=f"this iteration's copies into {ring} landed", fence_async_proxy=fence),
+            slot(ring_index(var), g), S.Evaluate(M.call(TC.WARPGROUP_WAIT, 1)),
+            S.Barrier("block", reason=f"every warpgroup's previous wgmma group retired: its slot of {ring} is free",
+                      fence_async_proxy=False),
+            S.IfThenElse(E.binop("<", var + d, hi), S.LetStmt(kn, var + d, slot(ring_index(kn), copies_of(kn)))),
+            call(M.CP_ASYNC_COMMIT)]
+    main = S.For(var, loop.min, loop.extent, S.SERIAL, S.seq(body))
+    for s in (prologue, main):
+        s.span = loop.span
+    return [S.Barrier("block", reason=f"{ring} may still be read before the pipeline's prologue",
+                      fence_async_proxy=fence), prologue, main] + retire(k, g) + [call(M.CP_ASYNC_WAIT, 0)]
+
+
 def schedule_after_use(loop, info, fence):
     """The statements that replace a num_stages=1 `loop` (module docstring). The barriers
     around the markers are plan/sync.py's (in `info.rest`)."""
@@ -268,7 +331,11 @@ def schedule_after_use(loop, info, fence):
 def pipeline_cp_async(func, ctx=None):
     from tilelang.backend.cuda.plan.pipelined_loops import schedule_pipelined_loops
 
+    from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
+
     def make(k, loop, info):
+        if info.guard is None and overlapped_wgmma(k, info):   # one wgmma group kept in flight
+            return schedule_wgmma_in_flight(k, loop, info)
         if info.issue_after_use:
             return schedule_after_use(loop, info, k.plan.fence_barriers)
         # the early refill helps only where some iteration refills a slot: a constant
@@ -281,4 +348,4 @@ def pipeline_cp_async(func, ctx=None):
     return schedule_pipelined_loops(func, ctx, lambda k, loop, info: runs_on_cp_async(k, info), make)
 
 
-__all__ = ["pipeline_cp_async", "runs_on_cp_async", "schedule", "schedule_after_use"]
+__all__ = ["pipeline_cp_async", "runs_on_cp_async", "schedule", "schedule_wgmma_in_flight", "schedule_after_use"]

@@ -38,10 +38,22 @@ def parents(root):
     return out
 
 
+def at_kernel_start(body, head):
+    """`body` (a kernel's) with `head` before its first statement that is not the declaration
+    of a shared buffer (those print nothing there: the kernel declares them first)."""
+    stmts = list(body.stmts) if isinstance(body, S.SeqStmt) else [body]
+    at = 0
+    while at < len(stmts) and isinstance(stmts[at], S.DeclBuffer) and stmts[at].buffer.scope.startswith("shared"):
+        at += 1
+    return S.seq(stmts[:at] + list(head) + stmts[at:])
+
+
 def schedule_pipelined_loops(func, ctx, takes, make):
     """`func` with every pipelined loop of a planned kernel that `takes(k, loop, info)`
     replaced by the statements `make(k, loop, info)` returns (`k`: plan/copy_forms.py's
-    view of the kernel, with its target and options; `info`: the loop's PipelineInfo)."""
+    view of the kernel, with its target and options; `info`: the loop's PipelineInfo). A
+    schedule that pairs the blocks sets `k.cluster_dims`, the launch's clusters; one whose
+    statements start the kernel (a producer warpgroup) sets `k.kernel_head`."""
     from tilelang.backend.cuda.plan.copy_forms import _Kernel
     from tilelang.backend.cuda.plan.plan_kernels import cuda_context, KERNEL_PLAN, kernel_plan, with_launches, with_plan
     found = cuda_context(func, ctx)
@@ -64,11 +76,15 @@ def schedule_pipelined_loops(func, ctx, takes, make):
                 parent, loop = found
                 done.add(id(loop))
                 replace_stmt(parent, loop, make(k, loop, plan.pipelines[id(loop)]))
+            if getattr(k, "kernel_head", None):   # a schedule's statements at the kernel's start
+                launch.body = at_kernel_start(launch.body, k.kernel_head)
             if launch.body is not launch.annotations[KERNEL_PLAN].body:
                 launch = with_plan(launch, plan)   # the loop was the whole kernel body: the plan follows
+            if getattr(k, "cluster_dims", None):   # a schedule runs the blocks in clusters (TMA multicast)
+                launch.annotations = {**launch.annotations, "cluster_dims": k.cluster_dims}
             changed = changed or bool(done)
         out.append(launch)
     return with_launches(func, out) if changed else func
 
 
-__all__ = ["schedule_pipelined_loops", "replace_stmt", "parents"]
+__all__ = ["schedule_pipelined_loops", "replace_stmt", "parents", "at_kernel_start"]

@@ -37,28 +37,29 @@ still completes its slot's phase (`T.mbarrier_arrive` without bytes). Opt-in pin
 at the first gemm through two named barriers. TILELANG_CUDA_TMA_L2_PREFETCH=n: each
 load also prefetches iteration +n into L2.
 
-The GEMM loops that keep a wgmma group in flight (ops/tma_pipeline.py
-`emit_pipelined_tma`) and the warp-specialized loop (`emit_ws_producer`/`emit_ws_consumer`)
-are still scheduled while printing."""
+The GEMM loops that keep a wgmma group in flight (one gemm per iteration, optionally with
+TMA multicast; or the fp8 2xAcc loop whose wait is deferred) get the schedule of
+plan/tma_ring_wgmma.py from this pass, and the warp-specialized loop (plan/warp_specialize.py)
+its producer warpgroup and consumers from plan/warp_specialized_ring.py; both are made of
+the same pieces (`RingParts`, plan/tma_ring_parts.py)."""
 from __future__ import annotations
 
 from tilelang.ir import expr as E
 from tilelang.ir import mbarrier as M
 from tilelang.ir import stmt as S
-from tilelang.ir.buffer import Buffer
-from tilelang.ir.visitor import substitute
-from tilelang.ir.tma_ring import (TmaRing, TmaRingAlloc, TmaPrefetchDescriptors, TmaRingLoad, TmaPrefetchL2,
-                                  TmaRingInvalidate, SLOT_RELEASE_LAST)
+from tilelang.ir.tma_ring import TmaRing, SLOT_RELEASE_LAST
 from tilelang.arith.simplify import simplify
 from tilelang.transform.pass_manager import function_pass
 from tilelang.backend.cuda.plan.copy_form import copy_form
+from tilelang.backend.cuda.plan.tma_ring_parts import RingParts, slot_of, linear_thread
 from tilelang.backend.cuda.target import arch_number
 
 
 def runs_on_tma_ring(k, loop, info) -> bool:
     """Whether the pipelined `loop` gets this pass's schedule (`k`: plan/copy_forms.py's
     view of the kernel): its copies were planned for the TMA ring, it is not the
-    warp-specialized loop, and neither wgmma schedule of emit/ takes it."""
+    warp-specialized loop (`is_warp_specialized`: its own schedule), and the attention overlap
+    of emit/ (plan/overlap.py) does not take it."""
     from tilelang.backend.cuda.ops.tma_pipeline import tma_copies
     from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
     from tilelang.backend.cuda.plan.overlap import plan_overlap
@@ -69,87 +70,34 @@ def runs_on_tma_ring(k, loop, info) -> bool:
         return False
     if tma_copies(k, info) is None:
         return False   # emit/ reports the mismatch
-    if info.guard is not None:
+    if info.guard is not None or overlapped_wgmma(k, info):
         return True
-    if overlapped_wgmma(k, info):
-        return False
     return not (arch_number(k.target.arch) >= 90 and plan_overlap(k, info) is not None)
 
 
-def _thread_zero(launch):
-    """`the block's first thread` over the launch's thread variables."""
-    conds = [E.binop("==", v, E.IntImm(0, v.dtype)) for v in launch.thread_vars]
-    out = conds[0]
-    for c in conds[1:]:
-        out = E.binop("&&", out, c)
-    return out
-
-
-def _linear_thread(launch):
-    out, n = launch.thread_vars[0], E.const_int_value(launch.threads[0])
-    for v, m in zip(launch.thread_vars[1:], launch.threads[1:]):
-        out = E.binop("+", out, E.binop("*", v, E.IntImm(n, v.dtype)))
-        n *= E.const_int_value(m)
-    return out
+def is_warp_specialized(k, loop, info) -> bool:
+    """Whether `loop` is the warp-specialized loop of the kernel plan (plan/warp_specialize.py)."""
+    from tilelang.backend.cuda.ops.tma_pipeline import tma_copies
+    ws = k.plan.warp_specialized
+    if ws is None or ws.loop != id(loop):
+        return False
+    if tma_copies(k, info) is None:
+        raise AssertionError("CUDA codegen: copies planned for the TMA ring do not match it")
+    return True
 
 
 def schedule(k, loop, info):
     """The statements that replace `loop` (module docstring)."""
     from tilelang.backend.cuda.ops.tma_pipeline import tma_copies, ring_mode, pingpong
     ns, var = info.stages, loop.var
-    lo, hi = loop.min, simplify(loop.min + loop.extent)
+    hi = simplify(loop.min + loop.extent)
     i32 = var.dtype
     nwarps = k.plan.nthreads // 32
     tmas = tma_copies(k, info)
     full, released = TmaRing.barriers(ns)
     ring = TmaRing(var, info.copies, info.bufs, full, released, ns, sum(t.nbytes for t in tmas))
-    ahead = k.options.tma_l2_prefetch
-    fence = k.plan.fence_barriers
-    first = _thread_zero(k.launch)
-
-    def at(b, i):
-        return E.BufferLoad(b, [i])
-
-    def barrier(why, fenced=fence):
-        return S.Barrier("block", reason=why, fence_async_proxy=fenced)
-
-    def issue(kexpr, slot):
-        """One thread: iteration `kexpr`'s loads into `slot`, announced on full[slot]."""
-        kt = E.Var("ring_k", i32)
-        loads = [TmaRingLoad(ring, i, substitute(c, {var: kt}), slot, at(full, slot))
-                 for i, c in enumerate(info.copies)]
-        expect = S.Evaluate(M.call(M.ARRIVE_EXPECT_TX, at(full, slot), ring.nbytes))
-        if info.guard is None:   # (the bytes announced first, as ptxas schedules it best)
-            out = [expect, S.LetStmt(kt, kexpr, S.seq(loads))]
-        else:   # a skipped iteration: an empty round (the waits and releases count alike)
-            out = [S.LetStmt(kt, kexpr, S.IfThenElse(E.Not(substitute(info.guard, {var: kt})),
-                                                      S.Evaluate(M.call(M.ARRIVE, at(full, slot))),
-                                                      S.seq([expect] + loads)))]
-        if ahead:   # the tiles of iteration kexpr + ahead into L2
-            kp = E.Var("ring_kp", i32)
-            out.append(S.IfThenElse(E.binop("<", simplify(kexpr + ahead), hi), S.LetStmt(
-                kp, simplify(kexpr + ahead),
-                S.seq([TmaPrefetchL2(ring, i, substitute(c, {var: kp})) for i, c in enumerate(info.copies)]))))
-        return S.seq(out)
-
-    names = ", ".join(b.name for b in info.bufs)
-    s = E.Var("ring_s", i32)
-    init = S.IfThenElse(first, S.seq([
-        TmaPrefetchDescriptors(ring),
-        S.For(s, E.IntImm(0, i32), E.IntImm(ns, i32), S.SERIAL, S.seq([
-            S.Evaluate(M.call(M.INIT, at(full, s), 1)),
-            S.BufferStore(released, E.IntImm(0, released.dtype), [s])])),
-        S.Evaluate(M.call(M.FENCE_INIT))]))
-    p = E.Var("ring_p", i32)
-    prologue = S.IfThenElse(first, S.For(p, E.IntImm(0, i32), E.IntImm(ns, i32), S.SERIAL, S.IfThenElse(
-        E.binop("<", simplify(lo + p), hi), issue(simplify(lo + p), p))))
-
-    stage = Buffer("ring_stage", (1,), "int32", "local.var", init=E.IntImm(0, "int32"))
-    phase = Buffer("ring_phase", (1,), "uint32", "local.var", init=E.IntImm(0, "uint32"))
-    st, ph = at(stage, E.IntImm(0, i32)), at(phase, E.IntImm(0, i32))
-    from tilelang.backend.cuda.plan.kernel import local_placement
-    for b in (stage, phase):   # per-thread scalars, placed as the plan places a T.alloc_var
-        k.plan.placements[id(b)] = local_placement(b)
+    R = RingParts(k, loop, info, ring)
+    st = R.st
 
     rest = list(info.rest)
     pp = pingpong(k, info) if info.guard is None else None
@@ -167,45 +115,45 @@ def schedule(k, loop, info):
     if info.guard is not None:
         body = S.IfThenElse(info.guard, body)
     release = S.IfThenElse(
-        E.binop("&&", E.Call(SLOT_RELEASE_LAST, [at(released, st), E.IntImm(nwarps, i32)], "bool"),
+        E.binop("&&", E.Call(SLOT_RELEASE_LAST, [slot_of(released, st), E.IntImm(nwarps, i32)], "bool"),
                 E.binop("<", var + ns, hi)),
-        issue(var + ns, st))
-    advance = [S.BufferStore(stage, st + 1, [E.IntImm(0, i32)]),
-               S.IfThenElse(E.binop("==", st, E.IntImm(ns, i32)), S.seq([
-                   S.BufferStore(stage, E.IntImm(0, "int32"), [E.IntImm(0, i32)]),
-                   S.BufferStore(phase, E.binop("^", ph, E.IntImm(1, "uint32")), [E.IntImm(0, i32)])]))]
-    main_body = [S.Evaluate(M.call(M.WAIT_PARITY, at(full, st), ph))]
+        R.issue(var + ns, st))
+    main_body = [R.wait_full()]
     if ring_mode(k, info) == "barrier":
-        main_body.append(barrier("the previous iteration's writes to shared and global memory"))
-    main = S.For(var, loop.min, loop.extent, S.SERIAL, S.seq(main_body + [body, release] + advance))
-    main.span = loop.span
-    loop_part = [S.DeclBuffer(stage), S.DeclBuffer(phase), main]
+        main_body.append(R.barrier("the previous iteration's writes to shared and global memory"))
+    loop_part = R.loop_over(main_body + [body, release] + R.advance())
     if wg is not None:
-        loop_part = [S.LetStmt(wg, E.binop("//", _linear_thread(k.launch), E.IntImm(128, i32)), S.seq(
+        loop_part = [S.LetStmt(wg, E.binop("//", linear_thread(k.launch), E.IntImm(128, i32)), S.seq(
             [S.IfThenElse(E.binop("==", wg, E.IntImm(1, i32)),
                           S.Evaluate(M.call(M.NAMED_ARRIVE, bar, 256)))] + loop_part))]
-    return [TmaRingAlloc(ring), init,
-            barrier(f"the TMA ring's mbarriers for {names} are initialized"), prologue] + loop_part + [
-        barrier(f"every copy of the ring into {names} was consumed; its mbarriers may be initialized again",
-                False),
-        S.IfThenElse(first, TmaRingInvalidate(ring))]
+    return R.init() + [R.prologue()] + loop_part + [
+        R.barrier(f"every copy of the ring into {R.names} was consumed; its mbarriers may be initialized again",
+                  False),
+        R.invalidate()]
 
 
 @function_pass("pipeline_tma_ring")
 def pipeline_tma_ring(func, ctx=None):
     from tilelang.backend.cuda.ops.tma_pipeline import ring_mode
-    from tilelang.backend.cuda.ops.wgmma_deferred_wait import DEFERRED_WAIT, plan_deferred_wait
+    from tilelang.backend.cuda.ops.wgmma_deferred_wait import plan_deferred_wait
+    from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
     from tilelang.backend.cuda.plan.pipelined_loops import schedule_pipelined_loops
+    from tilelang.backend.cuda.plan.tma_ring_wgmma import schedule_in_flight
+    from tilelang.backend.cuda.plan.warp_specialized_ring import schedule_warp_specialized
 
     def takes(k, loop, info):
-        if not runs_on_tma_ring(k, loop, info):
-            return False
-        dw = plan_deferred_wait(k, info, ring_mode(k, info))
-        if dw is not None:   # the loop's wgmma stays in flight: emit/ prints this schedule
-            loop.annotations = {**loop.annotations, DEFERRED_WAIT: dw}   # (ops/wgmma_deferred_wait.py)
-            return False
-        return True
-    return schedule_pipelined_loops(func, ctx, takes, schedule)
+        return is_warp_specialized(k, loop, info) or runs_on_tma_ring(k, loop, info)
+
+    def make(k, loop, info):
+        if is_warp_specialized(k, loop, info):   # a producer warpgroup feeds the consumers
+            return schedule_warp_specialized(k, loop, info)
+        if info.guard is None and overlapped_wgmma(k, info):   # one wgmma group kept in flight
+            return schedule_in_flight(k, loop, info)
+        dw = plan_deferred_wait(k, info, ring_mode(k, info)) if info.guard is None else None
+        if dw is not None:   # ... until the accumulator is needed (ops/wgmma_deferred_wait.py)
+            return schedule_in_flight(k, loop, info, dw)
+        return schedule(k, loop, info)
+    return schedule_pipelined_loops(func, ctx, takes, make)
 
 
 __all__ = ["pipeline_tma_ring", "runs_on_tma_ring", "schedule"]

@@ -16,8 +16,9 @@ more consumer warpgroups the registers are split (`setmaxnreg`): the producer dr
 The decision is recorded in the kernel plan (`KernelPlan.warp_specialized`, a
 `WarpSpecialization`, printed by plan/report.py under `with T.Kernel(...)` and so in the
 lower trace); for a kernel that does not qualify the plan says why
-(`KernelPlan.warp_specialize_why`, printed, not warned: the loop still runs well). ops/tma_pipeline.py
-(`emit_ws_producer`, `emit_ws_consumer`) prints the two roles from that record.
+(`KernelPlan.warp_specialize_why`, printed, not warned: the loop still runs well). The pass
+pipeline_tma_ring writes the two roles into the IR from that record
+(plan/warp_specialized_ring.py: `T.producer_warpgroup`, the consumers' loop).
 
 What qualifies (else the loop keeps the single-role TMA ring):
 - an sm_90 target, the pass config `tl.disable_warp_specialized` unset (and the switch

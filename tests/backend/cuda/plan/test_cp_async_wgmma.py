@@ -1,10 +1,11 @@
-"""emit/kernel.py `pipelined_wgmma`: a T.Pipelined GEMM loop on cp.async copies (an im2col
-tile cannot go on the TMA ring) with one wgmma kept in flight issues the copies of
-iteration k + num_stages - 1, as the published package's pipeline does: after its wgmma
-and the wait for wgmma k - 1 a second barrier frees the slot iteration k - 1 read.
-(With one barrier per iteration only num_stages - 2 were ahead: the published
-convolution autotune configuration, a 128 x 256 tile alone on its SM, then waited for
-its im2col loads every iteration.) Compile-only checks of the schedule and its SASS,
+"""plan/cp_async_pipeline.py `schedule_wgmma_in_flight`: a T.Pipelined GEMM loop on cp.async
+copies (an im2col tile cannot go on the TMA ring) with one wgmma kept in flight becomes its
+schedule in the IR (the pass pipeline_cp_async): it issues the copies of iteration
+k + num_stages - 1, as the published package's pipeline does: after its wgmma (issued only)
+and the wait for wgmma k - 1 (`T.warpgroup_wait(1)`) a second barrier frees the slot
+iteration k - 1 read. (With one barrier per iteration only num_stages - 2 were ahead: the
+published convolution autotune configuration, a 128 x 256 tile alone on its SM, then waited
+for its im2col loads every iteration.) Checked on the printed IR after the pass and in SASS,
 then the convolution against torch on the GPU."""
 import functools
 import re
@@ -13,7 +14,7 @@ import pytest
 
 import tilelang
 import tilelang.language as T
-from tests.backend.cuda.conftest import needs_nvrtc, needs_sass
+from tests.backend.cuda.conftest import needs_sass
 
 
 def conv(N, H, W, C, F, K, S, D, P, bm=128, bn=256, bk=64, stages=3, threads=256):
@@ -51,25 +52,29 @@ def _compiled(stages=3, case=REGRESSION):
     return tilelang.compile(conv(*case, stages=stages), out_idx=[2], target="cuda -arch=sm_90a")
 
 
-def _main_loop(src):
-    body = src[src.index("for (int k_iter_1"):]
-    return body[:body.index("tl::wgmma_wait<0>();")]
+def _schedule(stages):
+    from tests.backend.cuda.plan.test_cp_async_pipeline import _before_after, _schedule
+    return "\n".join(_schedule(_before_after(conv(*REGRESSION, stages=stages), arch="sm_90a")[1]))
 
 
-@needs_nvrtc
 @pytest.mark.parametrize("stages", [3, 4])
 def test_copies_run_num_stages_minus_one_ahead(stages):
-    src = _compiled(stages).get_kernel_source()
-    assert f"tl_p < {stages - 1};" in src   # the prologue fills s - 1 slots
-    loop = _main_loop(src)
-    order = [loop.index(f"tl::cp_async_wait<{stages - 2}>();"), loop.index("__syncthreads();"),
-             loop.index("tl::wgmma_ss_issue<128, 256, 64"), loop.index("tl::wgmma_wait<1>();"),
-             loop.index("__syncthreads();", loop.index("tl::wgmma_wait<1>();")),
-             loop.index(f"if (k_iter_1 + {stages - 1} < 18)"), loop.index("tl::cp_async_commit();")]
+    text = _schedule(stages)
+    assert f"for p in T.serial({stages - 1}):" in text   # the prologue fills s - 1 slots
+    loop = text[text.index("for k_iter_1 in T.serial(18):"):]
+    order = [loop.index(f"T.ptx_wait_group({stages - 2})"),
+             loop.index("T.sync_threads()  # inserted, after a fence.proxy.async: this iteration's copies"),
+             loop.index("T.gemm(data_shared, kernel_shared, out_local)  # issued only"),
+             loop.index("'tl.warpgroup_wait', 1"),
+             loop.index("T.sync_threads()  # inserted: every warpgroup's previous wgmma group retired"),
+             loop.index(f"if k_iter_1 + {stages - 1} < 18:"), loop.index("T.ptx_commit_group()")]
     assert order == sorted(order), order
     # the refill goes to the slot iteration k - 1 read: (k + s - 1) % s
-    assert f"const int k_iter_1_next = k_iter_1 + {stages - 1};" in loop
-    assert loop.count("__syncthreads();") == 2
+    assert f"k_iter_next = k_iter_1 + {stages - 1}" in loop
+    assert f"slot=T.truncmod(k_iter_next, {stages})" in loop
+    assert loop.count("T.sync_threads()") == 2
+    tail = loop[loop.index("'tl.warpgroup_wait', 0"):]
+    assert tail.index("'tl.warpgroup_fence_operand'") < tail.index("T.ptx_wait_group(0)")
 
 
 @needs_sass

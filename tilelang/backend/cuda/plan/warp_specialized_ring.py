@@ -1,0 +1,140 @@
+"""The two roles of a warp-specialized TMA-ring loop (plan/warp_specialize.py decides it:
+`KernelPlan.warp_specialized`), written into the IR by the pass `pipeline_tma_ring` from
+the ring's pieces (`RingParts`, plan/tma_ring_parts.py). For
+`for k in T.Pipelined(lo, hi, num_stages=s)` on T user threads, at the kernel's start,
+before any code of the user's:
+
+    T.tma_ring_alloc(ring_full, ring_empty, stages=s)
+    if tx == 0: prefetch the tensor maps; init ring_full[i] (1 arrival: the producer's, with
+        the bytes), ring_empty[i] (one arrival per consumer warp)
+    T.sync_threads()  # inserted: the last barrier of all threads ...
+    with T.producer_warpgroup(threads=T):               threads T .. T + 127, then they leave
+        T.set_max_nreg(24, 0)                          (two consumer warpgroups or more)
+        if tx == T:
+            for k in T.serial(lo, hi):
+                [if not cond(k): continue]             a masked iteration: neither role touches the ring
+                T.mbarrier_wait_parity(ring_empty[ring_stage], ring_phase ^ 1)   (a fresh barrier's
+                                                       previous phase counts as complete)
+                the bytes on ring_full[ring_stage], the loads of iteration k into the slot
+                advance ring_stage / ring_phase
+    T.set_max_nreg(240, 1)
+
+and in place of the loop, on the consumers (every block barrier of theirs is their named
+barrier: emit/ prints the barriers after a T.producer_warpgroup so):
+
+    T.sync_threads()  # inserted: what the consumers wrote before the loop ...
+    for k in T.serial(lo, hi):
+        [if not cond(k): continue]
+        [if ring_prev >= 0 and not T.all_sync(T.mbarrier_test_parity(ring_full[ring_stage], ring_phase)):
+             T.warpgroup_wait(0); lane 0: arrive on ring_empty[ring_prev]; ring_prev = -1]
+                                                       the slot is not filled yet: release the previous
+                                                       one now, so the producer refills it meanwhile
+        T.mbarrier_wait_parity(ring_full[ring_stage], ring_phase)
+        one gemm (`in_flight`):  the gemm issued only, T.warpgroup_wait(1), lane 0 of each warp
+                                 releases ring_prev, ring_prev = ring_stage
+        else:                    the body in the slot, lane 0 of each warp releases the slot
+        advance
+    [T.warpgroup_wait(0); the accumulator's register fence]
+    T.sync_threads()  # inserted: the slots are read ...
+
+TILELANG_CUDA_WS_EARLY_RELEASE=0 drops the early release. Tests:
+tests/backend/cuda/plan/test_warp_specialized_ring.py, tests/backend/cuda/plan/test_warp_specialize.py."""
+from __future__ import annotations
+
+from tilelang.ir import expr as E
+from tilelang.ir import mbarrier as M
+from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
+from tilelang.ir import tensor_core_calls as TC
+from tilelang.ir.buffer import Buffer
+from tilelang.ir.tma_ring import TmaRing, TmaRingAlloc, TmaPrefetchDescriptors
+from tilelang.ir.visitor import substitute
+from tilelang.backend.cuda.plan.tma_ring_parts import RingParts, slot_of, linear_thread
+
+
+def schedule_warp_specialized(k, loop, info):
+    """The statements that replace `loop`; those that start the kernel go to `k.kernel_head`
+    (plan/pipelined_loops.py puts them there)."""
+    from tilelang.backend.cuda.ops.tma_pipeline import tma_copies, ring_mode
+    from tilelang.backend.cuda.plan.kernel import local_placement
+    from tilelang.backend.cuda.plan.tma_ring_wgmma import retire
+    ws = k.plan.warp_specialized
+    ns, T, var, i32 = ws.stages, ws.consumer_threads, loop.var, loop.var.dtype
+    tmas = tma_copies(k, info)
+    full, _ = TmaRing.barriers(ns)
+    empty = TmaRing.empty_barriers(ns)
+    ring = TmaRing(var, info.copies, info.bufs, full, None, ns, sum(t.nbytes for t in tmas), empty)
+    producer, consumer = RingParts(k, loop, info, ring), RingParts(k, loop, info, ring)
+    tx = k.launch.thread_vars[0]
+
+    s = E.Var("ring_s", i32)
+    head = [TmaRingAlloc(ring), S.IfThenElse(producer.first, S.seq([
+        TmaPrefetchDescriptors(ring),
+        S.For(s, E.IntImm(0, i32), E.IntImm(ns, i32), S.SERIAL, S.seq([
+            S.Evaluate(M.call(M.INIT, slot_of(full, s), 1)), S.Evaluate(M.call(M.INIT, slot_of(empty, s), T // 32))])),
+        S.Evaluate(M.call(M.FENCE_INIT))])),
+        producer.barrier("the TMA ring's mbarriers are initialized; the last barrier of all threads: the producer "
+                         "leaves after its loop", False)]
+
+    # the producer: its own loop variable (the loop's is the consumers')
+    kp = E.Var(var.name, i32)
+    p_body = []
+    if info.guard is not None:   # a masked iteration: neither role touches the ring
+        p_body.append(S.IfThenElse(E.Not(substitute(info.guard, {var: kp})), S.Continue()))
+    p_body += [S.Evaluate(M.call(M.WAIT_PARITY, slot_of(empty, producer.st),
+                                 E.binop("^", producer.ph, E.IntImm(1, "uint32")))),
+               producer.issue(kp, producer.st, guarded=False)]
+    p_loop = S.For(kp, loop.min, loop.extent, S.SERIAL, S.seq(p_body + producer.advance()))
+    roles = [S.DeclBuffer(producer.stage), S.DeclBuffer(producer.phase), p_loop]
+    p_stmts = [S.IfThenElse(E.binop("==", tx, E.IntImm(T, tx.dtype)), S.seq(roles))]
+    if ws.producer_regs:
+        p_stmts.insert(0, S.Evaluate(M.call(M.SET_MAX_NREG, ws.producer_regs, 0)))
+    head.append(S.ProducerWarpgroup(T, S.seq(p_stmts)))
+    if ws.consumer_regs:
+        head.append(S.Evaluate(M.call(M.SET_MAX_NREG, ws.consumer_regs, 1)))
+
+    # the consumers
+    C = consumer
+    lane0 = E.binop("==", E.binop("%", linear_thread(k.launch), E.IntImm(32, i32)), E.IntImm(0, i32))
+
+    def release(slot):
+        return S.Evaluate(M.call(M.ARRIVE, slot_of(empty, slot)))
+    body = []
+    if info.guard is not None:
+        body.append(S.IfThenElse(E.Not(info.guard), S.Continue()))   # the producer skipped it too
+    decls = [S.DeclBuffer(C.stage), S.DeclBuffer(C.phase)]
+    if ws.in_flight:   # the slot of the previous iteration that ran (-1: none yet)
+        prev = Buffer("ring_prev", (1,), "int32", "local.var", init=E.IntImm(-1, "int32"))
+        k.plan.placements[id(prev)] = local_placement(prev)
+        decls.append(S.DeclBuffer(prev))
+        pv = slot_of(prev, E.IntImm(0, i32))
+        has_prev = E.binop(">=", pv, E.IntImm(0, i32))
+        if k.options.ws_early_release:
+            # the slot is not filled yet: release the previous one now (its group done), not once
+            # this one has arrived, so the producer refills it while the warp waits
+            filled = E.Call("tl.all_sync", [E.IntImm(0xffffffff, "uint32"),
+                                            E.Call(M.TEST_PARITY, [slot_of(full, C.st), C.ph], "bool")], "bool")
+            body.append(S.IfThenElse(E.binop("&&", has_prev, E.Not(filled)), S.seq([
+                S.Evaluate(M.call(TC.WARPGROUP_WAIT, 0)), S.IfThenElse(lane0, release(pv)),
+                S.BufferStore(prev, E.IntImm(-1, "int32"), [E.IntImm(0, i32)])])))
+    body.append(C.wait_full())
+    if ring_mode(k, info) == "barrier":   # the previous iteration's shared writes (a dequantized tile)
+        body.append(C.barrier("the previous iteration's writes to shared memory"))
+    tail = []
+    if ws.in_flight:
+        g = info.rest[-1]
+        g.annotations = {**g.annotations, TO.ISSUE_ONLY: True}
+        body += [S.StageSlot(info.bufs, C.st, ns, g), S.Evaluate(M.call(TC.WARPGROUP_WAIT, 1)),
+                 S.IfThenElse(E.binop("&&", has_prev, lane0), release(pv)),
+                 S.BufferStore(prev, C.st, [E.IntImm(0, i32)])]
+        tail = retire(k, g)
+    else:
+        body += [S.StageSlot(info.bufs, C.st, ns, S.seq(list(info.rest))), S.IfThenElse(lane0, release(C.st))]
+    main = S.For(var, loop.min, loop.extent, S.SERIAL, S.seq(body + C.advance()))
+    main.span = loop.span
+    k.kernel_head = head
+    return [C.barrier("what the consumers wrote to shared memory before the loop")] + decls + [main] + tail + [
+        C.barrier("the slots are read: the code after the loop may reuse them")]
+
+
+__all__ = ["schedule_warp_specialized"]
