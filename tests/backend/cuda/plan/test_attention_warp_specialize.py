@@ -67,10 +67,10 @@ def test_consumers_run_the_softmax_between_named_barriers_only(monkeypatch):
     consumer = _consumer_code(art.source)
     assert "__syncthreads" not in consumer
     loop = consumer[consumer.index("for (int kb_1 = "):]
-    wait = loop.index("tl::mbar_wait(&tl_full[")
+    wait = loop.index("tl::mbar_wait(&ring_full[")
     first = wait + re.search(r"tl::wgmma_(gemm_ss|ss_issue)<", loop[wait:]).start()   # (Q K^T may stay in flight)
     second = loop.index("tl::wgmma_gemm_rs<", first)
-    assert "exp2f(" in loop[first:second] and second < loop.index("tl::mbar_arrive(&tl_empty[")
+    assert "exp2f(" in loop[first:second] and second < loop.index("tl::mbar_arrive(&ring_empty[")
     ops = sass_ops(art)
     assert ops["USETMAXREG"] == 2 and ops["UTMALDG"] > 0 and ops["HGMMA"] >= 16, ops
     assert ops["STL"] == 0 and ops["LDL"] == 0, ops

@@ -1,6 +1,6 @@
 """Which attention-style pipelined bodies a producer warpgroup may feed (the decision
-only; plan/warp_specialize.py asks it, ops/tma_pipeline.py `emit_ws_producer` /
-`emit_ws_consumer` print the two roles, as for a GEMM loop).
+only; plan/warp_specialize.py asks it, plan/warp_specialized_ring.py writes the two roles into
+the IR, as for a GEMM loop).
 
 An attention loop (FlashAttention: `S = Q K^T; softmax; O += P V`, MLA decode: the same
 with a latent and a rope part and P staged in shared memory) runs its gemms with register
