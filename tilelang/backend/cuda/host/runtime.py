@@ -502,9 +502,10 @@ class Launcher:
         if err == _CUDA_ERROR_INVALID_CONTEXT:
             _ensure_context()
             return self._general(buffers, ints, floats)
-        if j == 0:   # nothing ran yet: the general path checks the launch and names what is wrong
-            return self._general(buffers, ints, floats)
         k = self.meta["kernels"][j]
+        env = {"ints": [int(i) for i in ints], "min": min, "max": max, "int": int}
+        grid = [g if isinstance(g, int) else eval(g, env) for g in self._grids[j]]  # noqa: S307 - our own expressions
+        check_launch(k, grid, self._caps[j])   # a grid CUDA cannot launch: say which extent and what to do
         what = f"cuLaunchKernelEx({k['entry']})" if launch_attributes(k) else f"cuLaunchKernel({k['entry']})"
         raise CudaRuntimeError(_launch_error(k, err, what))
 
