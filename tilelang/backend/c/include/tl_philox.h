@@ -183,6 +183,53 @@ TL_PHILOX_FN unsigned out(const unsigned* s, unsigned i) {
   return i == 0 ? s[OUT] : i == 1 ? s[OUT + 1] : i == 2 ? s[OUT + 2] : s[OUT + 3];
 }
 
+// the Box-Muller transform every generator family shares (curand's): a spare value is kept
+// for the next call; u in (0, 1], v the angle (radians for float, units of pi for double)
+TL_PHILOX_FN bool take_spare_f(unsigned* s, float* out) {
+  if (!s[FLAG]) return false;
+  s[FLAG] = 0u;
+  *out = bits_float(s[SPARE]);
+  return true;
+}
+
+TL_PHILOX_FN float box_muller_f(unsigned* s, float u, float v) {
+  float r = radius_f(u), sn, cs;
+  sincos_f(v, &sn, &cs);
+  s[SPARE] = float_bits(cs * r);
+  s[FLAG] = 1u;
+  return sn * r;
+}
+
+TL_PHILOX_FN bool take_spare_d(unsigned* s, double* out) {
+  if (!s[FLAG_D]) return false;
+  s[FLAG_D] = 0u;
+  *out = words_double(s[SPARE_D], s[SPARE_D + 1]);
+  return true;
+}
+
+TL_PHILOX_FN double box_muller_d(unsigned* s, double u, double v) {
+  double r = radius_d(u), sn, cs;
+  sincospi_d(v, &sn, &cs);
+  double spare = cs * r;
+  s[SPARE_D] = low_word(spare);
+  s[SPARE_D + 1] = high_word(spare);
+  s[FLAG_D] = 1u;
+  return sn * r;
+}
+
+// curand_normal from two 32-bit draws, curand_normal_double from four (Philox, XORWOW)
+TL_PHILOX_FN float normal_from_words(unsigned* s, unsigned x, unsigned y) {
+  const float inv = 2.3283064e-10f, inv_2pi = 2.3283064e-10f * 6.2831855f;
+  return box_muller_f(s, fma_f((float)x, inv, inv / 2.0f), fma_f((float)y, inv_2pi, inv_2pi / 2.0f));
+}
+
+TL_PHILOX_FN double normal_double_from_words(unsigned* s, const unsigned* w) {
+  const double inv53 = 1.1102230246251565e-16;
+  unsigned long long zx = (unsigned long long)w[0] ^ ((unsigned long long)w[1] << 21);
+  unsigned long long zy = (unsigned long long)w[2] ^ ((unsigned long long)w[3] << 21);
+  return box_muller_d(s, fma_d((double)zx, inv53, inv53 / 2.0), fma_d((double)zy, inv53 * 2.0, inv53));
+}
+
 }  // namespace philox
 
 TL_PHILOX_FN void rng_init(unsigned* s, unsigned long long seed, unsigned long long subsequence,
@@ -238,42 +285,18 @@ TL_PHILOX_FN double rng_uniform_double(unsigned* s) {
 }
 
 TL_PHILOX_FN float rng_normal(unsigned* s) {
-  using namespace philox;
-  if (s[FLAG]) {
-    s[FLAG] = 0u;
-    return bits_float(s[SPARE]);
-  }
+  float spare;
+  if (philox::take_spare_f(s, &spare)) return spare;
   unsigned x = rng_rand(s), y = rng_rand(s);
-  const float inv = 2.3283064e-10f, inv_2pi = 2.3283064e-10f * 6.2831855f;
-  float u = fma_f((float)x, inv, inv / 2.0f);
-  float v = fma_f((float)y, inv_2pi, inv_2pi / 2.0f);
-  float r = radius_f(u), sn, cs;
-  sincos_f(v, &sn, &cs);
-  s[SPARE] = float_bits(cs * r);
-  s[FLAG] = 1u;
-  return sn * r;
+  return philox::normal_from_words(s, x, y);
 }
 
 TL_PHILOX_FN double rng_normal_double(unsigned* s) {
-  using namespace philox;
-  if (s[FLAG_D]) {
-    s[FLAG_D] = 0u;
-    return words_double(s[SPARE_D], s[SPARE_D + 1]);
-  }
+  double spare;
+  if (philox::take_spare_d(s, &spare)) return spare;
   unsigned w[4];
   rng_rand4(s, w);
-  const double inv53 = 1.1102230246251565e-16;
-  unsigned long long zx = (unsigned long long)w[0] ^ ((unsigned long long)w[1] << 21);
-  unsigned long long zy = (unsigned long long)w[2] ^ ((unsigned long long)w[3] << 21);
-  double u = fma_d((double)zx, inv53, inv53 / 2.0);
-  double v = fma_d((double)zy, inv53 * 2.0, inv53);
-  double r = radius_d(u), sn, cs;
-  sincospi_d(v, &sn, &cs);
-  double spare = cs * r;
-  s[SPARE_D] = low_word(spare);
-  s[SPARE_D + 1] = high_word(spare);
-  s[FLAG_D] = 1u;
-  return sn * r;
+  return philox::normal_double_from_words(s, w);
 }
 
 }  // namespace tl

@@ -198,33 +198,17 @@ TL_PHILOX_FN double rng_uniform_double(unsigned* s) { return next(s) * 2.3283065
 TL_PHILOX_FN float rng_uniform(unsigned* s) { return (float)rng_uniform_double(s); }
 
 TL_PHILOX_FN float rng_normal(unsigned* s) {
-  using namespace philox;
-  if (s[FLAG]) {
-    s[FLAG] = 0u;
-    return bits_float(s[SPARE]);
-  }
+  float spare;
+  if (philox::take_spare_f(s, &spare)) return spare;
   float u = rng_uniform(s), v = rng_uniform(s) * 6.2831855f;
-  float r = radius_f(u), sn, cs;
-  sincos_f(v, &sn, &cs);
-  s[SPARE] = float_bits(cs * r);
-  s[FLAG] = 1u;
-  return sn * r;
+  return philox::box_muller_f(s, u, v);
 }
 
 TL_PHILOX_FN double rng_normal_double(unsigned* s) {
-  using namespace philox;
-  if (s[FLAG_D]) {
-    s[FLAG_D] = 0u;
-    return words_double(s[SPARE_D], s[SPARE_D + 1]);
-  }
+  double spare;
+  if (philox::take_spare_d(s, &spare)) return spare;
   double u = rng_uniform_double(s), v = rng_uniform_double(s) * 2.0;
-  double r = radius_d(u), sn, cs;
-  sincospi_d(v, &sn, &cs);
-  double spare = cs * r;
-  s[SPARE_D] = low_word(spare);
-  s[SPARE_D + 1] = high_word(spare);
-  s[FLAG_D] = 1u;
-  return sn * r;
+  return philox::box_muller_d(s, u, v);
 }
 
 }  // namespace mrg32k3a
@@ -246,41 +230,18 @@ TL_PHILOX_FN double rng_uniform_double(unsigned* s) {
 }
 
 TL_PHILOX_FN float rng_normal(unsigned* s) {
-  using namespace philox;
-  if (s[FLAG]) {
-    s[FLAG] = 0u;
-    return bits_float(s[SPARE]);
-  }
+  float spare;
+  if (philox::take_spare_f(s, &spare)) return spare;
   unsigned x = rng_rand(s), y = rng_rand(s);
-  const float inv = 2.3283064e-10f, inv_2pi = 2.3283064e-10f * 6.2831855f;
-  float u = fma_f((float)x, inv, inv / 2.0f);
-  float v = fma_f((float)y, inv_2pi, inv_2pi / 2.0f);
-  float r = radius_f(u), sn, cs;
-  sincos_f(v, &sn, &cs);
-  s[SPARE] = float_bits(cs * r);
-  s[FLAG] = 1u;
-  return sn * r;
+  return philox::normal_from_words(s, x, y);
 }
 
-TL_PHILOX_FN double rng_normal_double(unsigned* s) {
-  using namespace philox;
-  if (s[FLAG_D]) {
-    s[FLAG_D] = 0u;
-    return words_double(s[SPARE_D], s[SPARE_D + 1]);
-  }
-  unsigned w0 = rng_rand(s), w1 = rng_rand(s), w2 = rng_rand(s), w3 = rng_rand(s);
-  const double inv53 = 1.1102230246251565e-16;
-  unsigned long long zx = (unsigned long long)w0 ^ ((unsigned long long)w1 << 21);
-  unsigned long long zy = (unsigned long long)w2 ^ ((unsigned long long)w3 << 21);
-  double u = fma_d((double)zx, inv53, inv53 / 2.0);
-  double v = fma_d((double)zy, inv53 * 2.0, inv53);
-  double r = radius_d(u), sn, cs;
-  sincospi_d(v, &sn, &cs);
-  double spare = cs * r;
-  s[SPARE_D] = low_word(spare);
-  s[SPARE_D + 1] = high_word(spare);
-  s[FLAG_D] = 1u;
-  return sn * r;
+TL_PHILOX_FN double rng_normal_double(unsigned* s) {   // its four words one draw at a time
+  double spare;
+  if (philox::take_spare_d(s, &spare)) return spare;
+  unsigned w[4];
+  for (int k = 0; k < 4; ++k) w[k] = rng_rand(s);
+  return philox::normal_double_from_words(s, w);
 }
 
 }  // namespace xorwow
