@@ -37,6 +37,12 @@ barrier: emit/ prints the barriers after a T.producer_warpgroup so):
     [T.warpgroup_wait(0); the accumulator's register fence]
     T.sync_threads()  # inserted: the slots are read ...
 
+TILELANG_CUDA_WS_MULTICAST=1 (a loop keeping its wgmma in flight, no masked iterations): the blocks
+run in pairs along a grid axis (ops/tma.py `plan_multicast`), each producer loads half of the tiles
+both blocks read for both, "empty" counts both blocks' consumer warps (each release arrives here
+and at the peer: `T.mbarrier_arrive_cluster`), `T.cluster_sync()` after the barriers' init, the
+consumers release the last slot after the loop and the producer waits for every slot's last round
+before it leaves (tests/backend/cuda/plan/test_warp_specialized_multicast.py).
 TILELANG_CUDA_WS_EARLY_RELEASE=0 drops the early release. Tests:
 tests/backend/cuda/plan/test_warp_specialized_ring.py, tests/backend/cuda/plan/test_warp_specialize.py."""
 from __future__ import annotations
