@@ -9,6 +9,7 @@ runs against torch are at the end (pytest -m gpu)."""
 import pytest
 
 from tests.backend.cuda import kernels as KS
+from tilelang.backend.cuda.host.nvrtc import sass
 from tests.backend.cuda.conftest import needs_nvrtc
 from tests.backend.cuda.helpers import build, sass_ops
 from tests.backend.cuda.plan.test_stage_epilogue import _gemm
@@ -34,10 +35,10 @@ def test_pairs_share_tiles_and_release_in_both_blocks():
     tail = producer[producer.index("for ring_t in T.serial(3):"):]
     assert "'tl.mbarrier_wait_parity', ring_empty[ring_stage[0]], ring_phase[0] ^ T.uint32(1)" in tail
     # every release goes to this block and the peer (early, in-loop, and the last slot after the loop)
-    assert consumer.count("'tl.mbarrier_arrive_cluster', ring_empty[ring_prev[0]], ring_rank_1 ^ 1") == 3
+    assert consumer.count("'tl.mbarrier_release_slot_cluster', ring_empty[ring_prev[0]], ring_rank_1 ^ 1") == 3
     assert consumer.count("'tl.mbarrier_arrive', ring_empty[ring_prev[0]]") == 3
     after_loop = consumer[consumer.index("'tl.warpgroup_fence_operand'"):]
-    assert "'tl.mbarrier_arrive_cluster'" in after_loop
+    assert "'tl.mbarrier_release_slot_cluster'" in after_loop
 
 
 def test_default_is_one_block_per_tile():
@@ -56,6 +57,9 @@ def test_sass_multicast_no_spills(monkeypatch, epilogue):
     ops = sass_ops(art)
     assert ops["HGMMA"] >= 4 and ops["STL"] == 0 and ops["LDL"] == 0
     assert (ops["UTMASTG"] > 0) == (epilogue == "1")
+    # the remote releases order nothing at GPU scope (a MEMBAR.ALL.GPU per release in the loop)
+    # (the one left: the cluster barrier after the mbarriers' init)
+    assert "mbar_arrive_cluster_slot" in art.source and sass(art.binary).count("MEMBAR.ALL.GPU") == 1
 
 
 @pytest.mark.gpu

@@ -40,7 +40,7 @@ barrier: emit/ prints the barriers after a T.producer_warpgroup so):
 TILELANG_CUDA_WS_MULTICAST=1 (a loop keeping its wgmma in flight, no masked iterations): the blocks
 run in pairs along a grid axis (ops/tma.py `plan_multicast`), each producer loads half of the tiles
 both blocks read for both, "empty" counts both blocks' consumer warps (each release arrives here
-and at the peer: `T.mbarrier_arrive_cluster`), `T.cluster_sync()` after the barriers' init, the
+and at the peer: `tl.mbarrier_release_slot_cluster`, no cluster-scope fence: the readers are done), `T.cluster_sync()` after the barriers' init, the
 consumers release the last slot after the loop and the producer waits for every slot's last round
 before it leaves (tests/backend/cuda/plan/test_warp_specialized_multicast.py).
 TILELANG_CUDA_WS_EARLY_RELEASE=0 drops the early release. Tests:
@@ -129,7 +129,7 @@ def schedule_warp_specialized(k, loop, info):
         # the peer block's producer refills its halves of this block's slot too: both hear of it
         peer = E.binop("^", c_rank, E.IntImm(1, i32))
         return S.seq([S.Evaluate(M.call(M.ARRIVE, slot_of(empty, slot))),
-                      S.Evaluate(M.call(M.ARRIVE_CLUSTER, slot_of(empty, slot), peer))])
+                      S.Evaluate(M.call(M.RELEASE_SLOT_CLUSTER, slot_of(empty, slot), peer))])
     body = []
     if info.guard is not None:
         body.append(S.IfThenElse(E.Not(info.guard), S.Continue()))   # the producer skipped it too
