@@ -73,9 +73,11 @@ def test_switch_off_and_other_targets_leave_the_kernel_alone():
     assert func_str(after) == func_str(before)
 
 
-def test_tile_larger_than_the_ring_is_not_staged():
-    # float32 C: 128 x 256 x 4 = 128 KB > the ring's (16 KB + 32 KB) x 2 stages
-    before, after = _around(_gemm(dtype="float32", block_K=32, num_stages=2))
+def test_tile_larger_than_the_ring_or_not_16_bit_is_not_staged():
+    # 128 x 256 x 2 = 64 KB > the ring's (128 x 16 + 16 x 256) x 2 B x 2 stages = 32 KB
+    before, after = _around(_gemm(block_K=16, num_stages=2))
+    assert after is before
+    before, after = _around(_gemm(dtype="float32", block_N=128, block_K=32, num_stages=3))
     assert after is before
 
 
@@ -106,6 +108,7 @@ def test_generated_kernel_stores_through_tma(monkeypatch):
     (1024, 1024, 512, "float16", dict()),
     (1000, 1152, 320, "bfloat16", dict(trans_B=True, relu=True)),   # partial row and column tiles: the store clips
     (512, 384, 256, "float16", dict(block_M=64, block_N=128, num_stages=3, threads=128)),   # one warpgroup
+    (64, 256, 512, "float16", dict()),   # the matrix is smaller than the tile
     (512, 512, 256, "float16", dict(block_N=128, num_stages=3)),
 ])
 def test_matches_torch(monkeypatch, M, N, K, dtype, kw):

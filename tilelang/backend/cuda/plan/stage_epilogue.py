@@ -12,7 +12,7 @@ into the staged form users write by hand on Hopper:
 
 The staged tile is only live after the loop, so the shared-memory planner places it over
 the loop's ring slots (no extra shared memory); the pass stages a tile only where it fits
-in those slots. Everything after this pass (layouts, the TMA store, its fences and
+in those slots, and only 16-bit outputs (fp16, bf16). Everything after this pass (layouts, the TMA store, its fences and
 barriers) is what the hand-written staged kernel gets."""
 from __future__ import annotations
 
@@ -66,7 +66,9 @@ def _stageable(copy, ring_bytes):
             any(const_int_value(s) != 0 for s in src.starts):
         return None
     item = dst.buffer.dtype.itemsize
-    if item not in (1, 2, 4) or (_const_shape(dst.buffer.shape)[-1] * item) % 16 or (ext[-1] * item) % 16:
+    if item != 2:   # fp16 / bf16: the staged tile takes the 128B swizzle in 64-column strips (a wider
+        return None  # element would give an unswizzled tile: bank conflicts on the staging stores)
+    if (_const_shape(dst.buffer.shape)[-1] * item) % 16 or (ext[-1] * item) % 16:
         return None   # TMA: global rows 16-byte aligned
     if ext[0] * ext[1] * item > ring_bytes:
         return None
