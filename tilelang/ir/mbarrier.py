@@ -37,10 +37,13 @@ PDL_SYNC = "tl.pdl_sync"                         # (): wait for the kernels this
 # issued by one thread of those reaching them (T.copy_cluster with a remote barrier)
 BULK_COPY_CLUSTER = "tl.bulk_copy_cluster"       # (dst[i], src[j], bytes, cta_id, bar): dst in block cta_id
 ARRIVE_CLUSTER_ONE = "tl.mbarrier_arrive_cluster_one"  # (bar, cta_id): one arrival for the block
+# (bar, cta_id): a ring slot released in that block, its readers done (no cluster-scope ordering)
+RELEASE_SLOT_CLUSTER = "tl.mbarrier_release_slot_cluster"
 CLUSTER_BARRIER_CALLS = frozenset({CLUSTER_ARRIVE, CLUSTER_ARRIVE_RELAXED, CLUSTER_WAIT, CLUSTER_SYNC})
-CLUSTER_CALLS = CLUSTER_BARRIER_CALLS | {ARRIVE_CLUSTER, BULK_COPY_CLUSTER, ARRIVE_CLUSTER_ONE}
+CLUSTER_CALLS = CLUSTER_BARRIER_CALLS | {ARRIVE_CLUSTER, BULK_COPY_CLUSTER, ARRIVE_CLUSTER_ONE, RELEASE_SLOT_CLUSTER}
 
-MBARRIER_CALLS = frozenset({ARRIVE, ARRIVE_EXPECT_TX, EXPECT_TX, WAIT_PARITY, CP_ASYNC_ARRIVE, INIT, ARRIVE_CLUSTER})
+MBARRIER_CALLS = frozenset({ARRIVE, ARRIVE_EXPECT_TX, EXPECT_TX, WAIT_PARITY, CP_ASYNC_ARRIVE, INIT, ARRIVE_CLUSTER,
+                            RELEASE_SLOT_CLUSTER})
 EVERY_THREAD_CALLS = MBARRIER_CALLS | {FENCE_INIT, SET_MAX_NREG, FENCE_PROXY_ASYNC, NAMED_ARRIVE, NAMED_SYNC,
                                        CP_ASYNC_COMMIT, CP_ASYNC_WAIT, BULK_COMMIT, BULK_WAIT} | CLUSTER_CALLS | \
     {SYNC_GRID, PDL_TRIGGER, PDL_SYNC}

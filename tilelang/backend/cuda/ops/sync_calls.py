@@ -64,6 +64,8 @@ def sync_call(cg, v) -> str:
         return f"tl::tma_store_wait<{E.const_int_value(a[0])}, {'true' if E.const_int_value(a[1]) else 'false'}>();"
     if v.name == M.ARRIVE_CLUSTER:
         return ("tl::fence_proxy_async(); " if fence else "") + f"tl::mbar_arrive_cluster({bar()}, {cg.expr(a[1])});"
+    if v.name == M.RELEASE_SLOT_CLUSTER:   # the slot's wgmma readers were waited for: nothing to publish
+        return f"tl::mbar_arrive_cluster_slot({bar()}, {cg.expr(a[1])});"
     if v.name == M.ARRIVE_CLUSTER_ONE:   # after a block barrier: one arrival for the block
         return f"if (tl_tid == 0) {{ tl::mbar_arrive_cluster({bar()}, {cg.expr(a[1])}); }}"
     if v.name == M.BULK_COPY_CLUSTER:   # after the writers' proxy fences and a block barrier

@@ -37,6 +37,12 @@ barrier: emit/ prints the barriers after a T.producer_warpgroup so):
     [T.warpgroup_wait(0); the accumulator's register fence]
     T.sync_threads()  # inserted: the slots are read ...
 
+TILELANG_CUDA_WS_MULTICAST=1 (a loop keeping its wgmma in flight, no masked iterations): the blocks
+run in pairs along a grid axis (ops/tma.py `plan_multicast`), each producer loads half of the tiles
+both blocks read for both, "empty" counts both blocks' consumer warps (each release arrives here
+and at the peer: `tl.mbarrier_release_slot_cluster`, no cluster-scope fence: the readers are done), `T.cluster_sync()` after the barriers' init, the
+consumers release the last slot after the loop and the producer waits for every slot's last round
+before it leaves (tests/backend/cuda/plan/test_warp_specialized_multicast.py).
 TILELANG_CUDA_WS_EARLY_RELEASE=0 drops the early release. Tests:
 tests/backend/cuda/plan/test_warp_specialized_ring.py, tests/backend/cuda/plan/test_warp_specialize.py."""
 from __future__ import annotations
@@ -49,6 +55,7 @@ from tilelang.ir import tensor_core_calls as TC
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.tma_ring import TmaRing, TmaRingAlloc, TmaPrefetchDescriptors
 from tilelang.ir.visitor import substitute
+from tilelang.ir.cluster import BLOCK_RANK_IN_CLUSTER
 from tilelang.backend.cuda.plan.tma_ring_parts import RingParts, slot_of, linear_thread
 
 
@@ -58,23 +65,34 @@ def schedule_warp_specialized(k, loop, info):
     from tilelang.backend.cuda.ops.tma_pipeline import tma_copies, ring_mode
     from tilelang.backend.cuda.plan.kernel import local_placement
     from tilelang.backend.cuda.plan.tma_ring_wgmma import retire
+    from tilelang.backend.cuda.ops.tma import plan_multicast
     ws = k.plan.warp_specialized
     ns, T, var, i32 = ws.stages, ws.consumer_threads, loop.var, loop.var.dtype
     tmas = tma_copies(k, info)
     full, _ = TmaRing.barriers(ns)
     empty = TmaRing.empty_barriers(ns)
-    ring = TmaRing(var, info.copies, info.bufs, full, None, ns, sum(t.nbytes for t in tmas), empty)
-    producer, consumer = RingParts(k, loop, info, ring), RingParts(k, loop, info, ring)
+    mc = None
+    if ws.in_flight and info.guard is None and not getattr(k, "cluster_dims", None):
+        mc = plan_multicast(k.launch, loop, tmas, k.options.ws_multicast)
+    halves = {i: mc.halves[id(t)] for i, t in enumerate(tmas) if id(t) in mc.halves} if mc else {}
+    ring = TmaRing(var, info.copies, info.bufs, full, None, ns, sum(t.nbytes for t in tmas), empty, halves)
+    # multicast: each role reads its block's rank in the pair (ranks bound where the role starts)
+    p_rank, c_rank = (E.Var("ring_rank", i32), E.Var("ring_rank", i32)) if mc else (None, None)
+    producer, consumer = RingParts(k, loop, info, ring, p_rank), RingParts(k, loop, info, ring, c_rank)
+    if mc is not None:   # the blocks run in pairs along the axis (the launch's clusters)
+        k.cluster_dims = tuple(2 if ax == mc.axis else 1 for ax in range(3))
     tx = k.launch.thread_vars[0]
 
     s = E.Var("ring_s", i32)
     head = [TmaRingAlloc(ring), S.IfThenElse(producer.first, S.seq([
         TmaPrefetchDescriptors(ring),
         S.For(s, E.IntImm(0, i32), E.IntImm(ns, i32), S.SERIAL, S.seq([
-            S.Evaluate(M.call(M.INIT, slot_of(full, s), 1)), S.Evaluate(M.call(M.INIT, slot_of(empty, s), T // 32))])),
+            S.Evaluate(M.call(M.INIT, slot_of(full, s), 1)), S.Evaluate(M.call(M.INIT, slot_of(empty, s), T // 32 * (2 if mc else 1)))])),
         S.Evaluate(M.call(M.FENCE_INIT))])),
         producer.barrier("the TMA ring's mbarriers are initialized; the last barrier of all threads: the producer "
                          "leaves after its loop", False)]
+    if mc is not None:   # the peer's barriers are initialized before any copy or arrival reaches them
+        head.append(S.Evaluate(M.call(M.CLUSTER_SYNC)))
 
     # the producer: its own loop variable (the loop's is the consumers')
     kp = E.Var(var.name, i32)
@@ -86,6 +104,14 @@ def schedule_warp_specialized(k, loop, info):
                producer.issue(kp, producer.st, guarded=False)]
     p_loop = S.For(kp, loop.min, loop.extent, S.SERIAL, S.seq(p_body + producer.advance()))
     roles = [S.DeclBuffer(producer.stage), S.DeclBuffer(producer.phase), p_loop]
+    if mc is not None:
+        # the producer's tail: every slot's last round released, by this block's consumers and the
+        # peer's, so no arrival of the peer reaches this block's barriers after it has exited
+        kt = E.Var("ring_t", i32)
+        roles.append(S.For(kt, E.IntImm(0, i32), E.IntImm(ns, i32), S.SERIAL, S.seq(
+            [S.Evaluate(M.call(M.WAIT_PARITY, slot_of(empty, producer.st),
+                               E.binop("^", producer.ph, E.IntImm(1, "uint32"))))] + producer.advance())))
+        roles = [S.LetStmt(p_rank, E.Call(BLOCK_RANK_IN_CLUSTER, [], "int32"), S.seq(roles))]
     p_stmts = [S.IfThenElse(E.binop("==", tx, E.IntImm(T, tx.dtype)), S.seq(roles))]
     if ws.producer_regs:
         p_stmts.insert(0, S.Evaluate(M.call(M.SET_MAX_NREG, ws.producer_regs, 0)))
@@ -98,7 +124,12 @@ def schedule_warp_specialized(k, loop, info):
     lane0 = E.binop("==", E.binop("%", linear_thread(k.launch), E.IntImm(32, i32)), E.IntImm(0, i32))
 
     def release(slot):
-        return S.Evaluate(M.call(M.ARRIVE, slot_of(empty, slot)))
+        if mc is None:
+            return S.Evaluate(M.call(M.ARRIVE, slot_of(empty, slot)))
+        # the peer block's producer refills its halves of this block's slot too: both hear of it
+        peer = E.binop("^", c_rank, E.IntImm(1, i32))
+        return S.seq([S.Evaluate(M.call(M.ARRIVE, slot_of(empty, slot))),
+                      S.Evaluate(M.call(M.RELEASE_SLOT_CLUSTER, slot_of(empty, slot), peer))])
     body = []
     if info.guard is not None:
         body.append(S.IfThenElse(E.Not(info.guard), S.Continue()))   # the producer skipped it too
@@ -128,13 +159,17 @@ def schedule_warp_specialized(k, loop, info):
                  S.IfThenElse(E.binop("&&", has_prev, lane0), release(pv)),
                  S.BufferStore(prev, C.st, [E.IntImm(0, i32)])]
         tail = retire(k, g)
+        if mc is not None:   # the last slot released too: the producers' tails wait for every round
+            tail.append(S.IfThenElse(E.binop("&&", has_prev, lane0), release(pv)))
     else:
         body += [S.StageSlot(info.bufs, C.st, ns, S.seq(list(info.rest))), S.IfThenElse(lane0, release(C.st))]
     main = S.For(var, loop.min, loop.extent, S.SERIAL, S.seq(body + C.advance()))
     main.span = loop.span
     k.kernel_head = head
-    return [C.barrier("what the consumers wrote to shared memory before the loop")] + decls + [main] + tail + [
-        C.barrier("the slots are read: the code after the loop may reuse them")]
+    out = [C.barrier("what the consumers wrote to shared memory before the loop")] + decls + [main] + tail
+    if mc is not None:
+        out = [S.LetStmt(c_rank, E.Call(BLOCK_RANK_IN_CLUSTER, [], "int32"), S.seq(out))]
+    return out + [C.barrier("the slots are read: the code after the loop may reuse them")]
 
 
 __all__ = ["schedule_warp_specialized"]

@@ -67,6 +67,18 @@ TL_DEVICE void mbar_arrive_cluster(unsigned long long* bar, int rank) {
 #endif
 }
 
+// one arrival on the mbarrier at `bar`'s offset in block `rank`, ordering nothing at cluster
+// scope: the release of a TMA ring slot whose readers are done (the wgmma group that read it
+// was waited for), as CUTLASS's ClusterBarrier::arrive(cta_id). The cluster-scope release of
+// mbar_arrive_cluster costs a MEMBAR.ALL.GPU per arrival in the GEMM loop.
+TL_DEVICE void mbar_arrive_cluster_slot(unsigned long long* bar, int rank) {
+#ifdef TL_CLUSTER_PTX
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_smem_addr(bar, rank)) : "memory");
+#else
+  mbar_arrive(bar);
+#endif
+}
+
 // T.mbarrier_wait_parity on a cluster barrier: acquire at cluster scope, so that
 // what other blocks released with their arrivals is visible afterwards
 TL_DEVICE void mbar_wait_cluster(unsigned long long* bar, unsigned phase) {
