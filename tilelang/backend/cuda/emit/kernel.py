@@ -1193,11 +1193,9 @@ class KernelCodegen:
             return self._not_scheduled(st, tmas is not None)
         if self._overlapped_wgmma(info):   # one wgmma kept in flight: plan/tma_ring_wgmma.py, plan/cp_async_pipeline.py
             return self._not_scheduled(st, tmas is not None)
-        from tilelang.backend.cuda.plan.overlap import plan_overlap, emit_overlapped, emit_overlapped_ring
-        ov = plan_overlap(self, info) if arch_number(self.target.arch) >= 90 else None
-        if ov is not None:   # attention-style: the second gemm overlaps the next iteration
-            if tmas is not None:   # K and V on two TMA rings (plan/copy_forms.py chose it)
-                return emit_overlapped_ring(self, st, info, ov, tmas)
+        from tilelang.backend.cuda.plan.overlap import plan_overlap, emit_overlapped
+        ov = plan_overlap(self, info) if arch_number(self.target.arch) >= 90 and tmas is None else None
+        if ov is not None:   # attention-style on cp.async (on two TMA rings: plan/attention_overlap_ring.py)
             return emit_overlapped(self, st, info, ov)
         return self._not_scheduled(st, tmas is not None)
 

@@ -141,12 +141,18 @@ def pipeline_tma_ring(func, ctx=None):
     from tilelang.backend.cuda.plan.tma_ring_wgmma import schedule_in_flight
     from tilelang.backend.cuda.plan.warp_specialized_ring import schedule_warp_specialized
 
+    from tilelang.backend.cuda.plan.attention_overlap_ring import overlap_on_rings, schedule_overlap_rings
+
     def takes(k, loop, info):
-        return is_warp_specialized(k, loop, info) or runs_on_tma_ring(k, loop, info)
+        return is_warp_specialized(k, loop, info) or runs_on_tma_ring(k, loop, info) or \
+            overlap_on_rings(k, loop, info) is not None
 
     def make(k, loop, info):
         if is_warp_specialized(k, loop, info):   # a producer warpgroup feeds the consumers
             return schedule_warp_specialized(k, loop, info)
+        ov = overlap_on_rings(k, loop, info)
+        if ov is not None:   # the attention overlap: K and V on two rings (plan/attention_overlap_ring.py)
+            return schedule_overlap_rings(k, loop, info, ov)
         if info.guard is None and overlapped_wgmma(k, info):   # one wgmma group kept in flight
             return schedule_in_flight(k, loop, info)
         dw = plan_deferred_wait(k, info, ring_mode(k, info)) if info.guard is None else None
