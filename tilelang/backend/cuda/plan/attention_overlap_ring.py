@@ -64,23 +64,29 @@ def _call(name, *args):
     return S.Evaluate(M.call(name, *args))
 
 
-def _fence(k, gemm):
+def fence(k, gemm):
+    """The register fence of `gemm`'s accumulator (its reads stay after the wait)."""
     C = gemm.C.buffer
     first = E.BufferLoad(C, [E.IntImm(0, "int32") for _ in C.shape])
     return _call(TC.WARPGROUP_FENCE_OPERAND, E.access_ptr(first, 3), k.plan.gemms[id(gemm)].regs)
 
 
-def _pin(k, b):
+def pin(k, b):
+    """Row fragment `b` pinned ahead of the next wgmma wait (plan/overlap.py `_pinned`)."""
     first = E.BufferLoad(b, [E.IntImm(0, "int32") for _ in b.shape])
     return _call(TC.PIN_BEFORE_WGMMA_WAIT, E.access_ptr(first, 1), k.placement(b).acc.regs)
 
 
-def _drop_planned_waits(plan, g):
-    """Forget plan/wgmma_waits.py's waits for gemm `g` (made for the loop body in order)."""
-    plan.chained_gemms.discard(id(g))
-    for waits in (plan.wgmma_waits_before, plan.wgmma_waits_after):
-        for key in [key for key, w in waits.items() if any(x is g for x in w.gemms)]:
-            del waits[key]
+def issue_only(k, p):
+    """Both gemms of OverlapPlan `p` only issue their groups: the schedule waits for them,
+    so plan/wgmma_waits.py's waits (made for the body in order) are dropped."""
+    plan = k.plan
+    for g in (p.g1, p.g2):
+        g.annotations = {**g.annotations, TO.ISSUE_ONLY: True}
+        plan.chained_gemms.discard(id(g))
+        for waits in (plan.wgmma_waits_before, plan.wgmma_waits_after):
+            for key in [key for key, w in waits.items() if any(x is g for x in w.gemms)]:
+                del waits[key]
 
 
 def schedule_overlap_rings(k, loop, info, p):
@@ -99,9 +105,7 @@ def schedule_overlap_rings(k, loop, info, p):
         ring = TmaRing(var, sub.copies, sub.bufs, full, released, ns, sum(tmas[i].nbytes for i in pick))
         return RingParts(k, loop, sub, ring)
     rk, rv = ring_of(p.early), ring_of(p.late)
-    for g in (p.g1, p.g2):   # issued only; this schedule waits for them (not plan/wgmma_waits.py)
-        g.annotations = {**g.annotations, TO.ISSUE_ONLY: True}
-        _drop_planned_waits(k.plan, g)
+    issue_only(k, p)
 
     def slot(j):
         return E.Call("truncmod", [simplify(j - lo), E.IntImm(ns, i32)], i32)
@@ -137,19 +141,19 @@ def schedule_overlap_rings(k, loop, info, p):
             out.append(S.IfThenElse(E.binop("||", E.binop("==", wg, E.IntImm(0, i32)), E.binop("<", kv + 1, hi)),
                                     _call(M.NAMED_ARRIVE, E.binop("-", E.IntImm(bar + 1, i32), wg), 256)))
         # groups retire in order: Q K_k^T is done, P V_{k-1} may run on
-        out += [_call(TC.WARPGROUP_WAIT, 0 if first else 1), _fence(k, p.g1),
+        out += [_call(TC.WARPGROUP_WAIT, 0 if first else 1), fence(k, p.g1),
                 release_and_refill(rk, kv)]   # (nothing after Q K_k^T reads K's tiles: OverlapPlan.rings_ok)
         out += list(p.between)
         if not first:   # the softmax is pinned ahead of the wait for P V_{k-1}; then V_{k-1}'s slot is free
-            out += [_fence(k, p.g1)] + [_pin(k, b) for b in p.pinned or []] + [
-                _call(TC.WARPGROUP_WAIT, 0), _fence(k, p.g2), release_and_refill(rv, simplify(kv - 1))]
+            out += [fence(k, p.g1)] + [pin(k, b) for b in p.pinned or []] + [
+                _call(TC.WARPGROUP_WAIT, 0), fence(k, p.g2), release_and_refill(rv, simplify(kv - 1))]
         out += [s for s in p.after if all(s is not d for d in deferred)]
         return S.seq(out)
 
     first = S.IfThenElse(E.binop("<", lo, hi), S.LetStmt(var, lo, iteration(var, True)))
     main = S.For(var, simplify(lo + 1), simplify(loop.extent - 1), S.SERIAL, iteration(var, False))
     last = S.IfThenElse(E.binop("<", lo, hi), S.seq(list(deferred) + g2_issue(simplify(hi - 1)) + [
-        _call(TC.WARPGROUP_WAIT, 0), _fence(k, p.g2)]))
+        _call(TC.WARPGROUP_WAIT, 0), fence(k, p.g2)]))
     for s in (first, main, last):
         s.span = loop.span
     loop_part = [first, main, last]
@@ -163,4 +167,4 @@ def schedule_overlap_rings(k, loop, info, p):
         rk.invalidate(), rv.invalidate()]
 
 
-__all__ = ["overlap_on_rings", "schedule_overlap_rings"]
+__all__ = ["overlap_on_rings", "schedule_overlap_rings", "issue_only", "fence", "pin"]

@@ -40,7 +40,8 @@ load also prefetches iteration +n into L2.
 The GEMM loops that keep a wgmma group in flight (one gemm per iteration, optionally with
 TMA multicast; or the fp8 2xAcc loop whose wait is deferred) get the schedule of
 plan/tma_ring_wgmma.py from this pass, and the warp-specialized loop (plan/warp_specialize.py)
-its producer warpgroup and consumers from plan/warp_specialized_ring.py; both are made of
+its producer warpgroup and consumers from plan/warp_specialized_ring.py, and the attention
+overlap (plan/overlap.py) K and V on two rings from plan/attention_overlap_ring.py; all are made of
 the same pieces (`RingParts`, plan/tma_ring_parts.py)."""
 from __future__ import annotations
 
@@ -58,8 +59,8 @@ from tilelang.backend.cuda.target import arch_number
 def runs_on_tma_ring(k, loop, info) -> bool:
     """Whether the pipelined `loop` gets this pass's schedule (`k`: plan/copy_forms.py's
     view of the kernel): its copies were planned for the TMA ring, it is not the
-    warp-specialized loop (`is_warp_specialized`: its own schedule), and the attention overlap
-    of emit/ (plan/overlap.py) does not take it."""
+    warp-specialized loop (`is_warp_specialized`: its own schedule), and it is not the attention
+    overlap (plan/overlap.py; its schedule: plan/attention_overlap_ring.py)."""
     from tilelang.backend.cuda.ops.tma_pipeline import tma_copies
     from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
     from tilelang.backend.cuda.plan.overlap import plan_overlap
