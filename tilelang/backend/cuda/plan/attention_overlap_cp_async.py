@@ -37,15 +37,11 @@ from tilelang.backend.cuda.target import arch_number
 
 
 def overlap_on_cp_async(k, loop, info):
-    """The OverlapPlan of `loop` when its attention overlap runs on cp.async (the copies keep
-    their cp.async form: plan/copy_forms.py chose no TMA ring), else None."""
-    from tilelang.backend.cuda.plan.copy_form import copy_form
-    from tilelang.backend.cuda.plan.cp_async_pipeline import CP_ASYNC_FORMS
+    """The OverlapPlan of `loop` (whose copies are planned as cp.async: the pass checks) when
+    its attention overlap applies, else None."""
     from tilelang.backend.cuda.plan.overlap import plan_overlap
     from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
-    if arch_number(k.target.arch) < 90 or info.guard is not None or not info.copies:
-        return None
-    if not {getattr(copy_form(c), "kind", None) for c in info.copies} <= CP_ASYNC_FORMS or overlapped_wgmma(k, info):
+    if arch_number(k.target.arch) < 90 or info.guard is not None or overlapped_wgmma(k, info):
         return None
     return plan_overlap(k, info)
 

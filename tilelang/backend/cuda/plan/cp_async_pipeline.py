@@ -84,7 +84,7 @@ from tilelang.backend.cuda.target import arch_number
 
 # the copy forms of a loop whose copies are issued as cp.async (a scalar one: a plain
 # store in the same group position, e.g. coalesced_width=1)
-CP_ASYNC_FORMS = {"cp_async", "scalar", "vector"}
+_CP_ASYNC_FORMS = {"cp_async", "scalar", "vector"}
 
 
 def runs_on_cp_async(k, info) -> bool:
@@ -96,7 +96,7 @@ def runs_on_cp_async(k, info) -> bool:
     from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
     from tilelang.backend.cuda.plan.overlap import plan_overlap
     kinds = {getattr(copy_form(c), "kind", None) for c in info.copies}
-    if not kinds or not kinds <= CP_ASYNC_FORMS:
+    if not kinds or not kinds <= _CP_ASYNC_FORMS:
         return False
     if info.guard is not None or overlapped_wgmma(k, info):
         return True
@@ -337,11 +337,15 @@ def pipeline_cp_async(func, ctx=None):
     from tilelang.backend.cuda.plan.attention_overlap_cp_async import overlap_on_cp_async, \
         schedule_overlap_cp_async
 
+    def cp_async_overlap(k, loop, info):
+        kinds = {getattr(copy_form(c), "kind", None) for c in info.copies}
+        return overlap_on_cp_async(k, loop, info) if kinds and kinds <= _CP_ASYNC_FORMS else None
+
     def takes(k, loop, info):
-        return runs_on_cp_async(k, info) or overlap_on_cp_async(k, loop, info) is not None
+        return runs_on_cp_async(k, info) or cp_async_overlap(k, loop, info) is not None
 
     def make(k, loop, info):
-        ov = overlap_on_cp_async(k, loop, info)
+        ov = cp_async_overlap(k, loop, info)
         if ov is not None:   # the attention overlap (plan/attention_overlap_cp_async.py)
             return schedule_overlap_cp_async(k, loop, info, ov)
         if info.guard is None and overlapped_wgmma(k, info):   # one wgmma group kept in flight
