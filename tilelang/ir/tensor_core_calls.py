@@ -18,6 +18,9 @@ WARPGROUP_ARRIVE = "tl.warpgroup_arrive"            # ()
 WARPGROUP_COMMIT = "tl.warpgroup_commit_batch"      # ()
 WARPGROUP_WAIT = "tl.warpgroup_wait"                # (n)
 WARPGROUP_FENCE_OPERAND = "tl.warpgroup_fence_operand"  # (first element, 32-bit registers)
+# (first element of fp32 registers, count): a predicated-off shared store of them that the
+# compiler may not move across the next warpgroup_wait (the attention overlap's softmax)
+PIN_BEFORE_WGMMA_WAIT = "tl.pin_before_wgmma_wait"
 INIT_WGMMA_DESC = "tl.initialize_wgmma_descriptor"  # (desc, smem pointer, layout, lbo16, sbo16)
 INCREASE_DESC_OFFSET = "tl.increase_descriptor_offset"  # (desc, bytes)
 LDMATRIX = "tl.ptx_ldmatrix"                        # (trans, num, smem pointer, register pointer)
@@ -25,5 +28,5 @@ LDMATRIX = "tl.ptx_ldmatrix"                        # (trans, num, smem pointer,
 MMA = "tl.ptx_mma"
 
 WGMMA_CALLS = frozenset({WGMMA_SS, WGMMA_RS, WARPGROUP_ARRIVE, WARPGROUP_COMMIT, WARPGROUP_WAIT})
-TENSOR_CORE_CALLS = WGMMA_CALLS | {WARPGROUP_FENCE_OPERAND, INIT_WGMMA_DESC, INCREASE_DESC_OFFSET, LDMATRIX,
+TENSOR_CORE_CALLS = WGMMA_CALLS | {WARPGROUP_FENCE_OPERAND, PIN_BEFORE_WGMMA_WAIT, INIT_WGMMA_DESC, INCREASE_DESC_OFFSET, LDMATRIX,
                                    MMA}

@@ -199,6 +199,8 @@ class ExprPrinter(CExprPrinter):
             return f"((tl_tid & 31) == 0 && tl::slot_release_last(&{self(args[0])}, {self(args[1])}))"
         if name == "truncmod":
             return f"(({self(args[0])}) % ({self(args[1])}))"
+        if name == "truncdiv":   # C's division (towards zero)
+            return f"(({self(args[0])}) / ({self(args[1])}))"
         if name in ("if_then_else",):
             return f"({self(args[0])} ? {self(args[1])} : {self(args[2])})"
         if name in _MATH:

@@ -27,10 +27,9 @@ from tilelang.backend.cuda.ops.wgmma import operand_offset
 from tilelang.backend.cuda.ops.tma_pipeline import emit_tma_copy, tma_copies
 from tilelang.backend.cuda.ops import tma_pipeline as tma_ring
 from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
-from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma, STAGED
+from tilelang.backend.cuda.plan.pipeline import STAGED
 from tilelang.backend.cuda.ops.cp_async_mbarrier import emit_copy_on_mbarrier
 from tilelang.backend.cuda.plan.copy_form import COPY_FORM, copy_form
-from tilelang.backend.cuda.target import arch_number
 from tilelang.backend.cuda.layout.fragment import TILE_2D, Tf32ALayout, Tf32ColsLayout, residue_offset
 from tilelang.backend.cuda.ops.reduce import emit_warp_reduce, emit_register_reduce, emit_group_reduce
 from tilelang.backend.cuda.layout.fragment import group_reduce
@@ -1182,23 +1181,13 @@ class KernelCodegen:
 
     # software pipelining ------------------------------------------------------------------
     def pipelined(self, st, info):
-        """A T.Pipelined loop left to the printer: the attention overlap (plan/overlap.py);
-        every other schedule is in the IR already (pipeline_cp_async, pipeline_tma_ring)."""
+        """A T.Pipelined loop left to the printer: every schedule is in the IR already (the
+        passes pipeline_cp_async, pipeline_tma_ring), so the CUDA pass pipeline did not run."""
         # the copies' form (plan/copy_forms.py): all on the TMA ring, or all cp.async
         ring = all(getattr(copy_form(c), "kind", None) == "tma_ring" for c in info.copies)
         tmas = tma_copies(self, info) if ring else None
         if ring and tmas is None:
             raise AssertionError("CUDA codegen: copies planned for the TMA ring do not match it")
-        if info.guard is not None:   # `if cond:` body: the ring (plan/tma_ring_pipeline.py) or cp.async
-            return self._not_scheduled(st, tmas is not None)
-        if self._overlapped_wgmma(info):   # one wgmma kept in flight: plan/tma_ring_wgmma.py, plan/cp_async_pipeline.py
-            return self._not_scheduled(st, tmas is not None)
-        from tilelang.backend.cuda.plan.overlap import plan_overlap, emit_overlapped, emit_overlapped_ring
-        ov = plan_overlap(self, info) if arch_number(self.target.arch) >= 90 else None
-        if ov is not None:   # attention-style: the second gemm overlaps the next iteration
-            if tmas is not None:   # K and V on two TMA rings (plan/copy_forms.py chose it)
-                return emit_overlapped_ring(self, st, info, ov, tmas)
-            return emit_overlapped(self, st, info, ov)
         return self._not_scheduled(st, tmas is not None)
 
     def _not_scheduled(self, st, ring=False):
@@ -1206,14 +1195,6 @@ class KernelCodegen:
                "cp.async, whose schedule the pass pipeline_cp_async (plan/cp_async_pipeline.py)")
         raise AssertionError(f"CUDA codegen: the T.Pipelined loop over `{st.var.name}` runs on {how} writes "
                              f"into the IR; lower it with the CUDA pass pipeline (backend/cuda/pipeline.py)")
-
-    def _overlapped_wgmma(self, info):
-        return overlapped_wgmma(self, info)
-
-    def slot_pointers(self, info, slot):
-        """Inside the block, each ring buffer of `info` prints as a pointer to ring slot
-        `slot` (a C expression), declared here."""
-        return self.slot_buffers(info.bufs, slot)
 
     @contextlib.contextmanager
     def slot_buffers(self, bufs, slot):
@@ -1229,24 +1210,6 @@ class KernelCodegen:
             binds.append((b, name))
         with self.names.bound_all(binds):
             yield
-
-    def _issue(self, info, slot, copies=None):
-        """The copies of the loop (or `copies` of them) into ring slot `slot`, as cp.async."""
-        with self.slot_pointers(info, slot):
-            self.async_copy = True
-            self._guarded(info, lambda: [self.cooperative(c) for c in (info.copies if copies is None else copies)])
-            self.async_copy = False
-
-    def _guarded(self, info, emit):
-        """`emit()` under the pipelined body's `if cond:` (plan/pipeline.py), for the
-        iteration the loop variable names now."""
-        if info.guard is None:
-            return emit()
-        self.w(f"if ({self.expr(info.guard)}) {{")
-        self.indent += 1
-        emit()
-        self.indent -= 1
-        self.w("}")
 
     def _accs_in(self, body):
         from tilelang.ir.visitor import walk

@@ -75,6 +75,8 @@ def tensor_core_call(cg, v) -> str:
             fn = "fence_regs" if whole[1] else "warpgroup_fence_operand"
             return f"tl::{fn}<{E.const_int_value(a[1])}>({whole[0]});"
         return f"tl::warpgroup_fence_operand<{E.const_int_value(a[1])}>({ptr(a[0])});"
+    if v.name == TC.PIN_BEFORE_WGMMA_WAIT:   # a register array (a row statistic): its C name
+        return f"tl::pin_before_wgmma_wait<{E.const_int_value(a[1])}>({cg.buf_name(E.addressed_load(a[0]).buffer)});"
     if v.name == TC.INIT_WGMMA_DESC:
         return (f"tl::wgmma_desc_init({cg.access(E.addressed_load(a[0]))}, {ptr(a[1])}, {cg.expr(a[2])}, "
                 f"(int)({cg.expr(a[3])}), (int)({cg.expr(a[4])}));")

@@ -6,7 +6,7 @@ ring (`ring_mode`, `pingpong`), and T.tma_copy's bulk form. Each function takes 
 (emit/kernel.py KernelCodegen), whose tensor-map parameters it adds."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from tilelang.arith.simplify import simplify
 from tilelang.ir import expr as E
@@ -182,97 +182,3 @@ def tma_loads_multicast(cg, t, tmap, how, dst, bar, rank):
         off = f" + {strip * 64}" if strip else ""
         cg.w(f"tl::tma_load_2d_multicast({dst} + {strip * t.rows * 64} + {rank} * {h * 64}, &{tmap}, {bar}, "
              f"({c0}){off}, ({r0}) + {rank} * {h}, 3);")
-
-
-# the attention overlap's two rings (plan/overlap.py emit_overlapped_ring), still scheduled
-# while printing (issue 15): the ring's C-level pieces it prints ---------------------------
-
-@dataclass
-class Ring:
-    """The C names of a TMA ring's per-slot state: "full" mbarriers (the copies'
-    bytes), then either "empty" mbarriers (a producer thread waits for the releases)
-    or release counters (tma.h's slot_release_last); the other is None."""
-    full: str
-    empty: str
-    released: str
-
-
-def declare_ring(cg, ns, maps, empty_count):
-    """Place the ring's barriers and counters after the kernel's other dynamic shared
-    memory; thread 0 prefetches the tensor maps and initializes them, then the block
-    synchronizes (which also publishes what the kernel wrote to shared memory before
-    the loop). `empty_count`: arrivals per phase of the "empty" barriers, or None for
-    release counters."""
-    full = cg.names.fresh("tl_full")
-    off = (cg.plan.smem_bytes + 7) // 8 * 8
-    cg.w(f"unsigned long long* {full} = reinterpret_cast<unsigned long long*>(tl_smem + {off});")
-    empty = released = None
-    if empty_count is not None:
-        empty = cg.names.fresh("tl_empty")
-        cg.plan.smem_bytes = off + 16 * ns
-        cg.w(f"unsigned long long* {empty} = {full} + {ns};")
-    else:
-        released = cg.names.fresh("tl_released")
-        cg.plan.smem_bytes = off + 12 * ns
-        cg.w(f"unsigned* {released} = reinterpret_cast<unsigned*>({full} + {ns});")
-    cg.w("if (tl_tid == 0) {")
-    for m in maps:
-        cg.w(f"  tl::tma_prefetch_desc(&{m});")
-    release = (f"tl::mbar_init(&{empty}[tl_s], {empty_count});" if empty is not None
-               else f"{released}[tl_s] = 0u;")
-    cg.w(f"  for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_init(&{full}[tl_s], 1); {release} }}")
-    cg.w("  tl::mbar_init_fence();")
-    cg.w("}")
-    cg.sync()
-    return Ring(full, empty, released)
-
-
-def preload(cg, ns, lo, hi, issue):
-    """Thread 0 fills every slot: iterations lo .. lo + ns - 1 that exist."""
-    p = cg.names.fresh("tl_p")
-    cg.w("if (tl_tid == 0) {")
-    cg.w(f"  for (int {p} = 0; {p} < {ns}; ++{p}) {{")
-    cg.w(f"    if ({lo} + {p} < {hi}) {{")
-    cg.indent += 3
-    issue(f"{lo} + {p}", p)
-    cg.indent -= 3
-    cg.w("    }")
-    cg.w("  }")
-    cg.w("}")
-
-
-def release_and_refill(cg, released, slot, nwarps, kexpr, hi, issue):
-    """Each warp releases `slot`; the warp completing the round refills it with
-    iteration `kexpr` (when that exists) through `issue(kexpr, slot)`."""
-    cg.w(f"if ((tl_tid & 31) == 0 && tl::slot_release_last(&{released}[{slot}], {nwarps}) && {kexpr} < {hi}) {{")
-    cg.indent += 1
-    issue(kexpr, slot)
-    cg.indent -= 1
-    cg.w("}")
-
-
-def invalidate_ring(cg, ns, ring):
-    """After the loop and a barrier: every copy was consumed, the barriers may be
-    initialized again (an outer loop)."""
-    inval = f" tl::mbar_inval(&{ring.empty}[tl_s]);" if ring.empty is not None else ""
-    cg.w(f"if (tl_tid == 0) {{ for (int tl_s = 0; tl_s < {ns}; ++tl_s) {{ tl::mbar_inval(&{ring.full}[tl_s]);{inval} }} }}")
-
-
-def issue_ring_copies(cg, st, tmas, maps, full, nbytes, kexpr, slot, multicast=None):
-    """One thread: the bulk copies of iteration `kexpr` of loop `st` into ring slot
-    `slot` (C expressions), announced on full[slot]; `multicast` = (Multicast, the
-    half maps, the block's rank in the pair) sends this block's halves to both."""
-    cg.w(f"tl::mbar_arrive_expect_tx(&{full}[{slot}], {nbytes});")
-    kn = cg.names.fresh("tl_kt")
-    cg.w(f"const int {kn} = {kexpr};")
-    with cg.names.bound(st.var, kn):
-        for t, m in zip(tmas, maps):
-            el = cg.placement(t.dst).stage_bytes // t.dst.dtype.itemsize
-            dst = f"{cg.buf_name(t.dst)} + ({slot}) * {el}"
-            if multicast is not None and id(t) in multicast[0].halves:
-                mc, half_maps, rank = multicast
-                how = mc.halves[id(t)]
-                tma_loads_multicast(cg, t, m if how == "strips" else half_maps[id(t)], how, dst,
-                                    f"&{full}[{slot}]", rank)
-            else:
-                tma_loads(cg, t, m, dst, f"&{full}[{slot}]")

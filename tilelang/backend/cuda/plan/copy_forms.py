@@ -515,17 +515,9 @@ def _buffers(st):
 
 @function_pass("plan_copy_forms")
 def plan_copy_forms(func, ctx=None):
-    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, kernel_plan, with_plan, with_launches
-    found = cuda_context(func, ctx)
-    if found is None:
-        return func
-    target, options, stmts = found
-    out = []
-    for launch in stmts:
-        plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
-        if plan is None:
-            out.append(launch)
-            continue   # (the caller's own CUDA source, or no plan_kernels before this pass)
+    from tilelang.backend.cuda.plan.plan_kernels import map_planned_launches, with_plan
+
+    def rewrite(launch, plan, target, options):   # (a launch with no plan: the caller's own CUDA source)
         ch = _Chooser(_Kernel(launch, plan, func, target, options))
         ch.visit(launch.body, True)
         if ch.replaced:   # the kept tile ops that run as nests (or carry their form)
@@ -542,8 +534,8 @@ def plan_copy_forms(func, ctx=None):
         walk(launch.body, lambda n: nests.setdefault(id(n), n) if isinstance(n, S.For) and id(n) in ch.forms else None)
         for key, form in ch.forms.items():
             nests[key].annotations[COPY_FORM] = form   # a node plan_kernels (or this pass) made for the plan
-        out.append(launch)
-    return with_launches(func, out) if any(a is not b for a, b in zip(out, stmts)) else func
+        return launch
+    return map_planned_launches(func, ctx, rewrite)
 
 
 __all__ = ["CopyForm", "COPY_FORM", "copy_form", "plan_copy_forms"]

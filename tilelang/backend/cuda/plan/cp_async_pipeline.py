@@ -65,7 +65,7 @@ issued after its last reader) becomes
 A body of one wgmma gemm kept in flight across iterations (`overlapped_wgmma`) gets
 `schedule_wgmma_in_flight`. The copies keep their `copy_form` (`cp.async xV`), which the
 printer reads. Loops whose copies run on the TMA ring (pipeline_tma_ring) and the
-attention overlap (plan/overlap.py, emit/) are left to their schedules. The kernel plan
+attention overlap (plan/overlap.py) are left to their schedules (plan/attention_overlap_cp_async.py). The kernel plan
 keeps the loop's PipelineInfo (the plan report still lists the pipeline); the loop itself
 is replaced in place, as the other CUDA passes
 change the plan's tree."""
@@ -90,8 +90,9 @@ _CP_ASYNC_FORMS = {"cp_async", "scalar", "vector"}
 def runs_on_cp_async(k, info) -> bool:
     """Whether the pipelined loop of `info` gets this pass's schedule: its copies were
     planned as cp.async at block level (plan/copy_forms.py gives a loop reached inside
-    one thread's code `per-thread` forms, a TMA one `TMA ring`), and the attention overlap
-    of emit/ (plan/overlap.py) does not take it (`k`: plan/copy_forms.py's view of the kernel)."""
+    one thread's code `per-thread` forms, a TMA one `TMA ring`), and it is not the attention
+    overlap (plan/overlap.py; its schedule: plan/attention_overlap_cp_async.py) (`k`:
+    plan/copy_forms.py's view of the kernel)."""
     from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
     from tilelang.backend.cuda.plan.overlap import plan_overlap
     kinds = {getattr(copy_form(c), "kind", None) for c in info.copies}
@@ -333,7 +334,20 @@ def pipeline_cp_async(func, ctx=None):
 
     from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
 
+    from tilelang.backend.cuda.plan.attention_overlap_cp_async import overlap_on_cp_async, \
+        schedule_overlap_cp_async
+
+    def cp_async_overlap(k, loop, info):
+        kinds = {getattr(copy_form(c), "kind", None) for c in info.copies}
+        return overlap_on_cp_async(k, loop, info) if kinds and kinds <= _CP_ASYNC_FORMS else None
+
+    def takes(k, loop, info):
+        return runs_on_cp_async(k, info) or cp_async_overlap(k, loop, info) is not None
+
     def make(k, loop, info):
+        ov = cp_async_overlap(k, loop, info)
+        if ov is not None:   # the attention overlap (plan/attention_overlap_cp_async.py)
+            return schedule_overlap_cp_async(k, loop, info, ov)
         if info.guard is None and overlapped_wgmma(k, info):   # one wgmma group kept in flight
             return schedule_wgmma_in_flight(k, loop, info)
         if info.issue_after_use:
@@ -345,7 +359,7 @@ def pipeline_cp_async(func, ctx=None):
         # barrier per iteration orders both the slot's reads and its refill
         wait = k.options.cp_async_refill_wait or (n is not None and n <= info.stages) or staged_ok(info)
         return schedule(loop, info, k.plan.fence_barriers, wait)
-    return schedule_pipelined_loops(func, ctx, lambda k, loop, info: runs_on_cp_async(k, info), make)
+    return schedule_pipelined_loops(func, ctx, takes, make)
 
 
 __all__ = ["pipeline_cp_async", "runs_on_cp_async", "schedule", "schedule_wgmma_in_flight", "schedule_after_use"]

@@ -19,7 +19,6 @@ from __future__ import annotations
 import copy
 import re
 
-from tilelang.ir import stmt as S
 from tilelang.transform.pass_manager import function_pass
 from tilelang.backend.cuda.target import arch_number
 
@@ -73,22 +72,15 @@ def decide(launch, plan, arch) -> int:
 
 @function_pass("plan_streaming_occupancy")
 def plan_streaming_occupancy(func, ctx=None):
-    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, kernel_plan, with_launches
-    found = cuda_context(func, ctx)
-    if found is None:
-        return func
-    target, options, stmts = found
-    if not options.streaming_occupancy:
-        return func
-    out = []
-    for launch in stmts:
-        plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
-        n = decide(launch, plan, target.arch) if plan is not None else 0
+    from tilelang.backend.cuda.plan.plan_kernels import map_planned_launches
+
+    def rewrite(launch, plan, target, options):
+        n = decide(launch, plan, target.arch) if options.streaming_occupancy else 0
         if n:
             launch = copy.copy(launch)   # the same body: the plan's node identities hold
             launch.annotations = {**launch.annotations, MIN_BLOCKS: n, AUTO: True}
-        out.append(launch)
-    return with_launches(func, out)
+        return launch
+    return map_planned_launches(func, ctx, rewrite)
 
 
 def spilling_entries(ptxas_log: str) -> set:

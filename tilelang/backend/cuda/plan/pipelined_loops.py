@@ -55,36 +55,33 @@ def schedule_pipelined_loops(func, ctx, takes, make):
     schedule that pairs the blocks sets `k.cluster_dims`, the launch's clusters; one whose
     statements start the kernel (a producer warpgroup) sets `k.kernel_head`."""
     from tilelang.backend.cuda.plan.copy_forms import _Kernel
-    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, KERNEL_PLAN, kernel_plan, with_launches, with_plan
-    found = cuda_context(func, ctx)
-    if found is None:
-        return func
-    target, options, stmts = found
-    out, changed = [], False
-    for launch in stmts:
-        plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
-        if plan is not None and plan.pipelines:
-            k = _Kernel(launch, plan, func, target, options)
-            launch = copy.copy(launch)   # the same body, changed in place below
-            done = set()
-            while True:
-                found = next(((parent, loop) for parent, loop in parents(launch)
-                              if isinstance(loop, S.For) and loop.kind == S.PIPELINED and id(loop) in plan.pipelines
-                              and id(loop) not in done and takes(k, loop, plan.pipelines[id(loop)])), None)
-                if found is None:
-                    break
-                parent, loop = found
-                done.add(id(loop))
-                replace_stmt(parent, loop, make(k, loop, plan.pipelines[id(loop)]))
-            if getattr(k, "kernel_head", None):   # a schedule's statements at the kernel's start
-                launch.body = at_kernel_start(launch.body, k.kernel_head)
-            if launch.body is not launch.annotations[KERNEL_PLAN].body:
-                launch = with_plan(launch, plan)   # the loop was the whole kernel body: the plan follows
-            if getattr(k, "cluster_dims", None):   # a schedule runs the blocks in clusters (TMA multicast)
-                launch.annotations = {**launch.annotations, "cluster_dims": k.cluster_dims}
-            changed = changed or bool(done)
-        out.append(launch)
-    return with_launches(func, out) if changed else func
+    from tilelang.backend.cuda.plan.plan_kernels import KERNEL_PLAN, map_planned_launches, with_plan
+
+    def rewrite(launch, plan, target, options):
+        if not plan.pipelines:
+            return launch
+        k = _Kernel(launch, plan, func, target, options)
+        original, launch = launch, copy.copy(launch)   # the same body, changed in place below
+        done = set()
+        while True:
+            found = next(((parent, loop) for parent, loop in parents(launch)
+                          if isinstance(loop, S.For) and loop.kind == S.PIPELINED and id(loop) in plan.pipelines
+                          and id(loop) not in done and takes(k, loop, plan.pipelines[id(loop)])), None)
+            if found is None:
+                break
+            parent, loop = found
+            done.add(id(loop))
+            replace_stmt(parent, loop, make(k, loop, plan.pipelines[id(loop)]))
+        if not done:
+            return original
+        if getattr(k, "kernel_head", None):   # a schedule's statements at the kernel's start
+            launch.body = at_kernel_start(launch.body, k.kernel_head)
+        if launch.body is not launch.annotations[KERNEL_PLAN].body:
+            launch = with_plan(launch, plan)   # the loop was the whole kernel body: the plan follows
+        if getattr(k, "cluster_dims", None):   # a schedule runs the blocks in clusters (TMA multicast)
+            launch.annotations = {**launch.annotations, "cluster_dims": k.cluster_dims}
+        return launch
+    return map_planned_launches(func, ctx, rewrite)
 
 
 __all__ = ["schedule_pipelined_loops", "replace_stmt", "parents", "at_kernel_start"]

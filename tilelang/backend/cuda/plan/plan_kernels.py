@@ -72,6 +72,22 @@ def cuda_context(func, ctx):
     return target, options, (func.body.stmts if isinstance(func.body, S.SeqStmt) else [func.body])
 
 
+def map_planned_launches(func, ctx, rewrite):
+    """The opening every CUDA plan pass after plan_kernels shares: `func` with each launch
+    that carries a kernel plan replaced by `rewrite(launch, plan, target, options)` (the
+    launch itself where nothing changes); `func` itself where the pass context names no CUDA
+    target (cuda_context) or no launch changed."""
+    found = cuda_context(func, ctx)
+    if found is None:
+        return func
+    target, options, stmts = found
+    out = []
+    for launch in stmts:
+        plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
+        out.append(launch if plan is None else rewrite(launch, plan, target, options))
+    return with_launches(func, out) if any(a is not b for a, b in zip(out, stmts)) else func
+
+
 class _Fresh(Mutator):
     """A new node for every statement that holds others (sequences, loops, branches,
     lets): the CUDA passes after this one annotate loops and insert statements into
@@ -106,4 +122,5 @@ def plan_kernels(func, ctx=None):
     return func.with_body(S.SeqStmt(out) if isinstance(body, S.SeqStmt) else out[0])
 
 
-__all__ = ["KERNEL_PLAN", "PlannedKernel", "kernel_plan", "plan_kernels", "cuda_context", "with_plan", "with_launches"]
+__all__ = ["KERNEL_PLAN", "PlannedKernel", "kernel_plan", "plan_kernels", "cuda_context", "with_plan", "with_launches",
+           "map_planned_launches"]

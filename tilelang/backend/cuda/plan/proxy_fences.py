@@ -30,23 +30,18 @@ from tilelang.backend.cuda.plan.sync import is_inserted_barrier
 @function_pass("plan_proxy_fences")
 def plan_proxy_fences(func, ctx=None):
     from tilelang.backend.cuda.plan.copy_forms import _Kernel
-    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, kernel_plan, with_launches, with_plan
-    found = cuda_context(func, ctx)
-    if found is None:
-        return func
-    target, options, stmts = found
-    out = []
-    for launch in stmts:
-        plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
-        k = _Kernel(launch, plan, func, target, options) if plan is not None else None
-        if plan is not None and not plan.fence_barriers and needs_fences(k):
+    from tilelang.backend.cuda.plan.plan_kernels import map_planned_launches, with_plan
+
+    def rewrite(launch, plan, target, options):
+        k = _Kernel(launch, plan, func, target, options)
+        if not plan.fence_barriers and needs_fences(k):
             # the barrier nodes are this pipeline's own (plan/sync.py made them)
             bare = selective_fences(k, plan) if options.selective_proxy_fences else set()
             walk(launch.body, lambda n: setattr(n, "fence_async_proxy", True)
                  if is_inserted_barrier(n) and id(n) not in bare else None)
             launch = with_plan(launch, dataclasses.replace(plan, fence_barriers=True))
-        out.append(launch)
-    return with_launches(func, out)
+        return launch
+    return map_planned_launches(func, ctx, rewrite)
 
 
 def _root(buf):

@@ -2,7 +2,8 @@
 barrier initialisation, the prologue, one iteration's loads into a slot, the wait for a slot,
 the slot and phase counters, the invalidation after the loop. Used by the schedules of the pass
 `pipeline_tma_ring`: plan/tma_ring_pipeline.py (slot by slot), plan/tma_ring_wgmma.py (a wgmma
-group in flight), plan/warp_specialized_ring.py (producer and consumers)."""
+group in flight), plan/warp_specialized_ring.py (producer and consumers), plan/attention_overlap_ring.py (two
+rings, the attention overlap)."""
 from __future__ import annotations
 
 from tilelang.ir import expr as E

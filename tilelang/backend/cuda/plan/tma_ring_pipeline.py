@@ -40,7 +40,8 @@ load also prefetches iteration +n into L2.
 The GEMM loops that keep a wgmma group in flight (one gemm per iteration, optionally with
 TMA multicast; or the fp8 2xAcc loop whose wait is deferred) get the schedule of
 plan/tma_ring_wgmma.py from this pass, and the warp-specialized loop (plan/warp_specialize.py)
-its producer warpgroup and consumers from plan/warp_specialized_ring.py; both are made of
+its producer warpgroup and consumers from plan/warp_specialized_ring.py, and the attention
+overlap (plan/overlap.py) K and V on two rings from plan/attention_overlap_ring.py; all are made of
 the same pieces (`RingParts`, plan/tma_ring_parts.py)."""
 from __future__ import annotations
 
@@ -58,8 +59,8 @@ from tilelang.backend.cuda.target import arch_number
 def runs_on_tma_ring(k, loop, info) -> bool:
     """Whether the pipelined `loop` gets this pass's schedule (`k`: plan/copy_forms.py's
     view of the kernel): its copies were planned for the TMA ring, it is not the
-    warp-specialized loop (`is_warp_specialized`: its own schedule), and the attention overlap
-    of emit/ (plan/overlap.py) does not take it."""
+    warp-specialized loop (`is_warp_specialized`: its own schedule), and it is not the attention
+    overlap (plan/overlap.py; its schedule: plan/attention_overlap_ring.py)."""
     from tilelang.backend.cuda.ops.tma_pipeline import tma_copies
     from tilelang.backend.cuda.plan.pipeline import overlapped_wgmma
     from tilelang.backend.cuda.plan.overlap import plan_overlap
@@ -141,12 +142,18 @@ def pipeline_tma_ring(func, ctx=None):
     from tilelang.backend.cuda.plan.tma_ring_wgmma import schedule_in_flight
     from tilelang.backend.cuda.plan.warp_specialized_ring import schedule_warp_specialized
 
+    from tilelang.backend.cuda.plan.attention_overlap_ring import overlap_on_rings, schedule_overlap_rings
+
     def takes(k, loop, info):
-        return is_warp_specialized(k, loop, info) or runs_on_tma_ring(k, loop, info)
+        return is_warp_specialized(k, loop, info) or runs_on_tma_ring(k, loop, info) or \
+            overlap_on_rings(k, loop, info) is not None
 
     def make(k, loop, info):
         if is_warp_specialized(k, loop, info):   # a producer warpgroup feeds the consumers
             return schedule_warp_specialized(k, loop, info)
+        ov = overlap_on_rings(k, loop, info)
+        if ov is not None:   # the attention overlap: K and V on two rings (plan/attention_overlap_ring.py)
+            return schedule_overlap_rings(k, loop, info, ov)
         if info.guard is None and overlapped_wgmma(k, info):   # one wgmma group kept in flight
             return schedule_in_flight(k, loop, info)
         dw = plan_deferred_wait(k, info, ring_mode(k, info)) if info.guard is None else None

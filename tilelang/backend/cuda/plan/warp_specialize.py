@@ -276,22 +276,17 @@ def _ring_shares_storage(launch, plan, info, loop):
 
 @function_pass("plan_warp_specialize")
 def plan_warp_specialize(func, ctx=None):
-    from tilelang.backend.cuda.plan.plan_kernels import cuda_context, kernel_plan, with_launches, with_plan
-    found = cuda_context(func, ctx)
-    if found is None:
-        return func
-    target, options, stmts = found
-    out = []
-    for launch in stmts:
-        plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
-        if plan is not None and plan.warp_specialized is None:   # (decided once: it sets sets_max_nreg)
+    from tilelang.backend.cuda.plan.plan_kernels import map_planned_launches, with_plan
+
+    def rewrite(launch, plan, target, options):
+        if plan.warp_specialized is None:   # (decided once: it sets sets_max_nreg)
             ws, why = decide(launch, plan, options, target.arch)
             if ws is not None or why is not None:
                 new = dataclasses.replace(plan, warp_specialized=ws, warp_specialize_why=why or "",
                                           sets_max_nreg=plan.sets_max_nreg or bool(ws and ws.producer_regs))
                 launch = with_plan(launch, new)
-        out.append(launch)
-    return with_launches(func, out)
+        return launch
+    return map_planned_launches(func, ctx, rewrite)
 
 
 __all__ = ["WarpSpecialization", "decide", "register_split", "plan_warp_specialize"]
