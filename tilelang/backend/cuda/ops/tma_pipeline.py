@@ -149,11 +149,17 @@ def emit_tma_copy(cg, op, nest, bar):
         cg.indent += 1
         tma_loads(cg, t, m, dst, f"&{cg.access(bar)}", mask)
         cg.indent -= 1
-        cg.w(f"}} else if ((({mask} >> {rank}) & 1) == 0) {{")
-        cg.indent += 1
-        tma_loads(cg, t, m, dst, f"&{cg.access(bar)}")
-        cg.indent -= 1
-        cg.w("}")
+        size = 1
+        for d in cg.launch.annotations.get("cluster_dims") or []:
+            size *= d
+        if mask == (1 << size) - 1:   # every block of the cluster receives it
+            cg.w("}")
+        else:
+            cg.w(f"}} else if ((({mask} >> {rank}) & 1) == 0) {{")
+            cg.indent += 1
+            tma_loads(cg, t, m, dst, f"&{cg.access(bar)}")
+            cg.indent -= 1
+            cg.w("}")
     else:
         tma_loads(cg, t, m, dst, f"&{cg.access(bar)}")
     cg.indent -= 1
