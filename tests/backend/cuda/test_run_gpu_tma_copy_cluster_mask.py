@@ -33,3 +33,22 @@ def test_every_block_of_the_mask_receives_every_tile(tma, mask, dtype, monkeypat
         torch.cuda.synchronize()
         for rank in range(2):
             torch.testing.assert_close(B[rank], A, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("tma", ["0", "1"])
+def test_a_swizzled_ring_filled_by_tma_copy_feeds_wgmma(tma, monkeypatch):
+    import torch
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("TMA and wgmma need sm_90")
+    from tests.backend.cuda.ops.test_tma_copy_bulk import swizzled_ring
+    monkeypatch.setenv("TILELANG_CUDA_TMA_COPY", tma)
+    n = 4
+    kernel = tilelang.compile(swizzled_ring(n=n), target="cuda")
+    assert ("tl::tma_load_2d(" in kernel.get_kernel_source()) == (tma == "1")
+    torch.manual_seed(0)
+    Q = torch.randn(64, 64, device="cuda", dtype=torch.float16)
+    K = torch.randn(n * 64, 64, device="cuda", dtype=torch.float16)
+    O = torch.empty(64, 64, device="cuda", dtype=torch.float32)
+    kernel(Q, K, O)
+    ref = sum(Q.float() @ K[i * 64:(i + 1) * 64].float().T for i in range(n))
+    torch.testing.assert_close(O, ref, rtol=1e-2, atol=1e-2)

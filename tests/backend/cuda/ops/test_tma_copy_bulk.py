@@ -91,3 +91,33 @@ def test_sass_multicasts_and_loads_in_bulk(tma_copy):
     k = art.meta["kernels"][0]
     assert k["cluster"] == [2, 1, 1]
     assert [(t["box"], t["elem_bytes"], t.get("swizzle")) for t in k["tmaps"]] == [([64, 64, 1], 4, 0)]
+
+
+def swizzled_ring(n=4, slots=2):
+    """A `[slots, 64, 64]` ring read by wgmma (each slot one sw128 tile), filled by T.tma_copy."""
+    @T.prim_func
+    def main(Q: T.Tensor((64, 64), "float16"), K: T.Tensor((n * 64, 64), "float16"), O: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            q = T.alloc_shared((64, 64), "float16")
+            ks = T.alloc_shared((slots, 64, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            bars = T.alloc_barrier([128] * slots)
+            T.copy(Q, q)
+            T.clear(acc)
+            for i in T.serial(n):
+                T.tma_copy(K[i * 64, 0], ks[i % slots, :, :], barrier=bars[i % slots])
+                T.mbarrier_arrive(mbarrier=bars[i % slots])
+                T.mbarrier_wait_parity(mbarrier=bars[i % slots], parity=(i // slots) % 2)
+                T.gemm(q, ks[i % slots, :, :], acc, transpose_B=True)
+                T.sync_threads()
+            T.copy(acc, O)
+    return main
+
+
+@needs_nvrtc
+def test_a_slot_of_a_swizzled_ring_is_boxes_of_its_swizzle(tma_copy):
+    _, after = _before_after(swizzled_ring())
+    assert after.count(BULK + "\n") == 1, after
+    art = build(swizzled_ring())
+    assert "tl::tma_load_2d((ks + ((((i) & 1) * 4096))) + 0, &tl_tmap_" in art.source, art.source
+    assert [(t["box"], t.get("swizzle")) for t in art.meta["kernels"][0]["tmaps"]] == [([64, 64], None)]

@@ -165,18 +165,26 @@ def plain_row_bytes(pd, dst, views=False):
 def _slot_view(store, vars_, pd, plan):
     """The element offset of the tile `store` writes in its shared buffer when the
     buffer's leading dimensions are fixed by the copy (`a_shared[slot, i, j]`, a slot of a
-    user's `[stages, R, C]` ring) and the tile itself is stored row-major without padding:
-    the offset is the same for all threads (a block-uniform index) and 128-byte aligned (a
-    tensor copy's shared address). None otherwise; 0 for a 2-D tile."""
+    user's `[stages, R, C]` ring): the tile is stored row-major without padding, or in the
+    buffer's swizzle with one R x C tile per slot (ops/wgmma.py `operand_offset`); the
+    offset is the same for all threads (an index that is no thread's own) and aligned for
+    a tensor copy's shared address (128 bytes, a swizzle's whole 8-row atom). None
+    otherwise; 0 for a 2-D tile."""
     dst = store.buffer
     lead = dst.ndim - 2
     if lead == 0:
         return E.IntImm(0, "int32")
-    strides = [E.const_int_value(x) for x in (pd.strides or [])]
     shape = [E.const_int_value(d) for d in dst.shape]
-    if pd.swizzle or pd.layout is not None or pd.row_slabs != 1 or len(strides) != dst.ndim or None in strides \
-            or None in shape or strides[-2:] != [shape[-1], 1]:
+    if pd.layout is not None or pd.row_slabs != 1 or None in shape:
         return None
+    if pd.swizzle:   # slots of R x C swizzled tiles, one after the other
+        strides, align = [0] * dst.ndim, max(128, 8 * pd.swizzle)
+        for d in reversed(range(lead)):
+            strides[d] = shape[d + 1] * (strides[d + 1] if d + 1 < lead else shape[-1])
+    else:
+        strides, align = [E.const_int_value(x) for x in (pd.strides or [])], 128
+        if len(strides) != dst.ndim or None in strides or strides[-2:] != [shape[-1], 1]:
+            return None
     off = E.IntImm(0, "int32")
     for d in range(lead):
         idx = store.indices[d]
@@ -184,7 +192,7 @@ def _slot_view(store, vars_, pd, plan):
             return None
         off = E.binop("+", off, E.binop("*", idx, E.IntImm(strides[d], "int32")))
     off = simplify(off)
-    return off if offset_aligned16(off, dst.dtype.itemsize, 128) else None
+    return off if offset_aligned16(off, dst.dtype.itemsize, align) else None
 
 
 def match_tma(st, plan, param_ids, views=False):
@@ -208,7 +216,7 @@ def match_tma(st, plan, param_ids, views=False):
     dst_offset = _slot_view(store, vars_, pd, plan)
     if dst_offset is None:
         return None
-    sw = tile_swizzle_bytes(pd, dst) if dst.ndim == 2 else 0
+    sw = tile_swizzle_bytes(pd, dst) if dst.ndim == 2 else pd.swizzle
     plain = not sw and (dst.dtype.bits == 8 or views) and plain_row_bytes(pd, dst, views)
     if plain:       # one box per row: its columns are the whole row
         sw = plain
