@@ -18,6 +18,10 @@ select or guard keeps the cp.async path. The source may have up to 5 dimensions
 along another, and every other index is fixed per copy (a box extent of 1 there
 leaves the shared layout that of the 2-D box).
 
+T.tma_copy (`match_tma(views=True)`, plan/copy_forms.py) also moves a slot of a user's
+`[stages, R, C]` ring (`_slot_view`) and a row-major tile of 1- to 8-byte elements as one
+unswizzled box.
+
 On by default for sm_90a; `pass_configs={"tl.disable_tma_lower": True}` or
 TILELANG_CUDA_TMA=0 turns it off."""
 from __future__ import annotations
