@@ -245,7 +245,7 @@ class Printer:
             bar = s.annotations.get("tma_barrier")
             if bar is not None:   # T.tma_copy: another lowering (a bulk copy on the barrier)
                 form = s.annotations.get("copy_form")   # how a backend issues it (a comment: the text still parses)
-                mask = s.annotations.get("cluster_mask")
+                mask = s.annotations.get("cluster_mask", s.annotations.get("multicast_mask"))
                 mask = f", cluster_mask={mask:#b}" if mask is not None else ""
                 self.emit(f"T.tma_copy({self.region(s.src)}, {self.region(s.dst)}, barrier={self.expr(bar)}{mask})"
                           + (f"  # -> {form}" if form is not None else ""), ind)

@@ -14,6 +14,11 @@ class TileOp(Stmt):
 IS_TMA_COPY = "is_tma_copy"
 # ... and the `cluster_mask=` of a T.tma_copy load (consumed by transform/lower_cluster_mask.py)
 CLUSTER_MASK = "cluster_mask"
+# ... which that pass replaces by this one where a multicast from the mask's lowest-ranked
+# block gives every receiver what its own load would (the source, the destination and the
+# barrier are the same in every block, the copy runs in every block alike): a backend may
+# then issue the multicast form (backend/cuda/plan/copy_forms.py) or each block's load
+MULTICAST_MASK = "multicast_mask"
 
 
 class Copy(TileOp):

@@ -409,7 +409,10 @@ class KernelCodegen:
         self.w(f"unsigned long long* {name} = reinterpret_cast<unsigned long long*>(tl_smem + {off});")
         inits = " ".join(f"tl::mbar_init(&{name}[{i}], {c});" for i, c in enumerate(counts))
         self.w(f"if (tl_tid == 0) {{ {inits} tl::mbar_init_fence(); }}")
-        self.sync()
+        if self.plan.cluster_barrier_init:   # other blocks multicast to them (a T.tma_copy's cluster_mask)
+            self.w("tl::cluster_sync();")
+        else:
+            self.sync()
 
     def addressed(self):
         """ids of the buffers whose element addresses the kernel takes (T.access_ptr)."""

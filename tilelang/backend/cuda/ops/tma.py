@@ -18,6 +18,10 @@ select or guard keeps the cp.async path. The source may have up to 5 dimensions
 along another, and every other index is fixed per copy (a box extent of 1 there
 leaves the shared layout that of the 2-D box).
 
+T.tma_copy (`match_tma(views=True)`, plan/copy_forms.py) also moves a slot of a user's
+`[stages, R, C]` ring (`_slot_view`) and a row-major tile of 1- to 8-byte elements as one
+unswizzled box.
+
 On by default for sm_90a; `pass_configs={"tl.disable_tma_lower": True}` or
 TILELANG_CUDA_TMA=0 turns it off."""
 from __future__ import annotations
@@ -47,6 +51,7 @@ class TmaCopy:
     elem_bytes: int = 2  # bytes of one element (fp8: 1): the swizzle is width * elem_bytes
     plain: bool = False  # a row-major tile, one box per row run, no swizzle
     slab_view: bool = False  # slab_row order written by one box per strip (slab_view_map)
+    dst_offset: object = None  # elements from the buffer's start to the tile (a slot view, `views`)
 
     @property
     def box_rows(self):
@@ -104,17 +109,17 @@ def _zero(e):
     return E.const_int_value(simplify(e)) == 0
 
 
-def offset_aligned16(offset, itemsize) -> bool:
-    """Whether `offset` elements of `itemsize` bytes is provably a multiple of 16 bytes in
-    every block and iteration: every coefficient of its linear form and its constant are.
-    A TMA box's innermost coordinate (and a bulk copy's address) must be: the hardware
-    raises an illegal instruction otherwise (found by the fuzzer: a box at column 3 of a
-    float32 tensor)."""
+def offset_aligned16(offset, itemsize, align=16) -> bool:
+    """Whether `offset` elements of `itemsize` bytes is provably a multiple of 16 bytes
+    (`align`) in every block and iteration: every coefficient of its linear form and its
+    constant are. A TMA box's innermost coordinate (and a bulk copy's address) must be: the
+    hardware raises an illegal instruction otherwise (found by the fuzzer: a box at column 3
+    of a float32 tensor); a tensor copy's shared address must be 128-byte aligned."""
     lin = linear_form(simplify(offset))
     if lin is None:
         return False
     terms, const = lin
-    return (const * itemsize) % 16 == 0 and all((c * itemsize) % 16 == 0 for _, c in terms.values())
+    return (const * itemsize) % align == 0 and all((c * itemsize) % align == 0 for _, c in terms.values())
 
 
 def _is_bound(atom, idx, dim):
@@ -146,21 +151,58 @@ def tile_swizzle_bytes(pd, dst):
     return mode.value
 
 
-def plain_row_bytes(pd, dst):
+def plain_row_bytes(pd, dst, views=False):
     """Bytes of a row of shared tile `dst` stored row-major without padding, where one
     unswizzled TMA box (rows of 16-byte multiples, at most 256 elements) writes it
-    exactly (the packed uint8 tile of a dequantizing GEMM without a layout); else 0."""
-    if pd.swizzle or pd.layout is not None or pd.row_slabs != 1 or pd.strides is None or dst.ndim != 2:
+    exactly (the packed uint8 tile of a dequantizing GEMM without a layout); else 0.
+    `views`: `dst` may have leading (slot) dimensions, the tile being its last two."""
+    if pd.swizzle or pd.layout is not None or pd.row_slabs != 1 or pd.strides is None or \
+            not (dst.ndim == 2 or views and dst.ndim > 2):
         return 0
-    C = E.const_int_value(dst.shape[1])
-    if C is None or C > 256 or [E.const_int_value(x) for x in pd.strides] != [C, 1]:
+    C = E.const_int_value(dst.shape[-1])
+    if C is None or C > 256 or [E.const_int_value(x) for x in pd.strides[-2:]] != [C, 1]:
         return 0
     nbytes = C * dst.dtype.itemsize
     return nbytes if nbytes % 16 == 0 else 0
 
 
-def match_tma(st, plan, param_ids):
-    """A TmaCopy for the T.Parallel copy nest `st`, or None (cp.async then)."""
+def _slot_view(store, vars_, pd, plan):
+    """The element offset of the tile `store` writes in its shared buffer when the
+    buffer's leading dimensions are fixed by the copy (`a_shared[slot, i, j]`, a slot of a
+    user's `[stages, R, C]` ring): the tile is stored row-major without padding, or in the
+    buffer's swizzle with one R x C tile per slot (ops/wgmma.py `operand_offset`); the
+    offset is the same for all threads (an index that is no thread's own) and aligned for
+    a tensor copy's shared address (128 bytes, a swizzle's whole 8-row atom). None
+    otherwise; 0 for a 2-D tile."""
+    dst = store.buffer
+    lead = dst.ndim - 2
+    if lead == 0:
+        return E.IntImm(0, "int32")
+    shape = [E.const_int_value(d) for d in dst.shape]
+    if pd.layout is not None or pd.row_slabs != 1 or None in shape:
+        return None
+    if pd.swizzle:   # slots of R x C swizzled tiles, one after the other
+        strides, align = [0] * dst.ndim, max(128, 8 * pd.swizzle)
+        for d in reversed(range(lead)):
+            strides[d] = shape[d + 1] * (strides[d + 1] if d + 1 < lead else shape[-1])
+    else:
+        strides, align = [E.const_int_value(x) for x in (pd.strides or [])], 128
+        if len(strides) != dst.ndim or None in strides or strides[-2:] != [shape[-1], 1]:
+            return None
+    off = E.IntImm(0, "int32")
+    for d in range(lead):
+        idx = store.indices[d]
+        if any(x is v for x in collect_vars(idx) for v in vars_) or plan.depends(idx) or _has_load(idx):
+            return None
+        off = E.binop("+", off, E.binop("*", idx, E.IntImm(strides[d], "int32")))
+    off = simplify(off)
+    return off if offset_aligned16(off, dst.dtype.itemsize, align) else None
+
+
+def match_tma(st, plan, param_ids, views=False):
+    """A TmaCopy for the T.Parallel copy nest `st`, or None (cp.async then). `views`
+    (T.tma_copy): the tile may also be a slot of a larger shared buffer (`_slot_view`), and
+    a row-major tile of 1- to 8-byte elements one unswizzled box (`plain_row_bytes`)."""
     from tilelang.backend.cuda.ops.vector_copy import match_copy
     vars_, mins, exts, inner = parallel_nest(st)
     m = match_copy(inner)
@@ -169,13 +211,17 @@ def match_tma(st, plan, param_ids):
     guard, store, load, sel = m
     dst, src = store.buffer, load.buffer
     pd = plan.placements.get(id(dst))
-    if guard is not None or pd is None or dst.ndim != 2 or not 2 <= src.ndim <= 5:
+    if guard is not None or pd is None or not 2 <= src.ndim <= 5 or not (dst.ndim == 2 or views and dst.ndim > 2):
         return None
-    if id(src) not in param_ids or src.dtype.bits not in (8, 16) or src.dtype.bits != dst.dtype.bits or \
+    bits = (8, 16, 32, 64) if views else (8, 16)
+    if id(src) not in param_ids or src.dtype.bits not in bits or src.dtype.bits != dst.dtype.bits or \
             getattr(src, "strides", None) is not None:
         return None
-    sw = tile_swizzle_bytes(pd, dst)
-    plain = not sw and dst.dtype.bits == 8 and plain_row_bytes(pd, dst)
+    dst_offset = _slot_view(store, vars_, pd, plan)
+    if dst_offset is None:
+        return None
+    sw = tile_swizzle_bytes(pd, dst) if dst.ndim == 2 else pd.swizzle
+    plain = not sw and (dst.dtype.bits == 8 or views) and plain_row_bytes(pd, dst, views)
     if plain:       # one box per row: its columns are the whole row
         sw = plain
     if not sw:
@@ -184,14 +230,14 @@ def match_tma(st, plan, param_ids):
     inner = [E.const_int_value(d) for d in src.shape[1:]]
     if None in inner or any(x <= 0 for x in inner) or (inner[-1] * src.dtype.itemsize) % 16:
         return None
-    R, C = (E.const_int_value(d) for d in dst.shape)
+    R, C = (E.const_int_value(d) for d in dst.shape[-2:])
     width = sw // dst.dtype.itemsize   # one box per swizzle strip
     if R is None or C is None or R > 256 or R % 8 or C % width or R % (16 * pd.row_slabs):
         return None
     if [E.const_int_value(e) for e in exts] != [R, C] or not all(E.const_int_value(x) == 0 for x in mins):
         return None
-    # dst[v0, v1] exactly
-    if not all(isinstance(i, E.Var) and i is v for i, v in zip(store.indices, vars_)):
+    # dst[..., v0, v1] exactly
+    if not all(isinstance(i, E.Var) and i is v for i, v in zip(store.indices[dst.ndim - 2:], vars_)):
         return None
     # the tile's rows run along the one other dimension that indexes with vars_[0]
     n = src.ndim
@@ -236,7 +282,8 @@ def match_tma(st, plan, param_ids):
     slab_view = pd.row_slabs > 1 and n == 2 and not row_bounded and (E.const_int_value(src.shape[0]) or 0) >= R \
         and getattr(plan.options, "tma_slab_box", True)
     return TmaCopy(src, dst, R, C, origin[0], origin[1], R * C * dst.dtype.itemsize, row_dim, fixed or None, width,
-                   pd.row_slabs, dst.dtype.itemsize, bool(plain), slab_view)
+                   pd.row_slabs, dst.dtype.itemsize, bool(plain), slab_view,
+                   None if _zero(dst_offset) else dst_offset)
 
 
 @dataclass

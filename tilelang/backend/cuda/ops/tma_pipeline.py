@@ -126,15 +126,42 @@ def emit_ring_invalidate(cg, op):
 
 def emit_tma_copy(cg, op, nest, bar):
     """T.tma_copy(src, dst, barrier=bar) as bulk tensor copies (tma.py): the first
-    thread of the range announces the bytes on `bar` and issues them."""
-    t = match_tma(nest, cg.plan, cg.param_bufs)
+    thread of the range announces the bytes on `bar` and issues them. With a multicast
+    form (plan/copy_forms.py, `cluster_mask`): every block announces the bytes on its own
+    `bar`, the mask's lowest-ranked block issues the copies to every block of the mask (at
+    the same shared offset, completing on the barrier at the same offset), the others of
+    the mask issue nothing and a block outside the mask loads its own tile."""
+    from tilelang.backend.cuda.plan.copy_form import COPY_FORM
+    t = match_tma(nest, cg.plan, cg.param_bufs, views=True)
     if t is None or cg.placement(t.dst).stages != 1:
         return False
     m = tensor_map(cg, t, share=True)
+    dst = cg.buf_name(t.dst) if t.dst_offset is None else f"({cg.buf_name(t.dst)} + ({cg.expr(t.dst_offset)}))"
+    mask = getattr(op.annotations.get(COPY_FORM), "multicast", None)
     cg.w("if (tl_tid == 0) {")
     cg.indent += 1
     cg.w(f"tl::mbar_expect_tx(&{cg.access(bar)}, {t.nbytes});")
-    tma_loads(cg, t, m, cg.buf_name(t.dst), f"&{cg.access(bar)}")
+    if mask:
+        first = (mask & -mask).bit_length() - 1   # the mask's lowest rank issues the multicast
+        rank = cg.names.fresh("tl_rank")
+        cg.w(f"const int {rank} = tl::block_rank_in_cluster();")
+        cg.w(f"if ({rank} == {first}) {{")
+        cg.indent += 1
+        tma_loads(cg, t, m, dst, f"&{cg.access(bar)}", mask)
+        cg.indent -= 1
+        size = 1
+        for d in cg.launch.annotations.get("cluster_dims") or []:
+            size *= d
+        if mask == (1 << size) - 1:   # every block of the cluster receives it
+            cg.w("}")
+        else:
+            cg.w(f"}} else if ((({mask} >> {rank}) & 1) == 0) {{")
+            cg.indent += 1
+            tma_loads(cg, t, m, dst, f"&{cg.access(bar)}")
+            cg.indent -= 1
+            cg.w("}")
+    else:
+        tma_loads(cg, t, m, dst, f"&{cg.access(bar)}")
     cg.indent -= 1
     cg.w("}")
     return True
@@ -155,15 +182,19 @@ def tensor_map(cg, t, share=False):
     return f"tl_tmap_{len(cg.tmaps) - 1}"
 
 
-def tma_loads(cg, t, tmap, dst, bar):
+def tma_loads(cg, t, tmap, dst, bar, multicast=None):
     """The bulk copies of TmaCopy `t` into the tile at `dst`: one per swizzle strip (64
     columns), and per 16-row run of a tile stored in slab_row order unless its view
-    (`t.slab_view`, TmaCopy.slab_view_map) writes that order in one box."""
+    (`t.slab_view`, TmaCopy.slab_view_map) writes that order in one box. `multicast`: the
+    cluster ranks (a mask) whose shared memory each box lands in."""
     for r, p, c in t.boxes():
         coords = t.coords(t.row0 + r, t.col0 + c)
         cs = ", ".join(cg.expr(simplify(x)) for x in coords)
         off = (c // t.width) * t.rows * t.width + p * t.width
-        cg.w(f"tl::tma_load_{len(coords)}d({dst} + {off}, &{tmap}, {bar}, {cs});")
+        if multicast is not None:
+            cg.w(f"tl::tma_load_multicast({dst} + {off}, &{tmap}, {bar}, {multicast}, {cs});")
+        else:
+            cg.w(f"tl::tma_load_{len(coords)}d({dst} + {off}, &{tmap}, {bar}, {cs});")
 
 
 def tma_loads_multicast(cg, t, tmap, how, dst, bar, rank):

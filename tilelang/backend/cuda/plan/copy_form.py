@@ -26,6 +26,7 @@ class CopyForm:
     eviction: str | None = None   # "evict_first" ...: the L2 hint of its global accesses
     why: str = ""              # for a scalar form: why no vector form holds
     subject: str = "copy"      # what the nest does: "copy", "fill", "loop" (element-wise), "SIMT gemm"
+    multicast: int | None = None   # tma_copy: the cluster ranks its lowest-ranked one multicasts to
 
     @property
     def tma(self):
@@ -37,6 +38,8 @@ class CopyForm:
             s += f" x{self.width} ({self.nbytes} B)"
         if self.eviction:
             s += f", {self.eviction}"
+        if self.multicast:
+            s += f", multicast to cluster ranks {self.multicast:#b}"
         if self.why:
             s += f" ({self.why})"
         return s

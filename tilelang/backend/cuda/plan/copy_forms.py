@@ -41,7 +41,8 @@ and the nests this pass makes of the tile ops the CUDA pipeline kept and the har
 cannot run as they are: a T.gemm the kernel plan gives no tensor-core form becomes its SIMT
 loop (ops/mma.py `simt_gemm`, `# SIMT gemm -> scalar`); a T.tma_copy is either issued as
 bulk copies on its mbarrier (a copy of the op carrying the form `TMA load (T.tma_copy ...)`,
-sm_90 with TILELANG_CUDA_TMA_COPY=1 and a tile TMA can move) or becomes its copy nest, whose
+sm_90 with TILELANG_CUDA_TMA_COPY=1 and a tile TMA can move, a slot of a user's ring of tiles
+included; with a kept `multicast_mask` the mask's lowest-ranked block multicasts it) or becomes its copy nest, whose
 form is chosen as any copy's. Such a replacement is made in the tree and in the plan's
 statements of a pipelined body (PipelineInfo.rest).
 
@@ -123,6 +124,7 @@ class _Chooser:
         self.replaced = {}   # id(tile op) -> the statement that runs it (its nest, or the op with its form)
         self.in_cp_async_loop = False   # visiting the body of a pipelined loop fed by cp.async
         self.no_wait = False   # visiting a T.tma_copy's copy nest
+        self.multicast = False   # a T.tma_copy multicasts to other blocks of the cluster
 
     # walking as the code generator does (emit/kernel.py: which statements run at block level)
     def visit(self, st, block):
@@ -218,11 +220,17 @@ class _Chooser:
         k = self.k
         nest = lower_copy(op)
         if block and k.use_tma and k.options.tma_copy:
-            t = match_tma(nest, k.plan, k.param_bufs)
+            t = match_tma(nest, k.plan, k.param_bufs, views=True)
             if t is not None and k.placement(t.dst).stages == 1:
                 bulk = copy.copy(op)
                 bulk.annotations = dict(op.annotations)
-                bulk.annotations[COPY_FORM] = CopyForm("tma_copy")
+                # (transform/lower_cluster_mask.py kept the mask where the multicast lands
+                # where each receiver's own load would; the barriers of every block are
+                # initialized before any is multicast to: KernelPlan.cluster_barrier_init)
+                mask = op.annotations.get(TO.MULTICAST_MASK)
+                if mask is not None:
+                    self.multicast = True
+                bulk.annotations[COPY_FORM] = CopyForm("tma_copy", multicast=mask)
                 self.replace(op, bulk)
                 return
         from tilelang.backend.cuda.ops.cp_async_mbarrier import mbarrier_copy_width
@@ -520,6 +528,9 @@ def plan_copy_forms(func, ctx=None):
     def rewrite(launch, plan, target, options):   # (a launch with no plan: the caller's own CUDA source)
         ch = _Chooser(_Kernel(launch, plan, func, target, options))
         ch.visit(launch.body, True)
+        if ch.multicast:
+            plan = dataclasses.replace(plan, cluster_barrier_init=True)
+            launch = with_plan(launch, plan)
         if ch.replaced:   # the kept tile ops that run as nests (or carry their form)
             done = _substitute(launch.body, ch.replaced)
             pipelines = {key: dataclasses.replace(info, rest=[ch.replaced.get(id(s), s) for s in info.rest])

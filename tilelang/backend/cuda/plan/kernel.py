@@ -80,6 +80,8 @@ class KernelPlan:
     fence_barriers: bool = False  # block barriers fence shared memory toward the async proxy (plan/proxy_fences.py)
     warp_specialized: object = None   # plan/warp_specialize.py: WarpSpecialization of the pipelined loop
     warp_specialize_why: str = ""     # why the kernel's pipelined loop is not warp-specialized
+    cluster_barrier_init: bool = False   # a T.tma_copy multicasts to the cluster: the block barrier after
+                                         # the mbarriers' initialization is a cluster barrier (plan/copy_forms.py)
 
     def threads_of(self, st) -> int:
         """Threads that run `st` together: the block, or the range of its branch."""

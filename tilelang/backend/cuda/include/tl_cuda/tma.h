@@ -185,6 +185,36 @@ TL_DEVICE void tma_load_2d_multicast(void* dst, const TmaDesc* map, unsigned lon
       : "memory");
 }
 
+// tma_load_{1..5}d's box into every block of the cluster in `mask` (T.tma_copy's
+// cluster_mask): the same shared offset in each, completing on the mbarrier at `bar`'s
+// offset in each, whose block announced the bytes itself
+#define TL_TMA_LOAD_MULTICAST(DIM, COORDS, ...)                                                                   \
+  asm volatile("cp.async.bulk.tensor." #DIM "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"          \
+               ".multicast::cluster [%0], [%1, {" COORDS "}], [%2], %3;\n" ::"r"(smem_addr(dst)),                  \
+               "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(bar)), "h"(mask), __VA_ARGS__        \
+               : "memory")
+TL_DEVICE void tma_load_multicast(void* dst, const TmaDesc* map, unsigned long long* bar, unsigned short mask,
+                                  int c0) {
+  TL_TMA_LOAD_MULTICAST(1, "%4", "r"(c0));
+}
+TL_DEVICE void tma_load_multicast(void* dst, const TmaDesc* map, unsigned long long* bar, unsigned short mask,
+                                  int c0, int c1) {
+  TL_TMA_LOAD_MULTICAST(2, "%4, %5", "r"(c0), "r"(c1));
+}
+TL_DEVICE void tma_load_multicast(void* dst, const TmaDesc* map, unsigned long long* bar, unsigned short mask,
+                                  int c0, int c1, int c2) {
+  TL_TMA_LOAD_MULTICAST(3, "%4, %5, %6", "r"(c0), "r"(c1), "r"(c2));
+}
+TL_DEVICE void tma_load_multicast(void* dst, const TmaDesc* map, unsigned long long* bar, unsigned short mask,
+                                  int c0, int c1, int c2, int c3) {
+  TL_TMA_LOAD_MULTICAST(4, "%4, %5, %6, %7", "r"(c0), "r"(c1), "r"(c2), "r"(c3));
+}
+TL_DEVICE void tma_load_multicast(void* dst, const TmaDesc* map, unsigned long long* bar, unsigned short mask,
+                                  int c0, int c1, int c2, int c3, int c4) {
+  TL_TMA_LOAD_MULTICAST(5, "%4, %5, %6, %7, %8", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4));
+}
+#undef TL_TMA_LOAD_MULTICAST
+
 // global += the shared box at `src` (a row-major tile, no swizzle), coordinates
 // innermost first: one bulk tensor reduction in the type of `map`'s elements, in this
 // thread's bulk group (tma_store_arrive / tma_store_wait complete it). sm_90+.
