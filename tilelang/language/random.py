@@ -6,6 +6,9 @@ backends run the same algorithms (backend/c/include/tl_philox.h, tl_rng_families
 a thread's draws are the same on both. On the CPU one thread does a block's work: a
 T.Parallel loop there draws from one generator where the GPU's threads draw from one
 each, so the two agree for one-thread blocks and for kernels written per thread.
+On the H200 the XORWOW and MRG32k3a draws equal cuRAND's own (tests/backend/cuda/
+test_run_gpu_random_families.py); MRG32k3a subsequences from 2^51 on are skipped exactly
+here, where cuRAND documents 51 bits (its skip tables stop at 2^56).
 
 The generator's state is a hidden per-thread array declared at the top of the kernel
 (a `T.rng_init` inside a branch still reaches the draws after it); each draw is taken
