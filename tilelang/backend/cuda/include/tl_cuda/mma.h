@@ -287,6 +287,29 @@ TL_DEVICE unsigned lds_u32(const float* p) {
 
 // C[M, N] += A[M, K] * B[K, N] on 32-bit float operands in shared memory (A stored K x M
 // when TA, B stored N x K when TB; lda/ldb row strides in elements, multiples of 4).
+// The .tf32 B operands of one k8 step of warp column wc: N x K tiles (TB) by ldmatrix,
+// K x N tiles one 32-bit word per element (shared by gemm_ss_tf32 and gemm_rs_tf32).
+template <class L, bool TB>
+TL_DEVICE void load_b_tf32(unsigned (*b)[2], const float* B, int ldb, int k0, int lane, int wc) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int nj = 0; nj < L::NI / 2; ++nj) {
+    const int n0 = wc * L::WTN + nj * 16;
+    if (TB) {
+      unsigned r[4];
+      ldmatrix_x4(r, B + (n0 + (lane >> 4) * 8 + (lane & 7)) * ldb + k0 + ((lane >> 3) & 1) * 4);
+      b[2 * nj][0] = r[0]; b[2 * nj][1] = r[1];
+      b[2 * nj + 1][0] = r[2]; b[2 * nj + 1][1] = r[3];
+    } else {
+      const float* p = B + (k0 + t) * ldb + n0 + g;
+      b[2 * nj][0] = lds_u32(p);
+      b[2 * nj][1] = lds_u32(p + 4 * ldb);
+      b[2 * nj + 1][0] = lds_u32(p + 8);
+      b[2 * nj + 1][1] = lds_u32(p + 4 * ldb + 8);
+    }
+  }
+}
+
 template <int M, int N, int K, int WM, int WN, bool TA, bool TB>
 TL_DEVICE void gemm_ss_tf32(const float* A, int lda, const float* B, int ldb, float* acc, int tid = thread_linear()) {
   using L = MmaAccLayout<M, N, WM, WN>;
@@ -310,22 +333,7 @@ TL_DEVICE void gemm_ss_tf32(const float* A, int lda, const float* B, int ldb, fl
         a[mi][3] = lds_u32(p + 4 * lda + 8);
       }
     }
-#pragma unroll
-    for (int nj = 0; nj < L::NI / 2; ++nj) {
-      const int n0 = wc * L::WTN + nj * 16;
-      if (TB) {
-        unsigned r[4];
-        ldmatrix_x4(r, B + (n0 + (lane >> 4) * 8 + (lane & 7)) * ldb + k0 + ((lane >> 3) & 1) * 4);
-        b[2 * nj][0] = r[0]; b[2 * nj][1] = r[1];
-        b[2 * nj + 1][0] = r[2]; b[2 * nj + 1][1] = r[3];
-      } else {
-        const float* p = B + (k0 + t) * ldb + n0 + g;
-        b[2 * nj][0] = lds_u32(p);
-        b[2 * nj][1] = lds_u32(p + 4 * ldb);
-        b[2 * nj + 1][0] = lds_u32(p + 8);
-        b[2 * nj + 1][1] = lds_u32(p + 4 * ldb + 8);
-      }
-    }
+    load_b_tf32<L, TB>(b, B, ldb, k0, lane, wc);
 #pragma unroll
     for (int mi = 0; mi < L::MI; ++mi)
 #pragma unroll
@@ -365,28 +373,13 @@ TL_DEVICE void gemm_rs_tf32(const float* a_regs, const float* B, int ldb, float*
   using L = MmaAccLayout<M, N, WM, WN>;
   static_assert(L::WTM % 16 == 0 && L::WTN % 16 == 0 && K % 8 == 0, "gemm_rs_tf32 tile shape");
   constexpr int KI = K / 8;
-  const int lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int lane = tid & 31;
   const int wc = (tid >> 5) % WN;
 #pragma unroll
   for (int ki = 0; ki < KI; ++ki) {
     const int k0 = ki * 8;
     unsigned b[L::NI][2];
-#pragma unroll
-    for (int nj = 0; nj < L::NI / 2; ++nj) {
-      const int n0 = wc * L::WTN + nj * 16;
-      if (TB) {
-        unsigned r[4];
-        ldmatrix_x4(r, B + (n0 + (lane >> 4) * 8 + (lane & 7)) * ldb + k0 + ((lane >> 3) & 1) * 4);
-        b[2 * nj][0] = r[0]; b[2 * nj][1] = r[1];
-        b[2 * nj + 1][0] = r[2]; b[2 * nj + 1][1] = r[3];
-      } else {
-        const float* p = B + (k0 + t) * ldb + n0 + g;
-        b[2 * nj][0] = lds_u32(p);
-        b[2 * nj][1] = lds_u32(p + 4 * ldb);
-        b[2 * nj + 1][0] = lds_u32(p + 8);
-        b[2 * nj + 1][1] = lds_u32(p + 4 * ldb + 8);
-      }
-    }
+    load_b_tf32<L, TB>(b, B, ldb, k0, lane, wc);
 #pragma unroll
     for (int mi = 0; mi < L::MI; ++mi) {
       const unsigned* a = reinterpret_cast<const unsigned*>(a_regs) + (mi * KI + ki) * 4;
