@@ -65,10 +65,10 @@ TILELANG_CUDA_WS_ATTENTION=1   a producer warpgroup feeds every attention-style 
 TILELANG_CUDA_DUMP_FRAGMENTS=1 print the fragment layouts the planner chose
 TILELANG_CUDA_CONVERTING_COPY_PIPELINE=0  a T.Pipelined loop runs a converting global -> shared
                                copy (bf16 tensor into a float32 tile) in place (not issued ahead)
-TILELANG_CUDA_EPILOGUE_TMA_STORE=1  a GEMM's accumulator store after its pipelined loop goes through a swizzled
-                               shared tile over the ring's slots and a TMA store (plan/stage_epilogue.py; default off)
-TILELANG_CUDA_WS_MULTICAST=1   warp-specialized GEMM blocks run in pairs that multicast the tiles both read
-                               (plan/warp_specialized_ring.py; default off)
+TILELANG_CUDA_EPILOGUE_TMA_STORE=0  a GEMM's accumulator store after its pipelined loop is stored per thread, not
+                               through a swizzled shared tile over the ring's slots and a TMA store (plan/stage_epilogue.py)
+TILELANG_CUDA_WS_MULTICAST=0   warp-specialized GEMM blocks run alone, not in pairs that multicast the tiles both
+                               read (plan/warp_specialized_ring.py)
 TILELANG_CUDA_MIN_BLOCKS=n      __launch_bounds__(threads, n) where the kernel sets no
                                T.annotate_min_blocks_per_sm (default 1, as published; 0: leave it out)
 TL_CUDA_DUMP=<dir>             keep every generated .cu file (and the source of a failed compile)

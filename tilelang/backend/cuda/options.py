@@ -70,8 +70,8 @@ _SWITCHES = {
     "TILELANG_CUDA_DUMP_FRAGMENTS": (_flag, False, "dump_fragments", True),   # prints while planning
     "TILELANG_CUDA_MIN_BLOCKS": (_count, 1, "min_blocks_per_sm", True),
     "TILELANG_CUDA_CONVERTING_COPY_PIPELINE": (_flag, True, "converting_copy_pipeline", True),
-    "TILELANG_CUDA_EPILOGUE_TMA_STORE": (_flag, False, "epilogue_tma_store", True),
-    "TILELANG_CUDA_WS_MULTICAST": (_flag, False, "ws_multicast", True),
+    "TILELANG_CUDA_EPILOGUE_TMA_STORE": (_flag, True, "epilogue_tma_store", True),
+    "TILELANG_CUDA_WS_MULTICAST": (_flag, True, "ws_multicast", True),
     "TL_CUDA_LINEINFO": (_flag, False, "lineinfo", True),
     "TL_CUDA_DUMP": (_path, None, "dump_dir", False),
     "TL_LOWER_TRACE": (_trace, None, "lower_trace", False),
@@ -145,11 +145,11 @@ class CudaOptions:
                                    # ..._MIN_BLOCKS=0 leaves it out (ptxas then caps registers for occupancy)
     converting_copy_pipeline: bool = True  # a T.Pipelined loop issues a converting global -> shared copy
                                    # of a later iteration into its ring slot (..._CONVERTING_COPY_PIPELINE)
-    epilogue_tma_store: bool = False  # a GEMM's fragment -> global store after its pipelined loop is staged
+    epilogue_tma_store: bool = True   # a GEMM's fragment -> global store after its pipelined loop is staged
                                    # through shared memory (over the ring) and one TMA store
-                                   # (plan/stage_epilogue.py; ..._EPILOGUE_TMA_STORE=1)
-    ws_multicast: bool = False     # a warp-specialized GEMM's blocks run in pairs that multicast the tiles
-                                   # both read (plan/warp_specialized_ring.py; ..._WS_MULTICAST=1)
+                                   # (plan/stage_epilogue.py; ..._EPILOGUE_TMA_STORE=0: per thread)
+    ws_multicast: bool = True      # a warp-specialized GEMM's blocks run in pairs that multicast the tiles
+                                   # both read (plan/warp_specialized_ring.py; ..._WS_MULTICAST=0: single blocks)
     register_usage_level: int | None = None  # ptxas --register-usage-level (pass config
                                    # tl.ptxas_register_usage_level, 0..10)
     lineinfo: bool = False         # NVRTC -lineinfo: source lines in the cubin for profilers (TL_CUDA_LINEINFO=1)

@@ -71,12 +71,16 @@ def test_compile_error_shows_source_line():
 
 
 @needs_sass
-def test_gemm_tile_copies_are_16_byte_vectors():
+def test_gemm_tile_copies_are_16_byte_vectors(monkeypatch):
     art = build(K.gemm(trans_A=True), "sm_90a")   # mma.sync: its tiles come by cp.async
     assert "tl::cp_async_gs<16>" in art.source or "tl::cp_async_gs_conditional<16>" in art.source
     from tilelang.backend.cuda.host.nvrtc import sass
     assert "LDGSTS.E.BYPASS.128" in sass(art.binary)
-    # C: the epilogue stores column pairs as 32-bit words (codegen_kernel._pair_store)
+    # C: the epilogue is one TMA store of a staged tile (plan/stage_epilogue.py): 16-byte aligned
+    assert art.meta["kernels"][0]["aligned"] == {"A": 16, "B": 16, "C": 16}
+    # stored per thread instead, column pairs as 32-bit words
+    monkeypatch.setenv("TILELANG_CUDA_EPILOGUE_TMA_STORE", "0")
+    art = build(K.gemm(trans_A=True), "sm_90a")
     assert art.meta["kernels"][0]["aligned"] == {"A": 16, "B": 16, "C": 4}
 
 

@@ -29,7 +29,8 @@ def _gemm(off):
 @pytest.mark.parametrize("off,tma_loads", [(0, 2), (8, 2), (4, 0)])
 def test_pipelined_loads_use_tma_only_at_aligned_columns(off, tma_loads):
     src = tilelang.lower(_gemm(off), target={"kind": "cuda", "arch": "sm_90a"}).kernel_source
-    assert src.count("tl::tma_load_2d(") == tma_loads
+    # multicast or not (pairs of warp-specialized blocks share A tiles: TILELANG_CUDA_WS_MULTICAST)
+    assert src.count("tl::tma_load_2d(") + src.count("tl::tma_load_2d_multicast(") == tma_loads
 
 
 @pytest.mark.gpu

@@ -67,7 +67,8 @@ def test_accumulator_store_is_staged_through_shared(kw):
 
 
 def test_switch_off_and_other_targets_leave_the_kernel_alone():
-    before, after = _around(_gemm(), env={})
+    assert _around(_gemm(), env={})[1] is not _around(_gemm(), env={})[0]   # on by default
+    before, after = _around(_gemm(), env={"TILELANG_CUDA_EPILOGUE_TMA_STORE": "0"})
     assert after is before
     before, after = _around(_gemm(), arch="sm_80")   # no TMA store
     assert func_str(after) == func_str(before)
@@ -99,7 +100,7 @@ def test_generated_kernel_stores_through_tma(monkeypatch):
     ops = sass_ops(art)
     assert ops["UTMASTG"] >= 1 and ops["HGMMA"] >= 1
     assert ops["STL"] == 0 and ops["LDL"] == 0
-    monkeypatch.delenv("TILELANG_CUDA_EPILOGUE_TMA_STORE")
+    monkeypatch.setenv("TILELANG_CUDA_EPILOGUE_TMA_STORE", "0")
     assert sass_ops(build(_gemm(M=1000)))["UTMASTG"] == 0
 
 

@@ -235,6 +235,7 @@ def test_a_consumer_waiting_for_its_slot_has_released_the_previous_one(stages=2)
 def test_switches_restore_the_16_row_boxes_and_the_late_release(monkeypatch):
     monkeypatch.setenv("TILELANG_CUDA_TMA_SLAB_BOX", "0")
     monkeypatch.setenv("TILELANG_CUDA_WS_EARLY_RELEASE", "0")
+    monkeypatch.setenv("TILELANG_CUDA_WS_MULTICAST", "0")   # single blocks: B is not split into halves
     src = build(KS.gemm(1024, 1024, 1024, threads=128, stages=2)).source
     assert "tl::mbar_test(" not in src and "tl::tma_load_4d(" not in src, src
     assert src.count("tl::tma_load_2d(As") == 8 and src.count("tl::tma_load_2d(Bs") == 2, src   # A: 16-row runs

@@ -41,8 +41,10 @@ def test_pairs_share_tiles_and_release_in_both_blocks():
     assert "'tl.mbarrier_release_slot_cluster'" in after_loop
 
 
-def test_default_is_one_block_per_tile():
-    _, text = _after(_kernel())
+def test_default_is_pairs_and_switch_off_is_one_block_per_tile():
+    from tilelang.backend.cuda.options import CudaOptions
+    assert CudaOptions.from_config(None, "sm_90a", env={}).ws_multicast
+    _, text = _after(_kernel(), TILELANG_CUDA_WS_MULTICAST="0")
     assert "cluster" not in text and "multicast" not in text and "ring_t" not in text
     assert "'tl.mbarrier_init', ring_empty[ring_s], 8" in text
 

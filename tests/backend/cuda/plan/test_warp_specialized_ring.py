@@ -19,6 +19,8 @@ from tests.backend.cuda.plan.test_warp_specialize import blocksparse
 
 def _after(func, **env):
     from tilelang.backend.cuda.options import CudaOptions, OPTIONS
+    # single blocks unless a test asks for pairs (test_warp_specialized_multicast.py)
+    env = {"TILELANG_CUDA_WS_MULTICAST": "0", **env}
     ctx = PassContext(config={"_keep_tile_ops": P.KEEP_TILE_OPS,
                               OPTIONS: CudaOptions.from_config(None, "sm_90a", env=env)})
     ctx.target = parse_target({"kind": "cuda", "arch": "sm_90a"})

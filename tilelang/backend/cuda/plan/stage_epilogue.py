@@ -1,4 +1,4 @@
-"""The GEMM epilogue through shared memory and a TMA store (TILELANG_CUDA_EPILOGUE_TMA_STORE=1).
+"""The GEMM epilogue through shared memory and a TMA store (on by default; TILELANG_CUDA_EPILOGUE_TMA_STORE=0: off).
 
 A GEMM kernel usually ends with `T.copy(C_local, C[by * bM, bx * bN])`: each thread stores
 its accumulator fragment's pairs straight to global memory (4-byte stores, 8 rows of 16
@@ -12,7 +12,8 @@ into the staged form users write by hand on Hopper:
 
 The staged tile is only live after the loop, so the shared-memory planner places it over
 the loop's ring slots (no extra shared memory); the pass stages a tile only where it fits
-in those slots, and only 16-bit outputs (fp16, bf16). Everything after this pass (layouts, the TMA store, its fences and
+in those slots, only 16-bit outputs (fp16, bf16), and not where a copy of the loop says
+`disable_tma=True`. Everything after this pass (layouts, the TMA store, its fences and
 barriers) is what the hand-written staged kernel gets."""
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ def _ring_bytes(loop):
     if not gemms:
         return 0
     for c in copies:
+        if c.annotations.get("disable_tma"):   # the user keeps this GEMM off TMA: its epilogue too
+            return 0
         b = c.dst.buffer
         if b.scope == "shared" and c.src.buffer.scope == "global" and b.uid not in seen:
             shape = _const_shape(b.shape)

@@ -37,7 +37,7 @@ barrier: emit/ prints the barriers after a T.producer_warpgroup so):
     [T.warpgroup_wait(0); the accumulator's register fence]
     T.sync_threads()  # inserted: the slots are read ...
 
-TILELANG_CUDA_WS_MULTICAST=1 (a loop keeping its wgmma in flight, no masked iterations): the blocks
+By default (TILELANG_CUDA_WS_MULTICAST=0: off; a loop keeping its wgmma in flight, no masked iterations) the blocks
 run in pairs along a grid axis (ops/tma.py `plan_multicast`), each producer loads half of the tiles
 both blocks read for both, "empty" counts both blocks' consumer warps (each release arrives here
 and at the peer: `tl.mbarrier_release_slot_cluster`, no cluster-scope fence: the readers are done), `T.cluster_sync()` after the barriers' init, the
