@@ -5,7 +5,9 @@ arrays are only ever indexed by constants:
 - tile mode (a loop over the tile, or a 1-D loop over a one-row tile): chunk c of V
   elements starts at flat = (c * T + tid) * V; a copy between a register fragment and
   global/shared memory moves each chunk as one vector of up to 16 bytes (several for
-  wider elements), with the bound check evaluated once per chunk;
+  wider elements), with the bound check evaluated once per chunk; other bodies as
+  plan/register_chunks.py recorded on the nest (two-lane conversions, vector atomics,
+  shared loads hoisted to one vector a chunk) or element by element;
 - rows / cols mode (a 1-D loop over the row or column fragments): each thread runs the
   rows / columns it holds (replicated over the threads that share them);
 - a loop over one-element fragments only: every thread runs it on its own copy.
