@@ -443,15 +443,17 @@ def _copy_note(ann):
     parallel nest was lowered from and the form a backend chose for it (a comment: the
     text still parses)."""
     args, form = ann.get("copy_args"), ann.get("copy_form")
+    chunks = ann.get("register_chunks")   # how a register-tile loop's chunks run (cuda/plan/register_chunks.py)
     if not args and form is None:
-        return ""
+        return f"  # loop -> {chunks}" if chunks is not None else ""
     subject = getattr(form, "subject", "copy")   # a backend's form of a fill, an element-wise loop ...
     note = "  # T.copy(" + ", ".join(f"{k}={_arg_text(v)}" for k, v in args.items()) + ")" if args else \
         f"  # {subject}"
     staged = ann.get("tl.staged_copy")   # a pipelined converting copy split in two (cuda/plan/cp_async_pipeline.py)
     staged = f", {'loads into' if staged[0] in ('load', 'reload') else 'stores from'} registers" \
         if staged else ""
-    return note + (f" -> {form}{staged}" if form is not None else "")
+    chunks = f", {chunks}" if chunks is not None else ""
+    return note + (f" -> {form}{staged}{chunks}" if form is not None else chunks)
 
 
 def _quoted(name):

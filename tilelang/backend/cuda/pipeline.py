@@ -28,6 +28,7 @@ from tilelang.backend.cuda.ops.tma_reduce import plan_tma_atomics
 from tilelang.backend.cuda.plan.plan_kernels import plan_kernels
 from tilelang.backend.cuda.plan.sync import insert_barriers
 from tilelang.backend.cuda.plan.copy_forms import plan_copy_forms
+from tilelang.backend.cuda.plan.register_chunks import plan_register_chunks
 from tilelang.backend.cuda.plan.proxy_fences import plan_proxy_fences
 from tilelang.backend.cuda.plan.warp_specialize import plan_warp_specialize
 from tilelang.backend.cuda.plan.cp_async_pipeline import pipeline_cp_async
@@ -41,7 +42,7 @@ PASSES = [lower_gemm_sp, implicit_kernel, stage_gemm_epilogue, sink_address_tens
           fold_vectorized_cp_async, lower_cluster_mask, lower_tile_ops, simplify, widen_indices,
           legalize_safe_memory_access, flatten_sblocks, simplify, broadcast_block_effects, fold_fragment_views,
           inline_copy_scalars, plan_kernels,
-          insert_barriers, plan_copy_forms, plan_warp_specialize, plan_proxy_fences, pipeline_cp_async,
+          insert_barriers, plan_copy_forms, plan_register_chunks, plan_warp_specialize, plan_proxy_fences, pipeline_cp_async,
           pipeline_tma_ring, plan_streaming_occupancy]
 
 

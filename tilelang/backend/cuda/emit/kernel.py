@@ -30,6 +30,7 @@ from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
 from tilelang.backend.cuda.plan.pipeline import STAGED
 from tilelang.backend.cuda.ops.cp_async_mbarrier import emit_copy_on_mbarrier
 from tilelang.backend.cuda.plan.copy_form import COPY_FORM, copy_form
+from tilelang.backend.cuda.plan.register_chunks import register_chunks
 from tilelang.backend.cuda.layout.fragment import TILE_2D, Tf32ALayout, Tf32ColsLayout, residue_offset
 from tilelang.backend.cuda.ops.reduce import emit_warp_reduce, emit_register_reduce, emit_group_reduce
 from tilelang.backend.cuda.layout.fragment import group_reduce
@@ -916,7 +917,7 @@ class KernelCodegen:
         vars_, mins, exts, body = parallel_nest(st)
         regs = self._accs_in(body)
         if regs and self.placement(regs[0]).kind == "tile":
-            if emit_tile_loop(self, vars_, mins, exts, body, regs, copy_form(st)):
+            if emit_tile_loop(self, vars_, mins, exts, body, regs, copy_form(st), register_chunks(st)):
                 return
         elif regs:
             return self.fragment_loop(vars_, body, regs, exts, copy_form(st))

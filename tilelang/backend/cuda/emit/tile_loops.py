@@ -5,7 +5,9 @@ arrays are only ever indexed by constants:
 - tile mode (a loop over the tile, or a 1-D loop over a one-row tile): chunk c of V
   elements starts at flat = (c * T + tid) * V; a copy between a register fragment and
   global/shared memory moves each chunk as one vector of up to 16 bytes (several for
-  wider elements), with the bound check evaluated once per chunk;
+  wider elements), with the bound check evaluated once per chunk; other bodies as
+  plan/register_chunks.py recorded on the nest (two-lane conversions, vector atomics,
+  shared loads hoisted to one vector a chunk) or element by element;
 - rows / cols mode (a 1-D loop over the row or column fragments): each thread runs the
   rows / columns it holds (replicated over the threads that share them);
 - a loop over one-element fragments only: every thread runs it on its own copy.
@@ -17,16 +19,17 @@ barrier per reduction)."""
 from __future__ import annotations
 
 from tilelang.ir import expr as E
-from tilelang.ir import stmt as S
 from tilelang.backend.cuda.emit.expr import ctype, cast_str
 from tilelang.backend.cuda.layout.tile import ThreadTile, TileRows, Scalar, column_owner
-from tilelang.backend.cuda.ops.vector_access import vec_type, _has, _cond_ok, consecutive
-from tilelang.backend.cuda.ops.register_vector import free_row_fragments, vector_copy_parts
+from tilelang.backend.cuda.ops.vector_access import vec_type
+from tilelang.backend.cuda.ops.register_vector import chunk_geometry, free_row_fragments, vector_copy_parts
 
 
-def emit_tile_loop(cg, vars_, mins, exts, body, regs, form=None):
+def emit_tile_loop(cg, vars_, mins, exts, body, regs, form=None, chunks=None):
     """A T.Parallel nest whose register fragments have tile_layout layouts; `form`: the
-    nest's form from plan/copy_forms.py (`registers xW`: chunks copied W elements a vector)."""
+    nest's form from plan/copy_forms.py (`registers xW`: chunks copied W elements a vector);
+    `chunks`: how its chunks run otherwise, from plan/register_chunks.py (None: element by
+    element)."""
     exts = [E.const_int_value(e) for e in exts]
     unit = [v for v, e in zip(vars_, exts) if e == 1]
     cv = [v for v, e in zip(vars_, exts) if e != 1]
@@ -44,19 +47,11 @@ def emit_tile_loop(cg, vars_, mins, exts, body, regs, form=None):
     if not dist:
         cg.stmt(body, False)
     else:
-        D = dist[0]
-        if len(cv) == 1:
-            # a 1-D loop runs over its own one-row tile, not over a 2-D tile it reads at rows of its
-            # own choosing (layout/tile.py: on the column owners, one chunk per thread)
-            own = [lays[id(b)] for b in regs if not isinstance(lays[id(b)], Scalar) and
-                   id(b) not in free_row_fragments(body, [b], lays, "tile", cv)]
-            D = own[0] if own else ThreadTile(1, D.N, D.T, D.V)
-        L = D if isinstance(D, ThreadTile) else D.tile
-        mode = "tile" if len(cv) == 2 or isinstance(D, ThreadTile) else "rows" if isinstance(D, TileRows) else "cols"
+        L, mode, cv = chunk_geometry(vars_, exts, body, regs, lays)
         if mode == "rows":
             _rows_loop(cg, L, cv[0], body, regs, lays)
         else:
-            _chunk_loop(cg, L, mode, cv, body, regs, lays, form)
+            _chunk_loop(cg, L, mode, cv, body, regs, lays, form, chunks)
     for b in scal:
         del cg.acc_index[id(b)]
     cg.indent -= 1
@@ -88,8 +83,9 @@ def _rows_loop(cg, L, iv, body, regs, lays):
     cg.w("}")
 
 
-def _chunk_loop(cg, L, mode, cv, body, regs, lays, form=None):
-    """Tile or cols mode: chunks of V contiguous elements along the row."""
+def _chunk_loop(cg, L, mode, cv, body, regs, lays, form=None, chunks=None):
+    """Tile or cols mode: chunks of V contiguous elements along the row: as vectors
+    (`form`), or as plan/register_chunks.py recorded (`chunks`), or element by element."""
     nch = L.K if mode == "tile" else L.G // L.V
     c = cg.names.fresh("tl_c")
     cg.w("#pragma unroll")
@@ -111,13 +107,13 @@ def _chunk_loop(cg, L, mode, cv, body, regs, lays, form=None):
     if vec is not None:
         for e0 in range(0, L.V, W):
             _emit_vector_copy(cg, vec, jv, j0 if e0 == 0 else f"({j0} + {e0})", c, L, W, e0)
-    elif not free and _register_cast(body, L, lays) is not None:
+    elif chunks is not None and chunks.kind == "cast_pairs":
         _emit_register_cast(cg, body, jv, j0, c, L, mode, lays)
-    elif not free and _atomic_width(cg, body, jv, L):
-        _emit_register_atomic(cg, body, jv, j0, c, L, mode, regs, lays, _atomic_width(cg, body, jv, L))
+    elif chunks is not None and chunks.kind == "atomic":
+        _emit_register_atomic(cg, body, jv, j0, c, L, mode, regs, lays, chunks.width)
     else:
         e = cg.names.fresh("tl_e")
-        hoisted = _hoist_shared_loads(cg, body, cv, jv, j0, L, e)
+        hoisted = _hoist_shared_loads(cg, chunks.hoisted if chunks is not None else (), jv, j0, L, e)
         cg.w("#pragma unroll")
         cg.w(f"for (int {e} = 0; {e} < {L.V}; ++{e}) {{")
         cg.indent += 1
@@ -153,29 +149,11 @@ def _owned_slot(cg, buf, L, e):
     return slot
 
 
-def _register_cast(body, L, lays):
-    """(store, load) when the body converts one register-tile element into another tile of
-    the same layout (`B_local[i] = T.cast(A_local[i], ...)`) and the pair has a two-lane
-    conversion (ops/vector_cast.py); the chunk's V elements are consecutive in both."""
-    from tilelang.backend.cuda.ops.vector_cast import can_pair
-    if L.V % 2 or not isinstance(body, S.BufferStore) or not isinstance(body.value, E.Cast):
-        return None
-    load = body.value.value
-    if not isinstance(load, E.BufferLoad) or not can_pair(load.buffer.dtype, body.buffer.dtype):
-        return None
-    ls, ld = lays.get(id(body.buffer)), lays.get(id(load.buffer))
-    if ls is None or ld is None or isinstance(ls, Scalar) or type(ls) is not type(ld):
-        return None
-    if [id(i) for i in body.indices] != [id(i) for i in load.indices] or \
-            not all(isinstance(i, E.Var) for i in body.indices):
-        return None
-    return body, load
-
-
 def _emit_register_cast(cg, body, jv, j0, c, L, mode, lays):
-    """The chunk's V elements two at a time (ops/vector_cast.py)."""
+    """The chunk's V elements two at a time (ops/vector_cast.py): `store` converts `load`
+    (plan/register_chunks.py `register_cast`)."""
     from tilelang.backend.cuda.ops.vector_cast import pair_cast
-    store, load = _register_cast(body, L, lays)
+    store, load = body, body.value.value
     cg.names.alias(jv, j0)
 
     def elem(buf, e):
@@ -189,30 +167,6 @@ def _emit_register_cast(cg, body, jv, j0, c, L, mode, lays):
         p = cg.names.fresh("tl_p")
         cg.w("{ " + pair_cast(load.buffer.dtype, store.buffer.dtype, elem(load.buffer, e), elem(load.buffer, e + 1),
                               elem(store.buffer, e), elem(store.buffer, e + 1), p) + " }")
-
-
-def _atomic_width(cg, body, jv, L):
-    """Elements per vector atomic add when the body adds one element of a register tile
-    (or any per-element value) into consecutive global elements along `jv` (0: none)."""
-    from tilelang.backend.cuda.ops import vector_atomic as vector_atomic
-    m = vector_atomic.match(body)
-    if m is None:
-        return 0
-    guard, call = m
-    dst = call.args[0]
-    W = vector_atomic.lanes(dst.buffer.dtype, cg.target.arch)
-    while W >= 2 and L.V % W:
-        W //= 2
-    if W < 2:
-        return 0
-    strides = cg.strides(dst.buffer)
-    if E.const_int_value(strides[-1]) != 1 or any(_has(i, jv) for i in dst.indices[:-1]):
-        return 0
-    if any(E.const_int_value(x) is None or E.const_int_value(x) % W for x in strides[:-1]):
-        return 0
-    if not consecutive(dst.indices[-1], jv, W) or (guard is not None and not _cond_ok(guard, jv, W)):
-        return 0
-    return W
 
 
 def _emit_register_atomic(cg, body, jv, j0, c, L, mode, regs, lays, W):
@@ -242,49 +196,24 @@ def _emit_register_atomic(cg, body, jv, j0, c, L, mode, regs, lays, W):
         cg.acc_index.pop(id(b), None)
 
 
-def _hoist_shared_loads(cg, body, cv, jv, j0, L, e):
-    """Shared tiles that the body reads at the loop's own (i, j) and does not write: one
-    vector load per chunk (in bounds: the tile has the loop's shape); the element
-    loads read that vector. Returns the hoisted buffer ids."""
-    from tilelang.ir.visitor import walk
-    from tilelang.backend.cuda.layout.tile import canon_shape
-    loads, written = {}, set()
-
-    def f(n):
-        if isinstance(n, S.BufferStore):
-            written.add(id(n.buffer))
-        elif isinstance(n, E.BufferLoad):
-            loads.setdefault(id(n.buffer), []).append(n)
-    walk(body, f)
+def _hoist_shared_loads(cg, loads, jv, j0, L, e):
+    """The chunk's vector load of each shared tile plan/register_chunks.py hoisted (`loads`:
+    one element load of each, at the loop's own (i, j)); their element loads in the loop over
+    e read that vector. Returns the hoisted buffer ids."""
     out = []
-    for bid, ls in loads.items():
-        b = ls[0].buffer
-        p = cg.placement(b)
-        if bid in written or p is None or p.kind != "smem" or p.swizzle or b.dtype.bits < 8:
-            continue
-        if canon_shape(b) != ([L.M, L.N] if L.M > 1 else [L.N]) or len(cv) != len(canon_shape(b)):
-            continue
-        ok = True
-        for ld in ls:
-            ix = [i for i, d in zip(ld.indices, b.shape) if E.const_int_value(d) != 1]
-            rest = [i for i, d in zip(ld.indices, b.shape) if E.const_int_value(d) == 1]
-            ok &= all(i is v for i, v in zip(ix, cv)) and all(E.const_int_value(i) == 0 for i in rest)
-        strides = cg.strides(b)
-        ok = ok and E.const_int_value(strides[-1]) == 1 and \
-            all(E.const_int_value(x) is not None and E.const_int_value(x) % L.V == 0 for x in strides[:-1])
+    for ld in loads:
+        b = ld.buffer
         nbytes = L.V * b.dtype.itemsize
-        if not ok or nbytes < 2 or (nbytes > 16 and nbytes % 16):
-            continue
         piece = min(nbytes, 16)
         vt, _ = vec_type(b.dtype, piece)
         v = cg.names.fresh("tl_h")
         cg.names.alias(jv, j0)
-        addr = f"&{cg.access(ls[0])}"
+        addr = f"&{cg.access(ld)}"
         cg.w(f"{vt} {v}[{nbytes // piece}];")
         for q in range(nbytes // piece):
             cg.w(f"{v}[{q}] = reinterpret_cast<const {vt}*>({addr})[{q}];")
-        cg.load_override[bid] = f"reinterpret_cast<const {ctype(b.dtype)}*>({v})[{e}]"
-        out.append(bid)
+        cg.load_override[id(b)] = f"reinterpret_cast<const {ctype(b.dtype)}*>({v})[{e}]"
+        out.append(id(b))
     return out
 
 

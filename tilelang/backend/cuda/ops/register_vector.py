@@ -87,6 +87,25 @@ def vector_copy_parts(cg, body, jv, V, lays):
     return guard, body, val, sel, "dst" if reg[0] is body else "src"
 
 
+def chunk_geometry(vars_, exts, body, regs, lays):
+    """(L, mode, cv) of a nest over register tiles `regs` (layouts `lays`, at least one of
+    them distributed) that emit/tile_loops.py runs slot by slot: the thread tile L whose
+    chunks the loop walks, the mode ("tile": chunks of the tile or of a one-row tile;
+    "rows" / "cols": a 1-D loop over the rows or columns of a row or column fragment) and
+    the loop's variables of extent above 1 (`exts`: constant extents)."""
+    cv = [v for v, e in zip(vars_, exts) if e != 1]
+    D = [L for L in lays.values() if not isinstance(L, Scalar)][0]
+    if len(cv) == 1:
+        # a 1-D loop runs over its own one-row tile, not over a 2-D tile it reads at rows of its
+        # own choosing (layout/tile.py: on the column owners, one chunk per thread)
+        own = [lays[id(b)] for b in regs if not isinstance(lays[id(b)], Scalar) and
+               id(b) not in free_row_fragments(body, [b], lays, "tile", cv)]
+        D = own[0] if own else ThreadTile(1, D.N, D.T, D.V)
+    L = D if isinstance(D, ThreadTile) else D.tile
+    mode = "tile" if len(cv) == 2 or isinstance(D, ThreadTile) else "rows" if isinstance(D, TileRows) else "cols"
+    return L, mode, cv
+
+
 def free_row_fragments(body, regs, lays, mode, cv):
     """ids of the thread-tile fragments the body reads at rows of its own choosing (a
     column-owner tile): their loop runs element by element."""
