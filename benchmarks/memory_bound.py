@@ -176,7 +176,8 @@ def main():
     ap.add_argument("--published-examples", default="", help="the examples/ folder of a tile-ai/tilelang checkout")
     ap.add_argument("--quick", action="store_true", help="defaults, STREAMING_OCCUPANCY=1 and REGISTER_PREFETCH=0 only")
     args = ap.parse_args()
-    variants = {k: v for k, v in VARIANTS.items() if not args.quick or k in ("defaults", "STREAMING_OCCUPANCY=1", "REGISTER_PREFETCH=0")}
+    quick = ("defaults", "STREAMING_OCCUPANCY=1", "REGISTER_PREFETCH=0")
+    variants = {k: v for k, v in VARIANTS.items() if not args.quick or k in quick}
     t0 = time.perf_counter()
     copies(2 * 16384 * 4096 * 2)
     rowwise(own_variants(variants))

@@ -8,7 +8,6 @@ reduction's barrier. GPU results against torch: tests/backend/cuda/test_memory_b
 import re
 
 import numpy as np
-import pytest
 
 import tilelang
 import tilelang.language as T

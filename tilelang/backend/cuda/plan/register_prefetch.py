@@ -40,7 +40,7 @@ from tilelang.ir.visitor import Mutator, Substitute, walk
 from tilelang.transform.pass_manager import function_pass
 
 MAX_STAGED_BYTES = 64   # staging registers a thread may gain per loop (16 32-bit registers)
-STAGED = "register_prefetch"   # Copy annotation on the copies this pass wrote (shown in the IR)
+STAGED = "register_prefetch"   # Copy annotation on the copies this pass wrote (a later pass may tell them apart)
 
 
 def _written(root) -> set:
