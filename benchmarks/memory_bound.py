@@ -12,6 +12,8 @@ regression configuration), once per variant:
     defaults                      every switch at its default
     GUARDED_SPLIT=0               TILELANG_CUDA_GUARDED_SPLIT=0 (strided loops for uneven copy nests)
     STREAMING_OCCUPANCY=1         TILELANG_CUDA_STREAMING_OCCUPANCY=1 (a full SM of blocks for memory-bound kernels)
+    REGISTER_PREFETCH=0           TILELANG_CUDA_REGISTER_PREFETCH=0 (a chunked row loads each chunk in its own
+                                  iteration, not one iteration ahead: the 4/1024 row configurations)
     SELECTIVE_PROXY_FENCES=0      TILELANG_CUDA_SELECTIVE_PROXY_FENCES=0 (every barrier fenced; only the published
                                   example stores through a TMA store, the other kernels run once, not per variant)
 
@@ -41,6 +43,7 @@ VARIANTS = {
     "defaults": {},
     "GUARDED_SPLIT=0": {"TILELANG_CUDA_GUARDED_SPLIT": "0"},
     "STREAMING_OCCUPANCY=1": {"TILELANG_CUDA_STREAMING_OCCUPANCY": "1"},
+    "REGISTER_PREFETCH=0": {"TILELANG_CUDA_REGISTER_PREFETCH": "0"},
     "SELECTIVE_PROXY_FENCES=0": {"TILELANG_CUDA_SELECTIVE_PROXY_FENCES": "0"},
 }
 ROW_CONFIGS = [dict(block_M=1, block_N=4096, threads=256), dict(block_M=4, block_N=1024, threads=256)]
@@ -171,9 +174,10 @@ def table():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--published-examples", default="", help="the examples/ folder of a tile-ai/tilelang checkout")
-    ap.add_argument("--quick", action="store_true", help="defaults and STREAMING_OCCUPANCY=1 only")
+    ap.add_argument("--quick", action="store_true", help="defaults, STREAMING_OCCUPANCY=1 and REGISTER_PREFETCH=0 only")
     args = ap.parse_args()
-    variants = {k: v for k, v in VARIANTS.items() if not args.quick or k in ("defaults", "STREAMING_OCCUPANCY=1")}
+    quick = ("defaults", "STREAMING_OCCUPANCY=1", "REGISTER_PREFETCH=0")
+    variants = {k: v for k, v in VARIANTS.items() if not args.quick or k in quick}
     t0 = time.perf_counter()
     copies(2 * 16384 * 4096 * 2)
     rowwise(own_variants(variants))

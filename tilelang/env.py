@@ -57,6 +57,9 @@ TILELANG_CUDA_GUARDED_SPLIT=0  a copy nest the threads do not divide (128 vector
                                loop, not an unrolled loop with a bound check (its loads then wait for the previous nest's)
 TILELANG_CUDA_STREAMING_OCCUPANCY=1  a memory-bound kernel (no gemm, no pipelined loop) asks ptxas for as many
                                blocks an SM as its threads allow (__launch_bounds__ second argument), not where it spills
+TILELANG_CUDA_REGISTER_PREFETCH=0  a serial loop that starts by copying global tiles into fragments (a chunked
+                               RMSNorm / softmax row) loads each tile at the top of its own iteration, not one
+                               iteration ahead into staging registers
 TILELANG_CUDA_SELECTIVE_PROXY_FENCES=0  every block barrier of a kernel with TMA stores fences shared memory toward
                                the async proxy (default: not those after element-wise nests on tiles no TMA store reads)
 

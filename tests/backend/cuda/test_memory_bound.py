@@ -1,7 +1,8 @@
 """GPU: the memory-bound kernels of benchmarks/memory_bound.py (examples rms_norm, softmax,
 elementwise with the bench suite's configurations, a tile that 256 threads do not divide
 into whole vectors, ragged edges) against torch, with each switch that concerns them
-(TILELANG_CUDA_GUARDED_SPLIT, TILELANG_CUDA_STREAMING_OCCUPANCY), and tiles staged through
+(TILELANG_CUDA_GUARDED_SPLIT, TILELANG_CUDA_STREAMING_OCCUPANCY, TILELANG_CUDA_REGISTER_PREFETCH; a
+row whose last chunk is partial), and tiles staged through
 shared memory and stored by a TMA store (TILELANG_CUDA_SELECTIVE_PROXY_FENCES)."""
 import pytest
 
@@ -12,7 +13,8 @@ from tests.backend.cuda.helpers import load_example
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.gpu
 
-VARIANTS = [{}, {"TILELANG_CUDA_GUARDED_SPLIT": "0"}, {"TILELANG_CUDA_STREAMING_OCCUPANCY": "1"}]
+VARIANTS = [{}, {"TILELANG_CUDA_GUARDED_SPLIT": "0"}, {"TILELANG_CUDA_STREAMING_OCCUPANCY": "1"},
+            {"TILELANG_CUDA_REGISTER_PREFETCH": "0"}]
 ROW_CONFIGS = [dict(block_M=1, block_N=4096, threads=256), dict(block_M=4, block_N=1024, threads=256),
                dict(block_M=2, block_N=1024, threads=128)]
 
@@ -28,6 +30,22 @@ def _compiled(monkeypatch, env, factory, *args, **kwargs):
 def test_rms_norm_and_softmax(monkeypatch, env, cfg):
     rn, sm = load_example("rms_norm", "mb_gpu"), load_example("softmax", "mb_gpu")
     M, N = 67, 4096   # a last block with missing rows when block_M > 1
+    torch.manual_seed(0)
+    x = torch.randn(M, N, device="cuda", dtype=torch.float16)
+    w = torch.randn(N, device="cuda", dtype=torch.float16)
+    k = _compiled(monkeypatch, env, rn.rms_norm, M, N, dtype=T.float16, **cfg)
+    torch.testing.assert_close(k(x, w), rn.ref_program(x, w), rtol=1e-2, atol=1e-2)
+    k = _compiled(monkeypatch, env, sm.softmax, M, N, dtype=T.float16, **cfg)
+    torch.testing.assert_close(k(x), torch.softmax(x.float(), -1).half(), rtol=1e-2, atol=1e-3)
+
+
+@pytest.mark.parametrize("prefetch", ["1", "0"])
+def test_chunked_rows_with_a_partial_last_chunk(monkeypatch, prefetch):
+    """The chunk loaded one iteration ahead (plan/register_prefetch.py) is predicated as the
+    loop's own load was: columns past N read 0 / are masked, rows past M are skipped."""
+    rn, sm = load_example("rms_norm", "mb_gpu"), load_example("softmax", "mb_gpu")
+    M, N, cfg = 67, 4000, dict(block_M=4, block_N=1024, threads=256)
+    env = {"TILELANG_CUDA_REGISTER_PREFETCH": prefetch}
     torch.manual_seed(0)
     x = torch.randn(M, N, device="cuda", dtype=torch.float16)
     w = torch.randn(N, device="cuda", dtype=torch.float16)

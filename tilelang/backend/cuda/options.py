@@ -65,6 +65,7 @@ _SWITCHES = {
     "TILELANG_CUDA_WARP_SPECIALIZE": (_flag, True, "warp_specialize", True),
     "TILELANG_CUDA_GUARDED_SPLIT": (_flag, True, "guarded_split", True),
     "TILELANG_CUDA_STREAMING_OCCUPANCY": (_flag, False, "streaming_occupancy", True),
+    "TILELANG_CUDA_REGISTER_PREFETCH": (_flag, True, "register_prefetch", True),
     "TILELANG_CUDA_SELECTIVE_PROXY_FENCES": (_flag, True, "selective_proxy_fences", True),
     "TILELANG_CUDA_WS_ATTENTION": (_flag, None, "ws_attention", True),
     "TILELANG_CUDA_DUMP_FRAGMENTS": (_flag, False, "dump_fragments", True),   # prints while planning
@@ -135,6 +136,9 @@ class CudaOptions:
                                    # bound check, not a strided loop (ops/vector_copy.py thread_split; ..._GUARDED_SPLIT)
     streaming_occupancy: bool = False  # memory-bound kernels ask ptxas for a full SM of blocks, dropped where
                                    # it spills (plan/occupancy.py; ..._STREAMING_OCCUPANCY=1)
+    register_prefetch: bool = True  # a serial loop that starts by loading global tiles into fragments loads
+                                   # the next iteration's tiles before the current one's work (plan/register_prefetch.py;
+                                   # ..._REGISTER_PREFETCH)
     selective_proxy_fences: bool = True  # barriers that order no tile a TMA store reads skip the async-proxy
                                    # fence (plan/proxy_fences.py selective_fences; ..._SELECTIVE_PROXY_FENCES)
     ws_attention: bool | None = None  # ... also attention-style loops: None where their ring issues many boxes

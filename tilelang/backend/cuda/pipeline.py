@@ -34,12 +34,13 @@ from tilelang.backend.cuda.plan.warp_specialize import plan_warp_specialize
 from tilelang.backend.cuda.plan.cp_async_pipeline import pipeline_cp_async
 from tilelang.backend.cuda.plan.tma_ring_pipeline import pipeline_tma_ring
 from tilelang.backend.cuda.plan.occupancy import plan_streaming_occupancy
+from tilelang.backend.cuda.plan.register_prefetch import prefetch_serial_loads
 from tilelang.backend.cuda.plan.stage_epilogue import stage_gemm_epilogue
 
 KEEP_TILE_OPS = (TO.Gemm, TO.Reduce, TO.FinalizeReducer, TMA_COPY, TMA_ATOMIC)
 
 PASSES = [lower_gemm_sp, implicit_kernel, stage_gemm_epilogue, sink_address_tensors, lower_reducers, rasterize_blocks, plan_tma_atomics,
-          fold_vectorized_cp_async, lower_cluster_mask, lower_tile_ops, simplify, widen_indices,
+          fold_vectorized_cp_async, lower_cluster_mask, prefetch_serial_loads, lower_tile_ops, simplify, widen_indices,
           legalize_safe_memory_access, flatten_sblocks, simplify, broadcast_block_effects, fold_fragment_views,
           inline_copy_scalars, plan_kernels,
           insert_barriers, plan_copy_forms, plan_register_chunks, plan_warp_specialize, plan_proxy_fences, pipeline_cp_async,
