@@ -66,6 +66,8 @@ TILELANG_CUDA_COVERED_BARRIERS=0  keep every barrier a cross-warp register reduc
                                planner then orders shared memory around it again) and the barrier at the top of a
                                warp-specialized ring loop whose body writes shared memory (MLA decode's P tile);
                                default: left out where the body's own barriers order what one iteration carries
+TILELANG_CUDA_WGMMA_UNIFORM_WG=0  a shared-operand wgmma computes its warpgroup index as tid >> 7 (ptxas then builds
+                               every descriptor with vector adds and two R2UR per wgmma); default: broadcast from lane 0
 TILELANG_CUDA_DUMP_FRAGMENTS=1 print the fragment layouts the planner chose
 TILELANG_CUDA_CONVERTING_COPY_PIPELINE=0  a T.Pipelined loop runs a converting global -> shared
                                copy (bf16 tensor into a float32 tile) in place (not issued ahead)
