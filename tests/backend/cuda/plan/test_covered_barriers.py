@@ -1,4 +1,8 @@
-"""TILELANG_CUDA_COVERED_BARRIERS (plan/sync.py, ops/reduce.py orders_block): a cross-warp
+"""MLA decode's consumer loop.
+
+TILELANG_CUDA_WGMMA_UNIFORM_WG (include/tl_cuda/wgmma.h): a shared-operand wgmma's warpgroup
+index broadcast from lane 0, its descriptors in uniform registers (SASS: no R2UR per wgmma).
+TILELANG_CUDA_COVERED_BARRIERS (plan/sync.py, ops/reduce.py orders_block): a cross-warp
 register reduction's own barrier orders shared memory for the barrier planner, and a
 warp-specialized TMA-ring loop whose body's barriers order every access one iteration carries
 to the next gets no barrier at the top of its iterations (MLA decode: the P tile written after
@@ -13,6 +17,7 @@ from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
 from tilelang.backend.cuda.plan.sync import insert_barriers
 from tilelang.ir import stmt as S
 from tilelang.transform.pass_manager import PassContext, run_passes
+from tests.backend.cuda import kernels as KS
 from tests.backend.cuda.conftest import needs_sass
 from tests.backend.cuda.helpers import build, sass_ops
 from tests.backend.cuda.kernels_mla import mla_decode_no_split, reference as mla_reference
@@ -60,6 +65,20 @@ def test_mla_decode_consumers_wait_for_no_barrier_at_the_top_of_their_loop(monke
     assert body.count("bar.sync 1, 256;") == 3, body
     ops = sass_ops(art)
     assert ops["STL"] == 0 and ops["LDL"] == 0 and ops["HGMMA"] >= 40, ops
+    # include/tl_cuda/wgmma.h: the warpgroup index broadcast from lane 0 keeps the 40 wgmma
+    # descriptors in uniform registers (TILELANG_CUDA_WGMMA_UNIFORM_WG=0: two R2UR each, 78 in all)
+    assert ops["R2UR"] <= 4, ops
+
+
+@needs_sass
+def test_switched_off_the_descriptors_go_through_vector_registers(monkeypatch):
+    monkeypatch.setenv("TILELANG_CUDA_WGMMA_UNIFORM_WG", "0")
+    art = build(KS.gemm(1024, 1024, 1024, bm=128, bn=256, bk=64, threads=256, stages=3))
+    assert "#define TL_WGMMA_UNIFORM_WG 0" in art.source
+    ops = sass_ops(art)
+    # each warpgroup's B descriptor depends on its index: without the broadcast ptxas builds it
+    # in vector registers and moves it to uniform ones (R2UR) before every wgmma (on: 1 in all)
+    assert ops["HGMMA"] >= 4 and ops["R2UR"] >= 8 and ops["STL"] == 0, ops
 
 
 # GPU -------------------------------------------------------------------------------------
