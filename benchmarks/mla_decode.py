@@ -1,7 +1,8 @@
 """MLA decode (the published deepseek_mla decode structure, tests/backend/cuda/kernels_mla.py)
 on the GPU: latency at b1 and b64, h128, kv8192, d 512 + 64, with the KV loop on the TMA
 ring (with and without TILELANG_CUDA_TMA_L2_PREFETCH) and on cp.async (TILELANG_CUDA_TMA_RING=0), each
-checked against the torch reference.
+checked against the torch reference; at the default ring also with TILELANG_CUDA_COVERED_BARRIERS=0
+and/or TILELANG_CUDA_WGMMA_UNIFORM_WG=0 (the A/B of this session's consumer-loop changes).
 
     python benchmarks/mla_decode.py
 
@@ -19,10 +20,21 @@ from tilelang.profiler import do_bench  # noqa: E402
 from tests.backend.cuda.kernels_mla import mla_decode_no_split, reference  # noqa: E402
 
 
+# A/B switches of the consumer loop measured at the default ring: the barrier at its top
+# (TILELANG_CUDA_COVERED_BARRIERS) and the wgmma descriptors' registers (..._WGMMA_UNIFORM_WG)
+SWITCHES = ("TILELANG_CUDA_COVERED_BARRIERS", "TILELANG_CUDA_WGMMA_UNIFORM_WG")
+VARIANTS = [("1", "0", {}), ("1", "0", {SWITCHES[0]: "0"}), ("1", "0", {SWITCHES[1]: "0"}),
+            ("1", "0", {SWITCHES[0]: "0", SWITCHES[1]: "0"}),
+            ("1", "1", {}), ("1", "2", {}), ("1", "4", {}), ("0", "0", {})]
+
+
 def main(batches=(1, 64), heads=128, seqlen_kv=8192, dim=512, pe_dim=64):
-    for ring, ahead in (("1", "0"), ("1", "1"), ("1", "2"), ("1", "4"), ("0", "0")):
+    for ring, ahead, switches in VARIANTS:
         os.environ["TILELANG_CUDA_TMA_RING"] = ring
         os.environ["TILELANG_CUDA_TMA_L2_PREFETCH"] = ahead
+        for name in SWITCHES:
+            os.environ[name] = switches.get(name, "1")
+        tag = "".join(f" {n[len('TILELANG_CUDA_'):]}={v}" for n, v in switches.items())
         for b in batches:
             k = tilelang.compile(mla_decode_no_split(b, heads, seqlen_kv, dim, pe_dim), out_idx=[4], target="cuda")
             torch.manual_seed(0)
@@ -32,7 +44,7 @@ def main(batches=(1, 64), heads=128, seqlen_kv=8192, dim=512, pe_dim=64):
             kp = torch.randn(b, seqlen_kv, 1, pe_dim, device="cuda", dtype=torch.float16)
             err = (k(q, qp, kv, kp).float() - reference(q, qp, kv, kp)).abs().max().item()
             ms = do_bench(lambda: k(q, qp, kv, kp), warmup=50, rep=200)
-            print(f"MLA decode b{b} h{heads} kv{seqlen_kv} TMA ring={ring} L2 prefetch={ahead}: {ms:.4f} ms  max|err| {err:.2e}",
+            print(f"MLA decode b{b} h{heads} kv{seqlen_kv} TMA ring={ring} L2 prefetch={ahead}{tag}: {ms:.4f} ms  max|err| {err:.2e}",
                   flush=True)
 
 

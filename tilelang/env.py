@@ -65,6 +65,12 @@ TILELANG_CUDA_SELECTIVE_PROXY_FENCES=0  every block barrier of a kernel with TMA
 
 TILELANG_CUDA_WS_ATTENTION=1   a producer warpgroup feeds every attention-style TMA-ring loop (FlashAttention, MLA
                                decode); default: where its ring issues 8 or more boxes an iteration (MLA); 0: never
+TILELANG_CUDA_COVERED_BARRIERS=0  keep every barrier a cross-warp register reduction already provides (the
+                               planner then orders shared memory around it again) and the barrier at the top of a
+                               warp-specialized ring loop whose body writes shared memory (MLA decode's P tile);
+                               default: left out where the body's own barriers order what one iteration carries
+TILELANG_CUDA_WGMMA_UNIFORM_WG=0  a shared-operand wgmma computes its warpgroup index as tid >> 7 (ptxas then builds
+                               every descriptor with vector adds and two R2UR per wgmma); default: broadcast from lane 0
 TILELANG_CUDA_DUMP_FRAGMENTS=1 print the fragment layouts the planner chose
 TILELANG_CUDA_CONVERTING_COPY_PIPELINE=0  a T.Pipelined loop runs a converting global -> shared
                                copy (bf16 tensor into a float32 tile) in place (not issued ahead)

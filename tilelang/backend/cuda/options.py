@@ -68,6 +68,8 @@ _SWITCHES = {
     "TILELANG_CUDA_REGISTER_PREFETCH": (_flag, True, "register_prefetch", True),
     "TILELANG_CUDA_SELECTIVE_PROXY_FENCES": (_flag, True, "selective_proxy_fences", True),
     "TILELANG_CUDA_WS_ATTENTION": (_flag, None, "ws_attention", True),
+    "TILELANG_CUDA_COVERED_BARRIERS": (_flag, True, "covered_barriers", True),
+    "TILELANG_CUDA_WGMMA_UNIFORM_WG": (_flag, True, "wgmma_uniform_wg", True),
     "TILELANG_CUDA_DUMP_FRAGMENTS": (_flag, False, "dump_fragments", True),   # prints while planning
     "TILELANG_CUDA_MIN_BLOCKS": (_count, 1, "min_blocks_per_sm", True),
     "TILELANG_CUDA_CONVERTING_COPY_PIPELINE": (_flag, True, "converting_copy_pipeline", True),
@@ -143,6 +145,12 @@ class CudaOptions:
                                    # fence (plan/proxy_fences.py selective_fences; ..._SELECTIVE_PROXY_FENCES)
     ws_attention: bool | None = None  # ... also attention-style loops: None where their ring issues many boxes
                                    # (plan/attention_warp_specialize.py; ..._WS_ATTENTION=1 always, =0 never)
+    covered_barriers: bool = True  # a cross-warp register reduction's barrier orders shared memory for the
+                                   # barrier planner, and a warp-specialized ring loop whose body's barriers
+                                   # order every carried access gets none at its top (plan/sync.py; ..._COVERED_BARRIERS)
+    wgmma_uniform_wg: bool = True  # shared-operand wgmma: the warpgroup index broadcast from lane 0, so that
+                                   # ptxas keeps the descriptors in uniform registers (include/tl_cuda/wgmma.h;
+                                   # ..._WGMMA_UNIFORM_WG=0: tid >> 7, 64-bit vector adds and R2UR per wgmma)
     dump_fragments: bool = False   # print the fragment layouts the planner chose (..._DUMP_FRAGMENTS)
     min_blocks_per_sm: int = 1     # __launch_bounds__'s second argument where the kernel sets none
                                    # (T.annotate_min_blocks_per_sm): 1 as the published package prints;

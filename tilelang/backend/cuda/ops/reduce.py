@@ -172,6 +172,16 @@ def emit_warp_reduce(cg, op):
     return lines
 
 
+def orders_block(plan, op):
+    """Whether the Reduce `op` is lowered with a barrier of every thread running it
+    (`emit_register_reduce` on a register accumulator whose rows span several warps: the
+    warps exchange partials through the shared scratch), which the barrier planner may then
+    count as one (plan/sync.py): every shared or global access of `op` itself (a destination
+    in shared memory) comes after that barrier."""
+    p = plan.placements.get(id(op.src.buffer))
+    return p is not None and p.kind == "acc" and getattr(p.acc, "partial_warps", getattr(p.acc, "WN", 1)) > 1
+
+
 def emit_register_reduce(cg, op, L):
     """Lines of C++ for a dim-1 reduction of a register accumulator (AccLayout L) into
     its row fragment (layout/fragment.py checked the shapes): every thread combines

@@ -55,6 +55,10 @@ class PipelineInfo:
     # num_stages=1 (module docstring): the copies in groups, each issued after its last reader;
     # `rest` then holds the PREFETCH_WAIT / PREFETCH_ISSUE markers of the groups
     groups: list = field(default_factory=list)   # [[copy nests]] in the order they are issued
+    # the body's own barriers order every shared/global access one iteration carries to the next
+    # (plan/sync.py, TILELANG_CUDA_COVERED_BARRIERS): a warp-specialized ring, whose slots the
+    # mbarriers hand over, then needs no barrier at the top of its iterations
+    carried_ordered: bool = False
 
     @property
     def issue_after_use(self) -> bool:

@@ -24,6 +24,7 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.backend.cuda.analysis.facts import accesses
+from tilelang.backend.cuda.ops.reduce import orders_block
 from tilelang.ir.mbarrier import every_thread_call
 from tilelang.transform.pass_manager import function_pass
 
@@ -43,6 +44,10 @@ class SyncPlanner:
         self.ranges = {k: (p.offset, p.offset + p.stage_bytes * p.stages)
                        for k, p in plan.placements.items() if p.kind == "smem"}
         self.global_ids = set()   # root ids of global buffers seen
+        # TILELANG_CUDA_COVERED_BARRIERS: cross-warp reductions' barriers count (ops/reduce.py
+        # orders_block), and which pipelined loops carry nothing their body leaves unordered
+        self.covered = getattr(plan.options, "covered_barriers", True) if plan.options is not None else True
+        self.carried_ordered = set()   # id(loop)
 
     def _visible(self, buf):
         p = self.plan.placements.get(id(buf))
@@ -138,7 +143,12 @@ class SyncPlanner:
             inner = set()
             for s in info.rest:
                 inner = self.visit(s, inner)
+            if self.covered and self._carries_nothing_unordered(info, inner):
+                self.carried_ordered.add(id(st))
             return ring | inner
+        if isinstance(st, TO.Reduce) and self.covered and orders_block(plan, st):
+            # its own barrier orders what came before; its shared accesses come after it
+            return self.unit_accesses(st, "all")
         if isinstance(st, TO.TileOp):
             return self.unit(st, self.unit_accesses(st, "all"), pending)
         if isinstance(st, S.IfThenElse) and id(st) in plan.regions.branches:
@@ -183,6 +193,19 @@ class SyncPlanner:
         if self.single_thread(st):
             return self.unit(st, self.unit_accesses(st, "t0"), pending)
         return self.unit(st, self.unit_accesses(st, "tid" if self.thread_dependent(st) else "all"), pending)
+
+    def _carries_nothing_unordered(self, info, last):
+        """Whether a second pass over the pipelined body, after `last` (the accesses since
+        its last barrier), would want no barrier that the first pass did not place: then
+        the barriers inside the body order what one iteration leaves to the next (the ring
+        slots aside: their readers and the refills meet at the ring's mbarriers)."""
+        saved, reasons = set(self.before), dict(self.reasons)
+        pending = set(last)
+        for s in info.rest:
+            pending = self.visit(s, pending)
+        ok = self.before == saved
+        self.before, self.reasons = saved, reasons
+        return ok
 
     def prefetch_loop(self, loop, info):
         """A num_stages=1 pipeline (plan/pipeline.py): no barrier at the top of its iterations;
@@ -345,9 +368,10 @@ def insert_barriers(func, ctx=None):
             made.update((id(s), S.Barrier("block", reason=planner.reasons[id(s)]))
                         for info in plan.pipelines.values() for s in info.rest
                         if id(s) in planner.before and id(s) not in made)
-            if made:
+            if made or planner.carried_ordered:
                 pipelines = {k: dataclasses.replace(info, rest=[x for s in info.rest for x in
-                                                                ([made[id(s)]] if id(s) in made else []) + [s]])
+                                                                ([made[id(s)]] if id(s) in made else []) + [s]],
+                                                    carried_ordered=k in planner.carried_ordered)
                              for k, info in plan.pipelines.items()}
                 launch = with_plan(launch, dataclasses.replace(plan, pipelines=pipelines))
         out.append(launch)

@@ -149,7 +149,9 @@ def schedule_warp_specialized(k, loop, info):
                 S.Evaluate(M.call(TC.WARPGROUP_WAIT, 0)), S.IfThenElse(lane0, release(pv)),
                 S.BufferStore(prev, E.IntImm(-1, "int32"), [E.IntImm(0, i32)])])))
     body.append(C.wait_full())
-    if ring_mode(k, info) == "barrier":   # the previous iteration's shared writes (a dequantized tile)
+    if ring_mode(k, info) == "barrier" and not (k.options.covered_barriers and info.carried_ordered):
+        # the previous iteration's shared writes (a dequantized tile), unless the body's own
+        # barriers order them (plan/sync.py: MLA decode's P tile, behind the row reductions')
         body.append(C.barrier("the previous iteration's writes to shared memory"))
     tail = []
     if ws.in_flight:

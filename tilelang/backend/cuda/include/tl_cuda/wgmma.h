@@ -10,6 +10,10 @@
 #include "common.h"
 #include "async.h"
 
+#ifndef TL_WGMMA_UNIFORM_WG
+#define TL_WGMMA_UNIFORM_WG 1
+#endif
+
 namespace tl {
 
 template <int N, class T, int TA, int TB, class U = T> struct WgmmaSS;   // run(float* d, uint64 da, uint64 db); U: B's type
@@ -81,7 +85,14 @@ TL_DEVICE void wgmma_ss_issue(const T* A, const U* B, float* acc, int tid = thre
   constexpr int KS = 32 / (int)sizeof(T);                                // K of one instruction
   static_assert(M % 64 == 0 && N % WGN == 0 && (TB || NW % 64 == 0), "wgmma_ss tile shape");
   static_assert((!TA || SWA == 128) && (TB || SWB == 128), "an MN-major wgmma operand takes the 128B swizzle");
+  // the warpgroup index, broadcast from lane 0: ptxas then knows it is warp-uniform and
+  // keeps the descriptors (and their per-step additions) in uniform registers, instead of
+  // 64-bit vector adds and two R2UR before every wgmma (TL_WGMMA_UNIFORM_WG=0: tid >> 7)
+#if TL_WGMMA_UNIFORM_WG
+  const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
+#else
   const int wg = tid >> 7;
+#endif
   const int wm = WGN == 1 ? wg : wg % WGM, wn = WGN == 1 ? 0 : wg / WGM;
   // the descriptors of the warpgroup's first k step; later steps add their constant
   // offsets to the address field (14 bits of addr >> 4: shared memory < 256 KB never carries)
