@@ -59,6 +59,9 @@ TILELANG_CUDA_STREAMING_OCCUPANCY=1  a memory-bound kernel (no gemm, no pipeline
                                blocks an SM as its threads allow (__launch_bounds__ second argument), not where it spills
 TILELANG_CUDA_SELECTIVE_PROXY_FENCES=0  every block barrier of a kernel with TMA stores fences shared memory toward
                                the async proxy (default: not those after element-wise nests on tiles no TMA store reads)
+TILELANG_CUDA_GEMM_SELECTIVE_FENCES=0  that selection only in kernels without gemms, at their top level (default: also
+                               with gemms, wgmma's shared operands counting as async-proxy tiles, and between two
+                               barriers of a loop body: the sparse MLA backward's dKV staging and atomics)
 
 TILELANG_CUDA_WS_ATTENTION=1   a producer warpgroup feeds every attention-style TMA-ring loop (FlashAttention, MLA
                                decode); default: where its ring issues 8 or more boxes an iteration (MLA); 0: never

@@ -66,6 +66,7 @@ _SWITCHES = {
     "TILELANG_CUDA_GUARDED_SPLIT": (_flag, True, "guarded_split", True),
     "TILELANG_CUDA_STREAMING_OCCUPANCY": (_flag, False, "streaming_occupancy", True),
     "TILELANG_CUDA_SELECTIVE_PROXY_FENCES": (_flag, True, "selective_proxy_fences", True),
+    "TILELANG_CUDA_GEMM_SELECTIVE_FENCES": (_flag, True, "gemm_selective_fences", True),
     "TILELANG_CUDA_WS_ATTENTION": (_flag, None, "ws_attention", True),
     "TILELANG_CUDA_DUMP_FRAGMENTS": (_flag, False, "dump_fragments", True),   # prints while planning
     "TILELANG_CUDA_MIN_BLOCKS": (_count, 1, "min_blocks_per_sm", True),
@@ -137,6 +138,8 @@ class CudaOptions:
                                    # it spills (plan/occupancy.py; ..._STREAMING_OCCUPANCY=1)
     selective_proxy_fences: bool = True  # barriers that order no tile a TMA store reads skip the async-proxy
                                    # fence (plan/proxy_fences.py selective_fences; ..._SELECTIVE_PROXY_FENCES)
+    gemm_selective_fences: bool = True  # ... also in kernels with gemms (wgmma operands are async-proxy tiles)
+                                   # and in loop bodies (plan/proxy_fences.py; ..._GEMM_SELECTIVE_FENCES)
     ws_attention: bool | None = None  # ... also attention-style loops: None where their ring issues many boxes
                                    # (plan/attention_warp_specialize.py; ..._WS_ATTENTION=1 always, =0 never)
     dump_fragments: bool = False   # print the fragment layouts the planner chose (..._DUMP_FRAGMENTS)

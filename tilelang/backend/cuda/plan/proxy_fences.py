@@ -60,22 +60,31 @@ def _smem_range(plan, buf):
 
 def selective_fences(k, plan) -> set:
     """ids of the inserted barriers of kernel `k` that need no fence (module docstring): the
-    kernel's async-proxy accesses are TMA stores only, and the barrier follows, in the kernel's
-    top-level sequence, element-wise nests whose shared tiles do not overlap a stored tile."""
+    kernel's async-proxy accesses of shared memory are TMA stores and (options.gemm_selective_fences)
+    wgmma's shared operands, and the statements since the barrier before it are element-wise nests
+    whose shared tiles overlap none of those."""
     from tilelang.ir import tile_ops as TO
     from tilelang.ir.visitor import walk as walk_nodes
+    from tilelang.ir.tensor_core_calls import WGMMA_SS, WGMMA_RS
+    from tilelang.ir import expr as E
     from tilelang.backend.cuda.analysis.facts import accesses
     from tilelang.backend.cuda.ops.tma_reduce import has_tma_reduce
     from tilelang.backend.cuda.ops.tma_load_sync import has_tma_load_sync
     from tilelang.backend.cuda.ops.tma_store import is_tma_store
     from tilelang.backend.cuda.plan.copy_form import copy_form
+    from tilelang.backend.cuda.plan.kernel import _buffers_in
     body = k.launch.body
-    if plan.uses_wgmma or plan.gemms or plan.pipelines or plan.warp_specialized is not None or \
-            has_tma_reduce(body) or has_tma_load_sync(k):
+    with_gemms = plan.options.gemm_selective_fences
+    if (plan.uses_wgmma or plan.gemms) and not with_gemms or plan.pipelines or \
+            plan.warp_specialized is not None or has_tma_reduce(body) or has_tma_load_sync(k):
         return set()
-    stored, unknown = [], []
+    stored, unknown, gemms = [], [], []
 
-    def store_source(n):
+    def async_source(n):
+        if isinstance(n, TO.Gemm):
+            gemms.append(n)
+        elif isinstance(n, E.Call) and n.name in (WGMMA_SS, WGMMA_RS):
+            unknown.append(n)   # hand-written wgmma: its operands are not known here
         if not (isinstance(n, S.For) and n.kind == S.PARALLEL):
             return
         form = copy_form(n)
@@ -83,38 +92,57 @@ def selective_fences(k, plan) -> set:
             unknown.append(n)
         elif form is not None and form.kind == "tma_store":
             stored.extend(b for b in accesses(n)[0] if b.scope.startswith("shared"))
-    walk_nodes(body, store_source)
+    walk_nodes(body, async_source)
+    for g in gemms:   # wgmma reads its shared operands through the async proxy
+        cfg = plan.gemms.get(id(g))
+        if getattr(cfg, "kind", "") == "wgmma":
+            stored.extend(r.buffer for r in ((g.B,) if cfg.a_regs else (g.A, g.B)))
     async_ranges = [_smem_range(plan, b) for b in stored]
     if unknown or not stored or None in async_ranges:
         return set()
 
     def generic_only(st):
-        """Whether `st` is a declaration or an element-wise nest whose shared tiles lie outside
-        every stored tile."""
+        """Whether `st` is a declaration or an element-wise nest (no barrier, tile op or bulk
+        copy inside) whose shared tiles lie outside every async-proxy tile."""
         if isinstance(st, S.DeclBuffer):
             return True
         if not (isinstance(st, S.For) and st.kind == S.PARALLEL):
             return False
         inner = []
         walk_nodes(st, lambda n: inner.append(n) if isinstance(n, (S.Barrier, TO.TileOp)) else None)
-        if inner or copy_form(st) is None or copy_form(st).kind == "tma_store":
+        form = copy_form(st)
+        if inner or (form is None if not with_gemms else form is None and is_tma_store(st, k)) or \
+                form is not None and form.tma:
             return False
-        reads, writes = accesses(st)
-        for b in reads + writes:
-            if b.scope == "global" or not b.scope.startswith("shared"):
+        for i in _buffers_in(st):   # every buffer the nest mentions (atomics' operands too)
+            p = plan.placements.get(i)
+            if p is None or p.kind not in ("smem", "view"):
                 continue
-            r = _smem_range(plan, b)
-            if r is None or any(r[0] < a[1] and a[0] < r[1] for a in async_ranges):
+            if p.kind == "view":
+                return False
+            r = (p.offset, p.offset + p.stage_bytes * p.stages)
+            if any(r[0] < a[1] and a[0] < r[1] for a in async_ranges):
                 return False
         return True
-    out, region = set(), []
-    for st in body.stmts if isinstance(body, S.SeqStmt) else [body]:
-        if is_inserted_barrier(st):
-            if all(generic_only(x) for x in region):
-                out.add(id(st))
-            region = []
-        else:
-            region.append(st)
+
+    out = set()
+
+    def scan(seq, top):
+        """The barriers of one statement sequence; a barrier's region starts at the barrier
+        before it in the same sequence (or, at the kernel's top level, at the start); the first
+        barrier of a nested sequence (a loop body: the previous iteration's end precedes it)
+        keeps its fence."""
+        region = [] if top else None
+        for st in seq:
+            if is_inserted_barrier(st):
+                if region is not None and all(generic_only(x) for x in region):
+                    out.add(id(st))
+                region = []
+            elif region is not None:
+                region.append(st)
+    scan(body.stmts if isinstance(body, S.SeqStmt) else [body], True)
+    if with_gemms:
+        walk_nodes(body, lambda n: scan(n.stmts, False) if isinstance(n, S.SeqStmt) and n is not body else None)
     return out
 
 
