@@ -125,24 +125,96 @@ def selective_fences(k, plan) -> set:
                 return False
         return True
 
-    out = set()
-
-    def scan(seq, top):
-        """The barriers of one statement sequence; a barrier's region starts at the barrier
-        before it in the same sequence (or, at the kernel's top level, at the start); the first
-        barrier of a nested sequence (a loop body: the previous iteration's end precedes it)
-        keeps its fence."""
-        region = [] if top else None
-        for st in seq:
+    if not with_gemms:
+        out, region = set(), []
+        for st in body.stmts if isinstance(body, S.SeqStmt) else [body]:
             if is_inserted_barrier(st):
-                if region is not None and all(generic_only(x) for x in region):
+                if all(generic_only(x) for x in region):
                     out.add(id(st))
                 region = []
-            elif region is not None:
+            else:
                 region.append(st)
-    scan(body.stmts if isinstance(body, S.SeqStmt) else [body], True)
-    if with_gemms:
-        walk_nodes(body, lambda n: scan(n.stmts, False) if isinstance(n, S.SeqStmt) and n is not body else None)
+        return out
+    return _regions_without_async_writes(body, k, plan, async_ranges)
+
+
+def _regions_without_async_writes(body, k, plan, async_ranges) -> set:
+    """The inserted barriers before which no thread wrote, since the barrier it passed last, a
+    shared tile the async proxy reads (every async-proxy access selective_fences admits is a
+    read: wgmma operands, TMA stores' tiles). The statements between two barriers are followed
+    through sequences, `let`s and loops: a loop body's first barrier is preceded by the previous
+    iteration's tail and, in the first iteration, by what ran before the loop."""
+    from tilelang.ir import expr as E
+    from tilelang.ir import tile_ops as TO
+    from tilelang.ir.buffer import Buffer
+    from tilelang.ir.visitor import walk as walk_nodes
+    from tilelang.backend.cuda.ops.tma_store import is_tma_store
+    from tilelang.backend.cuda.plan.copy_form import copy_form
+
+    def overlaps(buf):
+        r = _smem_range(plan, buf)
+        return r is not None and any(r[0] < a[1] and a[0] < r[1] for a in async_ranges)
+
+    def writes_async(st):
+        """Whether `st` may write an async-proxy tile (conservative: a buffer passed to a call
+        counts as written; a tile op other than a gemm, a bulk copy or a user barrier counts)."""
+        bad = []
+
+        def f(n):
+            if isinstance(n, S.BufferStore) and overlaps(n.buffer):
+                bad.append(n)
+            elif isinstance(n, E.Call):
+                for a in n.args:
+                    walk_nodes(a, lambda x: bad.append(x) if isinstance(x, E.BufferLoad) and overlaps(x.buffer)
+                               or isinstance(x, Buffer) and overlaps(x) else None)
+            elif isinstance(n, TO.Gemm):
+                if overlaps(n.C.buffer):   # (its shared operands it only reads)
+                    bad.append(n)
+            elif isinstance(n, TO.TileOp) or isinstance(n, S.Barrier):
+                bad.append(n)
+            elif isinstance(n, S.For) and n.kind == S.PARALLEL:
+                form = copy_form(n)
+                if form is not None and form.tma or form is None and is_tma_store(n, k):
+                    bad.append(n)
+        walk_nodes(st, f)
+        return bool(bad)
+
+    def has_barrier(st):
+        found = []
+        walk_nodes(st, lambda n: found.append(n) if isinstance(n, S.Barrier) else None)
+        return bool(found)
+
+    out = set()
+
+    def scan(stmts, region):
+        """Decide the barriers of `stmts`; `region`: the statements run since the last barrier
+        when `stmts` starts (None: not known). Returns that region where `stmts` ends."""
+        for st in stmts:
+            if is_inserted_barrier(st):
+                if region is not None and not any(writes_async(x) for x in region):
+                    out.add(id(st))
+                region = []
+            elif not has_barrier(st):
+                if region is not None:
+                    region = region + [st]
+            elif isinstance(st, S.SeqStmt):
+                region = scan(st.stmts, region)
+            elif isinstance(st, S.LetStmt):
+                region = scan([st.body], None if region is None else region + [S.Evaluate(st.value)])
+            elif isinstance(st, S.For) and st.kind != S.PARALLEL:
+                body = [st.body]
+                tail = scan(body, None)   # (decides every barrier but the body's first)
+                runs = E.const_int_value(st.extent)
+                entry = None if region is None or tail is None else region + tail
+                scan(body, entry)
+                region = tail if runs is not None and runs >= 1 else None
+            else:   # branches, parallel loops, while loops with barriers: not followed
+                for x in (getattr(st, "then_body", None), getattr(st, "else_body", None), getattr(st, "body", None)):
+                    if x is not None:
+                        scan([x], None)
+                region = None
+        return region
+    scan([body], [])
     return out
 
 
