@@ -15,7 +15,16 @@ async-proxy accesses are TMA stores (an epilogue tile: the published elementwise
 `C_shared`), the barriers in the kernel's top-level sequence that follow element-wise nests on
 other shared tiles (its `A_shared`, `B_shared`) are left unfenced (`selective_fences`;
 TILELANG_CUDA_SELECTIVE_PROXY_FENCES=0 fences every barrier). Anything else between two such
-barriers (a tile op, a loop, a branch) keeps the fence."""
+barriers (a tile op, a loop, a branch) keeps the fence.
+
+Kernels with gemms (TILELANG_CUDA_GEMM_SELECTIVE_FENCES, default on): wgmma's shared operands
+count as async-proxy tiles too, and since every async-proxy access admitted here is a read, a
+barrier fences only when a thread may have written one of those tiles since the barrier it
+passed last (`_regions_without_async_writes`). Those statements are followed through loops and
+`let`s: the published sparse MLA backward stages dKV through shared tiles and adds it to global
+memory with atomics, three barriers per half tile, none of which orders a tile wgmma reads
+(its fence.proxy.async is a MEMBAR.ALL.CTA, which waits for the thread's outstanding memory
+operations, plus a FENCE.VIEW.ASYNC.S: 14 of each in its SASS before, 7 after)."""
 from __future__ import annotations
 
 import dataclasses
