@@ -67,6 +67,7 @@ _SWITCHES = {
     "TILELANG_CUDA_STREAMING_OCCUPANCY": (_flag, False, "streaming_occupancy", True),
     "TILELANG_CUDA_SELECTIVE_PROXY_FENCES": (_flag, True, "selective_proxy_fences", True),
     "TILELANG_CUDA_GEMM_SELECTIVE_FENCES": (_flag, True, "gemm_selective_fences", True),
+    "TILELANG_CUDA_PAD_ATOMIC_STAGING": (_flag, True, "pad_atomic_staging", True),
     "TILELANG_CUDA_WS_ATTENTION": (_flag, None, "ws_attention", True),
     "TILELANG_CUDA_DUMP_FRAGMENTS": (_flag, False, "dump_fragments", True),   # prints while planning
     "TILELANG_CUDA_MIN_BLOCKS": (_count, 1, "min_blocks_per_sm", True),
@@ -140,6 +141,8 @@ class CudaOptions:
                                    # fence (plan/proxy_fences.py selective_fences; ..._SELECTIVE_PROXY_FENCES)
     gemm_selective_fences: bool = True  # ... also in kernels with gemms (wgmma operands are async-proxy tiles)
                                    # and in loop bodies (plan/proxy_fences.py; ..._GEMM_SELECTIVE_FENCES)
+    pad_atomic_staging: bool = True  # 32-bit shared tiles staging an accumulator for global atomics get
+                                   # 16-byte row padding (plan/kernel.py _atomic_staging_tiles; ..._PAD_ATOMIC_STAGING)
     ws_attention: bool | None = None  # ... also attention-style loops: None where their ring issues many boxes
                                    # (plan/attention_warp_specialize.py; ..._WS_ATTENTION=1 always, =0 never)
     dump_fragments: bool = False   # print the fragment layouts the planner chose (..._DUMP_FRAGMENTS)
