@@ -145,10 +145,11 @@ def test_a_nest_writing_a_wgmma_operand_keeps_the_fence():
     assert fenced == [True, False, True, False], _barriers(after)
 
 
-def test_the_first_barrier_of_a_loop_body_sees_what_ran_before_the_loop():
+def test_the_first_barrier_of_a_loop_body_sees_what_ran_before_the_loop(monkeypatch):
     """A nest writing Bs (wgmma's B) right before a loop: in the first iteration that write
-    precedes the loop body's first barrier, which therefore fences; the one after the
-    accumulator's staging does not."""
+    precedes the loop body's first barrier, which therefore fences there (only there: the
+    later iterations' own statements write no operand); the one after the accumulator's
+    staging does not."""
     import tilelang.language as T
 
     @T.prim_func
@@ -168,9 +169,15 @@ def test_the_first_barrier_of_a_loop_body_sees_what_ran_before_the_loop():
                 for i, j in T.Parallel(64, 64):
                     T.atomic_add(D[i, j], Ss[i, j])
                 T.gemm(As, Bs, c, clear_accum=True)
-    _, after = _before_after(main)
-    lines = [ln.strip() for ln in after.splitlines()]
-    loop = lines.index("for s in T.serial(2):")
-    inside = _barriers("\n".join(lines[loop:]))
-    assert inside == ["T.sync_threads()  # inserted, after a fence.proxy.async: Ss",
-                      "T.sync_threads()  # inserted: Ss"], inside
+    def in_loop():
+        _, after = _before_after(main)
+        lines = [ln.strip() for ln in after.splitlines()]
+        return _barriers("\n".join(lines[lines.index("for s in T.serial(2):"):]))
+    assert in_loop() == ["T.sync_threads()  # inserted, after a fence.proxy.async when s == 0: Ss",
+                         "T.sync_threads()  # inserted: Ss"]
+    import tilelang
+    src = tilelang.lower(main, target={"kind": "cuda", "arch": "sm_90a"}).kernel_source
+    assert "if ((s == 0)) tl::fence_proxy_async();" in src
+    monkeypatch.setenv("TILELANG_CUDA_FENCE_FIRST_ITERATION", "0")   # every iteration
+    assert in_loop() == ["T.sync_threads()  # inserted, after a fence.proxy.async: Ss",
+                         "T.sync_threads()  # inserted: Ss"]

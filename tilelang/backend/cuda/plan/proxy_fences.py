@@ -45,9 +45,14 @@ def plan_proxy_fences(func, ctx=None):
         k = _Kernel(launch, plan, func, target, options)
         if not plan.fence_barriers and needs_fences(k):
             # the barrier nodes are this pipeline's own (plan/sync.py made them)
-            bare = selective_fences(k, plan) if options.selective_proxy_fences else set()
-            walk(launch.body, lambda n: setattr(n, "fence_async_proxy", True)
-                 if is_inserted_barrier(n) and id(n) not in bare else None)
+            first_only = {}
+            bare = selective_fences(k, plan, first_only) if options.selective_proxy_fences else set()
+
+            def mark(n):
+                if is_inserted_barrier(n) and id(n) not in bare:
+                    n.fence_async_proxy = True
+                    n.fence_when = first_only.get(id(n))
+            walk(launch.body, mark)
             launch = with_plan(launch, dataclasses.replace(plan, fence_barriers=True))
         return launch
     return map_planned_launches(func, ctx, rewrite)
@@ -67,11 +72,13 @@ def _smem_range(plan, buf):
     return p.offset, p.offset + p.stage_bytes * p.stages
 
 
-def selective_fences(k, plan) -> set:
+def selective_fences(k, plan, first_only=None) -> set:
     """ids of the inserted barriers of kernel `k` that need no fence (module docstring): the
     kernel's async-proxy accesses of shared memory are TMA stores and (options.gemm_selective_fences)
     wgmma's shared operands, and the statements since the barrier before it are element-wise nests
-    whose shared tiles overlap none of those."""
+    whose shared tiles overlap none of those. `first_only` (a dict) gets {id(barrier): condition}
+    for the barriers that fence only in their loop's first iteration."""
+    first_only = {} if first_only is None else first_only
     from tilelang.ir import tile_ops as TO
     from tilelang.ir.visitor import walk as walk_nodes
     from tilelang.ir.tensor_core_calls import WGMMA_SS, WGMMA_RS
@@ -144,10 +151,10 @@ def selective_fences(k, plan) -> set:
             else:
                 region.append(st)
         return out
-    return _regions_without_async_writes(body, k, plan, async_ranges)
+    return _regions_without_async_writes(body, k, plan, async_ranges, first_only)
 
 
-def _regions_without_async_writes(body, k, plan, async_ranges) -> set:
+def _regions_without_async_writes(body, k, plan, async_ranges, first_only) -> set:
     """The inserted barriers before which no thread wrote, since the barrier it passed last, a
     shared tile the async proxy reads (every async-proxy access selective_fences admits is a
     read: wgmma operands, TMA stores' tiles). The statements between two barriers are followed
@@ -195,33 +202,43 @@ def _regions_without_async_writes(body, k, plan, async_ranges) -> set:
 
     out = set()
 
-    def scan(stmts, region):
+    def scan(stmts, region, later=None):
         """Decide the barriers of `stmts`; `region`: the statements run since the last barrier
-        when `stmts` starts (None: not known). Returns that region where `stmts` ends."""
+        when `stmts` starts (None: not known). `later`: (the region in the iterations after a
+        loop's first, the condition of its first iteration) for a loop body's first barrier, which
+        then fences in the first iteration only where only what ran before the loop needs it.
+        Returns the region where `stmts` ends."""
         for st in stmts:
             if is_inserted_barrier(st):
                 if region is not None and not any(writes_async(x) for x in region):
                     out.add(id(st))
-                region = []
-            elif not has_barrier(st):
+                elif later is not None and later[0] is not None and not any(writes_async(x) for x in later[0]):
+                    first_only[id(st)] = later[1]
+                region, later = [], None
+                continue
+            if not has_barrier(st):
                 if region is not None:
                     region = region + [st]
+                if later is not None and later[0] is not None:
+                    later = (later[0] + [st], later[1])
             elif isinstance(st, S.SeqStmt):
-                region = scan(st.stmts, region)
+                region, later = scan(st.stmts, region, later), None
             elif isinstance(st, S.LetStmt):
-                region = scan([st.body], None if region is None else region + [S.Evaluate(st.value)])
+                let = [S.Evaluate(st.value)]
+                inner = None if later is None or later[0] is None else (later[0] + let, later[1])
+                region, later = scan([st.body], None if region is None else region + let, inner), None
             elif isinstance(st, S.For) and st.kind != S.PARALLEL:
                 body = [st.body]
                 tail = scan(body, None)   # (decides every barrier but the body's first)
                 runs = E.const_int_value(st.extent)
                 entry = None if region is None or tail is None else region + tail
-                scan(body, entry)
-                region = tail if runs is not None and runs >= 1 else None
+                scan(body, entry, (tail, E.binop("==", st.var, st.min)) if plan.options.fence_first_iteration else None)
+                region, later = (tail if runs is not None and runs >= 1 else None), None
             else:   # branches, parallel loops, while loops with barriers: not followed
                 for x in (getattr(st, "then_body", None), getattr(st, "else_body", None), getattr(st, "body", None)):
                     if x is not None:
                         scan([x], None)
-                region = None
+                region, later = None, None
         return region
     scan([body], [])
     return out
