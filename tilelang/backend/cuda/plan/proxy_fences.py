@@ -23,7 +23,7 @@ barrier fences only when a thread may have written one of those tiles since the 
 passed last (`_regions_without_async_writes`). Those statements are followed through loops and
 `let`s: the published sparse MLA backward stages dKV through shared tiles and adds it to global
 memory with atomics, three barriers per half tile, none of which orders a tile wgmma reads
-(its fence.proxy.async is a MEMBAR.ALL.CTA, which waits for the thread's outstanding memory
+(its fence.proxy.async is a MEMBAR.ALL.CTA, which orders all of the thread's earlier memory
 operations, plus a FENCE.VIEW.ASYNC.S: 14 of each in its SASS before, 7 after)."""
 from __future__ import annotations
 
