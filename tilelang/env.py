@@ -62,6 +62,14 @@ TILELANG_CUDA_REGISTER_PREFETCH=0  a serial loop that starts by copying global t
                                iteration ahead into staging registers
 TILELANG_CUDA_SELECTIVE_PROXY_FENCES=0  every block barrier of a kernel with TMA stores fences shared memory toward
                                the async proxy (default: not those after element-wise nests on tiles no TMA store reads)
+TILELANG_CUDA_GEMM_SELECTIVE_FENCES=0  that selection only in kernels without gemms, at their top level (default: also
+                               with gemms, wgmma's shared operands counting as async-proxy tiles, and between two
+                               barriers of a loop body: the sparse MLA backward's dKV staging and atomics)
+TILELANG_CUDA_FENCE_FIRST_ITERATION=0  with the above: a loop body's first barrier fences in every iteration when what ran
+                               before the loop wrote a wgmma operand (default: in the first iteration only, if the
+                               loop body itself writes none before it)
+TILELANG_CUDA_PAD_ATOMIC_STAGING=0  a 32-bit shared tile that stages an accumulator for global atomics keeps dense
+                               rows (default: 16-byte row padding; rows of 128-byte multiples had 8-way bank conflicts)
 
 TILELANG_CUDA_WS_ATTENTION=1   a producer warpgroup feeds every attention-style TMA-ring loop (FlashAttention, MLA
                                decode); default: where its ring issues 8 or more boxes an iteration (MLA); 0: never

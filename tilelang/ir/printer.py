@@ -226,7 +226,9 @@ class Printer:
         elif isinstance(s, S.Barrier):
             args = [a for a in (s.barrier_id, s.arrive_count) if a is not None]
             why = "" if getattr(s, "reason", None) is None else \
-                f"  # inserted{', after a fence.proxy.async' if s.fence_async_proxy else ''}: {s.reason}"
+                f"  # inserted{', after a fence.proxy.async' if s.fence_async_proxy else ''}" \
+                f"{' when ' + self.expr(s.fence_when) if s.fence_async_proxy and getattr(s, 'fence_when', None) is not None else ''}" \
+                f": {s.reason}"
             self.emit(f"T.sync_threads({', '.join(self.expr(a) for a in args)}){why}", ind)
         elif isinstance(s, S.StageSlot):   # a software pipeline's ring slot (ir/stmt.py)
             bufs = ", ".join(self.buf(b) for b in s.buffers)

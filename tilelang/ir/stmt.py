@@ -140,10 +140,11 @@ class Barrier(Stmt):
     `kind="warp"` (`T.sync_warp(mask)`): the lanes of `mask` in the calling warp.
     `reason`: set on a barrier a backend pass inserted (what it orders, for the printed IR);
     None for the user's own. `fence_async_proxy`: an inserted barrier first makes the
-    shared-memory writes before it visible to the async proxy (wgmma, bulk copies)."""
+    shared-memory writes before it visible to the async proxy (wgmma, bulk copies);
+    `fence_when`: only where this condition holds (a loop's first iteration), else always."""
 
     def __init__(self, kind="block", barrier_id=None, arrive_count=None, mask=None, reason=None,
-                 fence_async_proxy=False):
+                 fence_async_proxy=False, fence_when=None):
         self._init()
         self.kind = kind
         self.barrier_id = barrier_id
@@ -151,6 +152,7 @@ class Barrier(Stmt):
         self.mask = mask
         self.reason = reason
         self.fence_async_proxy = fence_async_proxy
+        self.fence_when = fence_when
 
     @property
     def is_partial(self) -> bool:

@@ -67,6 +67,9 @@ _SWITCHES = {
     "TILELANG_CUDA_STREAMING_OCCUPANCY": (_flag, False, "streaming_occupancy", True),
     "TILELANG_CUDA_REGISTER_PREFETCH": (_flag, True, "register_prefetch", True),
     "TILELANG_CUDA_SELECTIVE_PROXY_FENCES": (_flag, True, "selective_proxy_fences", True),
+    "TILELANG_CUDA_GEMM_SELECTIVE_FENCES": (_flag, True, "gemm_selective_fences", True),
+    "TILELANG_CUDA_PAD_ATOMIC_STAGING": (_flag, True, "pad_atomic_staging", True),
+    "TILELANG_CUDA_FENCE_FIRST_ITERATION": (_flag, True, "fence_first_iteration", True),
     "TILELANG_CUDA_WS_ATTENTION": (_flag, None, "ws_attention", True),
     "TILELANG_CUDA_COVERED_BARRIERS": (_flag, True, "covered_barriers", True),
     "TILELANG_CUDA_WGMMA_UNIFORM_WG": (_flag, True, "wgmma_uniform_wg", True),
@@ -143,6 +146,12 @@ class CudaOptions:
                                    # ..._REGISTER_PREFETCH)
     selective_proxy_fences: bool = True  # barriers that order no tile a TMA store reads skip the async-proxy
                                    # fence (plan/proxy_fences.py selective_fences; ..._SELECTIVE_PROXY_FENCES)
+    gemm_selective_fences: bool = True  # ... also in kernels with gemms (wgmma operands are async-proxy tiles)
+                                   # and in loop bodies (plan/proxy_fences.py; ..._GEMM_SELECTIVE_FENCES)
+    fence_first_iteration: bool = True  # ... a loop body's first barrier fences only in the first iteration where
+                                   # only what ran before the loop needs it (..._FENCE_FIRST_ITERATION)
+    pad_atomic_staging: bool = True  # 32-bit shared tiles staging an accumulator for global atomics get
+                                   # 16-byte row padding (plan/kernel.py _atomic_staging_tiles; ..._PAD_ATOMIC_STAGING)
     ws_attention: bool | None = None  # ... also attention-style loops: None where their ring issues many boxes
                                    # (plan/attention_warp_specialize.py; ..._WS_ATTENTION=1 always, =0 never)
     covered_barriers: bool = True  # a cross-warp register reduction's barrier orders shared memory for the

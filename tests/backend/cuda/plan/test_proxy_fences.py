@@ -88,3 +88,96 @@ def test_a_tile_op_before_the_barrier_keeps_the_fence():
     assert _barriers(after) == ["T.sync_threads()  # inserted: As",
                                 "T.sync_threads()  # inserted, after a fence.proxy.async: r",
                                 "T.sync_threads()  # inserted, after a fence.proxy.async: Cs"]
+
+
+def staged_atomics(write_operand=False):
+    """A wgmma gemm, then its accumulator staged through two shared tiles and added to D
+    with atomics, twice in a loop (the published sparse MLA backward's dKV update): the
+    barriers between the staging and the atomics order no tile wgmma reads. `write_operand`:
+    the second staging nest also writes Bs (wgmma's B operand)."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16"), D: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            As = T.alloc_shared((64, 64), "float16")
+            Bs = T.alloc_shared((64, 64), "float16")
+            c = T.alloc_fragment((64, 64), "float32")
+            Ss = T.alloc_shared((32, 64), "float32")
+            Ts = T.alloc_shared((32, 64), "float32")
+            T.copy(A, As)
+            T.copy(B, Bs)
+            T.gemm(As, Bs, c, clear_accum=True)
+            for s in T.serial(2):
+                for i, j in T.Parallel(64, 64):
+                    if i < 32:
+                        Ss[i, j] = c[i + s * 32, j]
+                for i, j in T.Parallel(64, 64):
+                    if i < 32:
+                        Ts[i, j] = c[i + s * 32, j] * 2.0
+                    if write_operand:
+                        Bs[i, j] = T.cast(c[i, j], "float16")
+                for i, j in T.Parallel(32, 64):
+                    T.atomic_add(D[i + s * 32, j], Ss[i, j])
+                for i, j in T.Parallel(32, 64):
+                    T.atomic_add(D[i + s * 32, j], Ts[i, j])
+    return main
+
+
+def test_barriers_in_a_loop_body_that_order_no_wgmma_operand_are_not_fenced(monkeypatch):
+    before, after = _before_after(staged_atomics())
+    assert "wgmma" in before
+    assert _barriers(after) == ["T.sync_threads()  # inserted, after a fence.proxy.async: As, Bs",
+                                # the first of the loop body: the gemm (first iteration) or the
+                                # previous iteration's atomics precede it, neither writes As or Bs
+                                "T.sync_threads()  # inserted: Ts",
+                                "T.sync_threads()  # inserted: Ss",
+                                "T.sync_threads()  # inserted: D, Ts"]
+    monkeypatch.setenv("TILELANG_CUDA_GEMM_SELECTIVE_FENCES", "0")   # every barrier fenced, as before
+    _, after = _before_after(staged_atomics())
+    assert all("after a fence.proxy.async" in b for b in _barriers(after)) and len(_barriers(after)) == 4
+
+
+def test_a_nest_writing_a_wgmma_operand_keeps_the_fence():
+    _, after = _before_after(staged_atomics(write_operand=True))
+    fenced = ["after a fence.proxy.async" in b for b in _barriers(after)]
+    # the loop body's second barrier follows the nest that writes Bs
+    assert fenced == [True, False, True, False], _barriers(after)
+
+
+def test_the_first_barrier_of_a_loop_body_sees_what_ran_before_the_loop(monkeypatch):
+    """A nest writing Bs (wgmma's B) right before a loop: in the first iteration that write
+    precedes the loop body's first barrier, which therefore fences there (only there: the
+    later iterations' own statements write no operand); the one after the accumulator's
+    staging does not."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16"), D: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            As = T.alloc_shared((64, 64), "float16")
+            Bs = T.alloc_shared((64, 64), "float16")
+            c = T.alloc_fragment((64, 64), "float32")
+            Ss = T.alloc_shared((64, 64), "float32")
+            T.copy(A, As)
+            T.copy(B, Bs)
+            T.gemm(As, Bs, c, clear_accum=True)
+            for i, j in T.Parallel(64, 64):
+                Bs[i, j] = T.cast(c[i, j], "float16")
+            for s in T.serial(2):
+                T.copy(c, Ss)
+                for i, j in T.Parallel(64, 64):
+                    T.atomic_add(D[i, j], Ss[i, j])
+                T.gemm(As, Bs, c, clear_accum=True)
+    def in_loop():
+        _, after = _before_after(main)
+        lines = [ln.strip() for ln in after.splitlines()]
+        return _barriers("\n".join(lines[lines.index("for s in T.serial(2):"):]))
+    assert in_loop() == ["T.sync_threads()  # inserted, after a fence.proxy.async when s == 0: Ss",
+                         "T.sync_threads()  # inserted: Ss"]
+    import tilelang
+    src = tilelang.lower(main, target={"kind": "cuda", "arch": "sm_90a"}).kernel_source
+    assert "if ((s == 0)) tl::fence_proxy_async();" in src
+    monkeypatch.setenv("TILELANG_CUDA_FENCE_FIRST_ITERATION", "0")   # every iteration
+    assert in_loop() == ["T.sync_threads()  # inserted, after a fence.proxy.async: Ss",
+                         "T.sync_threads()  # inserted: Ss"]

@@ -661,7 +661,9 @@ class KernelCodegen:
     def s_Barrier(self, st, block):
         if is_inserted_barrier(st):   # plan/sync.py's insert_barriers (always at block level)
             if block:
-                if st.fence_async_proxy:   # plan/proxy_fences.py
+                if st.fence_async_proxy and getattr(st, "fence_when", None) is not None:   # plan/proxy_fences.py
+                    self.w(f"if ({self.expr(st.fence_when)}) tl::fence_proxy_async();")
+                elif st.fence_async_proxy:
                     self.w("tl::fence_proxy_async();")
                 self.sync(fence=False)
             return

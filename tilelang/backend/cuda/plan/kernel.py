@@ -194,6 +194,8 @@ def _plan_kernel(launch, arch, options, mma_only):
     walk(launch.body, lambda n: padded.add(id(n.src.buffer)) if isinstance(n, W.WarpMmaLoad) and
          n.src.buffer.dtype.bits == 16 and n.src.buffer.ndim >= 2 and
          (E.const_int_value(n.src.buffer.shape[-1]) or 0) * 2 % 32 == 0 else None)
+    if plan.options.pad_atomic_staging:
+        padded |= _atomic_staging_tiles(launch, decls, gemms, annotated, frag)
     scalar_only = _scalar_only_fragments(launch, decls)
     kept, gave_way = _kept_annotations(decls, annotated, gemms, plan, swizzled)
     swizzled |= _store_staging_tiles(launch, decls, gemms, annotated, plan, arch)
@@ -625,6 +627,44 @@ def _accumulator_regs(gemms, plan):
             seen.add(id(c))
             total += n * c.dtype.bits // 32 // max(plan.threads_of(h), 1)
     return total
+
+
+def _atomic_staging_tiles(launch, decls, gemms, annotated, frag):
+    """ids of the 32-bit shared tiles that stage an mma accumulator on its way to global
+    atomics (the published sparse MLA backward's `acc_dkv_shared`, [16, 512] float: written
+    from the accumulator fragment, read only by nests of `T.atomic_addx4`). Their rows are a
+    multiple of 128 bytes, so the accumulator's stores (a warp: 8 rows x 4 column pairs) all
+    hit the same 8 banks, 8-way conflicts; padding each row by 16 bytes (as ldmatrix operands
+    are) leaves 2-way ones, and the atomics' 16-byte row reads stay aligned. Tiles a tile op
+    or any other nest reads keep their rows dense (a bulk copy needs them so)."""
+    from tilelang.backend.cuda.analysis.facts import accesses
+    operands = {id(r.buffer) for g in gemms for r in (g.A, g.B, g.C)}
+    cand = {id(b) for b in decls if b.scope in ("shared", "shared.dyn") and b.ndim == 2 and b.dtype.bits == 32
+            and id(b) not in operands and id(b) not in annotated and getattr(b, "alias_of", None) is None
+            and None not in (shape := _const_shape(b)) and shape[1] * 4 % 128 == 0}
+    if not cand:
+        return set()
+    from_acc, bad = set(), set()
+
+    def nest(n):
+        if isinstance(n, TO.TileOp):
+            reads, writes = accesses(n)
+            bad.update(id(b) for b in reads + writes)
+            return
+        if not (isinstance(n, S.For) and n.kind == S.PARALLEL):
+            return
+        reads, writes = accesses(n)
+        atomics = []
+        walk(n, lambda x: atomics.append(x) if isinstance(x, E.Call) and TO.is_atomic_access(x) else None)
+        accs = any(isinstance(frag.layouts.get(id(b)), TILE_2D) for b in reads)
+        for b in writes:
+            if id(b) in cand:
+                (from_acc if accs else bad).add(id(b))
+        for b in reads:
+            if id(b) in cand and not atomics:
+                bad.add(id(b))
+    walk(launch.body, nest)
+    return from_acc - bad
 
 
 def _store_staging_tiles(launch, decls, gemms, annotated, plan, arch):

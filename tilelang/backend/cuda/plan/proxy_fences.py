@@ -15,7 +15,16 @@ async-proxy accesses are TMA stores (an epilogue tile: the published elementwise
 `C_shared`), the barriers in the kernel's top-level sequence that follow element-wise nests on
 other shared tiles (its `A_shared`, `B_shared`) are left unfenced (`selective_fences`;
 TILELANG_CUDA_SELECTIVE_PROXY_FENCES=0 fences every barrier). Anything else between two such
-barriers (a tile op, a loop, a branch) keeps the fence."""
+barriers (a tile op, a loop, a branch) keeps the fence.
+
+Kernels with gemms (TILELANG_CUDA_GEMM_SELECTIVE_FENCES, default on): wgmma's shared operands
+count as async-proxy tiles too, and since every async-proxy access admitted here is a read, a
+barrier fences only when a thread may have written one of those tiles since the barrier it
+passed last (`_regions_without_async_writes`). Those statements are followed through loops and
+`let`s: the published sparse MLA backward stages dKV through shared tiles and adds it to global
+memory with atomics, three barriers per half tile, none of which orders a tile wgmma reads
+(its fence.proxy.async is a MEMBAR.ALL.CTA, which orders all of the thread's earlier memory
+operations, plus a FENCE.VIEW.ASYNC.S: 14 of each in its SASS before, 7 after)."""
 from __future__ import annotations
 
 import dataclasses
@@ -36,9 +45,14 @@ def plan_proxy_fences(func, ctx=None):
         k = _Kernel(launch, plan, func, target, options)
         if not plan.fence_barriers and needs_fences(k):
             # the barrier nodes are this pipeline's own (plan/sync.py made them)
-            bare = selective_fences(k, plan) if options.selective_proxy_fences else set()
-            walk(launch.body, lambda n: setattr(n, "fence_async_proxy", True)
-                 if is_inserted_barrier(n) and id(n) not in bare else None)
+            first_only = {}
+            bare = selective_fences(k, plan, first_only) if options.selective_proxy_fences else set()
+
+            def mark(n):
+                if is_inserted_barrier(n) and id(n) not in bare:
+                    n.fence_async_proxy = True
+                    n.fence_when = first_only.get(id(n))
+            walk(launch.body, mark)
             launch = with_plan(launch, dataclasses.replace(plan, fence_barriers=True))
         return launch
     return map_planned_launches(func, ctx, rewrite)
@@ -58,24 +72,35 @@ def _smem_range(plan, buf):
     return p.offset, p.offset + p.stage_bytes * p.stages
 
 
-def selective_fences(k, plan) -> set:
+def selective_fences(k, plan, first_only=None) -> set:
     """ids of the inserted barriers of kernel `k` that need no fence (module docstring): the
-    kernel's async-proxy accesses are TMA stores only, and the barrier follows, in the kernel's
-    top-level sequence, element-wise nests whose shared tiles do not overlap a stored tile."""
+    kernel's async-proxy accesses of shared memory are TMA stores and (options.gemm_selective_fences)
+    wgmma's shared operands, and the statements since the barrier before it are element-wise nests
+    whose shared tiles overlap none of those. `first_only` (a dict) gets {id(barrier): condition}
+    for the barriers that fence only in their loop's first iteration."""
+    first_only = {} if first_only is None else first_only
     from tilelang.ir import tile_ops as TO
     from tilelang.ir.visitor import walk as walk_nodes
+    from tilelang.ir.tensor_core_calls import WGMMA_SS, WGMMA_RS
+    from tilelang.ir import expr as E
     from tilelang.backend.cuda.analysis.facts import accesses
     from tilelang.backend.cuda.ops.tma_reduce import has_tma_reduce
     from tilelang.backend.cuda.ops.tma_load_sync import has_tma_load_sync
     from tilelang.backend.cuda.ops.tma_store import is_tma_store
     from tilelang.backend.cuda.plan.copy_form import copy_form
+    from tilelang.backend.cuda.plan.kernel import _buffers_in
     body = k.launch.body
-    if plan.uses_wgmma or plan.gemms or plan.pipelines or plan.warp_specialized is not None or \
-            has_tma_reduce(body) or has_tma_load_sync(k):
+    with_gemms = plan.options.gemm_selective_fences
+    if (plan.uses_wgmma or plan.gemms) and not with_gemms or plan.pipelines or \
+            plan.warp_specialized is not None or has_tma_reduce(body) or has_tma_load_sync(k):
         return set()
-    stored, unknown = [], []
+    stored, unknown, gemms = [], [], []
 
-    def store_source(n):
+    def async_source(n):
+        if isinstance(n, TO.Gemm):
+            gemms.append(n)
+        elif isinstance(n, E.Call) and n.name in (WGMMA_SS, WGMMA_RS):
+            unknown.append(n)   # hand-written wgmma: its operands are not known here
         if not (isinstance(n, S.For) and n.kind == S.PARALLEL):
             return
         form = copy_form(n)
@@ -83,38 +108,139 @@ def selective_fences(k, plan) -> set:
             unknown.append(n)
         elif form is not None and form.kind == "tma_store":
             stored.extend(b for b in accesses(n)[0] if b.scope.startswith("shared"))
-    walk_nodes(body, store_source)
+    walk_nodes(body, async_source)
+    for g in gemms:   # wgmma reads its shared operands through the async proxy
+        cfg = plan.gemms.get(id(g))
+        if getattr(cfg, "kind", "") == "wgmma":
+            stored.extend(r.buffer for r in ((g.B,) if cfg.a_regs else (g.A, g.B)))
     async_ranges = [_smem_range(plan, b) for b in stored]
     if unknown or not stored or None in async_ranges:
         return set()
 
     def generic_only(st):
-        """Whether `st` is a declaration or an element-wise nest whose shared tiles lie outside
-        every stored tile."""
+        """Whether `st` is a declaration or an element-wise nest (no barrier, tile op or bulk
+        copy inside) whose shared tiles lie outside every async-proxy tile."""
         if isinstance(st, S.DeclBuffer):
             return True
         if not (isinstance(st, S.For) and st.kind == S.PARALLEL):
             return False
         inner = []
         walk_nodes(st, lambda n: inner.append(n) if isinstance(n, (S.Barrier, TO.TileOp)) else None)
-        if inner or copy_form(st) is None or copy_form(st).kind == "tma_store":
+        form = copy_form(st)
+        if inner or (form is None if not with_gemms else form is None and is_tma_store(st, k)) or \
+                form is not None and form.tma:
             return False
-        reads, writes = accesses(st)
-        for b in reads + writes:
-            if b.scope == "global" or not b.scope.startswith("shared"):
+        for i in _buffers_in(st):   # every buffer the nest mentions (atomics' operands too)
+            p = plan.placements.get(i)
+            if p is None or p.kind not in ("smem", "view"):
                 continue
-            r = _smem_range(plan, b)
-            if r is None or any(r[0] < a[1] and a[0] < r[1] for a in async_ranges):
+            if p.kind == "view":
+                return False
+            r = (p.offset, p.offset + p.stage_bytes * p.stages)
+            if any(r[0] < a[1] and a[0] < r[1] for a in async_ranges):
                 return False
         return True
-    out, region = set(), []
-    for st in body.stmts if isinstance(body, S.SeqStmt) else [body]:
-        if is_inserted_barrier(st):
-            if all(generic_only(x) for x in region):
-                out.add(id(st))
-            region = []
-        else:
-            region.append(st)
+
+    if not with_gemms:
+        out, region = set(), []
+        for st in body.stmts if isinstance(body, S.SeqStmt) else [body]:
+            if is_inserted_barrier(st):
+                if all(generic_only(x) for x in region):
+                    out.add(id(st))
+                region = []
+            else:
+                region.append(st)
+        return out
+    return _regions_without_async_writes(body, k, plan, async_ranges, first_only)
+
+
+def _regions_without_async_writes(body, k, plan, async_ranges, first_only) -> set:
+    """The inserted barriers before which no thread wrote, since the barrier it passed last, a
+    shared tile the async proxy reads (every async-proxy access selective_fences admits is a
+    read: wgmma operands, TMA stores' tiles). The statements between two barriers are followed
+    through sequences, `let`s and loops: a loop body's first barrier is preceded by the previous
+    iteration's tail and, in the first iteration, by what ran before the loop."""
+    from tilelang.ir import expr as E
+    from tilelang.ir import tile_ops as TO
+    from tilelang.ir.buffer import Buffer
+    from tilelang.ir.visitor import walk as walk_nodes
+    from tilelang.backend.cuda.ops.tma_store import is_tma_store
+    from tilelang.backend.cuda.plan.copy_form import copy_form
+
+    def overlaps(buf):
+        r = _smem_range(plan, buf)
+        return r is not None and any(r[0] < a[1] and a[0] < r[1] for a in async_ranges)
+
+    def writes_async(st):
+        """Whether `st` may write an async-proxy tile (conservative: a buffer passed to a call
+        counts as written; a tile op other than a gemm, a bulk copy or a user barrier counts)."""
+        bad = []
+
+        def f(n):
+            if isinstance(n, S.BufferStore) and overlaps(n.buffer):
+                bad.append(n)
+            elif isinstance(n, E.Call):
+                for a in n.args:
+                    walk_nodes(a, lambda x: bad.append(x) if isinstance(x, E.BufferLoad) and overlaps(x.buffer)
+                               or isinstance(x, Buffer) and overlaps(x) else None)
+            elif isinstance(n, TO.Gemm):
+                if overlaps(n.C.buffer):   # (its shared operands it only reads)
+                    bad.append(n)
+            elif isinstance(n, TO.TileOp) or isinstance(n, S.Barrier):
+                bad.append(n)
+            elif isinstance(n, S.For) and n.kind == S.PARALLEL:
+                form = copy_form(n)
+                if form is not None and form.tma or form is None and is_tma_store(n, k):
+                    bad.append(n)
+        walk_nodes(st, f)
+        return bool(bad)
+
+    def has_barrier(st):
+        found = []
+        walk_nodes(st, lambda n: found.append(n) if isinstance(n, S.Barrier) else None)
+        return bool(found)
+
+    out = set()
+
+    def scan(stmts, region, later=None):
+        """Decide the barriers of `stmts`; `region`: the statements run since the last barrier
+        when `stmts` starts (None: not known). `later`: (the region in the iterations after a
+        loop's first, the condition of its first iteration) for a loop body's first barrier, which
+        then fences in the first iteration only where only what ran before the loop needs it.
+        Returns the region where `stmts` ends."""
+        for st in stmts:
+            if is_inserted_barrier(st):
+                if region is not None and not any(writes_async(x) for x in region):
+                    out.add(id(st))
+                elif later is not None and later[0] is not None and not any(writes_async(x) for x in later[0]):
+                    first_only[id(st)] = later[1]
+                region, later = [], None
+                continue
+            if not has_barrier(st):
+                if region is not None:
+                    region = region + [st]
+                if later is not None and later[0] is not None:
+                    later = (later[0] + [st], later[1])
+            elif isinstance(st, S.SeqStmt):
+                region, later = scan(st.stmts, region, later), None
+            elif isinstance(st, S.LetStmt):
+                let = [S.Evaluate(st.value)]
+                inner = None if later is None or later[0] is None else (later[0] + let, later[1])
+                region, later = scan([st.body], None if region is None else region + let, inner), None
+            elif isinstance(st, S.For) and st.kind != S.PARALLEL:
+                body = [st.body]
+                tail = scan(body, None)   # (decides every barrier but the body's first)
+                runs = E.const_int_value(st.extent)
+                entry = None if region is None or tail is None else region + tail
+                scan(body, entry, (tail, E.binop("==", st.var, st.min)) if plan.options.fence_first_iteration else None)
+                region, later = (tail if runs is not None and runs >= 1 else None), None
+            else:   # branches, parallel loops, while loops with barriers: not followed
+                for x in (getattr(st, "then_body", None), getattr(st, "else_body", None), getattr(st, "body", None)):
+                    if x is not None:
+                        scan([x], None)
+                region, later = None, None
+        return region
+    scan([body], [])
     return out
 
 
