@@ -58,3 +58,16 @@ def test_cp_async_nest_unrolled_covers_the_tile(monkeypatch):
 def test_switch_off_keeps_the_strided_loop(monkeypatch):
     src = _source(monkeypatch, False)
     assert re.search(r"for \(int tl_i\w* = tl_tid; tl_i\w* < 2048; tl_i\w* \+= 128\)", src), src
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("on", [True, False])
+def test_unrolled_cp_async_sums_the_tiles_on_the_gpu(monkeypatch, on):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TILELANG_CUDA_CP_ASYNC_UNROLL", "1" if on else "0")
+    monkeypatch.setenv("TILELANG_DISABLE_CACHE", "1")
+    kernel = tilelang.compile(pipelined_rowsum(), target="cuda")
+    a = torch.randn(32, 1024, device="cuda")
+    b = torch.full((32, 256), float("nan"), device="cuda")
+    kernel(a, b)
+    torch.testing.assert_close(b, a.view(32, 4, 256).sum(1), rtol=1e-5, atol=1e-5)
