@@ -126,11 +126,18 @@ def last_ring_reader(info) -> int:
     return last
 
 
+def _storage(b):
+    """The buffer whose storage `b` is (T.view / T.reshape of a tile: its `alias_of`)."""
+    while getattr(b, "alias_of", None) is not None:
+        b = b.alias_of
+    return b
+
+
 def written_ring(info, copy):
-    """The ring buffer the copy nest `copy` fills."""
+    """The ring buffer the copy nest `copy` fills, or None."""
     from tilelang.backend.cuda.analysis.facts import accesses
     bufs = {id(b): b for b in info.bufs}
-    return next(bufs[id(b)] for b in accesses(copy)[1] if id(b) in bufs)
+    return next((bufs[id(_storage(b))] for b in accesses(copy)[1] if id(_storage(b)) in bufs), None)
 
 
 def early_refill(info):
@@ -143,13 +150,16 @@ def early_refill(info):
     from tilelang.backend.cuda.analysis.facts import accesses
     if info.guard is not None or len(info.copies) < 2:
         return -1, []
+    rings = [written_ring(info, c) for c in info.copies]
+    if any(r is None for r in rings):
+        return -1, []
     last = {}
     for j, st in enumerate(info.rest):
         r, w = accesses(st)
-        for b in r + w:
-            last[id(b)] = j
+        for b in r + w:   # a view of a ring tile uses the tile
+            last[id(_storage(b))] = j
     end = len(info.rest) - 1
-    when = [(last.get(id(written_ring(info, c)), -1), c) for c in info.copies]
+    when = [(last.get(id(r), -1), c) for r, c in zip(rings, info.copies)]
     j = min(w for w, _ in when)
     if j < 0 or j >= end:
         return -1, []
