@@ -55,6 +55,10 @@ TILELANG_CUDA_WARP_SPECIALIZE=0  no producer warpgroup for TMA-ring GEMM loops o
                                tl.disable_warp_specialized)
 TILELANG_CUDA_GUARDED_SPLIT=0  a copy nest the threads do not divide (128 vectors on 256 threads) runs as a strided
                                loop, not an unrolled loop with a bound check (its loads then wait for the previous nest's)
+TILELANG_CUDA_CP_ASYNC_UNROLL=0  a cp.async copy nest of 9..16 vectors a thread (fn of DeepSeek mHC's gemm: 2048
+                               16-byte vectors on 128 threads) runs as a strided loop again, not one unrolled run
+TILELANG_CUDA_CP_ASYNC_EARLY_REFILL=0  a cp.async pipeline's ring slot that the body stops using before its end
+                               (mHC pre's bf16 tile, copied into registers first) is refilled after the body again
 TILELANG_CUDA_STREAMING_OCCUPANCY=1  a memory-bound kernel (no gemm, no pipelined loop) asks ptxas for as many
                                blocks an SM as its threads allow (__launch_bounds__ second argument), not where it spills
 TILELANG_CUDA_REGISTER_PREFETCH=0  a serial loop that starts by copying global tiles into fragments (a chunked

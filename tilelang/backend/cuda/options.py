@@ -78,6 +78,8 @@ _SWITCHES = {
     "TILELANG_CUDA_CONVERTING_COPY_PIPELINE": (_flag, True, "converting_copy_pipeline", True),
     "TILELANG_CUDA_EPILOGUE_TMA_STORE": (_flag, True, "epilogue_tma_store", True),
     "TILELANG_CUDA_WS_MULTICAST": (_flag, True, "ws_multicast", True),
+    "TILELANG_CUDA_CP_ASYNC_UNROLL": (_flag, True, "cp_async_unroll", True),
+    "TILELANG_CUDA_CP_ASYNC_EARLY_REFILL": (_flag, True, "cp_async_early_refill", True),
     "TL_CUDA_LINEINFO": (_flag, False, "lineinfo", True),
     "TL_CUDA_DUMP": (_path, None, "dump_dir", False),
     "TL_LOWER_TRACE": (_trace, None, "lower_trace", False),
@@ -171,6 +173,11 @@ class CudaOptions:
                                    # (plan/stage_epilogue.py; ..._EPILOGUE_TMA_STORE=0: per thread)
     ws_multicast: bool = True      # a warp-specialized GEMM's blocks run in pairs that multicast the tiles
                                    # both read (plan/warp_specialized_ring.py; ..._WS_MULTICAST=0: single blocks)
+    cp_async_unroll: bool = True   # a cp.async copy nest of up to 16 vectors a thread is one unrolled run of
+                                   # copies, not a strided loop (ops/vector_copy.py thread_split; ..._CP_ASYNC_UNROLL)
+    cp_async_early_refill: bool = True  # a cp.async ring slot the body stops using early is refilled right
+                                   # there, not after the body (plan/cp_async_pipeline.py early_refill;
+                                   # ..._CP_ASYNC_EARLY_REFILL)
     register_usage_level: int | None = None  # ptxas --register-usage-level (pass config
                                    # tl.ptxas_register_usage_level, 0..10)
     lineinfo: bool = False         # NVRTC -lineinfo: source lines in the cubin for profilers (TL_CUDA_LINEINFO=1)

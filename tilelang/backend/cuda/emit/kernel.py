@@ -924,7 +924,8 @@ class KernelCodegen:
         elif regs:
             return self.fragment_loop(vars_, body, regs, exts, copy_form(st))
         nt = self.plan.nthreads
-        from tilelang.backend.cuda.ops.vector_copy import vector_width, emit_vector_copy, thread_split
+        from tilelang.backend.cuda.ops.vector_copy import vector_width, emit_vector_copy, thread_split, \
+            ASYNC_EXACT_SPLIT
         form, eviction = copy_form(st), None
         if form is None:   # a nest plan_copy_forms did not reach (none in the reference kernels): chosen here
             V = vector_width(self, vars_, mins, exts, body)
@@ -940,7 +941,8 @@ class KernelCodegen:
         tc = E.const_int_value(total)
         it = self.names.fresh("tl_i")
         split = None   # exact split: the flat index is j * c + t, t = tl_tid / (extents done) < c
-        how, n = thread_split(tc, nt, self.options.guarded_split)
+        async_nest = form is not None and form.kind == "cp_async" and self.options.cp_async_unroll
+        how, n = thread_split(tc, nt, self.options.guarded_split, ASYNC_EXACT_SPLIT if async_nest else 8)
         staged = st.annotations.get(STAGED)   # (half, tag): plan/cp_async_pipeline.py, a converting copy
         stage = None
         if staged is not None:

@@ -96,7 +96,12 @@ def vector_width(cg, vars_, mins, exts, body, registers=False):
     return None
 
 
-def thread_split(total, nthreads, guarded=True):
+# cp.async holds no registers while its data are in flight, so a thread may issue twice as
+# many copies in straight-line code as a register-staged copy
+ASYNC_EXACT_SPLIT = 16
+
+
+def thread_split(total, nthreads, guarded=True, max_exact=8):
     """How a cooperative nest of `total` iterations (vectors; None: not a constant) runs
     over the block's `nthreads` threads: ("exact", n) when each thread takes exactly n <= 8
     of them (a fully unrolled loop, no bound check); ("guarded", n) when `total` is a
@@ -105,10 +110,11 @@ def thread_split(total, nthreads, guarded=True):
     of a tile are in straight-line code, so the next nest's loads are issued before this
     one's data arrive; `guarded=False`, the switch TILELANG_CUDA_GUARDED_SPLIT=0: the
     strided loop instead); else ("strided", unrolled): a loop striding by the thread
-    count, unrolled when there are at most 4 iterations a thread. Printed by
+    count, unrolled when there are at most 4 iterations a thread. `max_exact`: the most
+    copies a thread takes in the exact split (ASYNC_EXACT_SPLIT for cp.async nests). Printed by
     emit/kernel.py `cooperative`; plan/copy_forms.py reads it to know whether all of a
     thread's loads are in flight together."""
-    if total is not None and total % nthreads == 0 and total // nthreads <= 8:
+    if total is not None and total % nthreads == 0 and total // nthreads <= max_exact:
         return "exact", total // nthreads
     if guarded and total is not None and total <= 4 * nthreads:
         return "guarded", -(-total // nthreads)

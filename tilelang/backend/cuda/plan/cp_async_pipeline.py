@@ -126,12 +126,54 @@ def last_ring_reader(info) -> int:
     return last
 
 
-def schedule(loop, info, fence, refill_wait=False):
+def _storage(b):
+    """The buffer whose storage `b` is (T.view / T.reshape of a tile: its `alias_of`)."""
+    while getattr(b, "alias_of", None) is not None:
+        b = b.alias_of
+    return b
+
+
+def written_ring(info, copy):
+    """The ring buffer the copy nest `copy` fills, or None."""
+    from tilelang.backend.cuda.analysis.facts import accesses
+    bufs = {id(b): b for b in info.bufs}
+    return next((bufs[id(_storage(b))] for b in accesses(copy)[1] if id(_storage(b)) in bufs), None)
+
+
+def early_refill(info):
+    """(j, copies): the copies whose ring buffers no statement of `info.rest` after rest[j]
+    reads or writes, for the smallest such j before the body's last statement (their slot
+    is free there: mHC pre's bf16 tile, read into registers at the top of the body while
+    the gemm still reads the other tile at its end); (-1, []) when every buffer is used
+    by the last statement. Refilled after rest[j], the copies have the rest of the body
+    longer to land (the published package's producer releases such a slot as early)."""
+    from tilelang.backend.cuda.analysis.facts import accesses
+    if info.guard is not None or len(info.copies) < 2:
+        return -1, []
+    rings = [written_ring(info, c) for c in info.copies]
+    if any(r is None for r in rings):
+        return -1, []
+    last = {}
+    for j, st in enumerate(info.rest):
+        r, w = accesses(st)
+        for b in r + w:   # a view of a ring tile uses the tile
+            last[id(_storage(b))] = j
+    end = len(info.rest) - 1
+    when = [(last.get(id(r), -1), c) for r, c in zip(rings, info.copies)]
+    j = min(w for w, _ in when)
+    if j < 0 or j >= end:
+        return -1, []
+    return j, [c for w, c in when if w == j]
+
+
+def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True):
     """The statements that replace `loop` (module docstring); `fence`: the barriers first
     make generic-proxy writes visible to the async proxy (plan/proxy_fences.py);
     `refill_wait`: the slot the previous iteration read is refilled after the wait for this
     iteration's copies (one barrier per iteration), else as soon as every thread is done
-    with it."""
+    with it: a ring buffer that the body stops using before its last statement at once
+    after that statement (`early_refill`; `early_refill_ok`: the switch
+    TILELANG_CUDA_CP_ASYNC_EARLY_REFILL), the others after the body."""
     ns, var = info.stages, loop.var
     lo, hi = loop.min, simplify(loop.min + loop.extent)
     d = ns - 1 if refill_wait else ns   # iterations issued ahead of the one computing, at its start
@@ -177,12 +219,23 @@ def schedule(loop, info, fence, refill_wait=False):
         if 0 <= j < len(info.rest) - 1 and n is not None and n > ns:
             return _staged(loop, info, body[:2], j, prologue, slot, ring_index, barrier, call, ring)
     else:
-        issue = S.IfThenElse(E.binop("<", var + d, hi), S.seq([
-            barrier(f"every thread is done with this iteration's slot of {ring}: it is refilled"),
-            S.LetStmt(kn, var + d, slot(ring_index(kn), copies_of(kn)))]))
+        def refill(copies, names):
+            kk = E.Var(var.name + "_next", var.dtype)
+            return S.IfThenElse(E.binop("<", var + d, hi), S.seq([
+                barrier(f"every thread is done with this iteration's slot of {names}: it is refilled"),
+                S.LetStmt(kk, var + d, slot(ring_index(kk), guarded(kk, [substitute(c, {var: kk}) for c in copies])))]))
+        j, early = early_refill(info) if early_refill_ok else (-1, [])
+        if early:   # those copies' slots are free after rest[j]: refilled there, in the same group
+            late = [c for c in info.copies if all(c is not e for e in early)]
+            compute = [slot(ring_index(var), S.seq(info.rest[:j + 1])),
+                       refill(early, ", ".join(written_ring(info, c).name for c in early)),
+                       slot(ring_index(var), S.seq(info.rest[j + 1:]))]
+            issue = refill(late, ", ".join(written_ring(info, c).name for c in late))
+        else:
+            compute, issue = [compute], refill(info.copies, ring)
         body = [call(M.CP_ASYNC_WAIT, ns - 1),
                 barrier(f"this iteration's copies into {ring} landed"),
-                compute, issue, call(M.CP_ASYNC_COMMIT)]
+                *compute, issue, call(M.CP_ASYNC_COMMIT)]
     main = S.For(var, loop.min, loop.extent, S.SERIAL, S.seq(body))
     for s in (prologue, main):
         s.span = loop.span
@@ -358,7 +411,7 @@ def pipeline_cp_async(func, ctx=None):
         # copies staged through registers take the refill-after-wait schedule (`_staged`): one
         # barrier per iteration orders both the slot's reads and its refill
         wait = k.options.cp_async_refill_wait or (n is not None and n <= info.stages) or staged_ok(info)
-        return schedule(loop, info, k.plan.fence_barriers, wait)
+        return schedule(loop, info, k.plan.fence_barriers, wait, k.options.cp_async_early_refill)
     return schedule_pipelined_loops(func, ctx, takes, make)
 
 
