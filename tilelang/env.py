@@ -72,6 +72,8 @@ TILELANG_CUDA_WS_MULTICAST=1   warp-specialized GEMM blocks run in pairs that mu
 TILELANG_CUDA_MIN_BLOCKS=n      __launch_bounds__(threads, n) where the kernel sets no
                                T.annotate_min_blocks_per_sm (default 1, as published; 0: leave it out)
 TL_CUDA_DUMP=<dir>             keep every generated .cu file (and the source of a failed compile)
+TILELANG_CUDA_NVRTC_PCH=0      NVRTC parses the CUDA headers in every compile (default: once a process, kept as an
+                               automatic precompiled header; the cubin is the same)
 TL_CUDA_LINEINFO=1             NVRTC -lineinfo (source lines in the cubin, for profilers)
 """
 from __future__ import annotations
