@@ -35,7 +35,7 @@ def _sources():
     from tilelang.backend.cuda import backend
     from tilelang.backend.registry import parse_target
     target = parse_target("cuda -arch=sm_90a")
-    return [backend.generate(f, target)[1] for f in (K.elementwise_add(), K.softmax(), K.gemm())]
+    return [backend.generate(f, target)[1] for f in (K.elementwise_add(), K.softmax(), K.copy_2d())]
 
 
 @needs_nvrtc
