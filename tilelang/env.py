@@ -74,6 +74,7 @@ TILELANG_CUDA_MIN_BLOCKS=n      __launch_bounds__(threads, n) where the kernel s
 TL_CUDA_DUMP=<dir>             keep every generated .cu file (and the source of a failed compile)
 TILELANG_CUDA_NVRTC_PCH=0      NVRTC parses the CUDA headers in every compile (default: once a process, kept as an
                                automatic precompiled header; the cubin is the same)
+TILELANG_CUDA_NVRTC_SPLIT_COMPILE=n  NVRTC --split-compile=n: its optimizer on n threads (default 0: off)
 TL_CUDA_LINEINFO=1             NVRTC -lineinfo (source lines in the cubin, for profilers)
 """
 from __future__ import annotations

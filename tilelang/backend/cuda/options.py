@@ -73,6 +73,7 @@ _SWITCHES = {
     "TILELANG_CUDA_EPILOGUE_TMA_STORE": (_flag, False, "epilogue_tma_store", True),
     "TILELANG_CUDA_WS_MULTICAST": (_flag, False, "ws_multicast", True),
     "TILELANG_CUDA_NVRTC_PCH": (_flag, True, "nvrtc_pch", False),   # the cubin is the same either way
+    "TILELANG_CUDA_NVRTC_SPLIT_COMPILE": (_count, 0, "nvrtc_split_compile", True),
     "TL_CUDA_LINEINFO": (_flag, False, "lineinfo", True),
     "TL_CUDA_DUMP": (_path, None, "dump_dir", False),
     "TL_LOWER_TRACE": (_trace, None, "lower_trace", False),
@@ -155,6 +156,8 @@ class CudaOptions:
                                    # tl.ptxas_register_usage_level, 0..10)
     nvrtc_pch: bool = True         # NVRTC parses the headers once a process (automatic precompiled header):
                                    # ~0.1 s less CPU a compile after the first (host/nvrtc.py; ..._NVRTC_PCH)
+    nvrtc_split_compile: int = 0   # NVRTC --split-compile=n: its optimizer on n threads (0: off; to measure
+                                   # on a many-core host; ..._NVRTC_SPLIT_COMPILE=n)
     lineinfo: bool = False         # NVRTC -lineinfo: source lines in the cubin for profilers (TL_CUDA_LINEINFO=1)
     dump_dir: str | None = None    # keep every generated .cu here, and the source of a failed compile (TL_CUDA_DUMP)
     lower_trace: str | None = None  # the lower-trace switch: a mode or a directory (tl.lower_trace, TL_LOWER_TRACE)

@@ -20,6 +20,9 @@ def test_pch_options_follow_the_switch(monkeypatch):
     assert not any(o in nvrtc.compile_options("sm_90a", pch=True) for o in nvrtc.PCH_OPTIONS)
     assert CudaOptions.from_config(None, "sm_90a", env={}).nvrtc_pch
     assert not CudaOptions.from_config(None, "sm_90a", env={"TILELANG_CUDA_NVRTC_PCH": "0"}).nvrtc_pch
+    env = {"TILELANG_CUDA_NVRTC_SPLIT_COMPILE": "4"}
+    assert CudaOptions.from_config(None, "sm_90a", env=env).nvrtc_split_compile == 4
+    assert CudaOptions.from_config(None, "sm_90a", env={}).nvrtc_split_compile == 0
 
 
 def test_failure_repro_command_leaves_out_the_pch_options(monkeypatch, tmp_path):
@@ -52,3 +55,5 @@ def test_cubin_is_the_same_with_and_without_pch_also_from_threads():
     with cf.ThreadPoolExecutor(3) as ex:
         cubins = list(ex.map(lambda s: nvrtc.compile_cuda(s, "sm_90a", options=on).cubin, srcs + srcs))
     assert cubins == plain + plain
+    split = nvrtc.compile_cuda(srcs[0], "sm_90a", options=dataclasses.replace(on, nvrtc_split_compile=2))
+    assert split.cubin[:4] == b"\x7fELF"   # NVRTC took --split-compile=2

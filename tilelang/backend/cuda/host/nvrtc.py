@@ -113,6 +113,8 @@ def compile_cuda(source: str, arch: str, name: str = "kernel.cu", extra_options=
     opts = compile_options(arch, ptxas_options(options) + tuple(options.compile_flags) + tuple(extra_options),
                            lineinfo=options.lineinfo,
                            fast_math=options.fast_math, pch=options.nvrtc_pch)
+    if options.nvrtc_split_compile:
+        opts.append(f"--split-compile={options.nvrtc_split_compile}")
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     _check(nvrtc, err, "nvrtcCreateProgram")
     try:
