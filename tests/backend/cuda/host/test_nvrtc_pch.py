@@ -23,6 +23,11 @@ def test_pch_options_follow_the_switch(monkeypatch):
     env = {"TILELANG_CUDA_NVRTC_SPLIT_COMPILE": "4"}
     assert CudaOptions.from_config(None, "sm_90a", env=env).nvrtc_split_compile == 4
     assert CudaOptions.from_config(None, "sm_90a", env={}).nvrtc_split_compile == 0
+    assert CudaOptions.from_config(None, "sm_90a", env={"TILELANG_CUDA_NVRTC_FAST_COMPILE": "mid"}
+                                   ).nvrtc_fast_compile == "mid"
+    assert CudaOptions.from_config(None, "sm_90a", env={}).nvrtc_fast_compile is None
+    with pytest.raises(ValueError, match="TILELANG_CUDA_NVRTC_FAST_COMPILE.*min, mid, max"):
+        CudaOptions.from_config(None, "sm_90a", env={"TILELANG_CUDA_NVRTC_FAST_COMPILE": "fast"})
 
 
 def test_failure_repro_command_leaves_out_the_pch_options(monkeypatch, tmp_path):
@@ -57,3 +62,5 @@ def test_cubin_is_the_same_with_and_without_pch_also_from_threads():
     assert cubins == plain + plain
     split = nvrtc.compile_cuda(srcs[0], "sm_90a", options=dataclasses.replace(on, nvrtc_split_compile=2))
     assert split.cubin[:4] == b"\x7fELF"   # NVRTC took --split-compile=2
+    quick = nvrtc.compile_cuda(srcs[0], "sm_90a", options=dataclasses.replace(on, nvrtc_fast_compile="mid"))
+    assert quick.cubin[:4] == b"\x7fELF"   # and --Ofast-compile=mid

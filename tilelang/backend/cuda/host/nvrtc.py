@@ -115,6 +115,8 @@ def compile_cuda(source: str, arch: str, name: str = "kernel.cu", extra_options=
                            fast_math=options.fast_math, pch=options.nvrtc_pch)
     if options.nvrtc_split_compile:
         opts.append(f"--split-compile={options.nvrtc_split_compile}")
+    if options.nvrtc_fast_compile:
+        opts.append(f"--Ofast-compile={options.nvrtc_fast_compile}")
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     _check(nvrtc, err, "nvrtcCreateProgram")
     try:
