@@ -50,6 +50,29 @@ def add_dyn_func():
     return add
 
 
+def add_1024_func():
+    """Issue 16's case: a 1024-element add with its output allocated per call (out_idx)."""
+    @T.prim_func
+    def add(A: T.Tensor((1024,), "float32"), B: T.Tensor((1024,), "float32"), C: T.Tensor((1024,), "float32")):
+        with T.Kernel(4, threads=256) as bx:
+            for i in T.Parallel(256):
+                C[bx * 256 + i] = A[bx * 256 + i] + B[bx * 256 + i]
+    return add
+
+
+@tilelang.jit
+def eager_add(A, B):
+    """The same add in the eager style (issue 17: the per-call dispatch of eager kernels)."""
+    N = T.const("N")
+    A: T.Tensor((N,), "float32")
+    B: T.Tensor((N,), "float32")
+    C = T.empty((N,), "float32")
+    with T.Kernel(T.ceildiv(N, 256), threads=256) as bx:
+        for i in T.Parallel(256):
+            C[bx * 256 + i] = A[bx * 256 + i] + B[bx * 256 + i]
+    return C
+
+
 def per_call_us(fn, n, repeat=5, sync=None):
     """Best of `repeat` runs of n calls, in microseconds per call."""
     best = float("inf")
@@ -80,6 +103,18 @@ def cpu_fake_launcher(n):
     k2(x, y)
     out["add_2_inputs_out_idx_dynamic_us"] = per_call_us(lambda: k2(x, y), n)
     out["torch_cpu_add__us"] = per_call_us(lambda: a.add_(1.0), n)
+    k3 = tilelang.compile(add_1024_func(), out_idx=[-1], target="cpu")
+    k3.launcher = _noop
+    x, y = torch.zeros(1024), torch.zeros(1024)
+    k3(x, y)
+    out["add_1024_out_idx_us"] = per_call_us(lambda: k3(x, y), n)
+    eager = tilelang.jit(target="cpu")(eager_add.func)
+    eager(x, y)
+    ek = next(iter(eager.cache.values()))[0]
+    ek.launcher = _noop
+    eager(x, y)
+    out["eager_add_1024_us"] = per_call_us(lambda: eager(x, y), n)
+    out["torch_cpu_add_1024_out_of_place_us"] = per_call_us(lambda: x + y, n)
     return out
 
 
@@ -185,6 +220,17 @@ def gpu(n):
     torch.testing.assert_close(k2(x, y), x + y)
     res["add_2_inputs_out_idx_dynamic_us"] = per_call_us(lambda: k2(x, y), n, repeat=3, sync=sync)
     res["torch_add_out_of_place_us"] = per_call_us(lambda: x + y, n, repeat=3, sync=sync)
+    # issue 16's measure: a 1024-element add, output allocated per call, against torch's a + b
+    k3 = tilelang.compile(add_1024_func(), out_idx=[-1], target="cuda")
+    x, y = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
+    torch.testing.assert_close(k3(x, y), x + y)
+    torch.testing.assert_close(eager_add(x, y), x + y)
+    res["add_1024_out_idx_us"] = per_call_us(lambda: k3(x, y), n, repeat=3, sync=sync)
+    res["eager_add_1024_us"] = per_call_us(lambda: eager_add(x, y), n, repeat=3, sync=sync)
+    res["torch_add_1024_out_of_place_us"] = per_call_us(lambda: x + y, n, repeat=3, sync=sync)
+    res["host_only_add_1024_out_idx_us"] = host_only_us(lambda: k3(x, y))
+    res["host_only_eager_add_1024_us"] = host_only_us(lambda: eager_add(x, y))
+    res["host_only_torch_add_1024_out_of_place_us"] = host_only_us(lambda: x + y)
     res.update(driver_floor(k, a, n))
     return res
 

@@ -93,6 +93,11 @@ TILELANG_CUDA_WS_MULTICAST=0   warp-specialized GEMM blocks run alone, not in pa
 TILELANG_CUDA_MIN_BLOCKS=n      __launch_bounds__(threads, n) where the kernel sets no
                                T.annotate_min_blocks_per_sm (default 1, as published; 0: leave it out)
 TL_CUDA_DUMP=<dir>             keep every generated .cu file (and the source of a failed compile)
+TILELANG_CUDA_NVRTC_PCH=0      NVRTC parses the CUDA headers in every compile (default: once a process, kept as an
+                               automatic precompiled header; the cubin is the same)
+TILELANG_CUDA_NVRTC_SPLIT_COMPILE=n  NVRTC --split-compile=n: its optimizer on n threads (default 0: off)
+TILELANG_CUDA_NVRTC_FAST_COMPILE=min|mid|max  NVRTC --Ofast-compile=<level>: a faster compile, less optimized
+                               code (default: not given)
 TL_CUDA_LINEINFO=1             NVRTC -lineinfo (source lines in the cubin, for profilers)
 """
 from __future__ import annotations

@@ -85,6 +85,41 @@ def test_fast_path_results_and_bindings(scale):
     scale(a, 1.0, 1, c)
 
 
+def outputs_func():
+    """Three outputs: the shape and dtype of input A, A's shape in another dtype, a shape
+    no input has."""
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def outs(A: T.Tensor((n, 4), "float32"), S: T.Tensor((4,), "float32"), B: T.Tensor((n, 4), "float32"),
+             H: T.Tensor((n, 4), "float16"), R: T.Tensor((3,), "float32")):
+        with T.Kernel(T.ceildiv(n, 32), threads=32) as bx:
+            for i, j in T.Parallel(32, 4):
+                if bx * 32 + i < n:
+                    B[bx * 32 + i, j] = A[bx * 32 + i, j] * S[j]
+                    H[bx * 32 + i, j] = T.cast(A[bx * 32 + i, j] + 1.0, "float16")
+            if bx == 0:
+                for r in T.serial(3):
+                    R[r] = S[r] * 2.0
+    return outs
+
+
+def test_fast_path_allocates_outputs_like_an_input():
+    k = tilelang.compile(outputs_func(), out_idx=[2, 3, 4], target="cpu")
+    s = torch.arange(4, dtype=torch.float32)
+    for n in (70, 70, 5):   # the first call builds the fast path; then another n
+        a = torch.rand(n, 4, requires_grad=True)
+        b, h, r = k(a, s)
+        torch.testing.assert_close(b, a.detach() * s)
+        torch.testing.assert_close(h, (a.detach() + 1).half())
+        torch.testing.assert_close(r, s[:3] * 2)
+        assert (b.shape, b.dtype, h.shape, h.dtype, r.shape) == ((n, 4), torch.float32, (n, 4), torch.float16, (3,))
+        assert not b.requires_grad and b.is_contiguous() and h.is_contiguous()
+        assert b.data_ptr() != a.data_ptr()
+    src = k._fast.source
+    assert "o2 = empty_like(a0)" in src and "o3 = empty_like(a0, dtype=D3)" in src and "o4 = empty((3, )" in src
+
+
 def _raises_at_caller(match, fn):
     with pytest.raises(ArgumentError, match=match) as e:
         fn()

@@ -227,6 +227,34 @@ def test_positional_calls_take_the_fast_key_and_still_specialize():
     assert len(scale_by.cache) == 4   # numpy and torch arrays of one shape share a kernel
 
 
+def test_positional_torch_calls_key_on_shape_dtype_and_strides():
+    """The positional key of torch tensors (read inline, eager.py): another shape, dtype
+    or stride layout is another specialization; an nn.Parameter and a scalar keep theirs."""
+    @tilelang.jit(target="cpu")
+    def twice(A, k):
+        M, N = T.const("M N")
+        A: T.Tensor((M, N), T.float32)
+        B = T.empty((M, N), T.float32)
+        with T.Kernel(1, threads=32):
+            for i, j in T.Parallel(M, N):
+                B[i, j] = A[i, j] * 2.0 + k
+        return B
+
+    a = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+    for _ in range(2):
+        torch.testing.assert_close(twice(a, 1), a * 2 + 1)
+    assert len(twice.cache) == 1 and len(twice._fast) == 1
+    torch.testing.assert_close(twice(a.t().contiguous(), 1), a.t() * 2 + 1)   # (6, 4): its own kernel
+    assert len(twice.cache) == 2
+    with pytest.raises(Exception, match="not contiguous"):
+        twice(a.t(), 1)   # the same shape with other strides: not the contiguous kernel's key
+    torch.testing.assert_close(twice(a + 1, 1), a * 2 + 3)          # a new tensor, same key
+    torch.testing.assert_close(twice(torch.nn.Parameter(a), 0).detach(), a * 2)
+    assert len(twice.cache) == 4   # k=0 is another constant
+    with pytest.raises(Exception, match="float"):
+        twice(a.double(), 1)   # a dtype the kernel was not written for: its error, not a wrong key hit
+
+
 @tilelang.jit(target="cpu")
 def scale_by_fn(x, fn):
     """Parameters may take any name, including ones our tracer uses internally (`fn`);

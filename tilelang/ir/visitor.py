@@ -8,13 +8,26 @@ from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import Buffer, BufferRegion
 
 
+# (visitor class, node class) -> the name of the most specific `visit_<Class>` method, or
+# None: the walk over the node's bases (a failed getattr for most of them) ran for every
+# node visited, a large part of a compile's pass time
+_METHOD_NAMES: dict = {}
+
+
 def _method(obj, node):
     """The most specific `visit_<Class>` for node's class (walking its bases)."""
-    for cls in type(node).__mro__:
-        fn = getattr(obj, "visit_" + cls.__name__, None)
-        if fn is not None:
-            return fn
-    return None
+    key = (type(obj), type(node))
+    try:
+        name = _METHOD_NAMES[key]
+    except KeyError:
+        name = None
+        for cls in type(node).__mro__:
+            if getattr(obj, "visit_" + cls.__name__, None) is not None:
+                name = "visit_" + cls.__name__
+                break
+        if not any(k.startswith("visit_") for k in getattr(obj, "__dict__", ())):
+            _METHOD_NAMES[key] = name   # not when an instance carries its own visit_ methods
+    return None if name is None else getattr(obj, name)
 
 
 class Visitor:

@@ -99,7 +99,7 @@ def test_nvrtc_gets_lineinfo_from_the_options(monkeypatch):
     assert "-lineinfo" in nvrtc.compile_options("sm_90a", lineinfo=True)
     assert "-lineinfo" not in nvrtc.compile_options("sm_90a")
     seen = []
-    monkeypatch.setattr(nvrtc, "compile_options", lambda arch, extra=(), lineinfo=False, fast_math=True: seen.append(lineinfo) or
+    monkeypatch.setattr(nvrtc, "compile_options", lambda arch, extra=(), lineinfo=False, fast_math=True, pch=False: seen.append(lineinfo) or
                         (_ for _ in ()).throw(RuntimeError("stop")))
     with pytest.raises(RuntimeError, match="stop"):
         nvrtc.compile_cuda("", "sm_90a", options=CudaOptions(lineinfo=True))
@@ -143,7 +143,7 @@ def test_the_compile_reaches_nvrtc_with_the_kernels_flags(monkeypatch):
     assert "--use_fast_math" not in nvrtc.compile_options("sm_90a", fast_math=False)
     assert "--use_fast_math" in nvrtc.compile_options("sm_90a")
     seen = []
-    monkeypatch.setattr(nvrtc, "compile_options", lambda arch, extra=(), lineinfo=False, fast_math=True:
+    monkeypatch.setattr(nvrtc, "compile_options", lambda arch, extra=(), lineinfo=False, fast_math=True, pch=False:
                         seen.append((tuple(extra), fast_math)) or (_ for _ in ()).throw(RuntimeError("stop")))
     with pytest.raises(RuntimeError, match="stop"):
         backend.build(_two_kernels(), parse_target({"kind": "cuda", "arch": "sm_90a"}),

@@ -40,6 +40,16 @@ def _count(v, default):
     return int(v)
 
 
+def _fast_compile_level(v, default):
+    """NVRTC's --Ofast-compile level: min, mid or max (empty, 0 or off: not given)."""
+    v = (v or "").strip().lower()
+    if v in ("", "0", "off"):
+        return default
+    if v not in ("min", "mid", "max"):
+        raise ValueError(f"must be min, mid, max or 0, got {v!r}")
+    return v
+
+
 # environment switch -> (parse(value, default), default, the CudaOptions field it sets,
 # whether it changes the generated code or the cubin: then it is part of the cache key)
 _SWITCHES = {
@@ -80,6 +90,9 @@ _SWITCHES = {
     "TILELANG_CUDA_WS_MULTICAST": (_flag, True, "ws_multicast", True),
     "TILELANG_CUDA_CP_ASYNC_UNROLL": (_flag, True, "cp_async_unroll", True),
     "TILELANG_CUDA_CP_ASYNC_EARLY_REFILL": (_flag, True, "cp_async_early_refill", True),
+    "TILELANG_CUDA_NVRTC_PCH": (_flag, True, "nvrtc_pch", False),   # the cubin is the same either way
+    "TILELANG_CUDA_NVRTC_SPLIT_COMPILE": (_count, 0, "nvrtc_split_compile", True),
+    "TILELANG_CUDA_NVRTC_FAST_COMPILE": (_fast_compile_level, None, "nvrtc_fast_compile", True),
     "TL_CUDA_LINEINFO": (_flag, False, "lineinfo", True),
     "TL_CUDA_DUMP": (_path, None, "dump_dir", False),
     "TL_LOWER_TRACE": (_trace, None, "lower_trace", False),
@@ -180,6 +193,13 @@ class CudaOptions:
                                    # ..._CP_ASYNC_EARLY_REFILL)
     register_usage_level: int | None = None  # ptxas --register-usage-level (pass config
                                    # tl.ptxas_register_usage_level, 0..10)
+    nvrtc_pch: bool = True         # NVRTC parses the headers once a process (automatic precompiled header):
+                                   # ~0.1 s less CPU a compile after the first (host/nvrtc.py; ..._NVRTC_PCH)
+    nvrtc_split_compile: int = 0   # NVRTC --split-compile=n: its optimizer on n threads (0: off; to measure
+                                   # on a many-core host; ..._NVRTC_SPLIT_COMPILE=n)
+    nvrtc_fast_compile: str | None = None  # NVRTC --Ofast-compile=<level>: less optimization for a faster
+                                   # compile (mid: about half the time; off by default: to measure the
+                                   # kernels' speed with it; ..._NVRTC_FAST_COMPILE=min|mid|max)
     lineinfo: bool = False         # NVRTC -lineinfo: source lines in the cubin for profilers (TL_CUDA_LINEINFO=1)
     dump_dir: str | None = None    # keep every generated .cu here, and the source of a failed compile (TL_CUDA_DUMP)
     lower_trace: str | None = None  # the lower-trace switch: a mode or a directory (tl.lower_trace, TL_LOWER_TRACE)

@@ -70,12 +70,32 @@ def _check(nvrtc, err, what):
         raise CudaCompileError(f"{what} failed: {msg.decode() if isinstance(msg, bytes) else msg}")
 
 
-def compile_options(arch: str, extra=(), lineinfo=False, fast_math=True) -> list:
+# NVRTC's automatic precompiled header: the `#include` lines every generated source starts
+# with (tl_cuda/tl.h and the cuda_fp16/bf16/fp8 headers under it) are parsed by the first
+# compile of the process and reused by the next ones with the same options (most of a small
+# kernel's compile time); the messages saying so would fill the log that callers read
+PCH_OPTIONS = ("-pch", "--pch-messages=false")
+
+
+def compile_options(arch: str, extra=(), lineinfo=False, fast_math=True, pch=False) -> list:
     opts = [f"--gpu-architecture={arch}", "-std=c++17", "-default-device"] + (["--use_fast_math"] if fast_math else []) + \
         [f"-I{INCLUDE_DIR}", f"-I{SHARED_INCLUDE_DIR}"] + [f"-I{d}" for d in cuda_include_dirs()]
     if lineinfo:
         opts.append("-lineinfo")
+    if pch and pch_supported():
+        opts += PCH_OPTIONS
     return opts + list(extra)
+
+
+@lru_cache(maxsize=1)
+def pch_supported() -> bool:
+    """NVRTC 12.8 and later take the automatic precompiled header options."""
+    try:
+        from cuda.bindings import nvrtc
+        err, major, minor = nvrtc.nvrtcVersion()
+        return err == nvrtc.nvrtcResult.NVRTC_SUCCESS and (major, minor) >= (12, 8)
+    except Exception:  # noqa: BLE001 - no NVRTC: nothing to compile with anyway
+        return False
 
 
 def compile_cuda(source: str, arch: str, name: str = "kernel.cu", extra_options=(), options=None) -> Compiled:
@@ -92,7 +112,11 @@ def compile_cuda(source: str, arch: str, name: str = "kernel.cu", extra_options=
     from tilelang.backend.cuda.options import ptxas_options
     opts = compile_options(arch, ptxas_options(options) + tuple(options.compile_flags) + tuple(extra_options),
                            lineinfo=options.lineinfo,
-                           fast_math=options.fast_math)
+                           fast_math=options.fast_math, pch=options.nvrtc_pch)
+    if options.nvrtc_split_compile:
+        opts.append(f"--split-compile={options.nvrtc_split_compile}")
+    if options.nvrtc_fast_compile:
+        opts.append(f"--Ofast-compile={options.nvrtc_fast_compile}")
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     _check(nvrtc, err, "nvrtcCreateProgram")
     try:
@@ -145,7 +169,8 @@ def _format_failure(source, log, name, opts, dump_dir=None, context=2):
     dump = _dump_source(source, name, dump_dir)
     if dump:
         out.append(f"source written to {dump}; reproduce with: nvcc -cubin "
-                   + " ".join(o.replace("--gpu-architecture=", "-arch=") for o in opts if o != "-default-device")
+                   + " ".join(o.replace("--gpu-architecture=", "-arch=") for o in opts
+                              if o != "-default-device" and o not in PCH_OPTIONS)
                    + f" {dump}")
     return "\n".join(out)
 
