@@ -67,3 +67,20 @@ def test_early_refill_computes_the_product_on_the_gpu(monkeypatch, early):
     c = torch.full((128, 128), float("nan"), device="cuda")
     kernel(a, b, c)
     torch.testing.assert_close(c, a.float() @ b.float().T, rtol=1e-2, atol=1e-2)
+
+
+def test_a_tile_an_issued_wgmma_reads_is_refilled_after_its_wait(monkeypatch):
+    """FlashAttention on cp.async (TILELANG_CUDA_TMA_RING=0): Q K^T is only issued and
+    waited for before the row max (plan/wgmma_waits.py); K's slot is refilled after that
+    wait, not right after the issue (the tensor cores still read it: a wrong result on the
+    H200 before this check)."""
+    from tests.backend.cuda.helpers import load_example
+    monkeypatch.setenv("TILELANG_CUDA_TMA_RING", "0")
+    fa = load_example("flash_attention", "early_refill")
+    pf = fa.flash_attention.get_tir(1, 2, 512, 512, 128, is_causal=False, block_M=128, block_N=128,
+                                    num_stages=2, threads=256)
+    src = tilelang.lower(pf, target={"kind": "cuda", "arch": "sm_90a"}).kernel_source
+    loop = src[src.index("for (int kb_1"):]
+    issue = loop.index("tl::wgmma_ss_issue<")
+    refill_k = loop.index("cp_async_gs<16>(&K_shared_slot_")
+    assert issue < loop.index("tl::wgmma_wait<0>();") < refill_k, loop[:3000]

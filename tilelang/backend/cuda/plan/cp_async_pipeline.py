@@ -75,7 +75,8 @@ from tilelang.ir import expr as E
 from tilelang.ir import mbarrier as M
 from tilelang.ir import stmt as S
 from tilelang.ir import tensor_core_calls as TC
-from tilelang.ir.visitor import substitute
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.visitor import substitute, walk
 from tilelang.arith.simplify import simplify
 from tilelang.transform.pass_manager import function_pass
 from tilelang.backend.cuda.plan.copy_form import copy_form
@@ -140,25 +141,44 @@ def written_ring(info, copy):
     return next((bufs[id(_storage(b))] for b in accesses(copy)[1] if id(_storage(b)) in bufs), None)
 
 
-def early_refill(info):
+def early_refill(info, plan=None):
     """(j, copies): the copies whose ring buffers no statement of `info.rest` after rest[j]
     reads or writes, for the smallest such j before the body's last statement (their slot
     is free there: mHC pre's bf16 tile, read into registers at the top of the body while
     the gemm still reads the other tile at its end); (-1, []) when every buffer is used
     by the last statement. Refilled after rest[j], the copies have the rest of the body
-    longer to land (the published package's producer releases such a slot as early)."""
+    longer to land (the published package's producer releases such a slot as early).
+    A wgmma that is only issued (`plan.chained_gemms`, plan/wgmma_waits.py) reads its
+    operands until the statement its wait is printed at: a refill before it would
+    overwrite a tile the tensor cores still read."""
     from tilelang.backend.cuda.analysis.facts import accesses
     if info.guard is not None or len(info.copies) < 2:
         return -1, []
     rings = [written_ring(info, c) for c in info.copies]
     if any(r is None for r in rings):
         return -1, []
+    end = len(info.rest) - 1
+    chained = plan.chained_gemms if plan is not None else set()
+
+    def waited_at(g):   # the index of the statement whose wait completes g (the body's end if none)
+        for i, st in enumerate(info.rest):
+            for waits in (plan.wgmma_waits_before, plan.wgmma_waits_after):
+                w = waits.get(id(st))
+                if w is not None and any(x is g for x in w.gemms):
+                    return i
+        return end
+
     last = {}
     for j, st in enumerate(info.rest):
         r, w = accesses(st)
         for b in r + w:   # a view of a ring tile uses the tile
-            last[id(_storage(b))] = j
-    end = len(info.rest) - 1
+            last[id(_storage(b))] = max(last.get(id(_storage(b)), -1), j)
+        gemms = []
+        walk(st, lambda n: gemms.append(n) if isinstance(n, TO.Gemm) and id(n) in chained else None)
+        for g in gemms:
+            until = waited_at(g)
+            for b in (g.A.buffer, g.B.buffer):
+                last[id(_storage(b))] = max(last.get(id(_storage(b)), -1), until)
     when = [(last.get(id(r), -1), c) for r, c in zip(rings, info.copies)]
     j = min(w for w, _ in when)
     if j < 0 or j >= end:
@@ -166,7 +186,7 @@ def early_refill(info):
     return j, [c for w, c in when if w == j]
 
 
-def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True):
+def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True, plan=None):
     """The statements that replace `loop` (module docstring); `fence`: the barriers first
     make generic-proxy writes visible to the async proxy (plan/proxy_fences.py);
     `refill_wait`: the slot the previous iteration read is refilled after the wait for this
@@ -224,7 +244,7 @@ def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True):
             return S.IfThenElse(E.binop("<", var + d, hi), S.seq([
                 barrier(f"every thread is done with this iteration's slot of {names}: it is refilled"),
                 S.LetStmt(kk, var + d, slot(ring_index(kk), guarded(kk, [substitute(c, {var: kk}) for c in copies])))]))
-        j, early = early_refill(info) if early_refill_ok else (-1, [])
+        j, early = early_refill(info, plan) if early_refill_ok else (-1, [])
         if early:   # those copies' slots are free after rest[j]: refilled there, in the same group
             late = [c for c in info.copies if all(c is not e for e in early)]
             compute = [slot(ring_index(var), S.seq(info.rest[:j + 1])),
@@ -411,7 +431,7 @@ def pipeline_cp_async(func, ctx=None):
         # copies staged through registers take the refill-after-wait schedule (`_staged`): one
         # barrier per iteration orders both the slot's reads and its refill
         wait = k.options.cp_async_refill_wait or (n is not None and n <= info.stages) or staged_ok(info)
-        return schedule(loop, info, k.plan.fence_barriers, wait, k.options.cp_async_early_refill)
+        return schedule(loop, info, k.plan.fence_barriers, wait, k.options.cp_async_early_refill, k.plan)
     return schedule_pipelined_loops(func, ctx, takes, make)
 
 
