@@ -88,3 +88,18 @@ def test_chunked_softmax_loads_the_next_chunk_before_the_reduction():
     assert all("LDG.E.128" in ln for ln in lines if "LDG" in ln)
     assert not re.search(r"\b(STL|LDL)\b", code)
     assert int(re.search(r"REG:(\d+)", resource_usage(cubin)).group(1)) <= 64   # 4 blocks of 256 threads an SM
+
+
+def test_a_loop_with_a_step_is_left_alone():
+    """`T.serial(0, n, 2)`: its step is an expression (comparing it with `in` once raised)."""
+    @T.prim_func
+    def kernel(X: T.Tensor((8, 256), "float16"), S: T.Tensor((8,), "float32")):
+        with T.Kernel(4, threads=32) as bx:
+            x = T.alloc_fragment((2, 64), "float32")
+            acc = T.alloc_fragment((2,), "float32")
+            T.clear(acc)
+            for k in T.serial(0, 4, 2):
+                T.copy(X[bx * 2, k * 64], x)
+                T.reduce_sum(x, acc, dim=1, clear=False)
+            T.copy(acc, S[bx * 2])
+    assert "x_next" not in func_str(_prefetched(kernel))

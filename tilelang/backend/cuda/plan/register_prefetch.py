@@ -111,7 +111,8 @@ def _copy(src, dst, span):
 
 def _rewrite(loop, kernel_writes, nthreads):
     lo, n = const_int_value(loop.min), const_int_value(loop.extent)
-    if loop.kind != S.SERIAL or lo is None or n is None or n < 2 or loop.step not in (None, 1):
+    step = 1 if loop.step is None else const_int_value(loop.step)   # (an Expr: `in` would compare symbolically)
+    if loop.kind != S.SERIAL or lo is None or n is None or n < 2 or step != 1:
         return None
     stmts = list(loop.body.stmts) if isinstance(loop.body, S.SeqStmt) else [loop.body]
     lead, budget = [], MAX_STAGED_BYTES * nthreads
