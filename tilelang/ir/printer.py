@@ -270,8 +270,9 @@ class Printer:
             self.emit(f"T.gemm({self.region(s.A)}, {self.region(s.B)}, {self.region(s.C)}{extra}){note}", ind)
         elif isinstance(s, TO.Reduce):
             extra = (", nan_propagate=True" if s.nan_propagate else "") + (f", batch={s.batch}" if s.batch != 1 else "")
+            form = s.annotations.get("reduce_form")   # how a backend runs it (a comment: cuda/plan/reduce_forms.py)
             self.emit(f"T.reduce_{s.kind}({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}, "
-                      f"clear={s.clear}{extra})", ind)
+                      f"clear={s.clear}{extra})" + (f"  # -> {form}" if form is not None else ""), ind)
         elif isinstance(s, TO.CumSum):
             self.emit(f"T.cum{s.kind}({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}, "
                       f"reverse={s.reverse})", ind)
@@ -451,7 +452,9 @@ def _copy_note(ann):
     staged = ann.get("tl.staged_copy")   # a pipelined converting copy split in two (cuda/plan/cp_async_pipeline.py)
     staged = f", {'loads into' if staged[0] in ('load', 'reload') else 'stores from'} registers" \
         if staged else ""
-    return note + (f" -> {form}{staged}" if form is not None else "")
+    split = ann.get("thread_split")   # how a backend shares the nest out over the threads (cuda/plan/thread_splits.py)
+    split = f"; {split}" if split is not None else ""
+    return note + (f" -> {form}{staged}{split}" if form is not None else "")
 
 
 def _quoted(name):
