@@ -134,6 +134,15 @@ class ReduceForm:
         return s
 
 
+PER_THREAD = ("local", "var")
+
+
+def per_thread(k, op):
+    """Both operands private to each thread (placements "local"/"var"): ops/local_reduce.py."""
+    ps = [k.placement(op.src.buffer), k.placement(op.dst.buffer)]
+    return all(p is not None and p.kind in PER_THREAD for p in ps)
+
+
 def reduce_form(k, op) -> ReduceForm:
     """How block-level reduction `op` runs, from where its operands live (`k`: the kernel
     plan's placements and thread count, as the code generator or a plan pass sees them):
@@ -141,7 +150,6 @@ def reduce_form(k, op) -> ReduceForm:
     (layout/fragment.py GroupReduce); an accumulator or a thread tile in registers; else
     over shared/global memory, by warps, or, on a block that is not whole warps, as its
     reference loop (plan/copy_forms.py puts that loop in its place)."""
-    from tilelang.backend.cuda.ops.local_reduce import per_thread
     p = k.placement(op.src.buffer)
     kind = getattr(p, "kind", None)
     if per_thread(k, op):
