@@ -247,8 +247,10 @@ class Printer:
                 form = s.annotations.get("copy_form")   # how a backend issues it (a comment: the text still parses)
                 mask = s.annotations.get("cluster_mask", s.annotations.get("multicast_mask"))
                 mask = f", cluster_mask={mask:#b}" if mask is not None else ""
+                split = s.annotations.get("thread_split")   # its copy nest over the threads (cuda/plan/thread_splits.py)
+                note = f"  # -> {form}" + (f"; {split}" if split is not None else "") if form is not None else ""
                 self.emit(f"T.tma_copy({self.region(s.src)}, {self.region(s.dst)}, barrier={self.expr(bar)}{mask})"
-                          + (f"  # -> {form}" if form is not None else ""), ind)
+                          + note, ind)
             else:
                 args = "".join(f", {k}={_arg_text(s.annotations[k])}" for k in _COPY_ARG_NAMES
                                if s.annotations.get(k) is not None)

@@ -71,3 +71,13 @@ def test_register_nests_get_no_split():
             T.copy(f, B)
     before, after = around(k, plan_thread_splits)
     assert before == after and "split" not in after
+
+
+def test_a_tma_copy_on_cp_async_carries_its_split():
+    # the producer range (128 of 384 threads) issues each T.tma_copy as cp.async on its mbarrier:
+    # A's 128 x 64 halves are 8 vectors a thread, B's 64 x 256 are 16 (strided)
+    from tests.backend.cuda.kernels_ws import ws_gemm_tma
+    _, after = around(ws_gemm_tma(1024, 1024, 1024), plan_thread_splits)
+    notes = [ln.split("  # -> ", 1)[1] for ln in lines_with(after, "T.tma_copy(")]
+    form = "T.tma_copy as cp.async arriving on its mbarrier x8 (16 B)"
+    assert notes == [f"{form}; exact split, 8 a thread", f"{form}; strided split"] * 4, after

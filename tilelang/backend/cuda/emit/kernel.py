@@ -28,7 +28,7 @@ from tilelang.backend.cuda.ops.tma_pipeline import emit_tma_copy, tma_copies
 from tilelang.backend.cuda.ops import tma_pipeline as tma_ring
 from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
 from tilelang.backend.cuda.plan.pipeline import STAGED
-from tilelang.backend.cuda.plan.thread_splits import thread_split_of
+from tilelang.backend.cuda.plan.thread_splits import thread_split_of, THREAD_SPLIT
 from tilelang.backend.cuda.ops.cp_async_mbarrier import emit_copy_on_mbarrier
 from tilelang.backend.cuda.plan.copy_form import COPY_FORM, copy_form
 from tilelang.backend.cuda.layout.fragment import TILE_2D, Tf32ALayout, Tf32ColsLayout, residue_offset
@@ -870,7 +870,7 @@ class KernelCodegen:
         # T.tma_copy ops are copy nests in the IR by now)
         form = op.annotations.get(COPY_FORM)
         if form is not None and form.kind == "cp_async_mbarrier":
-            emit_copy_on_mbarrier(self, lower_copy(op), bar)
+            emit_copy_on_mbarrier(self, lower_copy(op), bar, form, op.annotations.get(THREAD_SPLIT))
             return
         if form is not None:
             if not emit_tma_copy(self, op, lower_copy(op), bar):

@@ -2,7 +2,8 @@
 IR-to-IR pass (`plan_thread_splits`, after the pipelining passes, when every nest the code
 generator prints is in the tree): a nest that plan/copy_forms.py gave a vector, scalar or
 cp.async form runs its iterations (vectors) by the one rule ops/vector_copy.py
-`thread_split`:
+`thread_split` (so does the copy nest of a T.tma_copy issued as cp.async on its mbarrier,
+whose split is recorded on the op):
 
 - `exact split, n a thread`: the threads divide the iterations, n <= 8 each: a fully
   unrolled loop with no bound check;
@@ -22,10 +23,11 @@ the form's choice reads but its width."""
 from __future__ import annotations
 
 from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
 from tilelang.ir.visitor import _children
 from tilelang.transform.pass_manager import function_pass
 from tilelang.backend.cuda.analysis.facts import parallel_nest
-from tilelang.backend.cuda.plan.copy_form import copy_form
+from tilelang.backend.cuda.plan.copy_form import COPY_FORM, copy_form
 
 THREAD_SPLIT = "thread_split"
 # the forms run as a cooperative loop over the block's threads (the others: bulk copies, the
@@ -47,6 +49,7 @@ def _statements_in(n):
 def plan_thread_splits(func, ctx=None):
     from tilelang.backend.cuda.plan.plan_kernels import map_planned_launches
     from tilelang.backend.cuda.ops.vector_copy import nest_split
+    from tilelang.transform.lower_tile_ops import lower_copy
 
     def rewrite(launch, plan, target, options):
         def visit(n, rng, nthreads):
@@ -58,6 +61,11 @@ def plan_thread_splits(func, ctx=None):
                 if n.kind == S.PARALLEL and form is not None and form.kind in SPLIT_FORMS:
                     split = nest_split(parallel_nest(n)[2], form.width, nthreads, options.guarded_split)
                     n.annotations = {**n.annotations, THREAD_SPLIT: split}   # a node of the CUDA passes' own tree
+            elif isinstance(n, TO.Copy) and getattr(n.annotations.get(COPY_FORM), "kind", None) == "cp_async_mbarrier":
+                # a T.tma_copy issued as cp.async on its mbarrier: its copy nest, printed from the op
+                form = n.annotations[COPY_FORM]
+                split = nest_split(parallel_nest(lower_copy(n))[2], form.width, nthreads, options.guarded_split)
+                n.annotations = {**n.annotations, THREAD_SPLIT: split}   # plan_copy_forms' own copy of the op
             if isinstance(n, S.IfThenElse) and id(n) in plan.regions.branches:
                 then, other = plan.regions.branches[id(n)]
                 visit(n.then_body, then, then.size)
