@@ -249,8 +249,10 @@ class Printer:
                 form = s.annotations.get("copy_form")   # how a backend issues it (a comment: the text still parses)
                 mask = s.annotations.get("cluster_mask", s.annotations.get("multicast_mask"))
                 mask = f", cluster_mask={mask:#b}" if mask is not None else ""
+                split = s.annotations.get("thread_split")   # its copy nest over the threads (cuda/plan/thread_splits.py)
+                note = f"  # -> {form}" + (f"; {split}" if split is not None else "") if form is not None else ""
                 self.emit(f"T.tma_copy({self.region(s.src)}, {self.region(s.dst)}, barrier={self.expr(bar)}{mask})"
-                          + (f"  # -> {form}" if form is not None else ""), ind)
+                          + note, ind)
             else:
                 args = "".join(f", {k}={_arg_text(s.annotations[k])}" for k in _COPY_ARG_NAMES
                                if s.annotations.get(k) is not None)
@@ -272,8 +274,9 @@ class Printer:
             self.emit(f"T.gemm({self.region(s.A)}, {self.region(s.B)}, {self.region(s.C)}{extra}){note}", ind)
         elif isinstance(s, TO.Reduce):
             extra = (", nan_propagate=True" if s.nan_propagate else "") + (f", batch={s.batch}" if s.batch != 1 else "")
+            form = s.annotations.get("reduce_form")   # how a backend runs it (a comment: cuda/plan/reduce_forms.py)
             self.emit(f"T.reduce_{s.kind}({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}, "
-                      f"clear={s.clear}{extra})", ind)
+                      f"clear={s.clear}{extra})" + (f"  # -> {form}" if form is not None else ""), ind)
         elif isinstance(s, TO.CumSum):
             self.emit(f"T.cum{s.kind}({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}, "
                       f"reverse={s.reverse})", ind)
@@ -455,7 +458,9 @@ def _copy_note(ann):
     staged = f", {'loads into' if staged[0] in ('load', 'reload') else 'stores from'} registers" \
         if staged else ""
     chunks = f", {chunks}" if chunks is not None else ""
-    return note + (f" -> {form}{staged}{chunks}" if form is not None else chunks)
+    split = ann.get("thread_split")   # how a backend shares the nest out over the threads (cuda/plan/thread_splits.py)
+    split = f"; {split}" if split is not None else ""
+    return note + (f" -> {form}{staged}{chunks}{split}" if form is not None else chunks)
 
 
 def _quoted(name):

@@ -7,7 +7,13 @@ from tilelang.ir.stmt import Stmt
 
 
 class TileOp(Stmt):
+    """A tile op; `annotations` hold what passes decided about it (a backend's form of a
+    copy or a reduction ...): the IR Mutator carries them to the node it rebuilds."""
     op_name = "tile_op"
+
+    def _init(self):
+        super()._init()
+        self.annotations = {}
 
 
 # in Copy.annotations: the copy was written `T.tma_copy` (with or without a barrier)

@@ -303,7 +303,13 @@ class Mutator:
 
 
 def _keep(new, old):
+    """`new`, rebuilt from `old` with new children, keeps what `old` carried besides them:
+    its source span, and the annotations passes recorded on it (a tile op's form: node
+    constructors that take no annotations would drop them)."""
     new.span = old.span
+    ann = getattr(old, "annotations", None)
+    if ann and not getattr(new, "annotations", None):
+        new.annotations = dict(ann)
     return new
 
 

@@ -153,7 +153,7 @@ class CudaOptions:
     warp_specialize: bool = True   # a producer warpgroup feeds TMA-ring GEMM loops on sm_90 (plan/warp_specialize.py;
                                    # ..._WARP_SPECIALIZE, pass config tl.disable_warp_specialized)
     guarded_split: bool = True     # a cooperative nest the threads do not divide runs as an unrolled loop with a
-                                   # bound check, not a strided loop (ops/vector_copy.py thread_split; ..._GUARDED_SPLIT)
+                                   # bound check, not a strided loop (plan/thread_splits.py; ..._GUARDED_SPLIT)
     streaming_occupancy: bool = False  # memory-bound kernels ask ptxas for a full SM of blocks, dropped where
                                    # it spills (plan/occupancy.py; ..._STREAMING_OCCUPANCY=1)
     register_prefetch: bool = True  # a serial loop that starts by loading global tiles into fragments loads

@@ -1,8 +1,9 @@
 """The CUDA backend's pass list: the generic passes, keeping the tile ops that the
 CUDA codegen lowers itself (gemm -> tensor cores, reduce -> warp shuffles) and the
-T.Pipelined loops; the kernel plan, barriers, copy forms, proxy fences, then the cp.async
-software pipelines and the TMA rings of slot-by-slot bodies as IR (plan/cp_async_pipeline.py,
-plan/tma_ring_pipeline.py). The other pipelined loops (the GEMM ring keeping a wgmma in flight,
+T.Pipelined loops; the kernel plan, barriers, copy forms, reduction forms, proxy fences, then
+the cp.async software pipelines and the TMA rings of slot-by-slot bodies as IR
+(plan/cp_async_pipeline.py, plan/tma_ring_pipeline.py), and the thread split of every
+cooperative nest the printer will print (plan/thread_splits.py). The other pipelined loops (the GEMM ring keeping a wgmma in flight,
 warp specialization, wgmma overlap) are scheduled by emit/kernel.py `pipelined`."""
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ from tilelang.backend.cuda.plan.plan_kernels import plan_kernels
 from tilelang.backend.cuda.plan.sync import insert_barriers
 from tilelang.backend.cuda.plan.copy_forms import plan_copy_forms
 from tilelang.backend.cuda.plan.register_chunks import plan_register_chunks
+from tilelang.backend.cuda.plan.reduce_forms import plan_reduce_forms
+from tilelang.backend.cuda.plan.thread_splits import plan_thread_splits
 from tilelang.backend.cuda.plan.proxy_fences import plan_proxy_fences
 from tilelang.backend.cuda.plan.warp_specialize import plan_warp_specialize
 from tilelang.backend.cuda.plan.cp_async_pipeline import pipeline_cp_async
@@ -43,8 +46,8 @@ PASSES = [lower_gemm_sp, implicit_kernel, stage_gemm_epilogue, sink_address_tens
           fold_vectorized_cp_async, lower_cluster_mask, prefetch_serial_loads, lower_tile_ops, simplify, widen_indices,
           legalize_safe_memory_access, flatten_sblocks, simplify, broadcast_block_effects, fold_fragment_views,
           inline_copy_scalars, plan_kernels,
-          insert_barriers, plan_copy_forms, plan_register_chunks, plan_warp_specialize, plan_proxy_fences, pipeline_cp_async,
-          pipeline_tma_ring, plan_streaming_occupancy]
+          insert_barriers, plan_copy_forms, plan_register_chunks, plan_reduce_forms, plan_warp_specialize, plan_proxy_fences,
+          pipeline_cp_async, pipeline_tma_ring, plan_thread_splits, plan_streaming_occupancy]
 
 
 def lower(func, target, ctx=None):

@@ -28,13 +28,14 @@ from tilelang.backend.cuda.ops.tma_pipeline import emit_tma_copy, tma_copies
 from tilelang.backend.cuda.ops import tma_pipeline as tma_ring
 from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
 from tilelang.backend.cuda.plan.pipeline import STAGED
+from tilelang.backend.cuda.plan.thread_splits import thread_split_of, THREAD_SPLIT
 from tilelang.backend.cuda.ops.cp_async_mbarrier import emit_copy_on_mbarrier
 from tilelang.backend.cuda.plan.copy_form import COPY_FORM, copy_form
 from tilelang.backend.cuda.plan.register_chunks import register_chunks
 from tilelang.backend.cuda.layout.fragment import TILE_2D, Tf32ALayout, Tf32ColsLayout, residue_offset
-from tilelang.backend.cuda.ops.reduce import emit_warp_reduce, emit_register_reduce, emit_group_reduce
+from tilelang.backend.cuda.ops.reduce import emit_warp_reduce, emit_register_reduce, emit_group_reduce, REDUCE_FORM
 from tilelang.backend.cuda.layout.fragment import group_reduce
-from tilelang.backend.cuda.ops.local_reduce import per_thread, emit_local_reduce
+from tilelang.backend.cuda.ops.local_reduce import emit_local_reduce
 from tilelang.backend.cuda.plan.sync import SyncPlanner, is_inserted_barrier
 from tilelang.backend.cuda.ops.sync_calls import sync_call
 from tilelang.backend.cuda.layout.tile import Scalar
@@ -501,9 +502,9 @@ class KernelCodegen:
         if block and st.kind == S.PIPELINED and id(st) in self.plan.pipelines:
             return self.pipelined(st, self.plan.pipelines[id(st)])
         inner_block = block and not self.plan.depends(st.min) and not self.plan.depends(st.extent)
-        from tilelang.backend.cuda.ops import vector_atomic as vector_atomic
-        if st.kind == S.VECTORIZED and vector_atomic.emit_lanes(self, st, inner_block):
-            return   # T.atomic_addx{n}: one vector atomic
+        if st.kind == S.VECTORIZED and form is not None and form.kind == "atomic_lanes":
+            from tilelang.backend.cuda.ops.vector_atomic import emit_lanes
+            return emit_lanes(self, st, inner_block, form.width)   # T.atomic_addx{n}: one vector atomic
         # per-thread vectorized copies and element-wise statements; a block-level one
         # runs on thread 0, as vectors too
         if st.kind == S.VECTORIZED and (not inner_block or self.barriers.thread_dependent(st.body)) and \
@@ -843,31 +844,23 @@ class KernelCodegen:
     def s_Reduce(self, op, block):
         if not block:
             self._require_block_level(op, f"T.reduce_{op.kind}")
-        p = self.placement(op.src.buffer)
-        if per_thread(self, op):
-            for line in emit_local_reduce(self, op):
-                self.w(line)
-            return
-        if p is not None and p.kind == "view" and self.placement(op.src.buffer.alias_of).kind == "acc":
+        form = op.annotations.get(REDUCE_FORM)   # plan/reduce_forms.py
+        if form is None:
+            raise AssertionError(f"CUDA codegen: T.reduce_{op.kind} has no form (plan_reduce_forms did not run, "
+                                 f"or a reduction on partial warps was not replaced by its loop)")
+        if form.kind == "per_thread":
+            lines = emit_local_reduce(self, op)
+        elif form.kind == "column_groups":
             base = op.src.buffer.alias_of
-            G = group_reduce(op, self.placement(base).acc)
-            for line in emit_group_reduce(self, op, G, base):
-                self.w(line)
-            return
-        if p is not None and p.kind == "acc":
-            for line in emit_register_reduce(self, op, p.acc):
-                self.w(line)
-            return
-        if p is not None and p.kind == "tile":
-            for line in emit_tile_reduce(self, op, p.acc):
-                self.w(line)
-            return
-        if self.plan.nthreads % 32 == 0:
-            for line in emit_warp_reduce(self, op):
-                self.w(line)
-            return
-        raise AssertionError(f"CUDA codegen: T.reduce_{op.kind} on a partial warp was not replaced by its loop "
-                             f"(plan_copy_forms did not run)")
+            lines = emit_group_reduce(self, op, group_reduce(op, self.placement(base).acc), base)
+        elif form.kind == "registers":
+            lines = emit_register_reduce(self, op, self.placement(op.src.buffer).acc)
+        elif form.kind == "thread_tile":
+            lines = emit_tile_reduce(self, op, self.placement(op.src.buffer).acc)
+        else:
+            lines = emit_warp_reduce(self, op, form)
+        for line in lines:
+            self.w(line)
 
     def s_Fill(self, op, block):
         from tilelang.transform.lower_tile_ops import lower_fill
@@ -880,7 +873,7 @@ class KernelCodegen:
         # T.tma_copy ops are copy nests in the IR by now)
         form = op.annotations.get(COPY_FORM)
         if form is not None and form.kind == "cp_async_mbarrier":
-            emit_copy_on_mbarrier(self, lower_copy(op), bar)
+            emit_copy_on_mbarrier(self, lower_copy(op), bar, form, op.annotations.get(THREAD_SPLIT))
             return
         if form is not None:
             if not emit_tma_copy(self, op, lower_copy(op), bar):
@@ -924,25 +917,25 @@ class KernelCodegen:
         elif regs:
             return self.fragment_loop(vars_, body, regs, exts, copy_form(st))
         nt = self.plan.nthreads
-        from tilelang.backend.cuda.ops.vector_copy import vector_width, emit_vector_copy, thread_split, \
-            ASYNC_EXACT_SPLIT
+        from tilelang.backend.cuda.ops.vector_copy import (vector_width, emit_vector_copy, nest_split, iterations,
+                                                           vector_extents)
         form, eviction = copy_form(st), None
         if form is None:   # a nest plan_copy_forms did not reach (none in the reference kernels): chosen here
             V = vector_width(self, vars_, mins, exts, body)
+            how, n = nest_split(exts, V, nt, self.options.guarded_split)
         elif form.kind == "registers":
             raise AssertionError(f"CUDA codegen: the nest planned as {form} is not laid out by its registers")
-        else:   # the width plan/copy_forms.py chose
+        else:   # the width plan/copy_forms.py chose, the split plan/thread_splits.py chose
             V, eviction = form.width, form.eviction
-        if V:
-            exts = exts[:-1] + [E.IntImm(E.const_int_value(exts[-1]) // V)]
-        total = E.IntImm(1)
-        for e in exts:
-            total = simplify(E.binop("*", total, e))
+            if thread_split_of(st) is None:
+                raise AssertionError(f"CUDA codegen: the nest planned as {form} has no thread split "
+                                     f"(plan_thread_splits did not reach it)")
+            how, n = thread_split_of(st)
+        exts = vector_extents(exts, V)
+        total = iterations(exts)
         tc = E.const_int_value(total)
         it = self.names.fresh("tl_i")
         split = None   # exact split: the flat index is j * c + t, t = tl_tid / (extents done) < c
-        async_nest = form is not None and form.kind == "cp_async" and self.options.cp_async_unroll
-        how, n = thread_split(tc, nt, self.options.guarded_split, ASYNC_EXACT_SPLIT if async_nest else 8)
         staged = st.annotations.get(STAGED)   # (half, tag): plan/cp_async_pipeline.py, a converting copy
         stage = None
         if staged is not None:

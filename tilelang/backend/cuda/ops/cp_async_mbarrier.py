@@ -39,9 +39,17 @@ def mbarrier_copy_width(k, nest, bar, async_readers) -> int:
     return V if V and V * dst.dtype.itemsize in (4, 8, 16) else 0
 
 
-def emit_copy_on_mbarrier(cg, nest, bar):
+def emit_copy_on_mbarrier(cg, nest, bar, form, split):
     """The copy nest of a T.tma_copy that plan/copy_forms.py planned as cp.async on its
-    mbarrier (`mbarrier_copy_width`): the range's threads issue it, then arrive."""
+    mbarrier (`mbarrier_copy_width`; `form`, its CopyForm): the range's threads issue it,
+    `split` over them (plan/thread_splits.py, recorded on the op), then arrive."""
+    from tilelang.backend.cuda.plan.copy_form import COPY_FORM, CopyForm
+    from tilelang.backend.cuda.plan.thread_splits import THREAD_SPLIT
+    if split is None:
+        raise AssertionError("CUDA codegen: a T.tma_copy planned as cp.async on its mbarrier has no thread split "
+                             "(plan_thread_splits did not reach it)")
+    nest.annotations = {**nest.annotations, COPY_FORM: CopyForm("cp_async", form.width, form.nbytes),
+                        THREAD_SPLIT: split}
     cg.async_copy = True
     try:
         cg.cooperative(nest)

@@ -8,15 +8,6 @@ from tilelang.ir import expr as E
 from tilelang.arith.simplify import simplify
 from tilelang.transform.lower_tile_ops import reduce_indices
 
-PER_THREAD = ("local", "var")
-
-
-def per_thread(cg, op):
-    """Both operands private to each thread (placements "local"/"var")."""
-    ps = [cg.placement(op.src.buffer), cg.placement(op.dst.buffer)]
-    return all(p is not None and p.kind in PER_THREAD for p in ps)
-
-
 def emit_local_reduce(cg, op):
     from tilelang.backend.cuda.emit.expr import cast_str
     from tilelang.backend.cuda.ops.reduce import combine, reduce_parts

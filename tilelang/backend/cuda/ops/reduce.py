@@ -4,6 +4,8 @@ accumulator's dtype is the reference lowering's (`accumulator_dtype`: float32 fo
 of 16-bit floats, else the destination's)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tilelang.ir import expr as E
 from tilelang.arith.simplify import simplify
 from tilelang.transform.lower_tile_ops import _reduce_init, reduce_indices, accumulator_dtype
@@ -101,12 +103,76 @@ def lane_group(op):
     return G
 
 
-def emit_warp_reduce(cg, op):
+# The reduction forms, chosen by `reduce_form` for each block-level T.reduce_* (the pass
+# plan_reduce_forms records it on the op as the annotation `reduce_form`, printed after
+# the op in the IR; emit/kernel.py `s_Reduce` prints the form it finds there).
+REDUCE_FORM = "reduce_form"
+_REDUCE_TITLES = {
+    "per_thread": "per thread (both operands in each thread's own registers)",
+    "column_groups": "column groups of the accumulator (slots, then its quad's shuffles)",
+    "registers": "accumulator rows (slots, then its quad's shuffles)",
+    "thread_tile": "thread-tile rows (slots, then warp shuffles and a shared round across warps)",
+    "warp": "warp shuffles",
+    "loop": "its loop (the block is not whole warps)",
+}
+
+
+@dataclass(frozen=True)
+class ReduceForm:
+    kind: str       # a key of _REDUCE_TITLES
+    rows: int = 1   # warp: rows one warp reduces together (T.reduce_*(..., batch=B), `warp_batch`)
+    lanes: int = 0  # warp: lanes a row on groups of lanes (`lane_group`), 0: a whole warp a row
+
+    def __str__(self):
+        s = _REDUCE_TITLES[self.kind]
+        if self.lanes:
+            s += f", a row on {self.lanes} lanes ({32 // self.lanes} rows a warp at once)"
+        elif self.rows > 1:
+            s += f", {self.rows} rows a warp together (tl::warp_reduce_rows)"
+        elif self.kind == "warp":
+            s += ", a row a warp"
+        return s
+
+
+PER_THREAD = ("local", "var")
+
+
+def per_thread(k, op):
+    """Both operands private to each thread (placements "local"/"var"): ops/local_reduce.py."""
+    ps = [k.placement(op.src.buffer), k.placement(op.dst.buffer)]
+    return all(p is not None and p.kind in PER_THREAD for p in ps)
+
+
+def reduce_form(k, op) -> ReduceForm:
+    """How block-level reduction `op` runs, from where its operands live (`k`: the kernel
+    plan's placements and thread count, as the code generator or a plan pass sees them):
+    both private to each thread; a view splitting an accumulator's columns into groups
+    (layout/fragment.py GroupReduce); an accumulator or a thread tile in registers; else
+    over shared/global memory, by warps, or, on a block that is not whole warps, as its
+    reference loop (plan/copy_forms.py puts that loop in its place)."""
+    p = k.placement(op.src.buffer)
+    kind = getattr(p, "kind", None)
+    if per_thread(k, op):
+        return ReduceForm("per_thread")
+    if kind not in ("acc", "tile") and k.plan.nthreads % 32:
+        return ReduceForm("loop")
+    if kind == "view" and k.placement(op.src.buffer.alias_of).kind == "acc":
+        return ReduceForm("column_groups")
+    if kind == "acc":
+        return ReduceForm("registers")
+    if kind == "tile":
+        return ReduceForm("thread_tile")
+    B = warp_batch(op)
+    return ReduceForm("warp", rows=B, lanes=lane_group(op) if B == 1 else 0)
+
+
+def emit_warp_reduce(cg, op, form):
     """Lines of C++ for a Reduce whose operands live in shared/global memory: each warp
     reduces one row at a time, or B rows together with `batch=B`
     (tl::warp_reduce_rows: B - 1 + log2(32 / B) shuffles instead of 5 B), or, rows of at
     most 16 elements, 32 / G rows at once on groups of G lanes (`lane_group`: a 4 x 4
-    Sinkhorn matrix's row sums in one pass of 2 shuffles, was 4 passes of 5)."""
+    Sinkhorn matrix's row sums in one pass of 2 shuffles, was 4 passes of 5): `form`, the
+    ReduceForm plan_reduce_forms recorded, says which."""
     from tilelang.backend.cuda.emit.expr import cast_str
     nd = len(op.src.extents)
     ovars = [E.Var(f"ro{k}") for k in range(nd - 1)]
@@ -117,7 +183,7 @@ def emit_warp_reduce(cg, op):
     for e in oexts:
         outer = simplify(E.binop("*", outer, e))
     nw = cg.plan.nthreads // 32
-    B = warp_batch(op)
+    B = form.rows
     names = [cg.bind(v) for v in ovars]
 
     def unflatten(pad):   # the outer indices of row tl_o
@@ -138,7 +204,7 @@ def emit_warp_reduce(cg, op):
     dst = cg.expr(E.BufferLoad(op.dst.buffer, didx))
     val = P.store("tl_acc" if P.clear else combine(P.cross, P.load(dst), "tl_acc", nan))
     lines = ["{", "  const int tl_lane = tl_tid & 31;"]
-    G = lane_group(op) if B == 1 else 0
+    G = form.lanes
     if G:   # row tl_o0 + lane / G on lanes of group lane / G; the loop is uniform over the warp
         R = 32 // G
         pos = f"{cg.expr(op.src.extents[op.dim])}"

@@ -86,17 +86,27 @@ def match_lanes(loop):
     return store, call
 
 
-def emit_lanes(cg, loop, block) -> bool:
-    """Print the lane loop as one vector atomic (False: not one, or its first element not
-    provably aligned to the vector: the caller prints the loop)."""
-    from tilelang.backend.cuda.ops.vector_access import _vector_access, _require_aligned
+def lane_width(k, loop) -> int:
+    """The lanes of one vector atomic that lane loop `loop` runs as (0: not a lane loop, or
+    its first element not provably aligned to the vector: the loop runs element by element).
+    `k`: the kernel's strides (the plan's placements). Chosen by plan/copy_forms.py for
+    every `T.vectorized` loop (the form `vector atomic xN`)."""
+    from tilelang.backend.cuda.ops.vector_access import _vector_access
     m = match_lanes(loop)
     if m is None:
-        return False
+        return 0
+    n, dst = E.const_int_value(loop.extent), m[1].args[0]
+    return n if _vector_access(k.strides(dst.buffer), dst.indices, loop.var, n) else 0
+
+
+def emit_lanes(cg, loop, block, n):
+    """Print the lane loop as one vector atomic of `n` lanes (its form, `lane_width`)."""
+    from tilelang.backend.cuda.ops.vector_access import _require_aligned
+    m = match_lanes(loop)
+    if m is None or E.const_int_value(loop.extent) != n:
+        raise AssertionError(f"CUDA codegen: the loop planned as a vector atomic x{n} is not a lane loop")
     store, call = m
-    n, dst = E.const_int_value(loop.extent), call.args[0]
-    if not _vector_access(cg.strides(dst.buffer), dst.indices, loop.var, n):
-        return False
+    dst = call.args[0]
     _require_aligned(cg, dst.buffer, n * dst.buffer.dtype.itemsize)
     lane = [_at_lane(call, loop.var, t) for t in range(n)]   # the calls of lanes 0..n-1
     values = [element_value(cg, c) for c in lane]
@@ -109,7 +119,6 @@ def emit_lanes(cg, loop, block) -> bool:
             ret = f"tl::to_uint1({ret})"
         line = f"tl::store_lanes(&{cg.access(_at_lane(store, loop.var, 0))}, {ret});"
     cg.w(f"if (tl_tid == 0) {{ {line} }}" if cg._guard(block, loop.body) else line)
-    return True
 
 
 def _at_lane(node, var, t):

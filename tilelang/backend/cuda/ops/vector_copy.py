@@ -7,6 +7,8 @@ instruction when alignment and predicates provably hold for whole vectors:
   of V, so it is true or false for a whole vector."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.backend.cuda.ops.vector_access import (VEC_TYPES, vec_type, global_root, _require_aligned, _has,
@@ -101,24 +103,62 @@ def vector_width(cg, vars_, mins, exts, body, registers=False):
 ASYNC_EXACT_SPLIT = 16
 
 
-def thread_split(total, nthreads, guarded=True, max_exact=8):
+class ThreadSplit(NamedTuple):
+    """How a cooperative nest's iterations are shared out over the block's threads
+    (`thread_split`): recorded on the nest by the pass plan_thread_splits (annotation
+    `thread_split`, printed after its form), printed by emit/kernel.py `cooperative`."""
+    how: str            # "exact", "guarded" or "strided"
+    count: int | bool   # exact / guarded: the iterations a thread (an unrolled loop); strided: unrolled
+
+    def __str__(self):
+        if self.how == "exact":
+            return f"exact split, {self.count} a thread"
+        if self.how == "guarded":
+            return f"guarded split, at most {self.count} a thread"
+        return "strided split" + (", unrolled" if self.count else "")
+
+
+def thread_split(total, nthreads, guarded=True, max_exact=8) -> ThreadSplit:
     """How a cooperative nest of `total` iterations (vectors; None: not a constant) runs
-    over the block's `nthreads` threads: ("exact", n) when each thread takes exactly n <= 8
+    over the block's `nthreads` threads: ("exact", n) when each thread takes exactly n <= max_exact
     of them (a fully unrolled loop, no bound check); ("guarded", n) when `total` is a
     constant that the threads do not divide and each thread takes at most n <= 4 (a fully
     unrolled loop whose last copy checks the bound: the thread's loads of every copy nest
     of a tile are in straight-line code, so the next nest's loads are issued before this
     one's data arrive; `guarded=False`, the switch TILELANG_CUDA_GUARDED_SPLIT=0: the
     strided loop instead); else ("strided", unrolled): a loop striding by the thread
-    count, unrolled when there are at most 4 iterations a thread. `max_exact`: the most
-    copies a thread takes in the exact split (ASYNC_EXACT_SPLIT for cp.async nests). Printed by
-    emit/kernel.py `cooperative`; plan/copy_forms.py reads it to know whether all of a
-    thread's loads are in flight together."""
+    count, unrolled when there are at most 4 iterations a thread. Chosen for each nest by
+    plan/thread_splits.py, printed by emit/kernel.py `cooperative`; plan/copy_forms.py reads
+    it to know whether all of a thread's loads are in flight together. `max_exact`: the most
+    copies a thread takes in the exact split (ASYNC_EXACT_SPLIT for cp.async nests)."""
     if total is not None and total % nthreads == 0 and total // nthreads <= max_exact:
-        return "exact", total // nthreads
+        return ThreadSplit("exact", total // nthreads)
     if guarded and total is not None and total <= 4 * nthreads:
-        return "guarded", -(-total // nthreads)
-    return "strided", total is not None and total <= 4 * nthreads
+        return ThreadSplit("guarded", -(-total // nthreads))
+    return ThreadSplit("strided", total is not None and total <= 4 * nthreads)
+
+
+def vector_extents(exts, width):
+    """The extents of a cooperative nest run `width` elements a vector (None: one element
+    at a time): the innermost one divided by the width."""
+    if not width:
+        return list(exts)
+    return list(exts[:-1]) + [E.IntImm(E.const_int_value(exts[-1]) // width)]
+
+
+def iterations(exts):
+    """The nest's iteration count as an expression (its product of extents, simplified)."""
+    from tilelang.arith.simplify import simplify
+    total = E.IntImm(1)
+    for e in exts:
+        total = simplify(E.binop("*", total, e))
+    return total
+
+
+def nest_split(exts, width, nthreads, guarded=True, max_exact=8) -> ThreadSplit:
+    """The thread split of a cooperative nest with extents `exts` run `width` elements a
+    vector (None: one at a time) on `nthreads` threads."""
+    return thread_split(E.const_int_value(iterations(vector_extents(exts, width))), nthreads, guarded, max_exact)
 
 
 def vector_locals(body):

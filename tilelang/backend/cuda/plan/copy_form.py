@@ -15,17 +15,19 @@ _TITLES = {"tma_load": "TMA load", "tma_store": "TMA store", "tma_ring": "TMA ri
            "registers": "registers", "tma_copy": "TMA load (T.tma_copy, on its mbarrier)",
            "cp_async_mbarrier": "T.tma_copy as cp.async arriving on its mbarrier",
            "tma_reduce": "TMA reduction (one bulk add of the tile)",
-           "per_thread": "per-thread"}
+           "per_thread": "per-thread", "atomic_lanes": "vector atomic"}
 
 
 @dataclass(frozen=True)
 class CopyForm:
     kind: str                  # a key of _TITLES
-    width: int | None = None   # elements per instruction (cp_async, cp_async_wait, cp_async_mbarrier, vector)
+    width: int | None = None   # elements per instruction (cp_async, cp_async_wait, cp_async_mbarrier, vector,
+                               # atomic_lanes)
     nbytes: int | None = None  # bytes per instruction (cp_async, cp_async_wait, vector)
     eviction: str | None = None   # "evict_first" ...: the L2 hint of its global accesses
     why: str = ""              # for a scalar form: why no vector form holds
-    subject: str = "copy"      # what the nest does: "copy", "fill", "loop" (element-wise), "SIMT gemm"
+    subject: str = "copy"      # what the nest does: "copy", "fill", "loop" (element-wise), "SIMT gemm",
+                               # "atomic" (a T.atomic_addx{n} lane loop)
     multicast: int | None = None   # tma_copy: the cluster ranks its lowest-ranked one multicasts to
 
     @property

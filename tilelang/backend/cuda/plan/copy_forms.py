@@ -34,7 +34,9 @@ has no width); `eviction_policy` gives the form's global accesses that L2 priori
 and store of a whole tile too; a pipelined loop with such a copy uses cp.async, not
 the TMA ring; `loop_layout` is not supported here (an error says so).
 
-A `T.vectorized` loop gets its vector width (`for i in T.vectorized(8):  # copy -> vector x8 (16 B)`).
+A `T.vectorized` loop gets its vector width (`for i in T.vectorized(8):  # copy -> vector x8 (16 B)`);
+the lane loop of a `T.atomic_addx{n}` one vector atomic where its first element is aligned to
+the vector (`# atomic -> vector atomic x2 (8 B)`, ops/vector_atomic.py `lane_width`).
 The other cooperative nests get a form too, so that the printer chooses nothing: a fill
 (`# fill -> vector x8 (16 B)`), an element-wise loop (`# loop -> ...`, ops/vector_compute.py),
 and the nests this pass makes of the tile ops the CUDA pipeline kept and the hardware
@@ -184,12 +186,11 @@ class _Chooser:
 
     def reduce(self, op):
         """A block reduction that no register, warp or per-thread form runs (a block that
-        is not whole warps, the reduced buffer in shared memory): its reference loop."""
-        from tilelang.backend.cuda.ops.local_reduce import per_thread
+        is not whole warps, the reduced buffer in shared memory): its reference loop
+        (ops/reduce.py `reduce_form`, whose other forms plan/reduce_forms.py records)."""
+        from tilelang.backend.cuda.ops.reduce import reduce_form
         from tilelang.transform.lower_tile_ops import lower_reduce
-        k = self.k
-        p = k.placement(op.src.buffer)
-        if per_thread(k, op) or getattr(p, "kind", None) in ("acc", "tile") or k.plan.nthreads % 32 == 0:
+        if reduce_form(self.k, op).kind != "loop":
             return
         nest = lower_reduce(op)
         self.replace(op, nest)
@@ -273,10 +274,17 @@ class _Chooser:
 
     def vectorized(self, st):
         """A `T.vectorized` loop (anywhere: its thread's own code or a cooperative nest's
-        body): V elements per vector where its accesses allow (`# copy -> vector x4 (16 B)`),
-        else no form (element by element)."""
+        body): the lanes of one vector atomic for a `T.atomic_addx{n}` lane loop
+        (`# atomic -> vector atomic x2 (8 B)`), else V elements per vector where its accesses
+        allow (`# copy -> vector x4 (16 B)`), else no form (element by element)."""
         from tilelang.backend.cuda.ops.vector_copy import vector_width, match_copy, without_assumes
+        from tilelang.backend.cuda.ops.vector_atomic import lane_width, match_lanes
         if st.step is not None or E.const_int_value(st.min) != 0:
+            return
+        W = lane_width(self.k, st)
+        if W:   # T.atomic_addx{W}: one vector atomic (ops/vector_atomic.py)
+            item = match_lanes(st)[1].args[0].buffer.dtype.itemsize
+            self.forms[id(st)] = CopyForm("atomic_lanes", W, W * item, subject="atomic")
             return
         V = vector_width(self.k, [st.var], [st.min], [st.extent], st.body, registers=True)
         if V:
@@ -358,16 +366,15 @@ class _Chooser:
                 arch_number(k.target.arch) < 80 or _args(st).get("coalesced_width") is not None or \
                 _args(st).get("eviction_policy") is not None:
             return form
-        from tilelang.backend.cuda.ops.vector_copy import match_copy, without_assumes, thread_split
+        from tilelang.backend.cuda.ops.vector_copy import match_copy, without_assumes, nest_split
         vars_, mins, exts, body = parallel_nest(st)
         m = match_copy(without_assumes(body))
         if m is None or m[2].buffer.scope != "global" or getattr(k.placement(m[1].buffer), "kind", None) != "smem":
             return form
-        n = 1
-        for e in exts:
-            n *= E.const_int_value(e) or 0
-        # an unrolled split (emit/kernel.py cooperative) has all of a thread's loads in flight already
-        how, unrolled = thread_split(n // form.width, k.plan.nthreads, k.options.guarded_split)
+        if any(E.const_int_value(e) is None for e in exts):   # (a dynamic tile: left as it is)
+            return form
+        # an unrolled split (plan/thread_splits.py, the same rule) has all of a thread's loads in flight already
+        how, unrolled = nest_split(exts, form.width, k.plan.nthreads, k.options.guarded_split)
         return form if how != "strided" or unrolled else CopyForm("cp_async_wait", form.width, form.nbytes)
 
     def pipelined(self, loop, info):

@@ -90,8 +90,9 @@ def map_planned_launches(func, ctx, rewrite):
 
 class _Fresh(Mutator):
     """A new node for every statement that holds others (sequences, loops, branches,
-    lets): the CUDA passes after this one annotate loops and insert statements into
-    these in place, on nodes of this pass's own tree."""
+    lets) and for every reduction: the CUDA passes after this one annotate loops and
+    reductions (plan/reduce_forms.py) and insert statements into these in place, on nodes
+    of this pass's own tree."""
 
     def _own(self, n):
         out = self.generic_visit(n)
@@ -103,7 +104,7 @@ class _Fresh(Mutator):
             out.annotations = dict(out.annotations)
         return out
 
-    visit_SeqStmt = visit_For = visit_IfThenElse = visit_While = visit_LetStmt = _own
+    visit_SeqStmt = visit_For = visit_IfThenElse = visit_While = visit_LetStmt = visit_Reduce = _own
 
 
 @function_pass("plan_kernels")

@@ -1,0 +1,85 @@
+"""How each cooperative nest is shared out over the block's threads, decided once, as an
+IR-to-IR pass (`plan_thread_splits`, after the pipelining passes, when every nest the code
+generator prints is in the tree): a nest that plan/copy_forms.py gave a vector, scalar or
+cp.async form runs its iterations (vectors) by the one rule ops/vector_copy.py
+`thread_split` (so does the copy nest of a T.tma_copy issued as cp.async on its mbarrier,
+whose split is recorded on the op):
+
+- `exact split, n a thread`: the threads divide the iterations, n <= 8 each: a fully
+  unrolled loop with no bound check;
+- `guarded split, at most n a thread`: a constant count the threads do not divide, at most
+  4 each: a fully unrolled loop whose last copy checks the bound (TILELANG_CUDA_GUARDED_SPLIT=0:
+  the strided loop instead);
+- `strided split[, unrolled]`: a loop striding by the thread count (unrolled where a thread
+  runs at most 4 iterations).
+
+The pass records the split on the nest (annotation `thread_split`, printed after the form:
+`for i, j in T.Parallel(100, 64):  # copy -> vector x8 (16 B); guarded split, at most 2 a
+thread`); emit/kernel.py `cooperative` prints the loop it says. plan/copy_forms.py reads the
+same rule to choose `cp.async + wait` (where a strided loop would not keep every load in
+flight). Its own pass and not a field of the copy form: the split depends on the block's
+thread count at printing time (the kernel plan after warp specialization), and on nothing
+the form's choice reads but its width."""
+from __future__ import annotations
+
+from tilelang.ir import stmt as S
+from tilelang.ir import tile_ops as TO
+from tilelang.ir.visitor import _children
+from tilelang.transform.pass_manager import function_pass
+from tilelang.backend.cuda.analysis.facts import parallel_nest
+from tilelang.backend.cuda.plan.copy_form import COPY_FORM, copy_form
+
+THREAD_SPLIT = "thread_split"
+# the forms run as a cooperative loop over the block's threads (the others: bulk copies, the
+# TMA ring, loops over register slots, a thread's own code)
+SPLIT_FORMS = ("vector", "scalar", "cp_async", "cp_async_wait")
+
+
+def thread_split_of(st):
+    """The ThreadSplit this pass recorded on nest `st`, or None."""
+    return st.annotations.get(THREAD_SPLIT) if isinstance(st, S.For) else None
+
+
+def _statements_in(n):
+    """The statements directly under statement `n` (its children that are statements)."""
+    return [c for c in _children(n) if isinstance(c, S.Stmt)]
+
+
+@function_pass("plan_thread_splits")
+def plan_thread_splits(func, ctx=None):
+    from tilelang.backend.cuda.plan.plan_kernels import map_planned_launches
+    from tilelang.backend.cuda.ops.vector_copy import nest_split, ASYNC_EXACT_SPLIT
+    from tilelang.transform.lower_tile_ops import lower_copy
+
+    def rewrite(launch, plan, target, options):
+        def visit(n, rng, nthreads):
+            """Record the splits under `n`, run by `nthreads` threads, those of `rng` (a branch
+            such as `if tx < 128:` runs each side on its range as if the block had only those
+            threads: emit/kernel.py `_ranged_if`)."""
+            if isinstance(n, S.For):
+                form = copy_form(n)
+                if n.kind == S.PARALLEL and form is not None and form.kind in SPLIT_FORMS:
+                    # a cp.async thread holds no registers for its copies in flight: more of them unrolled
+                    most = ASYNC_EXACT_SPLIT if form.kind == "cp_async" and options.cp_async_unroll else 8
+                    split = nest_split(parallel_nest(n)[2], form.width, nthreads, options.guarded_split, most)
+                    n.annotations = {**n.annotations, THREAD_SPLIT: split}   # a node of the CUDA passes' own tree
+            elif isinstance(n, TO.Copy) and getattr(n.annotations.get(COPY_FORM), "kind", None) == "cp_async_mbarrier":
+                # a T.tma_copy issued as cp.async on its mbarrier: its copy nest, printed from the op
+                form = n.annotations[COPY_FORM]
+                split = nest_split(parallel_nest(lower_copy(n))[2], form.width, nthreads, options.guarded_split)
+                n.annotations = {**n.annotations, THREAD_SPLIT: split}   # plan_copy_forms' own copy of the op
+            if isinstance(n, S.IfThenElse) and id(n) in plan.regions.branches:
+                then, other = plan.regions.branches[id(n)]
+                visit(n.then_body, then, then.size)
+                if n.else_body is not None:
+                    other = other if other is not None else rng
+                    visit(n.else_body, other, other.size)
+                return
+            for c in _statements_in(n):
+                visit(c, rng, nthreads)
+        visit(launch.body, plan.regions.full, plan.nthreads)
+        return launch
+    return map_planned_launches(func, ctx, rewrite)
+
+
+__all__ = ["THREAD_SPLIT", "SPLIT_FORMS", "thread_split_of", "plan_thread_splits"]
