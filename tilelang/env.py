@@ -55,10 +55,12 @@ TILELANG_CUDA_WARP_SPECIALIZE=0  no producer warpgroup for TMA-ring GEMM loops o
                                tl.disable_warp_specialized)
 TILELANG_CUDA_GUARDED_SPLIT=0  a copy nest the threads do not divide (128 vectors on 256 threads) runs as a strided
                                loop, not an unrolled loop with a bound check (its loads then wait for the previous nest's)
-TILELANG_CUDA_CP_ASYNC_UNROLL=0  a cp.async copy nest of 9..16 vectors a thread (fn of DeepSeek mHC's gemm: 2048
-                               16-byte vectors on 128 threads) runs as a strided loop again, not one unrolled run
-TILELANG_CUDA_CP_ASYNC_EARLY_REFILL=0  a cp.async pipeline's ring slot that the body stops using before its end
-                               (mHC pre's bf16 tile, copied into registers first) is refilled after the body again
+TILELANG_CUDA_CP_ASYNC_UNROLL=1  a cp.async copy nest of 9..16 vectors a thread (fn of DeepSeek mHC's gemm: 2048
+                               16-byte vectors on 128 threads) runs as one unrolled run, not a strided loop (opt-in:
+                               measured no faster on the H200, FlashAttention bshd num_stages=1 perhaps slower)
+TILELANG_CUDA_CP_ASYNC_EARLY_REFILL=1  a cp.async pipeline's ring slot that the body stops using before its end
+                               (mHC pre's bf16 tile, copied into registers first) is refilled right there (opt-in:
+                               one more block barrier an iteration; mHC pre 1.6% faster, FlashAttention backward slower)
 TILELANG_CUDA_STREAMING_OCCUPANCY=1  a memory-bound kernel (no gemm, no pipelined loop) asks ptxas for as many
                                blocks an SM as its threads allow (__launch_bounds__ second argument), not where it spills
 TILELANG_CUDA_REGISTER_PREFETCH=0  a serial loop that starts by copying global tiles into fragments (a chunked
@@ -81,8 +83,8 @@ TILELANG_CUDA_COVERED_BARRIERS=0  keep every barrier a cross-warp register reduc
                                planner then orders shared memory around it again) and the barrier at the top of a
                                warp-specialized ring loop whose body writes shared memory (MLA decode's P tile);
                                default: left out where the body's own barriers order what one iteration carries
-TILELANG_CUDA_WGMMA_UNIFORM_WG=0  a shared-operand wgmma computes its warpgroup index as tid >> 7 (ptxas then builds
-                               every descriptor with vector adds and two R2UR per wgmma); default: broadcast from lane 0
+TILELANG_CUDA_WGMMA_UNIFORM_WG=1  a shared-operand wgmma takes its warpgroup index broadcast from lane 0, so that ptxas
+                               keeps the descriptors in uniform registers (opt-in: MLA decode b1 measured 2% slower)
 TILELANG_CUDA_DUMP_FRAGMENTS=1 print the fragment layouts the planner chose
 TILELANG_CUDA_CONVERTING_COPY_PIPELINE=0  a T.Pipelined loop runs a converting global -> shared
                                copy (bf16 tensor into a float32 tile) in place (not issued ahead)

@@ -75,21 +75,21 @@ _SWITCHES = {
     "TILELANG_CUDA_WARP_SPECIALIZE": (_flag, True, "warp_specialize", True),
     "TILELANG_CUDA_GUARDED_SPLIT": (_flag, True, "guarded_split", True),
     "TILELANG_CUDA_STREAMING_OCCUPANCY": (_flag, False, "streaming_occupancy", True),
-    "TILELANG_CUDA_REGISTER_PREFETCH": (_flag, True, "register_prefetch", True),
+    "TILELANG_CUDA_REGISTER_PREFETCH": (_flag, False, "register_prefetch", True),
     "TILELANG_CUDA_SELECTIVE_PROXY_FENCES": (_flag, True, "selective_proxy_fences", True),
     "TILELANG_CUDA_GEMM_SELECTIVE_FENCES": (_flag, True, "gemm_selective_fences", True),
     "TILELANG_CUDA_PAD_ATOMIC_STAGING": (_flag, True, "pad_atomic_staging", True),
     "TILELANG_CUDA_FENCE_FIRST_ITERATION": (_flag, True, "fence_first_iteration", True),
     "TILELANG_CUDA_WS_ATTENTION": (_flag, None, "ws_attention", True),
     "TILELANG_CUDA_COVERED_BARRIERS": (_flag, True, "covered_barriers", True),
-    "TILELANG_CUDA_WGMMA_UNIFORM_WG": (_flag, True, "wgmma_uniform_wg", True),
+    "TILELANG_CUDA_WGMMA_UNIFORM_WG": (_flag, False, "wgmma_uniform_wg", True),
     "TILELANG_CUDA_DUMP_FRAGMENTS": (_flag, False, "dump_fragments", True),   # prints while planning
     "TILELANG_CUDA_MIN_BLOCKS": (_count, 1, "min_blocks_per_sm", True),
     "TILELANG_CUDA_CONVERTING_COPY_PIPELINE": (_flag, True, "converting_copy_pipeline", True),
     "TILELANG_CUDA_EPILOGUE_TMA_STORE": (_flag, True, "epilogue_tma_store", True),
     "TILELANG_CUDA_WS_MULTICAST": (_flag, True, "ws_multicast", True),
-    "TILELANG_CUDA_CP_ASYNC_UNROLL": (_flag, True, "cp_async_unroll", True),
-    "TILELANG_CUDA_CP_ASYNC_EARLY_REFILL": (_flag, True, "cp_async_early_refill", True),
+    "TILELANG_CUDA_CP_ASYNC_UNROLL": (_flag, False, "cp_async_unroll", True),
+    "TILELANG_CUDA_CP_ASYNC_EARLY_REFILL": (_flag, False, "cp_async_early_refill", True),
     "TILELANG_CUDA_NVRTC_PCH": (_flag, True, "nvrtc_pch", False),   # the cubin is the same either way
     "TILELANG_CUDA_NVRTC_SPLIT_COMPILE": (_count, 0, "nvrtc_split_compile", True),
     "TILELANG_CUDA_NVRTC_FAST_COMPILE": (_fast_compile_level, None, "nvrtc_fast_compile", True),
@@ -156,7 +156,7 @@ class CudaOptions:
                                    # bound check, not a strided loop (plan/thread_splits.py; ..._GUARDED_SPLIT)
     streaming_occupancy: bool = False  # memory-bound kernels ask ptxas for a full SM of blocks, dropped where
                                    # it spills (plan/occupancy.py; ..._STREAMING_OCCUPANCY=1)
-    register_prefetch: bool = True  # a serial loop that starts by loading global tiles into fragments loads
+    register_prefetch: bool = False  # a serial loop that starts by loading global tiles into fragments loads
                                    # the next iteration's tiles before the current one's work (plan/register_prefetch.py;
                                    # ..._REGISTER_PREFETCH)
     selective_proxy_fences: bool = True  # barriers that order no tile a TMA store reads skip the async-proxy
@@ -172,7 +172,7 @@ class CudaOptions:
     covered_barriers: bool = True  # a cross-warp register reduction's barrier orders shared memory for the
                                    # barrier planner, and a warp-specialized ring loop whose body's barriers
                                    # order every carried access gets none at its top (plan/sync.py; ..._COVERED_BARRIERS)
-    wgmma_uniform_wg: bool = True  # shared-operand wgmma: the warpgroup index broadcast from lane 0, so that
+    wgmma_uniform_wg: bool = False # shared-operand wgmma: the warpgroup index broadcast from lane 0, so that
                                    # ptxas keeps the descriptors in uniform registers (include/tl_cuda/wgmma.h;
                                    # ..._WGMMA_UNIFORM_WG=0: tid >> 7, 64-bit vector adds and R2UR per wgmma)
     dump_fragments: bool = False   # print the fragment layouts the planner chose (..._DUMP_FRAGMENTS)
@@ -186,9 +186,9 @@ class CudaOptions:
                                    # (plan/stage_epilogue.py; ..._EPILOGUE_TMA_STORE=0: per thread)
     ws_multicast: bool = True      # a warp-specialized GEMM's blocks run in pairs that multicast the tiles
                                    # both read (plan/warp_specialized_ring.py; ..._WS_MULTICAST=0: single blocks)
-    cp_async_unroll: bool = True   # a cp.async copy nest of up to 16 vectors a thread is one unrolled run of
+    cp_async_unroll: bool = False  # a cp.async copy nest of up to 16 vectors a thread is one unrolled run of
                                    # copies, not a strided loop (ops/vector_copy.py thread_split; ..._CP_ASYNC_UNROLL)
-    cp_async_early_refill: bool = True  # a cp.async ring slot the body stops using early is refilled right
+    cp_async_early_refill: bool = False # a cp.async ring slot the body stops using early is refilled right
                                    # there, not after the body (plan/cp_async_pipeline.py early_refill;
                                    # ..._CP_ASYNC_EARLY_REFILL)
     register_usage_level: int | None = None  # ptxas --register-usage-level (pass config

@@ -65,16 +65,20 @@ def test_mla_decode_consumers_wait_for_no_barrier_at_the_top_of_their_loop(monke
     assert body.count("bar.sync 1, 256;") == 3, body
     ops = sass_ops(art)
     assert ops["STL"] == 0 and ops["LDL"] == 0 and ops["HGMMA"] >= 40, ops
-    # include/tl_cuda/wgmma.h: the warpgroup index broadcast from lane 0 keeps the 40 wgmma
-    # descriptors in uniform registers (TILELANG_CUDA_WGMMA_UNIFORM_WG=0: two R2UR each, 78 in all)
-    assert ops["R2UR"] <= 4, ops
+    # include/tl_cuda/wgmma.h, opt-in: the warpgroup index broadcast from lane 0 keeps the 40 wgmma
+    # descriptors in uniform registers (default: two R2UR each, 78 in all)
+    monkeypatch.setenv("TILELANG_CUDA_WGMMA_UNIFORM_WG", "1")
+    art = build(mla_decode_no_split(1, 128, 1024, 512, 64))
+    assert "#define TL_WGMMA_UNIFORM_WG 1" in art.source
+    ops = sass_ops(art)
+    assert ops["R2UR"] <= 4 and ops["STL"] == 0 and ops["HGMMA"] >= 40, ops
 
 
 @needs_sass
 def test_switched_off_the_descriptors_go_through_vector_registers(monkeypatch):
-    monkeypatch.setenv("TILELANG_CUDA_WGMMA_UNIFORM_WG", "0")
+    monkeypatch.delenv("TILELANG_CUDA_WGMMA_UNIFORM_WG", raising=False)   # the default
     art = build(KS.gemm(1024, 1024, 1024, bm=128, bn=256, bk=64, threads=256, stages=3))
-    assert "#define TL_WGMMA_UNIFORM_WG 0" in art.source
+    assert "TL_WGMMA_UNIFORM_WG" not in art.source
     ops = sass_ops(art)
     # each warpgroup's B descriptor depends on its index: without the broadcast ptxas builds it
     # in vector registers and moves it to uniform ones (R2UR) before every wgmma (on: 1 in all)

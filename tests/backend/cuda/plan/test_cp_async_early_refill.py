@@ -11,6 +11,11 @@ import tilelang.language as T
 from tests.backend.cuda.plan.test_cp_async_pipeline import _before_after, _schedule
 
 
+@pytest.fixture(autouse=True)
+def _early_refill_on(monkeypatch):
+    monkeypatch.setenv("TILELANG_CUDA_CP_ASYNC_EARLY_REFILL", "1")   # opt-in (README: measured on the H200)
+
+
 def tile_then_gemm(K=1024, bK=64):
     @T.prim_func
     def main(A: T.Tensor((128, K), "float16"), B: T.Tensor((128, K), "float16"), C: T.Tensor((128, 128), "float32")):

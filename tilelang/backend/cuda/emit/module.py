@@ -102,8 +102,8 @@ def generate(func, target, options=None):
     if imported:
         imported = IMPORT_PRELUDE + imported
     header = HEADER + (COOPERATIVE_INCLUDE if any(k["cooperative"] for k in kernels) else "")
-    if not options.wgmma_uniform_wg:   # tl_cuda/wgmma.h: the warpgroup index as tid >> 7
-        header = "#define TL_WGMMA_UNIFORM_WG 0\n" + header
+    if options.wgmma_uniform_wg:   # tl_cuda/wgmma.h: the warpgroup index broadcast from lane 0 (opt-in)
+        header = "#define TL_WGMMA_UNIFORM_WG 1\n" + header
     # one specialization of tl::WgmmaSS / WgmmaRS per instruction shape for all kernels of the module
     # (two kernels using the same shape must not define it twice)
     wrappers = instruction_wrappers(wgmma_configs)

@@ -11,7 +11,7 @@
 #include "async.h"
 
 #ifndef TL_WGMMA_UNIFORM_WG
-#define TL_WGMMA_UNIFORM_WG 1
+#define TL_WGMMA_UNIFORM_WG 0
 #endif
 
 namespace tl {
