@@ -302,13 +302,28 @@ class Mutator:
         raise TypeError(f"Mutator: unknown node {type(n).__name__}")
 
 
+_TAKES_ANNOTATIONS: dict = {}
+
+
+def _takes_annotations(cls) -> bool:
+    """Whether `cls(...)` is given its annotations (then an empty dict is the caller's choice)."""
+    if cls not in _TAKES_ANNOTATIONS:
+        import inspect
+        try:
+            _TAKES_ANNOTATIONS[cls] = "annotations" in inspect.signature(cls).parameters
+        except (TypeError, ValueError):
+            _TAKES_ANNOTATIONS[cls] = False
+    return _TAKES_ANNOTATIONS[cls]
+
+
 def _keep(new, old):
     """`new`, rebuilt from `old` with new children, keeps what `old` carried besides them:
-    its source span, and the annotations passes recorded on it (a tile op's form: node
-    constructors that take no annotations would drop them)."""
+    its source span, and the annotations passes recorded on it where its constructor takes
+    none (a tile op's form; a node built with annotations keeps the ones it was given, even
+    none: flatten_sblocks drops the consumed ones)."""
     new.span = old.span
     ann = getattr(old, "annotations", None)
-    if ann and not getattr(new, "annotations", None):
+    if ann and not getattr(new, "annotations", None) and not _takes_annotations(type(new)):
         new.annotations = dict(ann)
     return new
 

@@ -64,3 +64,14 @@ def test_cubin_is_the_same_with_and_without_pch_also_from_threads():
     assert split.cubin[:4] == b"\x7fELF"   # NVRTC took --split-compile=2
     quick = nvrtc.compile_cuda(srcs[0], "sm_90a", options=dataclasses.replace(on, nvrtc_fast_compile="mid"))
     assert quick.cubin[:4] == b"\x7fELF"   # and --Ofast-compile=mid
+
+
+@needs_nvrtc
+def test_sources_that_cannot_reuse_the_header_compile_with_an_empty_log():
+    """A user's raw CUDA (not our include prefix) or other options after a generated kernel:
+    NVRTC's 'cannot use the precompiled header' warnings (#629, #630) stay out of the log."""
+    from tests.backend.cuda.helpers import build
+    build(K.gemm(stages=3), "sm_90a")
+    raw = 'extern "C" __global__ void quiet(float* x) { x[threadIdx.x] = 1.0f; }'
+    assert nvrtc.compile_cuda(raw, "sm_90a").log == ""
+    assert nvrtc.compile_cuda(raw, "sm_90a", extra_options=("-lineinfo",)).log == ""

@@ -73,8 +73,10 @@ def _check(nvrtc, err, what):
 # NVRTC's automatic precompiled header: the `#include` lines every generated source starts
 # with (tl_cuda/tl.h and the cuda_fp16/bf16/fp8 headers under it) are parsed by the first
 # compile of the process and reused by the next ones with the same options (most of a small
-# kernel's compile time); the messages saying so would fill the log that callers read
-PCH_OPTIONS = ("-pch", "--pch-messages=false")
+# kernel's compile time); the messages saying so would fill the log that callers read, and so
+# would the warnings that a source starting otherwise (a user's raw CUDA) or compiled with other
+# options cannot reuse the header parsed (#630, #629): it is then parsed as without the option
+PCH_OPTIONS = ("-pch", "--pch-messages=false", "--diag-suppress=629,630")
 
 
 def compile_options(arch: str, extra=(), lineinfo=False, fast_math=True, pch=False) -> list:
