@@ -196,3 +196,46 @@ def test_annotated_fragments_gpu(name, mix):
     out = torch.zeros_like(ta)
     k(ta, tr, out)
     torch.testing.assert_close(out.cpu(), torch.from_numpy(reference(a, r, mix)), rtol=1e-6, atol=1e-6)
+
+
+def vector_kernel(shape, frag=None):
+    """B = A + 1 over a fragment of `shape` (1-D, or 3-D), one block."""
+    @T.prim_func
+    def k(A: T.Tensor(shape, "float32"), B: T.Tensor(shape, "float32")):
+        with T.Kernel(1, threads=THREADS):
+            a = T.alloc_fragment(shape, "float32")
+            if frag is not None:
+                T.annotate_layout({a: frag})
+            T.copy(A, a)
+            for idx in T.Parallel(*shape):
+                a[idx] = a[idx] + 1.0
+            T.copy(a, B)
+    return k
+
+
+OTHER_SHAPES = {
+    "vector": ((512,), lambda: Fragment([512], forward_thread_fn=lambda j: j // 4 % THREADS,
+                                        forward_index_fn=lambda j: j // 512 * 4 + j % 4)),
+    "three_d": ((4, 16, 32), lambda: Fragment([4, 16, 32], forward_thread_fn=lambda b, i, j: j * 4 + b,
+                                              forward_index_fn=lambda b, i, j: i)),
+}
+
+
+@pytest.mark.parametrize("name", list(OTHER_SHAPES))
+def test_one_and_three_dimensional_fragments(name):
+    shape, make = OTHER_SHAPES[name]
+    user = make()
+    plan, bufs, warned = _plan(vector_kernel(shape, user))
+    pa = plan.placements[id(bufs["a"])]
+    assert pa.kind == "tile" and pa.acc.fragment() is user and "honoured" in pa.annotated and not warned
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(OTHER_SHAPES))
+def test_one_and_three_dimensional_fragments_gpu(name):
+    import torch
+    shape, make = OTHER_SHAPES[name]
+    a = torch.randn(*shape, device="cuda")
+    b = torch.zeros_like(a)
+    tilelang.compile(vector_kernel(shape, make()), target="cuda")(a, b)
+    torch.testing.assert_close(b, a + 1)

@@ -95,11 +95,11 @@ def _annotated_element(cg, L, cv, body, regs, lays, guard, flat, slot):
         cg.indent += 1
     f = cg.names.fresh("tl_f")
     cg.w(f"const int {f} = {flat};")
-    if len(cv) == 2:
-        cg.w(f"const int {cg.bind(cv[0])} = {f} / {L.shape[1]};")
-        cg.w(f"const int {cg.bind(cv[1])} = {f} % {L.shape[1]};")
-    else:
-        cg.w(f"const int {cg.bind(cv[0])} = {f};")
+    stride = 1
+    for v, n in reversed(list(zip(cv, L.shape))):   # the row-major position of each dimension
+        q = f if stride == 1 else f"{f} / {stride}"
+        cg.w(f"const int {cg.bind(v)} = {q if stride * n == L.size else f'({q}) % {n}'};")
+        stride *= n
     for b in regs:
         if isinstance(lays[id(b)], AnnotatedTile):
             cg.acc_index[id(b)] = slot

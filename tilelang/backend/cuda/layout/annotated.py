@@ -74,6 +74,10 @@ class AnnotatedTile:
         return self.flat.shape[1]
 
     @property
+    def size(self):
+        return int(np.prod(self.shape))
+
+    @property
     def replicated(self):
         return self.user.replicate_size > 1
 
@@ -86,8 +90,8 @@ class AnnotatedTile:
 
     @functools.cached_property
     def schedule(self):
-        """How the printer walks the registers: ("loop", guard, expr of tl_k) — one loop over
-        tl_r, tl_k = (tl_r << s) + tl_tid, the same threads holding every register — or
+        """How the printer walks the registers: ("loop", guard, expr of tl_k, s) — one loop
+        over tl_r, tl_k = (tl_r << s) + tl_tid, the same threads holding every register — or
         ("unrolled", [(guard, expr of tl_tid) or None per register]); guard: the threads
         below it hold the register (None: all). None when neither has a closed form."""
         T, R = self.flat.shape
