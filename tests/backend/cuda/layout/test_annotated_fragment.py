@@ -30,6 +30,14 @@ LAYOUTS = {
     # the rows layout with threads XOR-swizzled by the column
     "xor": lambda: Fragment([M, N], forward_thread_fn=lambda i, j: (i * 2 + j // 16) ^ (j % 8),
                             forward_index_fn=lambda i, j: j % 16),
+    # only threads 0 .. 63 hold elements (the others skip every register)
+    "half_threads": lambda: Fragment([M, N], forward_thread_fn=lambda i, j: (i * N + j) % 64,
+                                     forward_index_fn=lambda i, j: (i * N + j) // 64),
+    # register r's threads XOR-scrambled by a constant that is no linear function of r
+    # (printed register by register)
+    "scrambled": lambda: Fragment([M, N], forward_thread_fn=lambda i, j: ((i * N + j) % THREADS) ^
+                                  ((i * N + j) // THREADS * 37 % THREADS),
+                                  forward_index_fn=lambda i, j: (i * N + j) // THREADS),
     # every element on two threads (64 + replica)
     "replicated": lambda: Fragment([M, N], forward_thread_fn=lambda i, j, r: (i * N + j) % 64 + 64 * r,
                                    forward_index_fn=lambda i, j: (i * N + j) // 64, replicate=2),
@@ -106,6 +114,7 @@ def test_the_closed_form_walks_the_fragments_registers(name):
     from tilelang.backend.cuda.layout.annotated import AnnotatedTile
     L = AnnotatedTile.of(LAYOUTS[name](), [M, N], THREADS)
     how = L.schedule
+    assert how[0] == ("unrolled" if name == "scrambled" else "loop")
     for t in range(THREADS):
         for r in range(L.regs):
             if how[0] == "loop":
@@ -177,7 +186,7 @@ def test_a_gemm_accumulator_keeps_the_gemms_layout_and_says_so():
 
 
 @needs_sass
-@pytest.mark.parametrize("name", ["transposed", "xor", "replicated"])
+@pytest.mark.parametrize("name", ["transposed", "xor", "scrambled", "replicated"])
 def test_compiles_for_sm_90a_without_spills(name):
     from tests.backend.cuda.helpers import build, sass_ops
     ops = sass_ops(build(kernel(LAYOUTS[name](), mix=True)))

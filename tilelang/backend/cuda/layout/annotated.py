@@ -98,10 +98,11 @@ class AnnotatedTile:
         guards = [_prefix(self.flat[:, r]) for r in range(R)]
         if any(g is False for g in guards):
             return None
-        T2 = 1 << max(0, (T - 1).bit_length())
-        if len(set(guards)) == 1:
+        if len(set(guards)) == 1:     # threads past the guard hold nothing: the index skips them
+            Tg = guards[0] or T
+            T2 = 1 << max(0, (Tg - 1).bit_length())
             v = -np.ones((R, T2), np.int64)
-            v[:, :T] = self.flat.T
+            v[:, :Tg] = self.flat[:Tg].T
             e = owner_expr(v.ravel(), "tl_k")
             if e is not None:
                 return ("loop", guards[0], e, T2.bit_length() - 1)
@@ -110,7 +111,7 @@ class AnnotatedTile:
             if guards[r] == 0:
                 regs.append(None)
                 continue
-            e = owner_expr(self.flat[:, r], "tl_tid")
+            e = owner_expr(self.flat[:guards[r] or T, r], "tl_tid")
             if e is None:
                 return None
             regs.append((guards[r], e))
