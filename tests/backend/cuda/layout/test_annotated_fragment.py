@@ -248,3 +248,16 @@ def test_one_and_three_dimensional_fragments_gpu(name):
     b = torch.zeros_like(a)
     tilelang.compile(vector_kernel(shape, make()), target="cuda")(a, b)
     torch.testing.assert_close(b, a + 1)
+
+
+def test_the_plan_page_says_honoured_at_the_users_line(tmp_path, monkeypatch):
+    import inspect
+    import os
+    lines, first = inspect.getsourcelines(kernel)
+    line = first + next(k for k, ln in enumerate(lines) if "T.annotate_layout({a: frag})" in ln)
+    monkeypatch.setenv("TL_LOWER_TRACE", str(tmp_path))
+    tilelang.lower(kernel(LAYOUTS["transposed"]()), target={"kind": "cuda", "arch": "sm_90a"})
+    (page,) = [p for p in os.listdir(tmp_path) if "_cuda_plan_" in p]
+    row = next(ln for ln in (tmp_path / page).read_text().splitlines() if ln.strip().startswith("a "))
+    assert "registers (tile): annotated Fragment[64, 32]" in row
+    assert f"annotated Fragment (line {line}) honoured" in row
