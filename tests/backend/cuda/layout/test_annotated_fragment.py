@@ -13,7 +13,7 @@ import pytest
 import tilelang
 import tilelang.language as T
 from tilelang.layout import Fragment
-from tests.backend.cuda.conftest import needs_nvrtc, needs_sass
+from tests.backend.cuda.conftest import needs_sass
 
 M, N, THREADS, BLOCKS = 64, 32, 128, 2
 
@@ -216,8 +216,12 @@ def vector_kernel(shape, frag=None):
             if frag is not None:
                 T.annotate_layout({a: frag})
             T.copy(A, a)
-            for idx in T.Parallel(*shape):
-                a[idx] = a[idx] + 1.0
+            if len(shape) == 1:
+                for j in T.Parallel(shape[0]):
+                    a[j] = a[j] + 1.0
+            else:
+                for b, i, j in T.Parallel(*shape):
+                    a[b, i, j] = a[b, i, j] + 1.0
             T.copy(a, B)
     return k
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tilelang.ir import expr as E
 from tilelang.layout import Fragment
 from tilelang.backend.cuda.layout.tile import CanonLoop, canon_shape
 
@@ -195,7 +196,7 @@ def infer_annotated(frags, cands, loops, reduces, scalar_ok, T, mark, skip=(), p
     `pinned`: those of them in a gemm's register layout, which a nest cannot share."""
     lay = {}
     for fid, user in cands.items():
-        shape = [int(d) for d in (_const(x) for x in frags[fid].shape)]
+        shape = [E.const_int_value(x) for x in frags[fid].shape]
         L = AnnotatedTile.of(user, shape, T)
         if isinstance(L, str):
             mark([fid], L)
@@ -249,7 +250,3 @@ def infer_annotated(frags, cands, loops, reduces, scalar_ok, T, mark, skip=(), p
                 changed = True
     return lay
 
-
-def _const(x):
-    from tilelang.ir import expr as E
-    return E.const_int_value(x)
