@@ -140,7 +140,8 @@ def test_a_fragment_without_closed_form_stays_in_shared_memory_and_says_so():
     assert isinstance(why, str) and "bit-linear" in why
     plan, bufs, warned = _plan(kernel(odd))
     pa = plan.placements[id(bufs["a"])]
-    assert pa.kind == "smem" and "not honoured: kept in shared memory" in pa.annotated and warned
+    assert pa.kind == "tile" and type(pa.acc).__name__ == "ThreadTile"    # the compiler's layout
+    assert "not honoured: the element each register holds is no bit-linear" in pa.annotated and warned
 
 
 @pytest.mark.parametrize("name", ["transposed", "replicated"])
@@ -159,10 +160,11 @@ def test_a_fragment_of_another_layout_in_the_nest_goes_to_shared_memory():
     assert not warned
 
 
-def test_a_reduction_keeps_the_fragment_in_shared_memory_and_says_so():
+def test_a_reduction_keeps_the_compilers_layout_and_says_so():
     plan, bufs, warned = _plan(kernel(LAYOUTS["rows"](), reduce=True))
     pa = plan.placements[id(bufs["a"])]
-    assert pa.kind == "smem" and "not honoured: kept in shared memory: a reduction" in pa.annotated
+    assert pa.kind == "tile" and type(pa.acc).__name__ == "ThreadTile"
+    assert "not honoured: a reduction over it" in pa.annotated
     assert any("`a` (line" in w and "not honoured" in w for w in warned)
 
 

@@ -10,9 +10,9 @@ variables (T.copy and T.fill lower to such nests), runs each iteration on the th
 holding its element; other fragments of that nest with the same shape and indexing take
 the same layout, one-element fragments it only reads stay replicated, and any other
 fragment of the nest goes to shared memory (which is always correct). An annotated
-fragment that some use cannot follow (a reduction, a view, another index, an atomic in a
-nest over a replicated Fragment) goes to shared memory too, and the plan report and a
-warning say why.
+fragment that some use cannot follow (a reduction, another index, a nest shared with a
+gemm's fragment, an atomic in a nest over a replicated Fragment, no closed form) keeps the
+compiler's layout, and the plan report and a warning say why.
 
 The printer (emit/tile_loops.py `emit_annotated_loop`) needs, for each register, the
 element's flat index as a C++ expression of the thread: `owner_expr` finds one that is
@@ -190,63 +190,89 @@ def loop_follows(cl, fid, L):
 
 
 def infer_annotated(frags, cands, loops, reduces, scalar_ok, T, mark, skip=(), pinned=()):
-    """{fid: AnnotatedTile} for the annotated fragments `cands` ({fid: Fragment}) and the
-    fragments their nests carry along; `mark(fids, why)` sends a fragment to shared memory.
-    `skip`: fragments already placed (shared memory, a gemm's registers, a thread range);
-    `pinned`: those of them in a gemm's register layout, which a nest cannot share."""
-    lay = {}
-    for fid, user in cands.items():
-        shape = [E.const_int_value(x) for x in frags[fid].shape]
-        L = AnnotatedTile.of(user, shape, T)
-        if isinstance(L, str):
-            mark([fid], L)
-        else:
-            lay[fid] = L
-    red = {id(x.buffer) for r in reduces for x in (r.src, r.dst)}
+    """({fid: AnnotatedTile}, {fid: why not}) for the annotated fragments `cands`
+    ({fid: Fragment}) and the fragments their nests carry along. A user's Fragment that some
+    use cannot follow is not honoured: that fragment keeps the compiler's layout (the
+    thread tiles run next), and the inference starts again without it. A fragment carried
+    along that another nest cannot run in the Fragment's layout goes to shared memory
+    (`mark(fids, why)`). `skip`: fragments already placed (shared memory, a gemm's
+    registers, a thread range); `pinned`: those in a gemm's register layout."""
     cls = [CanonLoop(lp, frags) for lp in loops]
-    gone = set()
+    red = {id(x.buffer) for r in reduces for x in (r.src, r.dst)}
+    tiles = {f: AnnotatedTile.of(u, [E.const_int_value(x) for x in frags[f].shape], T) for f, u in cands.items()}
+    refused = {}
+    while True:
+        out = _attempt(frags, {f: L for f, L in tiles.items() if f not in refused}, cls, red, scalar_ok,
+                       skip, pinned)
+        if isinstance(out, _Refused):
+            refused[out.fid] = out.why
+            continue
+        lay, shared = out
+        for f, why in shared.items():
+            mark([f], why)
+        return lay, refused
+
+
+def _attempt(frags, cands, cls, red, scalar_ok, skip, pinned):
+    """({fid: AnnotatedTile}, {fid: why it goes to shared memory}), or _Refused(fid, why)
+    for a user's Fragment that cannot be honoured. `cands`: {fid: AnnotatedTile or why not}."""
+    lay, shared = {}, {}
+    for fid, L in cands.items():
+        if isinstance(L, str):
+            return _Refused(fid, L)
+        if fid in red:
+            return _Refused(fid, "a reduction over it (reductions run on the compiler's register layouts)")
+        lay[fid] = L
 
     def drop(fids, why):
-        mark(fids, why)
-        gone.update(fids)
+        """A user's Fragment not honoured, or fragments carried along sent to shared memory."""
+        own = [f for f in fids if f in cands]
+        if own:
+            raise _Refused(own[0], why)
         for f in fids:
+            shared[f] = why
             lay.pop(f, None)
-    changed = True
-    while changed:
-        changed = False
-        for fid in [f for f in lay if f in red]:
-            drop([fid], "a reduction over an annotated Fragment (not supported in registers)")
-            changed = True
-        for cl in cls:
-            mine = [f for f in cl.lp.idx if f in lay]
-            if not mine:
-                continue
-            L = lay[mine[0]]
-            off = [f for f in mine if lay[f] != L or not loop_follows(cl, f, lay[f])]
-            if off:
-                drop(off, "a T.Parallel loop that does not run over its Fragment's tile")
-                changed = True
-                continue
-            held = [f for f in cl.lp.idx if f in pinned]
-            if held:
-                drop(mine, f"a T.Parallel loop shared with `{frags[held[0]].name}`, whose layout a gemm fixes")
-                changed = True
-                continue
-            if L.replicated and cl.lp.atomic:
-                drop(mine, "an atomic or print in a T.Parallel loop over a replicated Fragment")
-                changed = True
-                continue
-            for f in cl.lp.idx:
-                if f in lay or f in gone or f in skip:
+    try:
+        changed = True
+        while changed:
+            changed = False
+            for cl in cls:
+                mine = [f for f in cl.lp.idx if f in lay]
+                if not mine:
                     continue
-                one = not canon_shape(frags[f])
-                if one and f in scalar_ok and f not in cl.lp.written:
-                    continue    # a replicated one-element fragment, read by every thread
-                if not one and f not in red and loop_follows(cl, f, L):
-                    lay[f] = L
-                else:
-                    drop([f], f"shares a T.Parallel loop with the annotated Fragment of "
-                              f"`{frags[mine[0]].name}`, another layout")
-                changed = True
-    return lay
+                L = lay[mine[0]]
+                off = [f for f in mine if lay[f] != L or not loop_follows(cl, f, lay[f])]
+                if off:
+                    drop(off, "a T.Parallel loop that does not run over its Fragment's tile")
+                    changed = True
+                    continue
+                held = [f for f in cl.lp.idx if f in pinned]
+                if held:
+                    drop(mine, f"a T.Parallel loop shared with `{frags[held[0]].name}`, whose layout a gemm fixes")
+                    changed = True
+                    continue
+                if L.replicated and cl.lp.atomic:
+                    drop(mine, "an atomic or print in a T.Parallel loop over a replicated Fragment")
+                    changed = True
+                    continue
+                for f in cl.lp.idx:
+                    if f in lay or f in shared or f in skip:
+                        continue
+                    one = not canon_shape(frags[f])
+                    if one and f in scalar_ok and f not in cl.lp.written:
+                        continue    # a replicated one-element fragment, read by every thread
+                    if not one and f not in red and loop_follows(cl, f, L):
+                        lay[f] = L
+                    else:
+                        drop([f], f"shares a T.Parallel loop with the annotated Fragment of "
+                                  f"`{frags[mine[0]].name}`, another layout")
+                    changed = True
+    except _Refused as r:
+        return r
+    return lay, shared
 
+
+class _Refused(Exception):
+    def __init__(self, fid, why):
+        super().__init__(why)
+        self.fid, self.why = fid, why

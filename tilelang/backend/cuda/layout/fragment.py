@@ -233,6 +233,7 @@ class FragmentLayouts:
     layouts: dict = field(default_factory=dict)   # id(buffer) -> AccLayout | RowLayout
     report: list = field(default_factory=list)    # (buffer name, layout or "shared", reason)
     names: dict = field(default_factory=dict)     # id(buffer) -> name
+    not_honoured: dict = field(default_factory=dict)   # id(buffer) -> why its user's Fragment is not its layout
 
 
 def _shape(buf):
@@ -509,8 +510,8 @@ def infer(launch, gemm_cfgs, depends, regions=None):
     placed = gemm_ids | set(bad) | in_range | kept_out_of_tiles
     users = {f: b.layout for f, b in frags.items() if isinstance(getattr(b, "layout", None), Fragment) and
              f not in placed}
-    annotated = infer_annotated(frags, users, loops, reduces, one, _nthreads(launch), mark, skip=placed,
-                                pinned=set(lay)) if users else {}
+    annotated, out.not_honoured = infer_annotated(frags, users, loops, reduces, one, _nthreads(launch), mark,
+                                                  skip=placed, pinned=set(lay)) if users else ({}, {})
     lay.update(infer_tiles(frags, placed | set(annotated) | set(bad), loops, reduces, one,
                            _nthreads(launch), mark,
                            taint=set(lay) & set(frags)))

@@ -495,6 +495,8 @@ def _why_not_honoured(buf, frag, gemms):
     gemm = next((g for g in gemms if any(r.buffer is buf for r in (g.A, g.B, g.C))), None)
     if gemm is not None:
         return "a T.gemm fixes its register layout (the compiler's layout is used)"
+    if id(buf) in frag.not_honoured:
+        return f"{frag.not_honoured[id(buf)]} (the compiler's layout is used)"
     reason = next((w for n, lay, w in frag.report if n == buf.name and isinstance(lay, str)), None)
     if reason is not None:
         return f"kept in shared memory: {reason}"
