@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from tilelang.ir import expr as E
 from tilelang.backend.cuda.emit.expr import ctype, cast_str
+from tilelang.backend.cuda.layout.annotated import AnnotatedTile
 from tilelang.backend.cuda.layout.tile import ThreadTile, TileRows, Scalar, column_owner
 from tilelang.backend.cuda.ops.vector_access import vec_type
 from tilelang.backend.cuda.ops.register_vector import chunk_geometry, free_row_fragments, vector_copy_parts
@@ -46,6 +47,8 @@ def emit_tile_loop(cg, vars_, mins, exts, body, regs, form=None, chunks=None):
         cg.acc_index[id(b)] = "0"
     if not dist:
         cg.stmt(body, False)
+    elif isinstance(dist[0], AnnotatedTile):
+        emit_annotated_loop(cg, dist[0], cv, body, regs, lays)
     else:
         L, mode, cv = chunk_geometry(vars_, exts, body, regs, lays)
         if mode == "rows":
@@ -57,6 +60,56 @@ def emit_tile_loop(cg, vars_, mins, exts, body, regs, form=None, chunks=None):
     cg.indent -= 1
     cg.w("}")
     return True
+
+
+def emit_annotated_loop(cg, L, cv, body, regs, lays):
+    """A nest over a user's Fragment (layout/annotated.py): each thread runs the elements
+    its registers hold, register by register, the element's (i, j) read off the closed
+    form `L.schedule` found for the Fragment's owner table."""
+    how = L.schedule
+    if how[0] == "loop":
+        _, guard, flat, shift = how
+        r = cg.names.fresh("tl_r")
+        cg.w("#pragma unroll")
+        cg.w(f"for (int {r} = 0; {r} < {L.regs}; ++{r}) {{")
+        cg.indent += 1
+        k = cg.names.fresh("tl_k")
+        cg.w(f"const int {k} = ({r} << {shift}) + tl_tid;" if shift else f"const int {k} = {r} + tl_tid;")
+        _annotated_element(cg, L, cv, body, regs, lays, guard, flat.replace("tl_k", k), r)
+        cg.indent -= 1
+        cg.w("}")
+        return
+    for r, reg in enumerate(how[1]):
+        if reg is not None:
+            cg.w("{")
+            cg.indent += 1
+            _annotated_element(cg, L, cv, body, regs, lays, reg[0], reg[1], str(r))
+            cg.indent -= 1
+            cg.w("}")
+
+
+def _annotated_element(cg, L, cv, body, regs, lays, guard, flat, slot):
+    """The body at the element whose flat index is `flat`, held in register `slot`."""
+    if guard is not None:
+        cg.w(f"if (tl_tid < {guard}) {{")
+        cg.indent += 1
+    f = cg.names.fresh("tl_f")
+    cg.w(f"const int {f} = {flat};")
+    stride = 1
+    for v, n in reversed(list(zip(cv, L.shape))):   # the row-major position of each dimension
+        q = f if stride == 1 else f"{f} / {stride}"
+        cg.w(f"const int {cg.bind(v)} = {q if stride * n == L.size else f'({q}) % {n}'};")
+        stride *= n
+    for b in regs:
+        if isinstance(lays[id(b)], AnnotatedTile):
+            cg.acc_index[id(b)] = slot
+    cg.stmt(body, False)
+    for b in regs:
+        if isinstance(lays[id(b)], AnnotatedTile):
+            del cg.acc_index[id(b)]
+    if guard is not None:
+        cg.indent -= 1
+        cg.w("}")
 
 
 def _slot(L, lay, s):

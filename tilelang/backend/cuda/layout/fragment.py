@@ -46,6 +46,7 @@ from tilelang.ir import tile_ops as TO
 from tilelang.ir.visitor import walk
 from tilelang.layout import Fragment, make_mma_accumulator_fragment
 from tilelang.backend.cuda.analysis.facts import parallel_nest
+from tilelang.backend.cuda.layout.annotated import infer_annotated
 from tilelang.backend.cuda.layout.tile import infer_tiles, canon_shape, whole_region, reduce_dim, owner, fragment_of
 
 
@@ -232,6 +233,7 @@ class FragmentLayouts:
     layouts: dict = field(default_factory=dict)   # id(buffer) -> AccLayout | RowLayout
     report: list = field(default_factory=list)    # (buffer name, layout or "shared", reason)
     names: dict = field(default_factory=dict)     # id(buffer) -> name
+    not_honoured: dict = field(default_factory=dict)   # id(buffer) -> why its user's Fragment is not its layout
 
 
 def _shape(buf):
@@ -504,9 +506,16 @@ def infer(launch, gemm_cfgs, depends, regions=None):
     kept_out_of_tiles = {id(r.dst.buffer) for r in reduces if getattr(r.src.buffer, "alias_of", None) is not None}
     # a view reaches only the accumulator's registers (or shared memory), never a thread tile
     kept_out_of_tiles |= {id(v.alias_of) for v in views.values()} - set(lay)
-    lay.update(infer_tiles(frags, gemm_ids | set(bad) | in_range | kept_out_of_tiles, loops, reduces, one,
+    # a user's Fragment on a fragment no gemm constrains is its register layout (layout/annotated.py)
+    placed = gemm_ids | set(bad) | in_range | kept_out_of_tiles
+    users = {f: b.layout for f, b in frags.items() if isinstance(getattr(b, "layout", None), Fragment) and
+             f not in placed}
+    annotated, out.not_honoured = infer_annotated(frags, users, loops, reduces, one, _nthreads(launch), mark,
+                                                  skip=placed, pinned=set(lay)) if users else ({}, {})
+    lay.update(infer_tiles(frags, placed | set(annotated) | set(bad), loops, reduces, one,
                            _nthreads(launch), mark,
                            taint=set(lay) & set(frags)))
+    lay.update(annotated)
     if in_range:
         skip = gemm_ids | set(bad) | set(lay) | kept_out_of_tiles
         lay.update(_range_tiles(frags, touching, regions, skip, loops, reduces, one, mark))

@@ -69,6 +69,7 @@ from tilelang.ir.visitor import walk
 from tilelang.transform.pass_manager import function_pass
 from tilelang.transform.lower_tile_ops import COPY_ARGS
 from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
+from tilelang.backend.cuda.layout.annotated import AnnotatedTile
 from tilelang.backend.cuda.target import arch_number
 
 from tilelang.backend.cuda.plan.copy_form import COPY_FORM, CopyForm, copy_form  # noqa: F401 (the record)
@@ -316,6 +317,8 @@ class _Chooser:
         vars_, _, exts, body = parallel_nest(st)
         regs = [b for b in _buffers(body) if getattr(self.k.placement(b), "kind", None) in ("acc", "row", "tile")]
         if self.k.placement(regs[0]).kind == "tile":   # chunks of a thread tile as vectors (ops/register_vector.py)
+            if any(isinstance(self.k.placement(b).acc, AnnotatedTile) for b in regs):
+                return CopyForm("registers", subject=subject)   # a user's Fragment: element by element
             W = chunk_vector_width(self.k, vars_, exts, body, regs)
             if W:
                 lays = {id(b): self.k.placement(b).acc for b in regs}

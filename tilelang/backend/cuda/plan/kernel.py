@@ -16,6 +16,8 @@ register fragment reads it from registers (`tl::wgmma_gemm_rs`; set
 TILELANG_CUDA_WGMMA_RS=0 to stage it through shared memory instead)."""
 from __future__ import annotations
 
+import warnings
+
 import dataclasses
 from dataclasses import dataclass, field
 
@@ -32,6 +34,7 @@ from tilelang.backend.cuda.plan.pipeline import find_pipelines
 from tilelang.backend.cuda.layout.fragment import TILE_2D, infer as infer_fragment_layouts, format_report
 from tilelang.backend.cuda.layout.shared import annotated_shared_layout
 from tilelang.backend.cuda.options import CudaOptions
+from tilelang.backend.cuda.layout.annotated import AnnotatedTile
 from tilelang.backend.cuda.layout.tile import TILE_LAYOUTS, ThreadTile
 from tilelang.backend.cuda.analysis.thread_ranges import find_regions
 from tilelang.backend.cuda.ops.reduce import round_rows
@@ -200,7 +203,7 @@ def _plan_kernel(launch, arch, options, mma_only):
     kept, gave_way = _kept_annotations(decls, annotated, gemms, plan, swizzled)
     swizzled |= _store_staging_tiles(launch, decls, gemms, annotated, plan, arch)
     padded.difference_update(kept)
-    gave_way.update(_check_fragment_annotations(decls, frag, plan))
+    gave_way.update(_check_fragment_annotations(decls, frag, plan, gemms))
     slab_rows = {id(g.A.buffer): plan.gemms[id(g)].slabs for g in gemms
                  if getattr(plan.gemms[id(g)], "slabs", 1) > 1}
     smem = []
@@ -226,7 +229,7 @@ def _plan_kernel(launch, arch, options, mma_only):
             smem.append(buf)
         elif id(buf) in frag.layouts:
             lay = frag.layouts[id(buf)]
-            kind = "tile" if isinstance(lay, TILE_LAYOUTS) else "acc" if isinstance(lay, TILE_2D) else "row"
+            kind = "tile" if isinstance(lay, TILE_LAYOUTS + (AnnotatedTile,)) else "acc" if isinstance(lay, TILE_2D) else "row"
             plan.placements[id(buf)] = Placement(kind, None, acc=lay, annotated=gave_way.get(id(buf), ""))
         elif buf.scope == "local.fragment" and id(buf) in scalar_only:
             # only scalar code touches it: every thread keeps its own copy (a fully
@@ -441,11 +444,13 @@ def _as_custom(a, buf):
     return SharedLayout("custom", a.layout, run_strides(buf.ndim, a.contiguous), a.contiguous, a.size, a.swizzle)
 
 
-def _check_fragment_annotations(decls, frag, plan):
+def _check_fragment_annotations(decls, frag, plan, gemms=()):
     """A Fragment annotated on a local.fragment is honoured when it places every element
-    on the threads of the register layout inference chose (the register order within a
-    thread is the backend's); otherwise the fragment layout report (in the plan report)
-    says that the compiler's layout is used. A fragment's placement never changes a
+    on the threads of the register layout inference chose: the Fragment itself where no
+    gemm constrains the buffer (layout/annotated.py), else the gemm's layout when they
+    agree (the register order within a thread is the backend's); otherwise the plan
+    report and a warning say why the compiler's layout (or shared memory) is used. A
+    fragment's placement never changes a
     result (its elements are only reached through tile ops and T.Parallel loops), and the
     published examples annotate accumulators (make_dq_layout) whose move to shared
     memory would cost their gemm the tensor cores."""
@@ -473,11 +478,29 @@ def _check_fragment_annotations(decls, frag, plan):
                     np.array_equal(np.sort(a.reshape(a.shape[0], -1), 0), np.sort(b.reshape(b.shape[0], -1), 0))
             except (ValueError, TypeError, NotImplementedError):
                 same = False
-        why = f"annotated Fragment{where} honoured" if same else \
-            f"annotated Fragment{where} not honoured: no register layout of this backend matches it"
+        if same:
+            why = f"annotated Fragment{where} honoured"
+        else:
+            reason = _why_not_honoured(buf, frag, gemms)
+            why = f"annotated Fragment{where} not honoured: {reason}"
+            warnings.warn(f"T.annotate_layout on the fragment `{buf.name}`{where} not honoured: {reason}",
+                          stacklevel=2)
         frag.report[:] = [(n, l, f"{w}; {why}" if n == buf.name else w) for n, l, w in frag.report]
         out[id(buf)] = why
     return out
+
+
+def _why_not_honoured(buf, frag, gemms):
+    """Why a fragment keeps the compiler's layout instead of the user's Fragment."""
+    gemm = next((g for g in gemms if any(r.buffer is buf for r in (g.A, g.B, g.C))), None)
+    if gemm is not None:
+        return "a T.gemm fixes its register layout (the compiler's layout is used)"
+    if id(buf) in frag.not_honoured:
+        return f"{frag.not_honoured[id(buf)]} (the compiler's layout is used)"
+    reason = next((w for n, lay, w in frag.report if n == buf.name and isinstance(lay, str)), None)
+    if reason is not None:
+        return f"kept in shared memory: {reason}"
+    return "no register layout of this backend matches it (the compiler's layout is used)"
 
 
 def _fragment_of(lay, nthreads):

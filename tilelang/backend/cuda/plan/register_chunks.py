@@ -29,6 +29,7 @@ from tilelang.ir import stmt as S
 from tilelang.ir.visitor import walk
 from tilelang.transform.pass_manager import function_pass
 from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
+from tilelang.backend.cuda.layout.annotated import AnnotatedTile
 from tilelang.backend.cuda.layout.tile import Scalar, canon_shape
 from tilelang.backend.cuda.ops.register_vector import chunk_geometry, free_row_fragments
 from tilelang.backend.cuda.ops.vector_access import _has, _cond_ok, consecutive
@@ -95,6 +96,8 @@ def decide(k, st):
         return None
     exts = [E.const_int_value(e) for e in exts]
     lays = {id(b): k.placement(b).acc for b in regs}
+    if any(isinstance(L, AnnotatedTile) for L in lays.values()):
+        return None     # a user's Fragment runs element by element (emit/tile_loops.py emit_annotated_loop)
     if all(isinstance(L, Scalar) for L in lays.values()) or all(e == 1 for e in exts):
         return None
     L, mode, cv = chunk_geometry(vars_, exts, body, regs, lays)
