@@ -124,6 +124,7 @@ class FakeCudaTensor:
     def __init__(self, t):
         self.t, self.dtype, self.shape = t, t.dtype, t.shape
         self.data_ptr = t.data_ptr
+        self.is_contiguous = t.is_contiguous
         self.get_device = lambda: 0
 
 
@@ -184,3 +185,25 @@ def test_tensor_map_updates_and_their_launch_stay_under_the_lock(ext, driver):
     body = fast.source.split("def fastp")[0]
     lock, update, call = body.index("with lock:"), body.index("T0_0.update("), body.index("r = C0(")
     assert lock < update < call
+
+
+@needs_nvrtc
+def test_jit_fast_path_launches_through_the_checked_entry(ext, driver):
+    """JITKernel's fast path has checked that its tensors are CUDA tensors: it binds the
+    launcher's entry that does not test again; a CPU tensor is still explained."""
+    from tilelang.backend.cuda.host import runtime as rt
+    from tilelang.ir.errors import ArgumentError
+    _int(driver, "nvals").value = 5
+    _int(driver, "ret").value = 0
+    k = tilelang.compile(_scale_func(), target="cuda -arch=sm_90a")
+    fast = rt.fake_driver_for_benchmarks(k.launcher, driver.cuLaunchKernel)
+    a, b = FakeCudaTensor(torch.rand(1000, 4)), FakeCudaTensor(torch.rand(1000, 4))  # no divisible variant
+    for _ in range(3):   # the slow path, then the generated one
+        k(a, 0.25, 7, b)
+    assert k._fast.__globals__["L"] is fast.positional_checked
+    assert ".is_cuda" not in fast.source.split("def fastc")[1]
+    raw = (ctypes.c_ubyte * 8 * 16).in_dll(driver, "raw")
+    assert [struct.unpack_from(f, bytes(raw[i]))[0] for i, f in enumerate("QQiif")] == \
+        [a.data_ptr(), b.data_ptr(), 7, 1000, 0.25]
+    with pytest.raises(ArgumentError, match="device 'cpu'"):
+        k(torch.rand(1000, 4), 0.25, 7, b)

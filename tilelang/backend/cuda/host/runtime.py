@@ -354,6 +354,12 @@ class Launcher:
         fast = self._fast or self._prepare()
         return getattr(fast, "positional", None) or self._general_positional
 
+    def positional_checked(self):
+        """`positional()` for a caller that has checked that every tensor argument is a
+        torch CUDA tensor (JITKernel's fast path): the same launch without that test."""
+        fast = self._fast or self._prepare()
+        return getattr(fast, "positional_checked", None) or self._general_positional
+
     def _general_positional(self, *args):
         nb, ni = self.meta["n_buffers"], self.meta["n_ints"]
         return self._general(list(args[:nb]), args[nb:nb + ni], args[nb + ni:])
@@ -527,6 +533,11 @@ class Launcher:
         lines.append("")
         lines.append(f"def fastp({', '.join(bs + is_ + fs)}):")
         lines += [ln.replace("GEN", f"{lists}; {gen}") for ln in body]
+        # fastc: the same for a caller that checked every tensor is a CUDA tensor already
+        # (JITKernel's fast path: its inputs checked, its outputs allocated beside them)
+        lines.append("")
+        lines.append(f"def fastc({', '.join(bs + is_ + fs)}):")
+        lines += [ln.replace("GEN", f"{lists}; {gen}") for ln in body if ".is_cuda" not in ln]
         src = "\n".join(lines) + "\n"
         # fastp's failure path needs the lists too
         out, in_p = [], False
@@ -541,6 +552,7 @@ class Launcher:
         exec(compile(src, f"<tilelang launch {self.artifact.entry}>", "exec"), g)  # noqa: S102 - our own code
         fast = g["fast"]
         fast.positional = g["fastp"]
+        fast.positional_checked = g["fastc"]
         fast.source = src
         return fast
 
