@@ -107,6 +107,17 @@ def test_bad_values_are_refused_before_the_driver_runs(ext, driver):
         ext.Launch(_addr(driver.cuLaunchKernel), 1, 32, 1, 1, 0, "px", ())
 
 
+def test_more_values_than_the_stack_copy_holds(ext, driver):
+    _int(driver, "nvals").value = 16
+    _int(driver, "ret").value = 0
+    L = ext.Launch(_addr(driver.cuLaunchKernel), 1, 32, 1, 1, 0, "q" * 70, ())
+    assert L(1, 1, 1, 0, *range(100, 170)) == 0
+    raw = (ctypes.c_ubyte * 8 * 16).in_dll(driver, "raw")
+    assert [struct.unpack("<q", bytes(raw[i]))[0] for i in range(16)] == list(range(100, 116))
+    with pytest.raises(TypeError):
+        L(1, 1, 1, 0, *range(100, 169), 1.5)
+
+
 def test_switch_off_means_no_extension(monkeypatch):
     monkeypatch.setenv("TILELANG_CUDA_C_LAUNCH", "0")
     c_launch.reset()

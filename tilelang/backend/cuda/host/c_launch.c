@@ -34,6 +34,8 @@ typedef struct {
     void **params;     /* kernelParams: the slots' addresses, then the fixed extras */
 } Launch;
 
+#define MAX_STACK_VALUES 64
+
 static int grid_extent(PyObject *o, unsigned *out) {
     unsigned long long v;
     if (!PyLong_Check(o)) return 0;
@@ -81,6 +83,8 @@ static PyObject *launch_vectorcall(PyObject *self_, PyObject *const *args, size_
     Py_ssize_t n = PyVectorcall_NARGS(nargsf), i;
     unsigned g[3];
     void *stream;
+    uint64_t local[MAX_STACK_VALUES], *tmp = local;
+    int r;
     if (kwnames != NULL && PyTuple_GET_SIZE(kwnames)) {
         PyErr_SetString(PyExc_TypeError, "Launch takes positional arguments only");
         return NULL;
@@ -92,12 +96,27 @@ static PyObject *launch_vectorcall(PyObject *self_, PyObject *const *args, size_
     }
     stream = PyLong_AsVoidPtr(args[3]);
     if (stream == NULL && PyErr_Occurred()) return NULL;
+    /* converted first into a local copy: a conversion may run Python code (an __index__),
+     * which may let another thread launch through this object; from the copy into the
+     * slots and the driver call nothing runs Python code */
+    if (self->nvals > MAX_STACK_VALUES) {
+        tmp = PyMem_Malloc(self->nvals * sizeof(uint64_t));
+        if (tmp == NULL) return PyErr_NoMemory();
+    }
+    memset(tmp, 0, self->nvals * sizeof(uint64_t));
     for (i = 0; i < self->nvals; i++)
-        if (write_slot(self->kinds[i], args[4 + i], &self->slots[i]) < 0) return NULL;
+        if (write_slot(self->kinds[i], args[4 + i], &tmp[i]) < 0) goto fail;
     for (i = 0; i < 3; i++)
-        if (!grid_extent(args[i], &g[i])) return PyLong_FromLong(1);  /* CUDA_ERROR_INVALID_VALUE */
-    return PyLong_FromLong(self->fn(self->func, g[0], g[1], g[2], self->block[0], self->block[1], self->block[2],
-                                    self->smem, stream, self->params, NULL));
+        if (!grid_extent(args[i], &g[i])) { r = 1; goto done; }  /* CUDA_ERROR_INVALID_VALUE */
+    memcpy(self->slots, tmp, self->nvals * sizeof(uint64_t));
+    r = self->fn(self->func, g[0], g[1], g[2], self->block[0], self->block[1], self->block[2], self->smem, stream,
+                 self->params, NULL);
+done:
+    if (tmp != local) PyMem_Free(tmp);
+    return PyLong_FromLong(r);
+fail:
+    if (tmp != local) PyMem_Free(tmp);
+    return NULL;
 }
 
 static void launch_dealloc(PyObject *self_) {
