@@ -474,7 +474,8 @@ class JITKernel:
             g["L"] = positional()
             lines.append(f"    L({', '.join(bufs + ints + floats)})")
         else:
-            lines.append(f"    K.launcher([{', '.join(bufs)}], {tup(ints)}, {tup(floats)})")
+            g["LL"] = self.launcher   # bound now (setting `launcher` rebuilds this path): no property read a call
+            lines.append(f"    LL([{', '.join(bufs)}], {tup(ints)}, {tup(floats)})")
         if len(outs) == 1:
             lines.append(f"    return {outs[0]}")
         elif outs:
