@@ -175,12 +175,38 @@ def cpu_fake_driver(n):
     launcher(bufs, (), ())
     out = {"cuda_launcher_python_side_us": per_call_us(lambda: launcher(bufs, (), ()), n)}
     fn = _c_fake_driver()
-    if fn is not None:  # the whole path: JITKernel + launcher + a ctypes call into C
+    if fn is not None:  # the whole path: JITKernel + launcher + the call into C
         k = tilelang.compile(tiny_func(), target="cuda -arch=sm_90a")
         rt.fake_driver_for_benchmarks(k.launcher, fn)
         k(a)
         out["jit_kernel_call_c_fake_driver_us"] = per_call_us(lambda: k(a), n)
+        out["c_launch_extension"] = "C0(" in k.launcher._fast.source
+        # the same through ctypes' call (TILELANG_CUDA_C_LAUNCH=0), for the A/B in one run
+        out.update(_ctypes_side(k, a, fn, n))
     return out
+
+
+def _ctypes_side(k, a, fn, n):
+    from tilelang.backend.cuda.host import runtime as rt
+    try:
+        from tilelang.backend.cuda.host import c_launch
+    except ImportError:
+        return {}
+    old = os.environ.get("TILELANG_CUDA_C_LAUNCH")
+    os.environ["TILELANG_CUDA_C_LAUNCH"] = "0"
+    c_launch.reset()
+    try:
+        rt.fake_driver_for_benchmarks(k.launcher, fn)
+        k.launcher = k.launcher   # the JIT fast path binds the launcher's entry: rebuild it
+        k(a)
+        k(a)
+        return {"jit_kernel_call_c_fake_driver_ctypes_us": per_call_us(lambda: k(a), n)}
+    finally:
+        if old is None:
+            os.environ.pop("TILELANG_CUDA_C_LAUNCH")
+        else:
+            os.environ["TILELANG_CUDA_C_LAUNCH"] = old
+        c_launch.reset()
 
 
 def gpu(n):
@@ -231,8 +257,39 @@ def gpu(n):
     res["host_only_add_1024_out_idx_us"] = host_only_us(lambda: k3(x, y))
     res["host_only_eager_add_1024_us"] = host_only_us(lambda: eager_add(x, y))
     res["host_only_torch_add_1024_out_of_place_us"] = host_only_us(lambda: x + y)
+    res.update(gpu_ctypes_side(k3, x, y, n, sync))
     res.update(driver_floor(k, a, n))
     return res
+
+
+def gpu_ctypes_side(k, x, y, n, sync):
+    """The 1024-element add again with the launch through ctypes (TILELANG_CUDA_C_LAUNCH=0),
+    for the A/B in one run; and whether the C extension was used above (or why not)."""
+    try:
+        from tilelang.backend.cuda.host import c_launch
+    except ImportError:
+        return {}
+    out = {"c_launch_extension": c_launch.extension() is not None, "c_launch_reason": c_launch.reason()}
+    old = os.environ.get("TILELANG_CUDA_C_LAUNCH")
+    os.environ["TILELANG_CUDA_C_LAUNCH"] = "0"
+    c_launch.reset()
+    try:
+        k.launcher._fast = None   # rebuilt on the next call, now with the ctypes call
+        k.launcher = k.launcher   # and the JIT fast path that binds it
+        for _ in range(3):
+            torch.testing.assert_close(k(x, y), x + y)
+        out["c_launch_off_fast_path_source_has_lock"] = "with lock" in k.launcher._fast.source
+        out["add_1024_out_idx_ctypes_us"] = per_call_us(lambda: k(x, y), n, repeat=3, sync=sync)
+        out["host_only_add_1024_out_idx_ctypes_us"] = host_only_us(lambda: k(x, y))
+    finally:
+        if old is None:
+            os.environ.pop("TILELANG_CUDA_C_LAUNCH")
+        else:
+            os.environ["TILELANG_CUDA_C_LAUNCH"] = old
+        c_launch.reset()
+        k.launcher._fast = None
+        k.launcher = k.launcher
+    return out
 
 
 def driver_floor(k, a, n):

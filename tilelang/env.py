@@ -55,6 +55,9 @@ TILELANG_CUDA_WARP_SPECIALIZE=0  no producer warpgroup for TMA-ring GEMM loops o
                                tl.disable_warp_specialized)
 TILELANG_CUDA_GUARDED_SPLIT=0  a copy nest the threads do not divide (128 vectors on 256 threads) runs as a strided
                                loop, not an unrolled loop with a bound check (its loads then wait for the previous nest's)
+TILELANG_CUDA_C_LAUNCH=0       a launch calls cuLaunchKernel through ctypes (default: one call into a small C
+                               extension that the system C compiler builds once into the cache directory,
+                               backend/cuda/host/c_launch.py; without a compiler or Python.h, ctypes anyway)
 TILELANG_CUDA_CP_ASYNC_UNROLL=1  a cp.async copy nest of 9..16 vectors a thread (fn of DeepSeek mHC's gemm: 2048
                                16-byte vectors on 128 threads) runs as one unrolled run, not a strided loop (opt-in:
                                measured no faster on the H200, FlashAttention bshd num_stages=1 perhaps slower)

@@ -466,11 +466,16 @@ class JITKernel:
         def tup(xs):
             return "(" + "".join(x + ", " for x in xs) + ")"
         positional = getattr(self.launcher, "positional", None)
-        if positional is not None:  # the launcher's entry for a fixed signature, bound now
+        checked = getattr(self.launcher, "positional_checked", None) if want == "is_cuda" else None
+        if checked is not None:   # every tensor is a CUDA tensor: inputs checked above, outputs beside them
+            g["L"] = checked()
+            lines.append(f"    L({', '.join(bufs + ints + floats)})")
+        elif positional is not None:  # the launcher's entry for a fixed signature, bound now
             g["L"] = positional()
             lines.append(f"    L({', '.join(bufs + ints + floats)})")
         else:
-            lines.append(f"    K.launcher([{', '.join(bufs)}], {tup(ints)}, {tup(floats)})")
+            g["LL"] = self.launcher   # bound now (setting `launcher` rebuilds this path): no property read a call
+            lines.append(f"    LL([{', '.join(bufs)}], {tup(ints)}, {tup(floats)})")
         if len(outs) == 1:
             lines.append(f"    return {outs[0]}")
         elif outs:

@@ -110,7 +110,7 @@ def test_only_options_py_reads_the_switches_and_pass_configs():
     # every decision reads plan.options / cg.options / ctx.config[OPTIONS]; the rest of the
     # environment the backend reads says where the CUDA toolkit's headers and tools are
     root = pathlib.Path(__file__).resolve().parents[3] / "tilelang" / "backend" / "cuda"
-    toolkit = {"CUDA_HOME", "CUDA_PATH"}
+    toolkit = {"CUDA_HOME", "CUDA_PATH", "CC"}   # CC: the C compiler of the launch extension (host/c_launch.py)
     readers = []
     for p in sorted(root.rglob("*.py")):
         if p.name == "options.py":

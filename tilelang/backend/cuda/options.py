@@ -93,6 +93,7 @@ _SWITCHES = {
     "TILELANG_CUDA_NVRTC_PCH": (_flag, True, "nvrtc_pch", False),   # the cubin is the same either way
     "TILELANG_CUDA_NVRTC_SPLIT_COMPILE": (_count, 0, "nvrtc_split_compile", True),
     "TILELANG_CUDA_NVRTC_FAST_COMPILE": (_fast_compile_level, None, "nvrtc_fast_compile", True),
+    "TILELANG_CUDA_C_LAUNCH": (_flag, True, "c_launch", False),   # how a launch is called, not the kernel
     "TL_CUDA_LINEINFO": (_flag, False, "lineinfo", True),
     "TL_CUDA_DUMP": (_path, None, "dump_dir", False),
     "TL_LOWER_TRACE": (_trace, None, "lower_trace", False),
@@ -200,6 +201,8 @@ class CudaOptions:
     nvrtc_fast_compile: str | None = None  # NVRTC --Ofast-compile=<level>: less optimization for a faster
                                    # compile (mid: about half the time; off by default: to measure the
                                    # kernels' speed with it; ..._NVRTC_FAST_COMPILE=min|mid|max)
+    c_launch: bool = True          # the launch as one call into a small C extension built once with the system
+                                   # compiler (host/c_launch.py; ..._C_LAUNCH=0: ctypes' cuLaunchKernel call)
     lineinfo: bool = False         # NVRTC -lineinfo: source lines in the cubin for profilers (TL_CUDA_LINEINFO=1)
     dump_dir: str | None = None    # keep every generated .cu here, and the source of a failed compile (TL_CUDA_DUMP)
     lower_trace: str | None = None  # the lower-trace switch: a mode or a directory (tl.lower_trace, TL_LOWER_TRACE)

@@ -22,6 +22,8 @@ import ctypes
 import re
 import threading
 
+from tilelang.backend.cuda.host import c_launch
+
 _CTYPES = {"int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32, "int64": ctypes.c_int64,
            "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32,
            "uint64": ctypes.c_uint64, "bool": ctypes.c_bool, "float32": ctypes.c_float,
@@ -170,6 +172,17 @@ class LaunchEx:
         c.sharedMemBytes = smem
         c.hStream = stream.value if isinstance(stream, ctypes.c_void_p) else stream
         return self.fn(self.ref, f, params, extra)
+
+
+def _c_launch_extension(launch):
+    """(the C extension module, `launch`'s address) when `launch` is a C function that
+    ctypes calls (libcuda's cuLaunchKernel, or a test's fake) and the extension is
+    available (c_launch.py); otherwise None: the generated ctypes call."""
+    if not isinstance(launch, ctypes._CFuncPtr):
+        return None
+    ext = c_launch.extension()
+    addr = ctypes.cast(launch, ctypes.c_void_p).value
+    return (ext, addr) if ext is not None and addr else None
 
 
 def _stream_getter():
@@ -341,6 +354,12 @@ class Launcher:
         fast = self._fast or self._prepare()
         return getattr(fast, "positional", None) or self._general_positional
 
+    def positional_checked(self):
+        """`positional()` for a caller that has checked that every tensor argument is a
+        torch CUDA tensor (JITKernel's fast path): the same launch without that test."""
+        fast = self._fast or self._prepare()
+        return getattr(fast, "positional_checked", None) or self._general_positional
+
     def _general_positional(self, *args):
         nb, ni = self.meta["n_buffers"], self.meta["n_ints"]
         return self._general(list(args[:nb]), args[nb:nb + ni], args[nb + ni:])
@@ -381,25 +400,33 @@ class Launcher:
             body.append("        dev = torch.cuda.current_device()")
         body.append("    except (AttributeError, TypeError, ValueError):")
         body.append("        GEN")
-        sets = []
+        sets, values, aligned = [], [], {}
         it_b = it_i = it_f = 0
         for slot, ((cls, dt), name) in enumerate(self._params):
             g[f"v{slot}"] = storage[slot]
             if cls == "buffer":
                 a = self._align.get(name, 1)
                 if a > 1:  # the alignment the kernels' vector accesses need
-                    body.append(f"    if p{it_b} % {a}: GEN")
+                    aligned.setdefault(a, []).append(f"p{it_b}")
                 sets.append(f"v{slot}.value = p{it_b}")
+                values.append(f"p{it_b}")
                 it_b += 1
             elif cls == "int":
                 sets.append(f"v{slot}.value = i{it_i}")
+                values.append(f"i{it_i}")
                 it_i += 1
             else:
                 sets.append(f"v{slot}.value = f{it_f}")
+                values.append(f"f{it_f}")
                 it_f += 1
         if (it_b, it_i, it_f) != (nb, ni, nf):  # the metadata disagrees with itself
             return None
+        for a, ps in sorted(aligned.items()):   # one test per alignment: the pointers' low bits together
+            body.append(f"    if ({' | '.join(ps)}) & {a - 1}: GEN" if a & (a - 1) == 0 else
+                        f"    if {' or '.join(f'{p} % {a}' for p in ps)}: GEN")
         body.append("    stream = get_stream(dev)")
+        # the C extension's Launch objects (c_launch.py): one call a kernel, no lock, no ctypes
+        c_ext = _c_launch_extension(launch) if not any(launch_attributes(k) for k in meta["kernels"]) else None
         launches = []
         for j, (k, gcode) in enumerate(zip(meta["kernels"], self._grids)):
             g[f"F{j}"] = ctypes.c_void_p(handles[j])
@@ -441,14 +468,41 @@ class Launcher:
                     dt = ", ".join(re.sub(r"\bints\[(\d+)\]", r"i\1", d) for d in dexprs)
                     pre.append(f"T{j}_{n}.update(p{bi}, ({dt},))")
             call = f"{fn}(F{j}, {', '.join(dims)}, {bx}, {by}, {bz}, {smem}, sv, {pj}, None)"
+            if c_ext is not None:
+                kinds = "".join("p" if cls == "buffer" else c_launch.KINDS[dt] for cls, dt in meta["param_types"])
+                g[f"C{j}"] = c_ext[0].Launch(c_ext[1], int(handles[j]), bx, by, bz, smem, kinds,
+                                              tuple(tm.address for tm, _, _ in self._tmaps[j]))
+                call = f"C{j}({', '.join(dims)}, stream, {', '.join(values)})"
             launches.append((j, call, " and ".join(f"{x} > 0" for x in dyn), pre))
-        body.append("    with lock:")
-        body.append("        try:")
-        body.append("            sv.value = stream")
-        for st in sets:
-            body.append(f"            {st}")
-        body.append("        except TypeError:")
-        body.append("            GEN")
+        if c_ext is not None:
+            # the tensor maps are shared state: their update and the launch that reads them
+            # under the lock; otherwise one C call holding the GIL needs none
+            tmaps = any(pre for _, _, _, pre in launches)
+            ind = "    "
+            if tmaps:
+                body.append("    with lock:")
+                ind = "        "
+            for j, call, cond, pre in launches:
+                i2 = ind
+                if cond:
+                    body.append(f"{i2}if {cond}:")
+                    i2 += "    "
+                for ln in pre:
+                    body.append(f"{i2}{ln}")
+                body.append(f"{i2}try:")
+                body.append(f"{i2}    r = {call}")
+                body.append(f"{i2}except (TypeError, OverflowError):  # a value the parameter's C type cannot take")
+                body.append(f"{i2}    GEN")
+                body.append(f"{i2}if r: return failed(r, {j}, buffers, ints, floats)")
+            launches = []
+        else:
+            body.append("    with lock:")
+            body.append("        try:")
+            body.append("            sv.value = stream")
+            for st in sets:
+                body.append(f"            {st}")
+            body.append("        except TypeError:")
+            body.append("            GEN")
         for j, call, cond, pre in launches:
             ind = "        "
             if cond:
@@ -479,6 +533,11 @@ class Launcher:
         lines.append("")
         lines.append(f"def fastp({', '.join(bs + is_ + fs)}):")
         lines += [ln.replace("GEN", f"{lists}; {gen}") for ln in body]
+        # fastc: the same for a caller that checked every tensor is a CUDA tensor already
+        # (JITKernel's fast path: its inputs checked, its outputs allocated beside them)
+        lines.append("")
+        lines.append(f"def fastc({', '.join(bs + is_ + fs)}):")
+        lines += [ln.replace("GEN", f"{lists}; {gen}") for ln in body if ".is_cuda" not in ln]
         src = "\n".join(lines) + "\n"
         # fastp's failure path needs the lists too
         out, in_p = [], False
@@ -493,6 +552,7 @@ class Launcher:
         exec(compile(src, f"<tilelang launch {self.artifact.entry}>", "exec"), g)  # noqa: S102 - our own code
         fast = g["fast"]
         fast.positional = g["fastp"]
+        fast.positional_checked = g["fastc"]
         fast.source = src
         return fast
 
