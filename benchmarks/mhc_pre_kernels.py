@@ -26,6 +26,7 @@ VARIANTS = {
     "default": {},
     "mma_chains_off": {"TILELANG_CUDA_MMA_CHAINS": "0"},
     "converting_copy_pipeline_off": {"TILELANG_CUDA_CONVERTING_COPY_PIPELINE": "0"},
+    "pipelined_occupancy_on": {"TILELANG_CUDA_PIPELINED_OCCUPANCY": "1"},
     "cp_async_early_refill_on": {"TILELANG_CUDA_CP_ASYNC_EARLY_REFILL": "1"},
     "cp_async_unroll_on": {"TILELANG_CUDA_CP_ASYNC_UNROLL": "1"},
 }
