@@ -29,6 +29,9 @@ VARIANTS = {
     "pipelined_occupancy_on": {"TILELANG_CUDA_PIPELINED_OCCUPANCY": "1"},
     "cp_async_early_refill_on": {"TILELANG_CUDA_CP_ASYNC_EARLY_REFILL": "1"},
     "cp_async_unroll_on": {"TILELANG_CUDA_CP_ASYNC_UNROLL": "1"},
+    # the opt-in ones together
+    "all_on": {"TILELANG_CUDA_PIPELINED_OCCUPANCY": "1", "TILELANG_CUDA_CP_ASYNC_EARLY_REFILL": "1",
+               "TILELANG_CUDA_CP_ASYNC_UNROLL": "1"},
 }
 HBM_TBPS = 4.2
 N, HIDDEN, HC = 2048, 4096, 4
