@@ -64,6 +64,13 @@ TILELANG_CUDA_CP_ASYNC_UNROLL=1  a cp.async copy nest of 9..16 vectors a thread 
 TILELANG_CUDA_CP_ASYNC_EARLY_REFILL=1  a cp.async pipeline's ring slot that the body stops using before its end
                                (mHC pre's bf16 tile, copied into registers first) is refilled right there (opt-in:
                                one more block barrier an iteration; mHC pre 1.6% faster, FlashAttention backward slower)
+TILELANG_CUDA_PIPELINED_OCCUPANCY=1  as STREAMING_OCCUPANCY, also for kernels whose T.Pipelined loops only copy
+                               (no gemm; DeepSeek mHC pre's fused rest: 8 blocks an SM, not 6)
+TILELANG_CUDA_OCCUPANCY_SEARCH=0  where the blocks those two ask for make ptxas spill, drop the request (default:
+                               the most blocks that do not spill, a binary search from half the request)
+TILELANG_CUDA_MMA_CHAINS=0      a TF32 mma.sync gemm runs every k8 step on one accumulator chain (default: a warp with
+                               fewer than 4 MMAs a step alternates steps between 2-4 chains, summed after each gemm call:
+                               DeepSeek mHC pre's 16 x 16 warp tiles, one warp a scheduler, wait out the MMA latency less)
 TILELANG_CUDA_STREAMING_OCCUPANCY=1  a memory-bound kernel (no gemm, no pipelined loop) asks ptxas for as many
                                blocks an SM as its threads allow (__launch_bounds__ second argument), not where it spills
 TILELANG_CUDA_REGISTER_PREFETCH=0  a serial loop that starts by copying global tiles into fragments (a chunked

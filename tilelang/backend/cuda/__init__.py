@@ -85,7 +85,8 @@ class CudaBackend(Backend):
 
     def build(self, func, target, ctx=None) -> Artifact:
         from tilelang.backend.cuda.host.nvrtc import compile_cuda
-        from tilelang.backend.cuda.plan.occupancy import spilling_entries, drop_streaming_caps
+        from tilelang.backend.cuda.plan.occupancy import (spilling_entries, drop_streaming_caps, fit_streaming_caps,
+                                                          streaming_cap)
         if isinstance(target, str) or isinstance(target, dict):
             from tilelang.backend.registry import parse_target
             target = parse_target(target)
@@ -97,7 +98,18 @@ class CudaBackend(Backend):
         compiled = compile_cuda(source, target.arch, name=f"{func.name}.cu", options=ctx.config[OPTIONS],
                                 extra_options=("-Xptxas=-v",) if capped else ())
         spilled = spilling_entries(compiled.log) & set(capped)
-        if spilled:   # the occupancy cap (plan/occupancy.py) made ptxas spill: compile without it
+        if spilled and ctx.config[OPTIONS].occupancy_search:
+            # the occupancy cap (plan/occupancy.py) made ptxas spill: the most blocks that do not
+            def spills(src):
+                c = compile_cuda(src, target.arch, name=f"{func.name}.cu", options=ctx.config[OPTIONS],
+                                 extra_options=("-Xptxas=-v",))
+                return spilling_entries(c.log), c
+            fitted, fitted_compiled = fit_streaming_caps(source, spilled, spills)
+            meta["streaming_occupancy_fitted"] = {e: streaming_cap(fitted, e) for e in sorted(spilled)}
+            source = fitted
+            compiled = fitted_compiled or compile_cuda(source, target.arch, name=f"{func.name}.cu",
+                                                       options=ctx.config[OPTIONS])
+        elif spilled:   # ... or compile without it
             source = drop_streaming_caps(source, spilled)
             compiled = compile_cuda(source, target.arch, name=f"{func.name}.cu", options=ctx.config[OPTIONS])
             meta["streaming_occupancy_dropped"] = sorted(spilled)

@@ -90,6 +90,9 @@ _SWITCHES = {
     "TILELANG_CUDA_WS_MULTICAST": (_flag, True, "ws_multicast", True),
     "TILELANG_CUDA_CP_ASYNC_UNROLL": (_flag, False, "cp_async_unroll", True),
     "TILELANG_CUDA_CP_ASYNC_EARLY_REFILL": (_flag, False, "cp_async_early_refill", True),
+    "TILELANG_CUDA_MMA_CHAINS": (_flag, True, "mma_chains", True),
+    "TILELANG_CUDA_PIPELINED_OCCUPANCY": (_flag, False, "pipelined_occupancy", True),
+    "TILELANG_CUDA_OCCUPANCY_SEARCH": (_flag, True, "occupancy_search", True),
     "TILELANG_CUDA_NVRTC_PCH": (_flag, True, "nvrtc_pch", False),   # the cubin is the same either way
     "TILELANG_CUDA_NVRTC_SPLIT_COMPILE": (_count, 0, "nvrtc_split_compile", True),
     "TILELANG_CUDA_NVRTC_FAST_COMPILE": (_fast_compile_level, None, "nvrtc_fast_compile", True),
@@ -187,6 +190,12 @@ class CudaOptions:
                                    # (plan/stage_epilogue.py; ..._EPILOGUE_TMA_STORE=0: per thread)
     ws_multicast: bool = True      # a warp-specialized GEMM's blocks run in pairs that multicast the tiles
                                    # both read (plan/warp_specialized_ring.py; ..._WS_MULTICAST=0: single blocks)
+    pipelined_occupancy: bool = False  # ... also kernels whose pipelined loops only copy (no gemm): mHC pre's
+                                   # fused rest (plan/occupancy.py; ..._PIPELINED_OCCUPANCY=1)
+    occupancy_search: bool = True  # where such a cap makes ptxas spill, the most blocks that do not (a binary
+                                   # search from half the cap, a compile a step), not no cap (..._OCCUPANCY_SEARCH)
+    mma_chains: bool = True        # a TF32 mma.sync gemm with few MMAs a warp per k8 step alternates its steps
+                                   # between accumulator chains (ops/mma.py tf32_chains; ..._MMA_CHAINS)
     cp_async_unroll: bool = False  # a cp.async copy nest of up to 16 vectors a thread is one unrolled run of
                                    # copies, not a strided loop (ops/vector_copy.py thread_split; ..._CP_ASYNC_UNROLL)
     cp_async_early_refill: bool = False # a cp.async ring slot the body stops using early is refilled right

@@ -182,7 +182,7 @@ def test_a_loop_off_the_residue_form_sends_the_tile_to_shared_memory():
 @needs_nvrtc
 def test_mhc_gemm_source_reads_a_from_registers():
     src = build(gemm_sqrsum()).source
-    assert "tl::gemm_rs_tf32<32, 32, 128, 2, 2, true>(x_frag, " in src
+    assert "tl::gemm_rs_tf32<32, 32, 128, 2, 2, true, 2>(x_frag, " in src
     assert "float x_frag[64];" in src and "float sqrsum_part[2];" in src
     assert "* x_frag = reinterpret_cast" not in src
     # the sum of squares reads A's registers at constants: its k loop is unrolled

@@ -107,7 +107,7 @@ def test_tf32_sass_has_tf32_hmma_and_no_spills(arch, trans_A, trans_B):
 def test_bf16_to_tf32_fragment_gemm_on_tensor_cores(arch):
     art = build(bf16_rows_times_tf32(256, 1024), arch)
     # the widened tile is the register A operand (layout/fragment.py Tf32ALayout)
-    assert "tl::gemm_rs_tf32<32, 32, 256, 2, 2, true>(xf, " in art.source
+    assert "tl::gemm_rs_tf32<32, 32, 256, 2, 2, true, 2>(xf, " in art.source
     assert "gk" not in art.source   # no SIMT loop
     ops = sass_ops(art)
     assert _tf32_mma_ops(art) > 0 and ops["LDSM"] > 0 and ops["LDL"] == 0 and ops["STL"] == 0, ops

@@ -9,7 +9,8 @@ from tilelang.backend.registry import parse_target
 from tilelang.backend.cuda import pipeline as P
 from tilelang.backend.cuda.options import OPTIONS, CudaOptions
 from tilelang.backend.cuda.plan.occupancy import (plan_streaming_occupancy, full_occupancy_blocks,
-                                                  spilling_entries, drop_streaming_caps)
+                                                  spilling_entries, drop_streaming_caps, fit_streaming_caps,
+                                                  streaming_cap)
 from tilelang.ir.printer import func_str
 from tilelang.transform.pass_manager import PassContext, run_passes
 from tests.backend.cuda import kernels as KS
@@ -82,8 +83,54 @@ def test_the_cap_reaches_ptxas_and_is_dropped_where_it_spills(monkeypatch):
         regs = int(re.search(r"REG:(\d+)", usage).group(1))
         assert regs <= 32 and "STACK:0" in usage, usage   # a full SM of blocks, no spill
     # 4 rows of 1024 in 4 chunks: 48 registers uncapped, spills at 32: compiled without the cap
+    monkeypatch.setenv("TILELANG_CUDA_OCCUPANCY_SEARCH", "0")
     art = build(rms_norm(block_M=4, block_N=1024))
     assert "__launch_bounds__(256) " in art.source
     assert art.meta.get("streaming_occupancy_dropped") == [art.entry]
     usage = resource_usage(art.binary)
     assert not usage or "STACK:0" in usage, usage
+
+
+@needs_nvrtc
+def test_a_spilling_cap_steps_down_to_the_most_blocks_that_fit(monkeypatch):
+    from tilelang.backend.cuda.host.nvrtc import resource_usage
+    monkeypatch.setenv("TILELANG_CUDA_STREAMING_OCCUPANCY", "1")
+    art = build(rms_norm(block_M=4, block_N=1024))     # spills at 8 blocks (32 registers)
+    fitted = art.meta.get("streaming_occupancy_fitted")
+    assert fitted is not None and set(fitted) == {art.entry} and 4 <= fitted[art.entry] < 8, fitted
+    assert f"__launch_bounds__(256, {fitted[art.entry]}) " in art.source
+    usage = resource_usage(art.binary)
+    assert not usage or "STACK:0" in usage, usage
+
+
+def test_cap_search_compiles_a_binary_search():
+    """`fit_streaming_caps` on a fake compiler that spills above 8 blocks: 12 asked, 9, 7, 8
+    tried (from half the cap); a kernel that spills even at half its cap loses the cap."""
+    src = 'extern "C" __global__ void __launch_bounds__(96, 12) a(int* x) {}\n' \
+          'extern "C" __global__ void __launch_bounds__(96, 12) b(int* x) {}\n'
+    tried = []
+
+    def spills(s):
+        caps = {e: streaming_cap(s, e) for e in "ab"}
+        tried.append(dict(caps))
+        return {e for e, n in caps.items() if n is not None and n > (8 if e == "a" else 2)}, f"cubin{len(tried)}"
+    out, compiled = fit_streaming_caps(src, {"a", "b"}, spills)
+    assert streaming_cap(out, "a") == 8 and "__launch_bounds__(96) b(" in out
+    assert [t["a"] for t in tried[:3]] == [9, 7, 8]
+    assert compiled is None        # b's last probe was not the source returned: compile it again
+
+
+def test_a_copy_only_pipelined_kernel_asks_with_its_switch():
+    """T.Pipelined loops of copies only (no gemm) are streaming kernels under
+    TILELANG_CUDA_PIPELINED_OCCUPANCY (mHC pre's fused rest), not under the plain switch."""
+    @T.prim_func
+    def staged(A: T.Tensor((256, 4096), "bfloat16"), B: T.Tensor((256, 4096), "bfloat16")):
+        with T.Kernel(256, threads=64) as bx:
+            for k in T.Pipelined(8, num_stages=2):
+                xs = T.alloc_shared((512,), "float32")
+                T.copy(A[bx, k * 512], xs)
+                for i in T.Parallel(512):
+                    B[bx, k * 512 + i] = xs[i] * 2.0
+    assert "annotate_min_blocks_per_sm" not in _after(staged)
+    text = _after(staged, env={"TILELANG_CUDA_PIPELINED_OCCUPANCY": "1"})
+    assert "T.annotate_min_blocks_per_sm(" in text, text

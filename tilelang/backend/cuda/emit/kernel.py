@@ -775,10 +775,11 @@ class KernelCodegen:
             call = (f"tl::gemm_ss_k32<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}>"
                     f"({pa}, {lda}, {pb}, {ldb}, {{acc}}, tl_tid);")
         if getattr(cfg, "tf32", False):   # float32 / tfloat32 operands (ops/mma.py MmaTf32Config)
-            call = (f"tl::gemm_ss_tf32<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}, {ta}, {tb}>"
+            chains = f", {cfg.chains}" if cfg.chains > 1 else ""   # ops/mma.py tf32_chains
+            call = (f"tl::gemm_ss_tf32<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}, {ta}, {tb}{chains}>"
                     f"({pa}, {lda}, {pb}, {ldb}, {{acc}}, tl_tid);")
             if cfg.a_regs:   # A in registers (layout/fragment.py Tf32ALayout)
-                call = (f"tl::gemm_rs_tf32<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}, {tb}>"
+                call = (f"tl::gemm_rs_tf32<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}, {tb}{chains}>"
                         f"({self.buf_name(op.A.buffer)}, {pb}, {ldb}, {{acc}}, tl_tid);")
         return self._gemm_call(op, cfg, call)
 

@@ -59,6 +59,21 @@ class MmaTf32Config(MmaConfig):
     operand is a register fragment in `layout/fragment.py` Tf32ALayout (`tl::gemm_rs_tf32`)."""
     tf32 = True
     a_regs: bool = False
+    chains: int = 1   # accumulator chains a warp runs its k8 steps on (`tf32_chains`)
+
+
+def tf32_chains(cfg, target_in_flight=4) -> int:
+    """How many accumulator chains the k8 steps of TF32 gemm `cfg` alternate between, so that
+    each warp has `target_in_flight` independent MMAs a step: a warp with one or two MMAs a
+    step (a 16 x 16 warp tile, as DeepSeek mHC's 32-token gemm) otherwise waits the MMA's
+    latency once per k8 step when it is alone on its scheduler (one block of four warps an
+    SM). The partial chains are summed into the accumulator at the end of each gemm call;
+    a chain gets at least 4 steps a call."""
+    mmas = (cfg.M // cfg.WM // 16) * (cfg.N // cfg.WN // 8)
+    chains = max(1, target_in_flight // max(mmas, 1))
+    while chains > 1 and cfg.K // 8 < 4 * chains:
+        chains //= 2
+    return chains
 
 
 def is_tf32_gemm(da, db, dc) -> bool:

@@ -28,7 +28,7 @@ from tilelang.ir import warp_ops as W
 from tilelang.ir.errors import located
 from tilelang.ir.visitor import walk
 from tilelang.backend.cuda.analysis.facts import thread_dependent_vars
-from tilelang.backend.cuda.ops.mma import mma_config
+from tilelang.backend.cuda.ops.mma import mma_config, tf32_chains
 from tilelang.backend.cuda.ops.wgmma import wgmma_config, swizzle_ok, swizzle_bytes, strip_tile
 from tilelang.backend.cuda.plan.pipeline import find_pipelines
 from tilelang.backend.cuda.layout.fragment import TILE_2D, infer as infer_fragment_layouts, format_report
@@ -779,5 +779,7 @@ def _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_
                     id(g) not in shared_a and id(g.A.buffer) not in swizzled:
                 # a TF32 mma.sync reads a register A fragment as it is (layout/fragment.py Tf32ALayout)
                 cfg = dataclasses.replace(cfg, a_regs=True)
+            if cfg is not None and cfg.tf32 and plan.options.mma_chains:
+                cfg = dataclasses.replace(cfg, chains=tf32_chains(cfg))
             plan.gemms[id(g)] = cfg
     return swizzled, blocked

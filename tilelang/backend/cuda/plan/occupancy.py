@@ -39,11 +39,14 @@ def sm_limits(arch) -> tuple:
     return 1024, 16, 64 * 1024
 
 
-def streaming_why_not(plan) -> str:
-    """Why the kernel of `plan` is not a streaming kernel, or "" when it is."""
+def streaming_why_not(plan, pipelined=False) -> str:
+    """Why the kernel of `plan` is not a streaming kernel, or "" when it is. `pipelined`:
+    a T.Pipelined loop of copies (no gemm) counts as streaming (DeepSeek mHC pre's fused
+    rest: its converting copy holds the next tile in registers, 104 a thread, 6 blocks of 96
+    threads an SM where shared memory allows 12; capped at 8 blocks, 80 and no spills)."""
     if plan.gemms:
         return "it runs a gemm"
-    if plan.pipelines:
+    if plan.pipelines and not pipelined:
         return "it has a pipelined loop"
     if plan.warp_specialized is not None or plan.sets_max_nreg:
         return "its warpgroups split the registers"
@@ -62,9 +65,9 @@ def full_occupancy_blocks(nthreads, smem_bytes, arch) -> int:
     return n
 
 
-def decide(launch, plan, arch) -> int:
+def decide(launch, plan, arch, pipelined=False) -> int:
     """The blocks per SM to ask ptxas for (0: leave the kernel alone)."""
-    if launch.annotations.get(MIN_BLOCKS) or streaming_why_not(plan):
+    if launch.annotations.get(MIN_BLOCKS) or streaming_why_not(plan, pipelined):
         return 0
     n = full_occupancy_blocks(plan.nthreads, plan.smem_bytes, arch)
     return n if n >= 2 else 0
@@ -75,7 +78,8 @@ def plan_streaming_occupancy(func, ctx=None):
     from tilelang.backend.cuda.plan.plan_kernels import map_planned_launches
 
     def rewrite(launch, plan, target, options):
-        n = decide(launch, plan, target.arch) if options.streaming_occupancy else 0
+        on = options.pipelined_occupancy if plan.pipelines else options.streaming_occupancy
+        n = decide(launch, plan, target.arch, pipelined=bool(plan.pipelines)) if on else 0
         if n:
             launch = copy.copy(launch)   # the same body: the plan's node identities hold
             launch.annotations = {**launch.annotations, MIN_BLOCKS: n, AUTO: True}
@@ -102,5 +106,49 @@ def drop_streaming_caps(source: str, entries) -> str:
     return source
 
 
-__all__ = ["plan_streaming_occupancy", "full_occupancy_blocks", "streaming_why_not", "spilling_entries",
+def streaming_cap(source: str, entry: str):
+    """The block count `entry`'s `__launch_bounds__` asks for in `source`, or None."""
+    m = re.search(r"__launch_bounds__\(\d+, (\d+)\) " + re.escape(entry) + r"\(", source)
+    return int(m.group(1)) if m else None
+
+
+def set_streaming_cap(source: str, entry: str, n: int) -> str:
+    """`source` with `entry`'s `__launch_bounds__` asking for `n` blocks an SM."""
+    return re.sub(r"__launch_bounds__\((\d+), \d+\) " + re.escape(entry) + r"\(",
+                  lambda m: f"__launch_bounds__({m.group(1)}, {n}) {entry}(", source)
+
+
+def fit_streaming_caps(source: str, entries, spills, low=None):
+    """(source, compiled or None): each kernel of `entries` (spilling at the cap this pass
+    asked for) asks instead for the most blocks at which ptxas does not spill, searched
+    between `low(cap)` (default: half the cap, assumed to fit: it is about what ptxas gives
+    uncapped where the cap was a full SM) and the cap; its cap is dropped where even `low`
+    spills. `spills(source)` -> (the entries that spill, the compiled source): at most
+    log2(cap / 2) + 1 compiles a kernel; `compiled` is the last one's where it is the source
+    returned."""
+    low = low or (lambda cap: max(1, cap // 2))
+    last = None
+    for e in sorted(entries):
+        cap = streaming_cap(source, e)
+        if cap is None:
+            continue
+        lo, hi, fits_lo = low(cap), cap - 1, False
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            bad, compiled = spills(set_streaming_cap(source, e, mid))
+            if e in bad:
+                hi = mid - 1
+            else:
+                lo, fits_lo, last = mid, True, (set_streaming_cap(source, e, mid), compiled)
+        if not fits_lo:
+            bad, compiled = spills(set_streaming_cap(source, e, lo)) if lo > 1 else ({e}, None)
+            if e in bad:
+                source, last = drop_streaming_caps(source, {e}), None
+                continue
+            last = (set_streaming_cap(source, e, lo), compiled)
+        source = set_streaming_cap(source, e, lo)
+    return source, (last[1] if last is not None and last[0] == source else None)
+
+
+__all__ = ["plan_streaming_occupancy", "fit_streaming_caps", "streaming_cap", "set_streaming_cap", "full_occupancy_blocks", "streaming_why_not", "spilling_entries",
            "drop_streaming_caps", "MIN_BLOCKS", "AUTO"]

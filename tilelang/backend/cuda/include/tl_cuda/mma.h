@@ -310,14 +310,36 @@ TL_DEVICE void load_b_tf32(unsigned (*b)[2], const float* B, int ldb, int k0, in
   }
 }
 
-template <int M, int N, int K, int WM, int WN, bool TA, bool TB>
+// CHAINS > 1 (ops/mma.py MmaTf32Config.chains): k8 step ki accumulates into chain ki % CHAINS,
+// chain 0 the accumulator itself, the others zeroed registers added to it at the end, so that
+// a warp with few MMAs a step has CHAINS times as many independent ones in flight (a single
+// warp per scheduler otherwise waits out the MMA latency once per k8 step).
+template <int CHAINS, int REGS>
+struct Tf32Chains {
+  float part[CHAINS > 1 ? (CHAINS - 1) * REGS : 1];
+  TL_DEVICE Tf32Chains() {
+#pragma unroll
+    for (int i = 0; i < (CHAINS > 1 ? (CHAINS - 1) * REGS : 0); ++i) part[i] = 0.0f;
+  }
+  TL_DEVICE float* of(float* acc, int ki) { return ki % CHAINS == 0 ? acc : part + (ki % CHAINS - 1) * REGS; }
+  TL_DEVICE void sum_into(float* acc) {
+#pragma unroll
+    for (int c = 1; c < CHAINS; ++c)
+#pragma unroll
+      for (int i = 0; i < REGS; ++i) acc[i] += part[(c - 1) * REGS + i];
+  }
+};
+
+template <int M, int N, int K, int WM, int WN, bool TA, bool TB, int CHAINS = 1>
 TL_DEVICE void gemm_ss_tf32(const float* A, int lda, const float* B, int ldb, float* acc, int tid = thread_linear()) {
   using L = MmaAccLayout<M, N, WM, WN>;
   static_assert(L::WTM % 16 == 0 && L::WTN % 16 == 0 && K % 8 == 0, "gemm_ss_tf32 tile shape");
   const int lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int wr = (tid >> 5) / WN, wc = (tid >> 5) % WN;
+  Tf32Chains<CHAINS, L::MI * L::NI * 4> chains;
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 8) {
+    float* d = chains.of(acc, k0 / 8);
     unsigned a[L::MI][4];
     unsigned b[L::NI][2];
 #pragma unroll
@@ -337,8 +359,9 @@ TL_DEVICE void gemm_ss_tf32(const float* A, int lda, const float* B, int ldb, fl
 #pragma unroll
     for (int mi = 0; mi < L::MI; ++mi)
 #pragma unroll
-      for (int ni = 0; ni < L::NI; ++ni) MmaTf32::run(acc + (mi * L::NI + ni) * 4, a[mi], b[ni]);
+      for (int ni = 0; ni < L::NI; ++ni) MmaTf32::run(d + (mi * L::NI + ni) * 4, a[mi], b[ni]);
   }
+  chains.sum_into(acc);
 }
 
 // The register A operand of gemm_rs_tf32: an M x K tile over a WM x WN warp grid, warp
@@ -368,25 +391,28 @@ template <int M, int WM, int WN> struct MmaTf32ColsLayout {
 // C[M, N] += A[M, K] * B[K, N] with A in registers (MmaTf32ALayout<M, K, WM, WN>, raw
 // 32-bit float bits: the tensor core reads their top 19) and B in shared memory (stored
 // N x K when TB, ldb its row stride in elements, a multiple of 4).
-template <int M, int N, int K, int WM, int WN, bool TB>
+template <int M, int N, int K, int WM, int WN, bool TB, int CHAINS = 1>
 TL_DEVICE void gemm_rs_tf32(const float* a_regs, const float* B, int ldb, float* acc, int tid = thread_linear()) {
   using L = MmaAccLayout<M, N, WM, WN>;
   static_assert(L::WTM % 16 == 0 && L::WTN % 16 == 0 && K % 8 == 0, "gemm_rs_tf32 tile shape");
   constexpr int KI = K / 8;
   const int lane = tid & 31;
   const int wc = (tid >> 5) % WN;
+  Tf32Chains<CHAINS, L::MI * L::NI * 4> chains;
 #pragma unroll
   for (int ki = 0; ki < KI; ++ki) {
     const int k0 = ki * 8;
+    float* d = chains.of(acc, ki);
     unsigned b[L::NI][2];
     load_b_tf32<L, TB>(b, B, ldb, k0, lane, wc);
 #pragma unroll
     for (int mi = 0; mi < L::MI; ++mi) {
       const unsigned* a = reinterpret_cast<const unsigned*>(a_regs) + (mi * KI + ki) * 4;
 #pragma unroll
-      for (int ni = 0; ni < L::NI; ++ni) MmaTf32::run(acc + (mi * L::NI + ni) * 4, a, b[ni]);
+      for (int ni = 0; ni < L::NI; ++ni) MmaTf32::run(d + (mi * L::NI + ni) * 4, a, b[ni]);
     }
   }
+  chains.sum_into(acc);
 }
 
 }  // namespace tl
