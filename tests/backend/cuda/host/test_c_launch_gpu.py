@@ -79,7 +79,7 @@ def test_tma_gemm_alternating_tensors(c_call):
     import torch
     k = tilelang.compile(K.gemm(256, 256, 256, bk=64), out_idx=[-1], target="cuda")
     if torch.cuda.get_device_capability() >= (9, 0):
-        assert any(k.launcher._tmaps), "the sm_90 GEMM loads by TMA"
+        assert any(kk.get("tmaps") for kk in k.launcher.meta["kernels"]), "the sm_90 GEMM loads by TMA"
     pairs = [(torch.randn(256, 256, device="cuda", dtype=torch.float16),
               torch.randn(256, 256, device="cuda", dtype=torch.float16)) for _ in range(2)]
     for _ in range(3):
