@@ -61,6 +61,11 @@ TILELANG_CUDA_CP_ASYNC_UNROLL=1  a cp.async copy nest of 9..16 vectors a thread 
 TILELANG_CUDA_CP_ASYNC_EARLY_REFILL=1  a cp.async pipeline's ring slot that the body stops using before its end
                                (mHC pre's bf16 tile, copied into registers first) is refilled right there (opt-in:
                                one more block barrier an iteration; mHC pre 1.6% faster, FlashAttention backward slower)
+TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER=0  a cp.async pipeline whose body has a block barrier of its own after
+                               its last use of the ring (the FlashAttention backward's dS store before the dQ
+                               product) refills the slot after the body behind a barrier of its own, not right
+                               after that barrier (on: one block barrier an iteration less; the wgmma groups
+                               still reading the ring are waited for before it)
 TILELANG_CUDA_STREAMING_OCCUPANCY=1  a memory-bound kernel (no gemm, no pipelined loop) asks ptxas for as many
                                blocks an SM as its threads allow (__launch_bounds__ second argument), not where it spills
 TILELANG_CUDA_REGISTER_PREFETCH=0  a serial loop that starts by copying global tiles into fragments (a chunked

@@ -119,7 +119,12 @@ def test_dp_is_issued_before_the_softmax_recomputation(monkeypatch):
 
 
 @needs_sass
-def test_the_waits_and_fences_in_the_code_and_sass():
+@pytest.mark.parametrize("at_barrier", ["1", "0"])
+def test_the_waits_and_fences_in_the_code_and_sass(monkeypatch, at_barrier):
+    # TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER (plan/cp_async_pipeline.py refill_barrier): on,
+    # dV and dK are retired before the barrier ahead of the dQ product (the ring's slot is
+    # refilled after it); off, by the dQ product's own wait
+    monkeypatch.setenv("TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER", at_barrier)
     art = build(attention_bwd(1, 2, 256, 64, block_M=64, block_N=64, threads=128))
     src = art.source
     s_ = src.index("tl::wgmma_ss_issue<64, 64, 64, false, true, half>(k_s")
@@ -131,11 +136,17 @@ def test_the_waits_and_fences_in_the_code_and_sass():
     assert w_dp < src.index("ds16[", w_dp)
     dq = src.index("tl::wgmma_gemm_ss<64, 64, 64, true, false, half>(ds_s")
     assert w_dp < src.index("tl::wgmma_rs_issue<64, 64, 64, false, half>(ds16") < dq
-    assert src.index("tl::fence_regs<32>(dv);\n    tl::fence_regs<32>(dk);", dq) > dq
+    retire = "tl::wgmma_wait<0>();\n    tl::fence_regs<32>(dv);\n    tl::fence_regs<32>(dk);\n    " \
+        "tl::fence_proxy_async();\n    __syncthreads();\n    if (((t_1 + 2) < 4))"
+    if at_barrier == "1":
+        assert src.index("tl::wgmma_rs_issue<64, 64, 64, false, half>(ds16") < src.index(retire) < dq
+    else:
+        assert retire not in src
+        assert src.index("tl::fence_regs<32>(dv);\n    tl::fence_regs<32>(dk);", dq) > dq
     ops = sass_ops(art)
     assert ops["HGMMA"] == 20 and ops["LDL"] == 0 and ops["STL"] == 0, ops
     import re
     from tilelang.backend.cuda.host.nvrtc import sass
     # ptxas keeps the schedule: one arrive per gemm; waits leaving dP, then dV, in flight; one full
     waits = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+)", sass(art.binary))
-    assert waits == ["0x1", "0x1", "0x0"], waits
+    assert waits == ["0x1", "0x1", "0x0"] + ["0x0"] * (at_barrier == "1"), waits

@@ -90,6 +90,7 @@ _SWITCHES = {
     "TILELANG_CUDA_WS_MULTICAST": (_flag, True, "ws_multicast", True),
     "TILELANG_CUDA_CP_ASYNC_UNROLL": (_flag, False, "cp_async_unroll", True),
     "TILELANG_CUDA_CP_ASYNC_EARLY_REFILL": (_flag, False, "cp_async_early_refill", True),
+    "TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER": (_flag, True, "cp_async_refill_at_barrier", True),
     "TILELANG_CUDA_NVRTC_PCH": (_flag, True, "nvrtc_pch", False),   # the cubin is the same either way
     "TILELANG_CUDA_NVRTC_SPLIT_COMPILE": (_count, 0, "nvrtc_split_compile", True),
     "TILELANG_CUDA_NVRTC_FAST_COMPILE": (_fast_compile_level, None, "nvrtc_fast_compile", True),
@@ -191,6 +192,10 @@ class CudaOptions:
     cp_async_early_refill: bool = False # a cp.async ring slot the body stops using early is refilled right
                                    # there, not after the body (plan/cp_async_pipeline.py early_refill;
                                    # ..._CP_ASYNC_EARLY_REFILL)
+    cp_async_refill_at_barrier: bool = True  # a cp.async ring slot the body stops using before a block
+                                   # barrier of its own is refilled after that barrier, which then also
+                                   # orders the refill: one barrier an iteration less (plan/cp_async_pipeline.py
+                                   # refill_barrier; ..._CP_ASYNC_REFILL_AT_BARRIER)
     register_usage_level: int | None = None  # ptxas --register-usage-level (pass config
                                    # tl.ptxas_register_usage_level, 0..10)
     nvrtc_pch: bool = True         # NVRTC parses the headers once a process (automatic precompiled header):

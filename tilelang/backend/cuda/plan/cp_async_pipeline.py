@@ -81,6 +81,7 @@ from tilelang.arith.simplify import simplify
 from tilelang.transform.pass_manager import function_pass
 from tilelang.backend.cuda.plan.copy_form import copy_form
 from tilelang.backend.cuda.plan.pipeline import STAGED
+from tilelang.backend.cuda.plan.wgmma_waits import WgmmaWait
 from tilelang.backend.cuda.target import arch_number
 
 # the copy forms of a loop whose copies are issued as cp.async (a scalar one: a plain
@@ -186,14 +187,48 @@ def early_refill(info, plan=None):
     return j, [c for w, c in when if w == j]
 
 
-def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True, plan=None):
+def refill_barrier(info, plan=None):
+    """(b, gemms): the index in `info.rest` of a block barrier of the body's own (plan/sync.py's:
+    the FlashAttention backward's, between the store of dS into shared memory and the dQ
+    product) after which no statement uses a ring buffer, and the wgmma gemms issued before
+    it whose groups may still be in flight there; None when there is none. Refilled right
+    after that barrier, the slots need no barrier of their own at the end of the body (one
+    block barrier an iteration less) and the copies are issued earlier. The groups must be
+    retired before the barrier: a wgmma only issued reads its operands (a ring tile) until
+    its wait (plan/wgmma_waits.py), so they are waited for there (`wgmma.wait_group 0`)."""
+    from tilelang.backend.cuda.analysis.facts import accesses
+    if info.guard is not None or not info.copies:
+        return None
+    rings = {id(r) for r in (written_ring(info, c) for c in info.copies) if r is not None}
+    if len(rings) != len({id(b) for b in info.bufs}):
+        return None
+
+    def uses_ring(st):
+        r, w = accesses(st)
+        return any(id(_storage(b)) in rings for b in r + w)
+
+    last = max((j for j, st in enumerate(info.rest) if uses_ring(st)), default=-1)
+    b = next((j for j, st in enumerate(info.rest) if j > last and isinstance(st, S.Barrier) and
+              st.kind == "block" and st.barrier_id is None and st.arrive_count is None), None)
+    if b is None:
+        return None
+    chained = plan.chained_gemms if plan is not None else set()
+    gemms = []
+    for st in info.rest[:b]:
+        walk(st, lambda n: gemms.append(n) if isinstance(n, TO.Gemm) and id(n) in chained else None)
+    return b, gemms
+
+
+def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True, plan=None, refill_at_barrier=False):
     """The statements that replace `loop` (module docstring); `fence`: the barriers first
     make generic-proxy writes visible to the async proxy (plan/proxy_fences.py);
     `refill_wait`: the slot the previous iteration read is refilled after the wait for this
     iteration's copies (one barrier per iteration), else as soon as every thread is done
     with it: a ring buffer that the body stops using before its last statement at once
     after that statement (`early_refill`; `early_refill_ok`: the switch
-    TILELANG_CUDA_CP_ASYNC_EARLY_REFILL), the others after the body."""
+    TILELANG_CUDA_CP_ASYNC_EARLY_REFILL), the others after the body; `refill_at_barrier`
+    (TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER): all of them right after a block barrier of the
+    body's own that follows their last use (`refill_barrier`), where there is one."""
     ns, var = info.stages, loop.var
     lo, hi = loop.min, simplify(loop.min + loop.extent)
     d = ns - 1 if refill_wait else ns   # iterations issued ahead of the one computing, at its start
@@ -245,7 +280,21 @@ def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True, plan=No
                 barrier(f"every thread is done with this iteration's slot of {names}: it is refilled"),
                 S.LetStmt(kk, var + d, slot(ring_index(kk), guarded(kk, [substitute(c, {var: kk}) for c in copies])))]))
         j, early = early_refill(info, plan) if early_refill_ok else (-1, [])
-        if early:   # those copies' slots are free after rest[j]: refilled there, in the same group
+        at = refill_barrier(info, plan) if refill_at_barrier and not early else None
+        if at is not None:   # the body's own barrier orders the refill (refill_barrier)
+            b, gemms = at
+            if gemms:
+                plan.wgmma_waits_before[id(info.rest[b])] = WgmmaWait(
+                    0, gemms, "before the barrier after which the ring's slot is refilled")
+            kk = E.Var(var.name + "_next", var.dtype)
+            issue = S.IfThenElse(E.binop("<", var + d, hi), S.LetStmt(
+                kk, var + d, slot(ring_index(kk), copies_of(kk))))
+            compute = [slot(ring_index(var), S.seq(info.rest[:b + 1])), issue,
+                       slot(ring_index(var), S.seq(info.rest[b + 1:]))]
+            body = [call(M.CP_ASYNC_WAIT, ns - 1),
+                    barrier(f"this iteration's copies into {ring} landed"),
+                    *compute, call(M.CP_ASYNC_COMMIT)]
+        elif early:   # those copies' slots are free after rest[j]: refilled there, in the same group
             late = [c for c in info.copies if all(c is not e for e in early)]
             compute = [slot(ring_index(var), S.seq(info.rest[:j + 1])),
                        refill(early, ", ".join(written_ring(info, c).name for c in early)),
@@ -253,9 +302,10 @@ def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True, plan=No
             issue = refill(late, ", ".join(written_ring(info, c).name for c in late))
         else:
             compute, issue = [compute], refill(info.copies, ring)
-        body = [call(M.CP_ASYNC_WAIT, ns - 1),
-                barrier(f"this iteration's copies into {ring} landed"),
-                *compute, issue, call(M.CP_ASYNC_COMMIT)]
+        if at is None:
+            body = [call(M.CP_ASYNC_WAIT, ns - 1),
+                    barrier(f"this iteration's copies into {ring} landed"),
+                    *compute, issue, call(M.CP_ASYNC_COMMIT)]
     main = S.For(var, loop.min, loop.extent, S.SERIAL, S.seq(body))
     for s in (prologue, main):
         s.span = loop.span
@@ -431,7 +481,8 @@ def pipeline_cp_async(func, ctx=None):
         # copies staged through registers take the refill-after-wait schedule (`_staged`): one
         # barrier per iteration orders both the slot's reads and its refill
         wait = k.options.cp_async_refill_wait or (n is not None and n <= info.stages) or staged_ok(info)
-        return schedule(loop, info, k.plan.fence_barriers, wait, k.options.cp_async_early_refill, k.plan)
+        return schedule(loop, info, k.plan.fence_barriers, wait, k.options.cp_async_early_refill, k.plan,
+                        k.options.cp_async_refill_at_barrier)
     return schedule_pipelined_loops(func, ctx, takes, make)
 
 
