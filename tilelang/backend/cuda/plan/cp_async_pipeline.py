@@ -283,14 +283,21 @@ def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True, plan=No
         at = refill_barrier(info, plan) if refill_at_barrier and not early else None
         if at is not None:   # the body's own barrier orders the refill (refill_barrier)
             b, gemms = at
+            own = info.rest[b]
+            retired = " (the wgmma groups reading it retired first)" if gemms else ""
+            merged = S.Barrier("block", reason=f"{own.reason or 'the program'}; every thread is done with this "
+                               f"iteration's slot of {ring}{retired}: it is refilled",
+                               fence_async_proxy=own.fence_async_proxy, fence_when=own.fence_when)
+            merged.span = own.span
             if gemms:
-                plan.wgmma_waits_before[id(info.rest[b])] = WgmmaWait(
+                plan.wgmma_waits_before[id(merged)] = WgmmaWait(
                     0, gemms, "before the barrier after which the ring's slot is refilled")
+            rest = list(info.rest[:b]) + [merged] + list(info.rest[b + 1:])
             kk = E.Var(var.name + "_next", var.dtype)
             issue = S.IfThenElse(E.binop("<", var + d, hi), S.LetStmt(
                 kk, var + d, slot(ring_index(kk), copies_of(kk))))
-            compute = [slot(ring_index(var), S.seq(info.rest[:b + 1])), issue,
-                       slot(ring_index(var), S.seq(info.rest[b + 1:]))]
+            compute = [slot(ring_index(var), S.seq(rest[:b + 1])), issue,
+                       slot(ring_index(var), S.seq(rest[b + 1:]))]
             body = [call(M.CP_ASYNC_WAIT, ns - 1),
                     barrier(f"this iteration's copies into {ring} landed"),
                     *compute, call(M.CP_ASYNC_COMMIT)]
