@@ -66,6 +66,10 @@ TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER=0  a cp.async pipeline whose body has a
                                product) refills the slot after the body behind a barrier of its own, not right
                                after that barrier (on: one block barrier an iteration less; the wgmma groups
                                still reading the ring are waited for before it)
+TILELANG_CUDA_CP_ASYNC_PRELOAD=0  a shared tile loaded right before a cp.async pipeline whose body alone reads
+                               it (the FlashAttention backward's K and V) is loaded and stored by the threads
+                               before the prologue, not issued as cp.async in the prologue's first group (on:
+                               its load overlaps the first iterations' copies)
 TILELANG_CUDA_STREAMING_OCCUPANCY=1  a memory-bound kernel (no gemm, no pipelined loop) asks ptxas for as many
                                blocks an SM as its threads allow (__launch_bounds__ second argument), not where it spills
 TILELANG_CUDA_REGISTER_PREFETCH=0  a serial loop that starts by copying global tiles into fragments (a chunked

@@ -82,6 +82,7 @@ from tilelang.transform.pass_manager import function_pass
 from tilelang.backend.cuda.plan.copy_form import copy_form
 from tilelang.backend.cuda.plan.pipeline import STAGED
 from tilelang.backend.cuda.plan.wgmma_waits import WgmmaWait
+from tilelang.backend.cuda.plan.cp_async_preload import CP_ASYNC_PROLOGUE
 from tilelang.backend.cuda.target import arch_number
 
 # the copy forms of a loop whose copies are issued as cp.async (a scalar one: a plain
@@ -316,6 +317,7 @@ def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True, plan=No
     main = S.For(var, loop.min, loop.extent, S.SERIAL, S.seq(body))
     for s in (prologue, main):
         s.span = loop.span
+    prologue.annotations[CP_ASYNC_PROLOGUE] = True   # plan/cp_async_preload.py
     return [barrier(f"{ring} may still be read before the pipeline's prologue"), prologue, main,
             call(M.CP_ASYNC_WAIT, 0)]
 
@@ -415,6 +417,7 @@ def schedule_wgmma_in_flight(k, loop, info):
     main = S.For(var, loop.min, loop.extent, S.SERIAL, S.seq(body))
     for s in (prologue, main):
         s.span = loop.span
+    prologue.annotations[CP_ASYNC_PROLOGUE] = True   # plan/cp_async_preload.py
     return [S.Barrier("block", reason=f"{ring} may still be read before the pipeline's prologue",
                       fence_async_proxy=fence), prologue, main] + retire(k, g) + [call(M.CP_ASYNC_WAIT, 0)]
 
