@@ -61,6 +61,20 @@ def _run_and_check(target, b, h, n, dim, causal, **cfg):
     torch.testing.assert_close(dq, dq_ref, rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("refill_at_barrier", ["1", "0"])
+@pytest.mark.parametrize("preload", ["1", "0"])
+def test_schedule_switches_match_torch_autograd(monkeypatch, refill_at_barrier, preload):
+    """Both sides of the A/B switches of the attention backward's cp.async schedule
+    (TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER, TILELANG_CUDA_CP_ASYNC_PRELOAD); causal: a
+    loop starting at the block's own diagonal."""
+    monkeypatch.setenv("TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER", refill_at_barrier)
+    monkeypatch.setenv("TILELANG_CUDA_CP_ASYNC_PRELOAD", preload)
+    monkeypatch.setenv("TILELANG_DISABLE_CACHE", "1")
+    for causal in (True, False):
+        _run_and_check("cuda", 1, 2, 512, 64, causal, block_M=64, block_N=64, threads=128, stages=2)
+
+
 def test_cpu_reference_matches_torch_autograd():
     """The kernel and its reference agree on the CPU backend (the semantics the GPU must meet)."""
     pytest.importorskip("torch")
