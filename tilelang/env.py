@@ -70,6 +70,8 @@ TILELANG_CUDA_CP_ASYNC_PRELOAD=0  a shared tile loaded right before a cp.async p
                                it (the FlashAttention backward's K and V) is loaded and stored by the threads
                                before the prologue, not issued as cp.async in the prologue's first group (on:
                                its load overlaps the first iterations' copies)
+TILELANG_CUDA_TMA_STORE_SHARED_WAIT=0  consecutive bulk (TMA) stores of shared tiles (the attention backward's dV
+                               and dK epilogue) each wait for their tile to be read, not once after the last
 TILELANG_CUDA_STREAMING_OCCUPANCY=1  a memory-bound kernel (no gemm, no pipelined loop) asks ptxas for as many
                                blocks an SM as its threads allow (__launch_bounds__ second argument), not where it spills
 TILELANG_CUDA_REGISTER_PREFETCH=0  a serial loop that starts by copying global tiles into fragments (a chunked
