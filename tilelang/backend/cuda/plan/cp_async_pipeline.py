@@ -288,7 +288,9 @@ def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True, plan=No
             retired = " (the wgmma groups reading it retired first)" if gemms else ""
             merged = S.Barrier("block", reason=f"{own.reason or 'the program'}; every thread is done with this "
                                f"iteration's slot of {ring}{retired}: it is refilled",
-                               fence_async_proxy=own.fence_async_proxy, fence_when=own.fence_when)
+                               # (a user's barrier is fenced wherever the kernel fences its barriers)
+                               fence_async_proxy=own.fence_async_proxy or own.reason is None and fence,
+                               fence_when=own.fence_when)
             merged.span = own.span
             if gemms:
                 plan.wgmma_waits_before[id(merged)] = WgmmaWait(
@@ -297,8 +299,8 @@ def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True, plan=No
             kk = E.Var(var.name + "_next", var.dtype)
             issue = S.IfThenElse(E.binop("<", var + d, hi), S.LetStmt(
                 kk, var + d, slot(ring_index(kk), copies_of(kk))))
-            compute = [slot(ring_index(var), S.seq(rest[:b + 1])), issue,
-                       slot(ring_index(var), S.seq(rest[b + 1:]))]
+            compute = [slot(ring_index(var), S.seq(rest[:b + 1])), issue] + \
+                ([slot(ring_index(var), S.seq(rest[b + 1:]))] if b + 1 < len(rest) else [])
             body = [call(M.CP_ASYNC_WAIT, ns - 1),
                     barrier(f"this iteration's copies into {ring} landed"),
                     *compute, call(M.CP_ASYNC_COMMIT)]
