@@ -20,6 +20,7 @@ body reads it; the final `T.ptx_wait_group(0)` covers a loop that runs no iterat
 TILELANG_CUDA_CP_ASYNC_PRELOAD=0 keeps those copies synchronous (A/B)."""
 from __future__ import annotations
 
+from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.transform.pass_manager import function_pass
 from tilelang.backend.cuda.plan.copy_form import COPY_FORM, CopyForm, copy_form
@@ -71,7 +72,8 @@ def preload(launch):
     for seq in [p for p, _ in pairs if isinstance(p, S.SeqStmt)]:
         stmts = seq.stmts
         for i, pro in enumerate(stmts[:-1]):
-            if not (isinstance(pro, S.For) and pro.annotations.get(CP_ASYNC_PROLOGUE)):
+            if not (isinstance(pro, S.For) and pro.annotations.get(CP_ASYNC_PROLOGUE)) or \
+                    (E.const_int_value(pro.extent) or 0) < 1:   # (its first commit closes the group)
                 continue
             main = stmts[i + 1]
             for j in range(i):
