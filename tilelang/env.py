@@ -66,6 +66,9 @@ TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER=0  a cp.async pipeline whose body has a
                                product) refills the slot after the body behind a barrier of its own, not right
                                after that barrier (on: one block barrier an iteration less; the wgmma groups
                                still reading the ring are waited for before it)
+TILELANG_CUDA_CP_ASYNC_REFILL_UNDER_WGMMA=0  with the refill at the body's barrier, a wgmma gemm right after that
+                               barrier (the dQ product) is waited for at once, the refill issued after it, not
+                               issued, the refill issued while it runs, and waited for before its next statement
 TILELANG_CUDA_CP_ASYNC_PRELOAD=0  a shared tile loaded right before a cp.async pipeline whose body alone reads
                                it (the FlashAttention backward's K and V) is loaded and stored by the threads
                                before the prologue, not issued as cp.async in the prologue's first group (on:

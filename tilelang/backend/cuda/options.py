@@ -92,6 +92,7 @@ _SWITCHES = {
     "TILELANG_CUDA_CP_ASYNC_EARLY_REFILL": (_flag, False, "cp_async_early_refill", True),
     "TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER": (_flag, True, "cp_async_refill_at_barrier", True),
     "TILELANG_CUDA_CP_ASYNC_PRELOAD": (_flag, True, "cp_async_preload", True),
+    "TILELANG_CUDA_CP_ASYNC_REFILL_UNDER_WGMMA": (_flag, True, "cp_async_refill_under_wgmma", True),
     "TILELANG_CUDA_TMA_STORE_SHARED_WAIT": (_flag, True, "tma_store_shared_wait", True),
     "TILELANG_CUDA_NVRTC_PCH": (_flag, True, "nvrtc_pch", False),   # the cubin is the same either way
     "TILELANG_CUDA_NVRTC_SPLIT_COMPILE": (_count, 0, "nvrtc_split_compile", True),
@@ -198,6 +199,9 @@ class CudaOptions:
                                    # barrier of its own is refilled after that barrier, which then also
                                    # orders the refill: one barrier an iteration less (plan/cp_async_pipeline.py
                                    # refill_barrier; ..._CP_ASYNC_REFILL_AT_BARRIER)
+    cp_async_refill_under_wgmma: bool = True  # ... and issued while the wgmma gemm right after that barrier
+                                   # runs, its wait moved after the refill (plan/cp_async_pipeline.py
+                                   # _issue_only; ..._CP_ASYNC_REFILL_UNDER_WGMMA)
     cp_async_preload: bool = True  # a tile loaded right before a cp.async pipeline (only its body reads it)
                                    # is issued as cp.async in the prologue's first group, not loaded and
                                    # stored before it (plan/cp_async_preload.py; ..._CP_ASYNC_PRELOAD)

@@ -58,9 +58,10 @@ def _barriers(sched):
     return [ln.strip() for ln in _main_loop(sched) if "T.sync_threads()" in ln]
 
 
-@pytest.mark.parametrize("at_barrier", ["1", "0"])
-def test_attention_backward_refills_after_the_ds_barrier(monkeypatch, at_barrier):
+@pytest.mark.parametrize("at_barrier,under", [("1", "0"), ("1", "1"), ("0", "1")])
+def test_attention_backward_refills_after_the_ds_barrier(monkeypatch, at_barrier, under):
     monkeypatch.setenv("TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER", at_barrier)
+    monkeypatch.setenv("TILELANG_CUDA_CP_ASYNC_REFILL_UNDER_WGMMA", under)
     sched = _schedule(_before_after(attention_bwd(1, 2, 256, 64, block_M=64, block_N=64, threads=128),
                                     arch="sm_90a")[1])
     bars = _barriers(sched)
@@ -70,7 +71,10 @@ def test_attention_backward_refills_after_the_ds_barrier(monkeypatch, at_barrier
     if at_barrier == "1":
         assert len(bars) == 2, bars   # this iteration's copies landed; dS stored (and the slot free)
         assert "ds_s; every thread is done with this iteration's slot of q_s, lse_s, do_s, delta_s" in bars[1]
-        assert "T.sync_threads()" in main[refill - 1] and refill < dq   # issued before the dQ product
+        if under == "1":   # dQ = dS^T K issued first, the refill while it runs (`_issue_only`)
+            assert "T.sync_threads()" in main[dq - 1] and dq < refill
+        else:
+            assert "T.sync_threads()" in main[refill - 1] and refill < dq   # issued before the dQ product
     else:
         assert len(bars) == 3, bars
         assert "it is refilled" in bars[2] and dq < refill
@@ -89,6 +93,9 @@ def test_the_groups_reading_the_slot_are_retired_before_the_barrier(monkeypatch)
     w = plan.wgmma_waits_before[id(merged[0])]
     # dV += P^T dO reads dO's slot and dK += dS^T Q reads Q's: both only issued before it
     assert w.left == 0 and {g.C.buffer.name for g in w.gemms} >= {"dv", "dk"}, w.describe()
+    # dQ = dS^T K: only issued (the refill under it), waited for before its atomics
+    waits = [x for x in plan.wgmma_waits_before.values() if [g.C.buffer.name for g in x.gemms] == ["dq"]]
+    assert len(waits) == 1 and waits[0].left == 0 and "refill" in waits[0].at, [x.describe() for x in waits]
 
 
 def test_a_ring_tile_read_after_the_barrier_keeps_the_refill_after_the_body():

@@ -220,7 +220,26 @@ def refill_barrier(info, plan=None):
     return b, gemms
 
 
-def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True, plan=None, refill_at_barrier=False):
+def _issue_only(plan, rest, i) -> bool:
+    """Whether rest[i], a wgmma gemm waited for right after its issue (`tl::wgmma_gemm_*`: the
+    next statement needs it), becomes issue-only with its wait before rest[i + 1], so that the
+    refill placed between them is issued while the tensor cores run it (the attention
+    backward's dQ = dS^T K, then its atomics). Changes the plan's waits when it does."""
+    if plan is None or i + 1 >= len(rest) or not isinstance(rest[i], TO.Gemm):
+        return False
+    g, nxt = rest[i], rest[i + 1]
+    cfg = plan.gemms.get(id(g))
+    p = plan.placements.get(id(g.C.buffer))
+    if getattr(cfg, "kind", "") != "wgmma" or getattr(p, "kind", None) != "acc" or \
+            id(g) in plan.chained_gemms or id(nxt) in plan.wgmma_waits_before:
+        return False
+    plan.chained_gemms.add(id(g))
+    plan.wgmma_waits_before[id(nxt)] = WgmmaWait(0, [g], "after the ring's refill issued under it")
+    return True
+
+
+def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True, plan=None, refill_at_barrier=False,
+             under_wgmma=False):
     """The statements that replace `loop` (module docstring); `fence`: the barriers first
     make generic-proxy writes visible to the async proxy (plan/proxy_fences.py);
     `refill_wait`: the slot the previous iteration read is refilled after the wait for this
@@ -229,7 +248,9 @@ def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True, plan=No
     after that statement (`early_refill`; `early_refill_ok`: the switch
     TILELANG_CUDA_CP_ASYNC_EARLY_REFILL), the others after the body; `refill_at_barrier`
     (TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER): all of them right after a block barrier of the
-    body's own that follows their last use (`refill_barrier`), where there is one."""
+    body's own that follows their last use (`refill_barrier`), where there is one, or
+    (`under_wgmma`, TILELANG_CUDA_CP_ASYNC_REFILL_UNDER_WGMMA) between the issue and the wait
+    of the wgmma gemm that follows that barrier (`_issue_only`)."""
     ns, var = info.stages, loop.var
     lo, hi = loop.min, simplify(loop.min + loop.extent)
     d = ns - 1 if refill_wait else ns   # iterations issued ahead of the one computing, at its start
@@ -299,8 +320,9 @@ def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True, plan=No
             kk = E.Var(var.name + "_next", var.dtype)
             issue = S.IfThenElse(E.binop("<", var + d, hi), S.LetStmt(
                 kk, var + d, slot(ring_index(kk), copies_of(kk))))
-            compute = [slot(ring_index(var), S.seq(rest[:b + 1])), issue] + \
-                ([slot(ring_index(var), S.seq(rest[b + 1:]))] if b + 1 < len(rest) else [])
+            u = b + 1 + (under_wgmma and _issue_only(plan, rest, b + 1))   # the refill's place in rest
+            compute = [slot(ring_index(var), S.seq(rest[:u])), issue] + \
+                ([slot(ring_index(var), S.seq(rest[u:]))] if u < len(rest) else [])
             body = [call(M.CP_ASYNC_WAIT, ns - 1),
                     barrier(f"this iteration's copies into {ring} landed"),
                     *compute, call(M.CP_ASYNC_COMMIT)]
@@ -494,7 +516,7 @@ def pipeline_cp_async(func, ctx=None):
         # barrier per iteration orders both the slot's reads and its refill
         wait = k.options.cp_async_refill_wait or (n is not None and n <= info.stages) or staged_ok(info)
         return schedule(loop, info, k.plan.fence_barriers, wait, k.options.cp_async_early_refill, k.plan,
-                        k.options.cp_async_refill_at_barrier)
+                        k.options.cp_async_refill_at_barrier, k.options.cp_async_refill_under_wgmma)
     return schedule_pipelined_loops(func, ctx, takes, make)
 
 
