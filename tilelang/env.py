@@ -71,6 +71,21 @@ TILELANG_CUDA_OCCUPANCY_SEARCH=0  where the blocks those two ask for make ptxas 
 TILELANG_CUDA_MMA_CHAINS=0      a TF32 mma.sync gemm runs every k8 step on one accumulator chain (default: a warp with
                                fewer than 4 MMAs a step alternates steps between 2-4 chains, summed after each gemm call:
                                DeepSeek mHC pre's 16 x 16 warp tiles, one warp a scheduler, wait out the MMA latency less)
+
+TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER=0  a cp.async pipeline whose body has a block barrier of its own after
+                               its last use of the ring (the FlashAttention backward's dS store before the dQ
+                               product) refills the slot after the body behind a barrier of its own, not right
+                               after that barrier (on: one block barrier an iteration less; the wgmma groups
+                               still reading the ring are waited for before it)
+TILELANG_CUDA_CP_ASYNC_REFILL_UNDER_WGMMA=0  with the refill at the body's barrier, a wgmma gemm right after that
+                               barrier (the dQ product) is waited for at once, the refill issued after it, not
+                               issued, the refill issued while it runs, and waited for before its next statement
+TILELANG_CUDA_CP_ASYNC_PRELOAD=0  a shared tile loaded right before a cp.async pipeline whose body alone reads
+                               it (the FlashAttention backward's K and V) is loaded and stored by the threads
+                               before the prologue, not issued as cp.async in the prologue's first group (on:
+                               its load overlaps the first iterations' copies)
+TILELANG_CUDA_TMA_STORE_SHARED_WAIT=0  consecutive bulk (TMA) stores of shared tiles (the attention backward's dV
+                               and dK epilogue) each wait for their tile to be read, not once after the last
 TILELANG_CUDA_STREAMING_OCCUPANCY=1  a memory-bound kernel (no gemm, no pipelined loop) asks ptxas for as many
                                blocks an SM as its threads allow (__launch_bounds__ second argument), not where it spills
 TILELANG_CUDA_REGISTER_PREFETCH=0  a serial loop that starts by copying global tiles into fragments (a chunked

@@ -44,6 +44,21 @@ def test_sass_hgmma_vector_atomics_no_spills():
     assert len(reds) == 8 and all(r.startswith("REDG.E.ADD.F32x2") for r in reds), reds
 
 
+@needs_sass
+def test_the_refill_is_issued_under_the_dq_product():
+    """TILELANG_CUDA_CP_ASYNC_REFILL_UNDER_WGMMA (on): after the dS barrier, dQ = dS^T K is only
+    issued, the ring's refill issued while it runs, and its wait comes before the atomics."""
+    art = build(attention_bwd(1, 2, 256, 64, block_M=64, block_N=64, threads=128))
+    src = art.source
+    dq = src.index("tl::wgmma_ss_issue<64, 64, 64, true, false, half>(ds_s, k_s, dq")
+    refill = src.index("tl::cp_async_gs_conditional<16>(&q_s_slot_2[", dq)
+    wait = src.index("tl::wgmma_wait<0>();\n    tl::fence_regs<32>(dq);", refill)
+    assert wait < src.index("AtomicAddx2(&dQ[", wait)
+    assert "tl::wgmma_gemm_ss<64, 64, 64, true, false, half>(ds_s" not in src
+    ops = sass_ops(art)
+    assert ops["LDL"] == 0 and ops["STL"] == 0, ops
+
+
 def _run_and_check(target, b, h, n, dim, causal, **cfg):
     import torch
     import tilelang
@@ -59,6 +74,22 @@ def _run_and_check(target, b, h, n, dim, causal, **cfg):
     torch.testing.assert_close(dv.float(), dv_ref, rtol=2e-2, atol=2e-2)
     torch.testing.assert_close(dk.float(), dk_ref, rtol=2e-2, atol=2e-2)
     torch.testing.assert_close(dq, dq_ref, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("refill_at_barrier", ["1", "0"])
+@pytest.mark.parametrize("preload", ["1", "0"])
+@pytest.mark.parametrize("under_wgmma", ["1", "0"])
+def test_schedule_switches_match_torch_autograd(monkeypatch, refill_at_barrier, preload, under_wgmma):
+    """Both sides of the A/B switches of the attention backward's cp.async schedule
+    (TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER, _PRELOAD, _REFILL_UNDER_WGMMA); causal: a
+    loop starting at the block's own diagonal."""
+    monkeypatch.setenv("TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER", refill_at_barrier)
+    monkeypatch.setenv("TILELANG_CUDA_CP_ASYNC_PRELOAD", preload)
+    monkeypatch.setenv("TILELANG_CUDA_CP_ASYNC_REFILL_UNDER_WGMMA", under_wgmma)
+    monkeypatch.setenv("TILELANG_DISABLE_CACHE", "1")
+    for causal in (True, False):
+        _run_and_check("cuda", 1, 2, 512, 64, causal, block_M=64, block_N=64, threads=128, stages=2)
 
 
 def test_cpu_reference_matches_torch_autograd():
@@ -119,7 +150,13 @@ def test_dp_is_issued_before_the_softmax_recomputation(monkeypatch):
 
 
 @needs_sass
-def test_the_waits_and_fences_in_the_code_and_sass():
+@pytest.mark.parametrize("at_barrier", ["1", "0"])
+def test_the_waits_and_fences_in_the_code_and_sass(monkeypatch, at_barrier):
+    # TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER (plan/cp_async_pipeline.py refill_barrier): on,
+    # dV and dK are retired before the barrier ahead of the dQ product (the ring's slot is
+    # refilled after it); off, by the dQ product's own wait
+    monkeypatch.setenv("TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER", at_barrier)
+    monkeypatch.setenv("TILELANG_CUDA_CP_ASYNC_REFILL_UNDER_WGMMA", "0")   # (its own test below)
     art = build(attention_bwd(1, 2, 256, 64, block_M=64, block_N=64, threads=128))
     src = art.source
     s_ = src.index("tl::wgmma_ss_issue<64, 64, 64, false, true, half>(k_s")
@@ -131,11 +168,17 @@ def test_the_waits_and_fences_in_the_code_and_sass():
     assert w_dp < src.index("ds16[", w_dp)
     dq = src.index("tl::wgmma_gemm_ss<64, 64, 64, true, false, half>(ds_s")
     assert w_dp < src.index("tl::wgmma_rs_issue<64, 64, 64, false, half>(ds16") < dq
-    assert src.index("tl::fence_regs<32>(dv);\n    tl::fence_regs<32>(dk);", dq) > dq
+    retire = "tl::wgmma_wait<0>();\n    tl::fence_regs<32>(dv);\n    tl::fence_regs<32>(dk);\n    " \
+        "tl::fence_proxy_async();\n    __syncthreads();\n    if (((t_1 + 2) < 4))"
+    if at_barrier == "1":
+        assert src.index("tl::wgmma_rs_issue<64, 64, 64, false, half>(ds16") < src.index(retire) < dq
+    else:
+        assert retire not in src
+        assert src.index("tl::fence_regs<32>(dv);\n    tl::fence_regs<32>(dk);", dq) > dq
     ops = sass_ops(art)
     assert ops["HGMMA"] == 20 and ops["LDL"] == 0 and ops["STL"] == 0, ops
     import re
     from tilelang.backend.cuda.host.nvrtc import sass
     # ptxas keeps the schedule: one arrive per gemm; waits leaving dP, then dV, in flight; one full
     waits = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+)", sass(art.binary))
-    assert waits == ["0x1", "0x1", "0x0"], waits
+    assert waits == ["0x1", "0x1", "0x0"] + ["0x0"] * (at_barrier == "1"), waits

@@ -93,6 +93,11 @@ _SWITCHES = {
     "TILELANG_CUDA_MMA_CHAINS": (_flag, True, "mma_chains", True),
     "TILELANG_CUDA_PIPELINED_OCCUPANCY": (_flag, False, "pipelined_occupancy", True),
     "TILELANG_CUDA_OCCUPANCY_SEARCH": (_flag, True, "occupancy_search", True),
+
+    "TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER": (_flag, True, "cp_async_refill_at_barrier", True),
+    "TILELANG_CUDA_CP_ASYNC_PRELOAD": (_flag, True, "cp_async_preload", True),
+    "TILELANG_CUDA_CP_ASYNC_REFILL_UNDER_WGMMA": (_flag, True, "cp_async_refill_under_wgmma", True),
+    "TILELANG_CUDA_TMA_STORE_SHARED_WAIT": (_flag, True, "tma_store_shared_wait", True),
     "TILELANG_CUDA_NVRTC_PCH": (_flag, True, "nvrtc_pch", False),   # the cubin is the same either way
     "TILELANG_CUDA_NVRTC_SPLIT_COMPILE": (_count, 0, "nvrtc_split_compile", True),
     "TILELANG_CUDA_NVRTC_FAST_COMPILE": (_fast_compile_level, None, "nvrtc_fast_compile", True),
@@ -201,6 +206,19 @@ class CudaOptions:
     cp_async_early_refill: bool = False # a cp.async ring slot the body stops using early is refilled right
                                    # there, not after the body (plan/cp_async_pipeline.py early_refill;
                                    # ..._CP_ASYNC_EARLY_REFILL)
+    cp_async_refill_at_barrier: bool = True  # a cp.async ring slot the body stops using before a block
+                                   # barrier of its own is refilled after that barrier, which then also
+                                   # orders the refill: one barrier an iteration less (plan/cp_async_pipeline.py
+                                   # refill_barrier; ..._CP_ASYNC_REFILL_AT_BARRIER)
+    cp_async_refill_under_wgmma: bool = True  # ... and issued while the wgmma gemm right after that barrier
+                                   # runs, its wait moved after the refill (plan/cp_async_pipeline.py
+                                   # _issue_only; ..._CP_ASYNC_REFILL_UNDER_WGMMA)
+    cp_async_preload: bool = True  # a tile loaded right before a cp.async pipeline (only its body reads it)
+                                   # is issued as cp.async in the prologue's first group, not loaded and
+                                   # stored before it (plan/cp_async_preload.py; ..._CP_ASYNC_PRELOAD)
+    tma_store_shared_wait: bool = True  # consecutive bulk stores of tiles wait once, after the last, for
+                                   # their tiles to be read (plan/copy_forms.py share_store_waits;
+                                   # ..._TMA_STORE_SHARED_WAIT)
     register_usage_level: int | None = None  # ptxas --register-usage-level (pass config
                                    # tl.ptxas_register_usage_level, 0..10)
     nvrtc_pch: bool = True         # NVRTC parses the headers once a process (automatic precompiled header):

@@ -31,6 +31,9 @@ from tilelang.backend.cuda.analysis.facts import parallel_nest
 from tilelang.backend.cuda.ops.tma import _is_bound, offset_aligned16
 
 MAX_BOX = 256
+# plan/copy_forms.py `share_store_waits`: the next statement, a bulk store too, waits for this
+# one's tile to be read (bulk groups complete in order; printed as the form's note)
+SHARED_WAIT = "its tile's read waited for with the next store's"
 
 
 @dataclass
@@ -348,7 +351,11 @@ def emit_tma_store(cg, st, eviction=None) -> bool:
             at = f"{src} + {off}" if off else src
             cg.w(f"  tl::tma_store{hint}(&{m}, {at}, {', '.join(cg.expr(c) for c in coords)});")
     cg.w("  tl::tma_store_arrive();")
-    if _touches_elsewhere(cg, st, g):
+    from tilelang.backend.cuda.plan.copy_form import copy_form
+    written = _touches_elsewhere(cg, st, g)
+    if not written and getattr(copy_form(st), "why", "") == SHARED_WAIT:
+        pass   # the next bulk store's wait covers this group (groups complete in order)
+    elif written:
         cg.w("  tl::tma_store_wait<0, false>();   // written: the kernel reads or writes it again")
         cg.w("  tl::fence_proxy_async_global();")
     else:

@@ -137,6 +137,8 @@ class _Chooser:
         if isinstance(st, S.SeqStmt):
             for s in st.stmts:
                 self.visit(s, block)
+            if k.options.tma_store_shared_wait:
+                self.share_store_waits(st)
         elif isinstance(st, S.For) and st.kind == S.PARALLEL:
             if block and not registers_only(k.plan, st):
                 self.cooperative(st)
@@ -252,6 +254,16 @@ class _Chooser:
         saved, self.no_wait = self.no_wait, True
         self.visit(nest, block)
         self.no_wait = saved
+
+    def share_store_waits(self, seq):
+        """Bulk stores of tiles one after the other (the attention backward's dV, then dK): each
+        but the last leaves the wait for its tile to be read to the next one's (one bulk group
+        wait for both, not one a store; TILELANG_CUDA_TMA_STORE_SHARED_WAIT)."""
+        from tilelang.backend.cuda.ops.tma_store import SHARED_WAIT
+        for a, b in zip(seq.stmts, seq.stmts[1:]):
+            fa, fb = self.forms.get(id(a)), self.forms.get(id(b))
+            if getattr(fa, "kind", None) == "tma_store" and getattr(fb, "kind", None) == "tma_store":
+                self.forms[id(a)] = CopyForm("tma_store", eviction=fa.eviction, why=SHARED_WAIT)
 
     def record(self, st, choose, per_thread=False):
         """Record the form of `st` when it is a copy (or carries T.copy arguments)."""

@@ -81,6 +81,8 @@ from tilelang.arith.simplify import simplify
 from tilelang.transform.pass_manager import function_pass
 from tilelang.backend.cuda.plan.copy_form import copy_form
 from tilelang.backend.cuda.plan.pipeline import STAGED
+from tilelang.backend.cuda.plan.wgmma_waits import WgmmaWait
+from tilelang.backend.cuda.plan.cp_async_preload import CP_ASYNC_PROLOGUE
 from tilelang.backend.cuda.target import arch_number
 
 # the copy forms of a loop whose copies are issued as cp.async (a scalar one: a plain
@@ -186,14 +188,69 @@ def early_refill(info, plan=None):
     return j, [c for w, c in when if w == j]
 
 
-def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True, plan=None):
+def refill_barrier(info, plan=None):
+    """(b, gemms): the index in `info.rest` of a block barrier of the body's own (plan/sync.py's:
+    the FlashAttention backward's, between the store of dS into shared memory and the dQ
+    product) after which no statement uses a ring buffer, and the wgmma gemms issued before
+    it whose groups may still be in flight there; None when there is none. Refilled right
+    after that barrier, the slots need no barrier of their own at the end of the body (one
+    block barrier an iteration less) and the copies are issued earlier. The groups must be
+    retired before the barrier: a wgmma only issued reads its operands (a ring tile) until
+    its wait (plan/wgmma_waits.py), so they are waited for there (`wgmma.wait_group 0`)."""
+    from tilelang.backend.cuda.analysis.facts import accesses
+    if info.guard is not None or not info.copies:
+        return None
+    rings = {id(r) for r in (written_ring(info, c) for c in info.copies) if r is not None}
+    if len(rings) != len({id(b) for b in info.bufs}):
+        return None
+
+    def uses_ring(st):
+        r, w = accesses(st)
+        return any(id(_storage(b)) in rings for b in r + w)
+
+    last = max((j for j, st in enumerate(info.rest) if uses_ring(st)), default=-1)
+    b = next((j for j, st in enumerate(info.rest) if j > last and isinstance(st, S.Barrier) and
+              st.kind == "block" and st.barrier_id is None and st.arrive_count is None), None)
+    if b is None:
+        return None
+    chained = plan.chained_gemms if plan is not None else set()
+    gemms = []
+    for st in info.rest[:b]:
+        walk(st, lambda n: gemms.append(n) if isinstance(n, TO.Gemm) and id(n) in chained else None)
+    return b, gemms
+
+
+def _issue_only(plan, rest, i) -> bool:
+    """Whether rest[i], a wgmma gemm waited for right after its issue (`tl::wgmma_gemm_*`: the
+    next statement needs it), becomes issue-only with its wait before rest[i + 1], so that the
+    refill placed between them is issued while the tensor cores run it (the attention
+    backward's dQ = dS^T K, then its atomics). Changes the plan's waits when it does."""
+    if plan is None or i + 1 >= len(rest) or not isinstance(rest[i], TO.Gemm):
+        return False
+    g, nxt = rest[i], rest[i + 1]
+    cfg = plan.gemms.get(id(g))
+    p = plan.placements.get(id(g.C.buffer))
+    if getattr(cfg, "kind", "") != "wgmma" or getattr(p, "kind", None) != "acc" or \
+            id(g) in plan.chained_gemms or id(nxt) in plan.wgmma_waits_before:
+        return False
+    plan.chained_gemms.add(id(g))
+    plan.wgmma_waits_before[id(nxt)] = WgmmaWait(0, [g], "after the ring's refill issued under it")
+    return True
+
+
+def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True, plan=None, refill_at_barrier=False,
+             under_wgmma=False):
     """The statements that replace `loop` (module docstring); `fence`: the barriers first
     make generic-proxy writes visible to the async proxy (plan/proxy_fences.py);
     `refill_wait`: the slot the previous iteration read is refilled after the wait for this
     iteration's copies (one barrier per iteration), else as soon as every thread is done
     with it: a ring buffer that the body stops using before its last statement at once
     after that statement (`early_refill`; `early_refill_ok`: the switch
-    TILELANG_CUDA_CP_ASYNC_EARLY_REFILL), the others after the body."""
+    TILELANG_CUDA_CP_ASYNC_EARLY_REFILL), the others after the body; `refill_at_barrier`
+    (TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER): all of them right after a block barrier of the
+    body's own that follows their last use (`refill_barrier`), where there is one, or
+    (`under_wgmma`, TILELANG_CUDA_CP_ASYNC_REFILL_UNDER_WGMMA) between the issue and the wait
+    of the wgmma gemm that follows that barrier (`_issue_only`)."""
     ns, var = info.stages, loop.var
     lo, hi = loop.min, simplify(loop.min + loop.extent)
     d = ns - 1 if refill_wait else ns   # iterations issued ahead of the one computing, at its start
@@ -245,7 +302,31 @@ def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True, plan=No
                 barrier(f"every thread is done with this iteration's slot of {names}: it is refilled"),
                 S.LetStmt(kk, var + d, slot(ring_index(kk), guarded(kk, [substitute(c, {var: kk}) for c in copies])))]))
         j, early = early_refill(info, plan) if early_refill_ok else (-1, [])
-        if early:   # those copies' slots are free after rest[j]: refilled there, in the same group
+        at = refill_barrier(info, plan) if refill_at_barrier and not early else None
+        if at is not None:   # the body's own barrier orders the refill (refill_barrier)
+            b, gemms = at
+            own = info.rest[b]
+            retired = " (the wgmma groups reading it retired first)" if gemms else ""
+            merged = S.Barrier("block", reason=f"{own.reason or 'the program'}; every thread is done with this "
+                               f"iteration's slot of {ring}{retired}: it is refilled",
+                               # (a user's barrier is fenced wherever the kernel fences its barriers)
+                               fence_async_proxy=own.fence_async_proxy or own.reason is None and fence,
+                               fence_when=own.fence_when)
+            merged.span = own.span
+            if gemms:
+                plan.wgmma_waits_before[id(merged)] = WgmmaWait(
+                    0, gemms, "before the barrier after which the ring's slot is refilled")
+            rest = list(info.rest[:b]) + [merged] + list(info.rest[b + 1:])
+            kk = E.Var(var.name + "_next", var.dtype)
+            issue = S.IfThenElse(E.binop("<", var + d, hi), S.LetStmt(
+                kk, var + d, slot(ring_index(kk), copies_of(kk))))
+            u = b + 1 + (under_wgmma and _issue_only(plan, rest, b + 1))   # the refill's place in rest
+            compute = [slot(ring_index(var), S.seq(rest[:u])), issue] + \
+                ([slot(ring_index(var), S.seq(rest[u:]))] if u < len(rest) else [])
+            body = [call(M.CP_ASYNC_WAIT, ns - 1),
+                    barrier(f"this iteration's copies into {ring} landed"),
+                    *compute, call(M.CP_ASYNC_COMMIT)]
+        elif early:   # those copies' slots are free after rest[j]: refilled there, in the same group
             late = [c for c in info.copies if all(c is not e for e in early)]
             compute = [slot(ring_index(var), S.seq(info.rest[:j + 1])),
                        refill(early, ", ".join(written_ring(info, c).name for c in early)),
@@ -253,12 +334,14 @@ def schedule(loop, info, fence, refill_wait=False, early_refill_ok=True, plan=No
             issue = refill(late, ", ".join(written_ring(info, c).name for c in late))
         else:
             compute, issue = [compute], refill(info.copies, ring)
-        body = [call(M.CP_ASYNC_WAIT, ns - 1),
-                barrier(f"this iteration's copies into {ring} landed"),
-                *compute, issue, call(M.CP_ASYNC_COMMIT)]
+        if at is None:
+            body = [call(M.CP_ASYNC_WAIT, ns - 1),
+                    barrier(f"this iteration's copies into {ring} landed"),
+                    *compute, issue, call(M.CP_ASYNC_COMMIT)]
     main = S.For(var, loop.min, loop.extent, S.SERIAL, S.seq(body))
     for s in (prologue, main):
         s.span = loop.span
+    prologue.annotations[CP_ASYNC_PROLOGUE] = True   # plan/cp_async_preload.py
     return [barrier(f"{ring} may still be read before the pipeline's prologue"), prologue, main,
             call(M.CP_ASYNC_WAIT, 0)]
 
@@ -358,6 +441,7 @@ def schedule_wgmma_in_flight(k, loop, info):
     main = S.For(var, loop.min, loop.extent, S.SERIAL, S.seq(body))
     for s in (prologue, main):
         s.span = loop.span
+    prologue.annotations[CP_ASYNC_PROLOGUE] = True   # plan/cp_async_preload.py
     return [S.Barrier("block", reason=f"{ring} may still be read before the pipeline's prologue",
                       fence_async_proxy=fence), prologue, main] + retire(k, g) + [call(M.CP_ASYNC_WAIT, 0)]
 
@@ -431,7 +515,8 @@ def pipeline_cp_async(func, ctx=None):
         # copies staged through registers take the refill-after-wait schedule (`_staged`): one
         # barrier per iteration orders both the slot's reads and its refill
         wait = k.options.cp_async_refill_wait or (n is not None and n <= info.stages) or staged_ok(info)
-        return schedule(loop, info, k.plan.fence_barriers, wait, k.options.cp_async_early_refill, k.plan)
+        return schedule(loop, info, k.plan.fence_barriers, wait, k.options.cp_async_early_refill, k.plan,
+                        k.options.cp_async_refill_at_barrier, k.options.cp_async_refill_under_wgmma)
     return schedule_pipelined_loops(func, ctx, takes, make)
 
 

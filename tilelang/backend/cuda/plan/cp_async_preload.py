@@ -1,0 +1,108 @@
+"""Tiles loaded right before a cp.async pipeline join its first group (`preload_cp_async`,
+right after pipeline_cp_async).
+
+The FlashAttention backward loads K and V into shared memory, then pipelines Q and dO:
+
+    K_s <- K[...]; V_s <- V[...]       vector loads and stores: a round trip to memory ...
+    T.sync_threads()                   ... that ends here,
+    prologue: Q, dO of the first iterations as cp.async; T.ptx_commit_group()
+    for k: T.ptx_wait_group(s - 1); T.sync_threads(); ... reads K_s, V_s, the Q/dO slot
+
+so every block waits for two round trips before its first product (the published package's
+producer issues all those loads at once). A global -> shared copy nest of 16-byte vectors that
+stands before the prologue of a pipeline scheduled by plan/cp_async_pipeline.py (`schedule`,
+`schedule_wgmma_in_flight`: the prologue is annotated `cp_async_prologue`), in the same
+statement sequence, whose tile nothing but that copy and the pipelined loop's body uses, is
+issued as cp.async instead (form `cp.async x8 (16 B)`). It belongs to the prologue's first
+commit group, which the loop's first iteration waits for (`T.ptx_wait_group`) and whose
+landing that iteration's barrier makes visible to every thread before any statement of the
+body reads it; the final `T.ptx_wait_group(0)` covers a loop that runs no iteration.
+TILELANG_CUDA_CP_ASYNC_PRELOAD=0 keeps those copies synchronous (A/B)."""
+from __future__ import annotations
+
+from tilelang.ir import expr as E
+from tilelang.ir import stmt as S
+from tilelang.transform.pass_manager import function_pass
+from tilelang.backend.cuda.plan.copy_form import COPY_FORM, CopyForm, copy_form
+
+CP_ASYNC_PROLOGUE = "cp_async_prologue"   # on the prologue loop of a cp.async pipeline schedule
+
+
+def _root(b):
+    while getattr(b, "alias_of", None) is not None:
+        b = b.alias_of
+    return b
+
+
+def preloadable(st):
+    """The shared tile a cooperative copy nest fills from global memory in 16-byte vectors
+    (a plain copy: no conversion, no L2 hint), or None."""
+    from tilelang.backend.cuda.analysis.facts import parallel_nest
+    from tilelang.backend.cuda.ops.vector_copy import match_copy, without_assumes
+    form = copy_form(st)
+    if form is None or form.kind != "vector" or form.nbytes != 16 or form.eviction is not None:
+        return None
+    m = match_copy(without_assumes(parallel_nest(st)[3]))
+    if m is None or m[2].buffer.scope != "global" or not m[1].buffer.scope.startswith("shared") or \
+            m[1].buffer.dtype != m[2].buffer.dtype:
+        return None
+    return _root(m[1].buffer)
+
+
+def _uses(node, buf, skip, holders):
+    """Whether a statement under `node`, other than those in `skip` (ids), reads or writes
+    `buf` (`holders`: ids of the statements that hold a skipped one)."""
+    from tilelang.backend.cuda.analysis.facts import accesses
+    if id(node) in skip:
+        return False
+    if id(node) not in holders:
+        r, w = accesses(node)
+        return any(_root(b) is buf for b in r + w)
+    kids = list(node.stmts) if isinstance(node, S.SeqStmt) else \
+        [getattr(node, a, None) for a in ("body", "then_body", "else_body")]
+    return any(_uses(c, buf, skip, holders) for c in kids if isinstance(c, S.Stmt))
+
+
+def preload(launch):
+    """The copy nests of `launch` issued as cp.async (changed in place in their sequences)."""
+    from tilelang.backend.cuda.plan.pipelined_loops import parents
+    pairs = parents(launch)
+    up = {id(c): p for p, c in pairs}
+    changed = []
+    for seq in [p for p, _ in pairs if isinstance(p, S.SeqStmt)]:
+        stmts = seq.stmts
+        for i, pro in enumerate(stmts[:-1]):
+            if not (isinstance(pro, S.For) and pro.annotations.get(CP_ASYNC_PROLOGUE)) or \
+                    (E.const_int_value(pro.extent) or 0) < 1:   # (its first commit closes the group)
+                continue
+            main = stmts[i + 1]
+            for j in range(i):
+                buf = preloadable(stmts[j])
+                if buf is None:
+                    continue
+                holders, n = set(), seq
+                while n is not None:
+                    holders.add(id(n))
+                    n = up.get(id(n))
+                if _uses(launch, buf, {id(stmts[j]), id(main)}, holders):
+                    continue
+                form = copy_form(stmts[j])   # (the nest keeps its identity: plan records name it)
+                stmts[j].annotations = {**stmts[j].annotations,
+                                        COPY_FORM: CopyForm("cp_async", form.width, form.nbytes)}
+                changed.append(stmts[j])
+    return changed
+
+
+@function_pass("preload_cp_async")
+def preload_cp_async(func, ctx=None):
+    from tilelang.backend.cuda.plan.plan_kernels import map_planned_launches
+
+    def rewrite(launch, plan, target, options):
+        if not options.cp_async_preload:
+            return launch
+        preload(launch)   # in place, as the pipelining passes change the kernel's tree
+        return launch
+    return map_planned_launches(func, ctx, rewrite)
+
+
+__all__ = ["preload_cp_async", "preload", "preloadable", "CP_ASYNC_PROLOGUE"]
