@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import importlib.util
 import json
 import os
 import pathlib
@@ -39,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 os.environ["TILELANG_DISABLE_CACHE"] = "1"
 
 import tilelang  # noqa: E402
+from example_modules import load_example, load_module  # noqa: E402 (benchmarks/)
 import tilelang.language as T  # noqa: E402
 IMPORT_S = time.perf_counter() - T0
 
@@ -46,16 +46,8 @@ PUB = ROOT / ".pub" / "examples"
 CLOCK = time.perf_counter   # --clock cpu: time.process_time (this process's CPU time; NVRTC runs in it)
 
 
-def load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def example(name, file=None):
-    return load(ROOT / "examples" / name / f"example_{file or name}.py", f"cc_example_{file or name}")
+    return load_example(name, file, prefix="cc_example")
 
 
 def mla_factory():
@@ -63,7 +55,7 @@ def mla_factory():
     published examples, else ours), at b64 h128 kv8192 d512+64 with the example's blocks."""
     path = PUB / "deepseek_mla" / "example_mla_decode.py"
     if path.exists():
-        mod = load(path, "cc_pub_mla_decode")
+        mod = load_module(path, "cc_pub_mla_decode")
         return lambda: (mod.flashattn, (64, 128, 1, 8192, 512, 64, 64, 64, 1, (512 + 64) ** -0.5), {})
     mla = example("deepseek_mla", "mla_decode")
     return lambda: (mla.mla_decode, (64, 128, 8192, 512, 64), dict(block_H=64, block_N=64, num_split=1,

@@ -22,7 +22,6 @@ Writes memory_bound.json and memory_bound.md under $OUT when it is set."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import pathlib
@@ -36,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TILELANG_DEFAULT_TARGET", "cuda")
 
 import tilelang  # noqa: E402
+from example_modules import load_example, load_module  # noqa: E402 (benchmarks/)
 import tilelang.language as T  # noqa: E402
 from tilelang.profiler import do_bench  # noqa: E402
 
@@ -52,16 +52,8 @@ ADD_CONFIGS = [dict(block_M=32, block_N=256, threads=256), dict(block_M=16, bloc
 ROWS = []
 
 
-def load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def example(name, file=None):
-    return load(ROOT / "examples" / name / f"example_{file or name}.py", f"mb_example_{name}")
+    return load_example(name, file, prefix="mb_example")
 
 
 def bench(fn):
@@ -153,7 +145,7 @@ def published_add(variants, examples_dir, M=4096, N=4096):
     cfg = {"block_M": 32, "block_N": 32, "threads": 128}
     for variant, env in variants.items():
         with_switches(env)
-        mod = load(path, f"mb_published_add_{len(ROWS)}")   # a fresh jit function: its own kernel cache
+        mod = load_module(path, f"mb_published_add_{len(ROWS)}")   # a fresh jit function: its own kernel cache
         run = lambda: mod.elementwise_add(a, b, **cfg, in_dtype="float32", out_dtype="float32")  # noqa: E731
         out = run()
         record(f"published elementwise_add fp32 {M}x{N}", "tilelang", bench(run), 3 * M * N * 4, variant, cfg,
