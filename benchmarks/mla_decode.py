@@ -2,7 +2,7 @@
 on the GPU: latency at b1 and b64, h128, kv8192, d 512 + 64, with the KV loop on the TMA
 ring (with and without TILELANG_CUDA_TMA_L2_PREFETCH) and on cp.async (TILELANG_CUDA_TMA_RING=0), each
 checked against the torch reference; at the default ring also with TILELANG_CUDA_COVERED_BARRIERS=0
-and/or TILELANG_CUDA_WGMMA_UNIFORM_WG=0 (the A/B of this session's consumer-loop changes).
+and/or the opt-in TILELANG_CUDA_WGMMA_UNIFORM_WG=1 (the A/B of the consumer-loop changes).
 
     python benchmarks/mla_decode.py
 
@@ -23,8 +23,9 @@ from tests.backend.cuda.kernels_mla import mla_decode_no_split, reference  # noq
 # A/B switches of the consumer loop measured at the default ring: the barrier at its top
 # (TILELANG_CUDA_COVERED_BARRIERS) and the wgmma descriptors' registers (..._WGMMA_UNIFORM_WG)
 SWITCHES = ("TILELANG_CUDA_COVERED_BARRIERS", "TILELANG_CUDA_WGMMA_UNIFORM_WG")
-VARIANTS = [("1", "0", {}), ("1", "0", {SWITCHES[0]: "0"}), ("1", "0", {SWITCHES[1]: "0"}),
-            ("1", "0", {SWITCHES[0]: "0", SWITCHES[1]: "0"}),
+# (covered barriers on by default, the uniform index opt-in: each variant names what it changes)
+VARIANTS = [("1", "0", {}), ("1", "0", {SWITCHES[0]: "0"}), ("1", "0", {SWITCHES[1]: "1"}),
+            ("1", "0", {SWITCHES[0]: "0", SWITCHES[1]: "1"}),
             ("1", "1", {}), ("1", "2", {}), ("1", "4", {}), ("0", "0", {})]
 
 
@@ -32,8 +33,11 @@ def main(batches=(1, 64), heads=128, seqlen_kv=8192, dim=512, pe_dim=64):
     for ring, ahead, switches in VARIANTS:
         os.environ["TILELANG_CUDA_TMA_RING"] = ring
         os.environ["TILELANG_CUDA_TMA_L2_PREFETCH"] = ahead
-        for name in SWITCHES:
-            os.environ[name] = switches.get(name, "1")
+        for name in SWITCHES:   # a switch the variant does not name keeps its default
+            if name in switches:
+                os.environ[name] = switches[name]
+            else:
+                os.environ.pop(name, None)
         tag = "".join(f" {n[len('TILELANG_CUDA_'):]}={v}" for n, v in switches.items())
         for b in batches:
             k = tilelang.compile(mla_decode_no_split(b, heads, seqlen_kv, dim, pe_dim), out_idx=[4], target="cuda")
