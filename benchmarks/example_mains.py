@@ -424,13 +424,6 @@ def main(argv=None):
     stem = args.out / f"{meta['date']}_{_tag(device)}_example_mains"
     sides = [("ours", str(ROOT))] + ([("published", args.published)] if args.published else [])
     limit = t0 + args.deadline if args.deadline else float("inf")
-    estimate = {}
-    if args.warm and todo:   # at most 45% of the deadline, the rest is the timed pass's
-        until = t0 + 0.45 * args.deadline if args.deadline else float("inf")
-        jobs = [(f, rel, side, f"{pp}:{f.parent}") for rel, f in todo for side, pp in sides]
-        t = time.monotonic()
-        estimate = warm(jobs, args.warm, args.timeout, until)
-        print(f"warm-up: {len(estimate)} of {len(jobs)} runs in {time.monotonic() - t:.0f} s", flush=True)
     ours, published = {}, {}
     if args.resume:   # the runs of an earlier call; its deadline-skipped files run now
         earlier = json.loads(args.resume.read_text())
@@ -439,6 +432,13 @@ def main(argv=None):
         meta["resumed_from"] = args.resume.name
         meta["command"] = earlier["meta"]["command"] + " + " + meta["command"]
         todo = [(rel, f) for rel, f in todo if rel not in ours]
+    estimate = {}
+    if args.warm and todo:   # at most 45% of the deadline, the rest is the timed pass's
+        until = t0 + 0.45 * args.deadline if args.deadline else float("inf")
+        jobs = [(f, rel, side, f"{pp}:{f.parent}") for rel, f in todo for side, pp in sides]
+        t = time.monotonic()
+        estimate = warm(jobs, args.warm, args.timeout, until)
+        print(f"warm-up: {len(estimate)} of {len(jobs)} runs in {time.monotonic() - t:.0f} s", flush=True)
     if not device.startswith("NVIDIA") and "GPU" not in device.upper():
         meta["note"] = f"no CUDA GPU visible here ({device}): every example is expected to fail"
     md = write_report(stem, meta, ours, published, skipped)
