@@ -362,7 +362,8 @@ def write_report(stem, meta, ours, published, skipped):
 def select(examples: Path, only, files=None):
     rels = files or DEFAULT_FILES
     if only:
-        rels = [r for r in rels if any(o in r for o in only)]
+        # "gemm/" is the folder gemm (not dequantize_gemm/); anything else matches within the path
+        rels = [r for r in rels if any(r.startswith(o) if o.endswith("/") else o in r for o in only)]
     return rels
 
 
@@ -372,7 +373,8 @@ def main(argv=None):
     ap.add_argument("--published", help="folder holding the published tilelang package (unpacked wheels); "
                     "without it only this package runs")
     ap.add_argument("--out", default="benchmarks/results", type=Path, help="folder for the .md/.json report")
-    ap.add_argument("--only", help="comma-separated substrings of `folder/file.py` (e.g. gemm/,mla_decode)")
+    ap.add_argument("--only", help="comma-separated folders (`gemm/`: that folder only) or substrings of `folder/file.py` "
+                    "(`mla_decode`)")
     ap.add_argument("--files", help="comma-separated `folder/file.py` to run instead of the default list")
     ap.add_argument("--timeout", type=float, default=240, help="seconds per file and side (default 240)")
     ap.add_argument("--warm", type=int, default=0, help="first run every file under both packages in this many "

@@ -186,6 +186,12 @@ def test_driver_end_to_end(mains, tmp_path, capsys):
     capsys.readouterr()
 
 
+def test_only_selects_folders_and_substrings(mains):
+    rels = mains.select(None, ["gemm/", "mla_decode_ws"])
+    assert "gemm/example_gemm.py" in rels and "deepseek_mla/example_mla_decode_ws.py" in rels
+    assert not [r for r in rels if r.startswith(("dequantize_gemm/", "grouped_gemm/", "deepseek_deepgemm/"))]
+
+
 def test_bad_arguments(mains, tmp_path):
     with pytest.raises(SystemExit):
         mains.main(["--examples", str(tmp_path / "nowhere")])
