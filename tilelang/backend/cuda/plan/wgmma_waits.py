@@ -115,15 +115,24 @@ def schedule(launch, plan):
     def same_acc(a, b):
         return a.C.buffer is b.C.buffer and _whole(a.C) and _whole(b.C)
 
+    def reads_refilled(g):
+        return bool({id(_root(r.buffer)) for r in (g.A, g.B)} & refilled)
+
     def sequence(seq):
         stmts = [s for s in seq.stmts if id(s) not in copies]
         flight = []   # gemms issued, not waited for, oldest first
         waits = {}    # index of the statement the wait goes before (len: after the last) -> WgmmaWait
         for i, st in enumerate(stmts):
             nxt = stmts[i + 1] if i + 1 < len(stmts) else None
+            chained_next = wg(st) and nxt is not None and wg(nxt) and same_acc(st, nxt)
             if wg(st) and flight and same_acc(flight[-1], st) and \
                     not any(_needs(st, g) for g in flight if not same_acc(g, st)):
                 flight.append(st)   # accumulates after the group in flight (tensor-core order)
+                if reads_refilled(st) and not chained_next:
+                    # the last of the chain reads a tile a num_stages=1 pipeline refills right
+                    # after it: the chain completes there (its own wait), before the refill
+                    waits[i + 1] = WgmmaWait(0, flight)
+                    flight = []
                 continue
             need = [j for j, g in enumerate(flight) if _opaque(st) or _needs(st, g)]
             if need:
@@ -132,9 +141,7 @@ def schedule(launch, plan):
                 flight = flight[j + 1:]
             if not wg(st):
                 continue
-            stays = id(st) not in in_place and (
-                on and not {id(_root(r.buffer)) for r in (st.A, st.B)} & refilled or
-                nxt is not None and wg(nxt) and same_acc(st, nxt))
+            stays = id(st) not in in_place and (on and not reads_refilled(st) or chained_next)
             flight.append(st)
             if not stays:
                 waits[i + 1] = WgmmaWait(0, flight)
@@ -175,6 +182,10 @@ def hoist_wgmma(launch, plan):
     if not plan.options.wgmma_in_flight:
         return
     bodies, fixed = {}, set()
+    copies, infos = set(), {}
+    for key, info in plan.pipelines.items():
+        copies |= {id(c) for c in info.copies}
+        infos[key] = info
 
     def note(n):
         if isinstance(n, S.For):
@@ -184,13 +195,14 @@ def hoist_wgmma(launch, plan):
             if isinstance(body, S.SeqStmt):
                 bodies[id(body)] = n
             spec = pipeline_spec(n)
-            if n.kind == S.PIPELINED and (spec.depth < 2 or spec.order is not None or spec.stage is not None):
+            info = infos.get(id(n))
+            # the depth planned, not the one asked for: a deeper loop capped to one stage so that
+            # shared memory fits refills its one version after the last reader too (its copies
+            # then write what the gemms read in the same iteration)
+            if n.kind == S.PIPELINED and (spec.depth < 2 or spec.order is not None or spec.stage is not None or
+                                          info is not None and (info.stages < 2 or info.issue_after_use)):
                 fixed.add(id(body))
     walk(launch.body, note)
-    copies, infos = set(), {}
-    for key, info in plan.pipelines.items():
-        copies |= {id(c) for c in info.copies}
-        infos[key] = info
 
     def wg(g):
         cfg = plan.gemms.get(id(g)) if isinstance(g, TO.Gemm) else None
