@@ -21,6 +21,7 @@ from tilelang.ir.dtypes import DataType
 from tilelang.ir.visitor import collect_vars
 from tilelang.arith.simplify import simplify
 from tilelang.transform.rasterize_blocks import BLOCK_REMAP
+from tilelang.backend.cuda.analysis.block_level import body_block, branch_sides, cooperative, pipeline_of
 from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
 from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic_helper
 from tilelang.backend.cuda.ops.wgmma import operand_offset
@@ -482,9 +483,10 @@ class KernelCodegen:
         self.w(f"if (tl_tid == 0) {{ {line} }}" if self._guard(block, st) else line)
 
     def s_For(self, st, block):
-        form = copy_form(st)   # plan/copy_forms.py; None: a per-thread nest, or one the pass did not reach
-        planned = form is not None and form.kind != "per_thread"
-        if st.kind == S.PARALLEL and block and (planned or form is None and not self._registers_only(st)):
+        form = copy_form(st)   # plan/copy_forms.py; None: a nest laid out by its registers, or not a copy's
+        if st.kind == S.PARALLEL and cooperative(self.plan, st, block):   # analysis/block_level.py
+            if form is not None and form.kind == "per_thread":
+                raise AssertionError("CUDA codegen: a nest plan_copy_forms planned per-thread runs at block level")
             if form is None and (self._emit_tma_store(self, st) or self._emit_tma_load_sync(self, st)):
                 return
             if form is not None and form.kind in ("tma_store", "tma_load"):   # bulk copies of tiles
@@ -499,9 +501,10 @@ class KernelCodegen:
                 finally:
                     self.async_copy = False
             return self.cooperative(st)
-        if block and st.kind == S.PIPELINED and id(st) in self.plan.pipelines:
-            return self.pipelined(st, self.plan.pipelines[id(st)])
-        inner_block = block and not self.plan.depends(st.min) and not self.plan.depends(st.extent)
+        info = pipeline_of(self.plan, st, block)
+        if info is not None:
+            return self.pipelined(st, info)
+        inner_block = body_block(self.plan, st, block)
         if st.kind == S.VECTORIZED and form is not None and form.kind == "atomic_lanes":
             from tilelang.backend.cuda.ops.vector_atomic import emit_lanes
             return emit_lanes(self, st, inner_block, form.width)   # T.atomic_addx{n}: one vector atomic
@@ -561,9 +564,10 @@ class KernelCodegen:
         return True
 
     def s_IfThenElse(self, st, block):
-        if id(st) in self.plan.regions.branches:
-            return self._ranged_if(st, block)
-        inner = block and not self.plan.depends(st.cond)
+        sides = branch_sides(self.plan, st, self.range)
+        if sides is not None:
+            return self._ranged_if(st, sides, block)
+        inner = body_block(self.plan, st, block)
         self.w(f"if ({self.expr(st.cond)}) {{")
         self.indent += 1
         self.stmt(st.then_body, inner)
@@ -575,15 +579,11 @@ class KernelCodegen:
             self.indent -= 1
         self.w("}")
 
-    def _ranged_if(self, st, block):
+    def _ranged_if(self, st, sides, block):
         """`if tx < 128:`-style branches: each side runs on its range of threads as if
         the block had only those (`tl_tid` counts from the range's first thread)."""
-        then, other = self.plan.regions.branches[id(st)]
-        sides = [("if ({}) {{".format(self.expr(st.cond)), st.then_body, then)]
-        if st.else_body is not None:
-            sides.append(("} else {", st.else_body, other if other is not None else self.range))
         saved = self.range, self.plan.nthreads
-        for head, body, rng in sides:
+        for head, (body, rng) in zip(("if ({}) {{".format(self.expr(st.cond)), "} else {"), sides):
             self.w(head)
             self.indent += 1
             self.range, self.plan.nthreads = rng, rng.size
@@ -595,7 +595,7 @@ class KernelCodegen:
         self.w("}")
 
     def s_While(self, st, block):
-        inner = block and not self.plan.depends(st.cond)
+        inner = body_block(self.plan, st, block)
         self.w(f"while ({self.expr(st.cond)}) {{")
         self.indent += 1
         self.stmt(st.body, inner)
