@@ -22,7 +22,7 @@ from tilelang.ir.visitor import collect_vars
 from tilelang.arith.simplify import simplify
 from tilelang.transform.rasterize_blocks import BLOCK_REMAP
 from tilelang.backend.cuda.analysis.block_level import body_block, branch_sides, cooperative, pipeline_of
-from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
+from tilelang.backend.cuda.analysis.facts import parallel_nest
 from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic_helper
 from tilelang.backend.cuda.ops.wgmma import operand_offset
 from tilelang.backend.cuda.ops.tma_pipeline import emit_tma_copy, tma_copies
@@ -487,8 +487,6 @@ class KernelCodegen:
         if st.kind == S.PARALLEL and cooperative(self.plan, st, block):   # analysis/block_level.py
             if form is not None and form.kind == "per_thread":
                 raise AssertionError("CUDA codegen: a nest plan_copy_forms planned per-thread runs at block level")
-            if form is None and (self._emit_tma_store(self, st) or self._emit_tma_load_sync(self, st)):
-                return
             if form is not None and form.kind in ("tma_store", "tma_load"):   # bulk copies of tiles
                 emit = self._emit_tma_store if form.kind == "tma_store" else self._emit_tma_load_sync
                 if not emit(self, st, form.eviction):
@@ -905,9 +903,6 @@ class KernelCodegen:
         from tilelang.backend.cuda.ops.warp_mma import emit_store
         emit_store(self, op)
 
-    def _registers_only(self, st):
-        return registers_only(self.plan, st)
-
     # parallel loops --------------------------------------------------------------------
     def cooperative(self, st):
         vars_, mins, exts, body = parallel_nest(st)
@@ -918,20 +913,18 @@ class KernelCodegen:
         elif regs:
             return self.fragment_loop(vars_, body, regs, exts, copy_form(st))
         nt = self.plan.nthreads
-        from tilelang.backend.cuda.ops.vector_copy import (vector_width, emit_vector_copy, nest_split, iterations,
-                                                           vector_extents)
-        form, eviction = copy_form(st), None
-        if form is None:   # a nest plan_copy_forms did not reach (none in the reference kernels): chosen here
-            V = vector_width(self, vars_, mins, exts, body)
-            how, n = nest_split(exts, V, nt, self.options.guarded_split)
-        elif form.kind == "registers":
+        from tilelang.backend.cuda.ops.vector_copy import emit_vector_copy, iterations, vector_extents
+        form = copy_form(st)
+        if form is None:   # every cooperative nest not laid out by its registers has its form by now
+            raise AssertionError("CUDA codegen: a cooperative nest has no form (plan_copy_forms did not reach it)")
+        if form.kind == "registers":
             raise AssertionError(f"CUDA codegen: the nest planned as {form} is not laid out by its registers")
-        else:   # the width plan/copy_forms.py chose, the split plan/thread_splits.py chose
-            V, eviction = form.width, form.eviction
-            if thread_split_of(st) is None:
-                raise AssertionError(f"CUDA codegen: the nest planned as {form} has no thread split "
-                                     f"(plan_thread_splits did not reach it)")
-            how, n = thread_split_of(st)
+        # the width plan/copy_forms.py chose, the split plan/thread_splits.py chose
+        V, eviction = form.width, form.eviction
+        if thread_split_of(st) is None:
+            raise AssertionError(f"CUDA codegen: the nest planned as {form} has no thread split "
+                                 f"(plan_thread_splits did not reach it)")
+        how, n = thread_split_of(st)
         exts = vector_extents(exts, V)
         total = iterations(exts)
         tc = E.const_int_value(total)
@@ -993,7 +986,7 @@ class KernelCodegen:
             last = f"{j} < {n - 1} || " if n > 1 else ""
             self.w(f"if ({last}{j} * {nt} + tl_tid < {tc}) {{")
             self.indent += 1
-        waited = form is not None and form.kind == "cp_async_wait" and not self.async_copy
+        waited = form.kind == "cp_async_wait" and not self.async_copy
         if waited:   # plan/copy_forms.py: all of this thread's copies in flight, then one wait
             self.async_copy = True
         if V or eviction:
