@@ -21,7 +21,8 @@ from tilelang.ir.dtypes import DataType
 from tilelang.ir.visitor import collect_vars
 from tilelang.arith.simplify import simplify
 from tilelang.transform.rasterize_blocks import BLOCK_REMAP
-from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
+from tilelang.backend.cuda.analysis.block_level import body_block, branch_sides, cooperative, pipeline_of
+from tilelang.backend.cuda.analysis.facts import parallel_nest
 from tilelang.backend.cuda.emit.expr import ExprPrinter, ctype, cast_str, atomic_helper
 from tilelang.backend.cuda.ops.wgmma import operand_offset
 from tilelang.backend.cuda.ops.tma_pipeline import emit_tma_copy, tma_copies
@@ -482,11 +483,10 @@ class KernelCodegen:
         self.w(f"if (tl_tid == 0) {{ {line} }}" if self._guard(block, st) else line)
 
     def s_For(self, st, block):
-        form = copy_form(st)   # plan/copy_forms.py; None: a per-thread nest, or one the pass did not reach
-        planned = form is not None and form.kind != "per_thread"
-        if st.kind == S.PARALLEL and block and (planned or form is None and not self._registers_only(st)):
-            if form is None and (self._emit_tma_store(self, st) or self._emit_tma_load_sync(self, st)):
-                return
+        form = copy_form(st)   # plan/copy_forms.py; None: a nest laid out by its registers, or not a copy's
+        if st.kind == S.PARALLEL and cooperative(self.plan, st, block):   # analysis/block_level.py
+            if form is not None and form.kind == "per_thread":
+                raise AssertionError("CUDA codegen: a nest plan_copy_forms planned per-thread runs at block level")
             if form is not None and form.kind in ("tma_store", "tma_load"):   # bulk copies of tiles
                 emit = self._emit_tma_store if form.kind == "tma_store" else self._emit_tma_load_sync
                 if not emit(self, st, form.eviction):
@@ -499,9 +499,10 @@ class KernelCodegen:
                 finally:
                     self.async_copy = False
             return self.cooperative(st)
-        if block and st.kind == S.PIPELINED and id(st) in self.plan.pipelines:
-            return self.pipelined(st, self.plan.pipelines[id(st)])
-        inner_block = block and not self.plan.depends(st.min) and not self.plan.depends(st.extent)
+        info = pipeline_of(self.plan, st, block)
+        if info is not None:
+            return self.pipelined(st, info)
+        inner_block = body_block(self.plan, st, block)
         if st.kind == S.VECTORIZED and form is not None and form.kind == "atomic_lanes":
             from tilelang.backend.cuda.ops.vector_atomic import emit_lanes
             return emit_lanes(self, st, inner_block, form.width)   # T.atomic_addx{n}: one vector atomic
@@ -561,9 +562,10 @@ class KernelCodegen:
         return True
 
     def s_IfThenElse(self, st, block):
-        if id(st) in self.plan.regions.branches:
-            return self._ranged_if(st, block)
-        inner = block and not self.plan.depends(st.cond)
+        sides = branch_sides(self.plan, st, self.range)
+        if sides is not None:
+            return self._ranged_if(st, sides, block)
+        inner = body_block(self.plan, st, block)
         self.w(f"if ({self.expr(st.cond)}) {{")
         self.indent += 1
         self.stmt(st.then_body, inner)
@@ -575,15 +577,11 @@ class KernelCodegen:
             self.indent -= 1
         self.w("}")
 
-    def _ranged_if(self, st, block):
+    def _ranged_if(self, st, sides, block):
         """`if tx < 128:`-style branches: each side runs on its range of threads as if
         the block had only those (`tl_tid` counts from the range's first thread)."""
-        then, other = self.plan.regions.branches[id(st)]
-        sides = [("if ({}) {{".format(self.expr(st.cond)), st.then_body, then)]
-        if st.else_body is not None:
-            sides.append(("} else {", st.else_body, other if other is not None else self.range))
         saved = self.range, self.plan.nthreads
-        for head, body, rng in sides:
+        for head, (body, rng) in zip(("if ({}) {{".format(self.expr(st.cond)), "} else {"), sides):
             self.w(head)
             self.indent += 1
             self.range, self.plan.nthreads = rng, rng.size
@@ -595,7 +593,7 @@ class KernelCodegen:
         self.w("}")
 
     def s_While(self, st, block):
-        inner = block and not self.plan.depends(st.cond)
+        inner = body_block(self.plan, st, block)
         self.w(f"while ({self.expr(st.cond)}) {{")
         self.indent += 1
         self.stmt(st.body, inner)
@@ -905,9 +903,6 @@ class KernelCodegen:
         from tilelang.backend.cuda.ops.warp_mma import emit_store
         emit_store(self, op)
 
-    def _registers_only(self, st):
-        return registers_only(self.plan, st)
-
     # parallel loops --------------------------------------------------------------------
     def cooperative(self, st):
         vars_, mins, exts, body = parallel_nest(st)
@@ -918,20 +913,18 @@ class KernelCodegen:
         elif regs:
             return self.fragment_loop(vars_, body, regs, exts, copy_form(st))
         nt = self.plan.nthreads
-        from tilelang.backend.cuda.ops.vector_copy import (vector_width, emit_vector_copy, nest_split, iterations,
-                                                           vector_extents)
-        form, eviction = copy_form(st), None
-        if form is None:   # a nest plan_copy_forms did not reach (none in the reference kernels): chosen here
-            V = vector_width(self, vars_, mins, exts, body)
-            how, n = nest_split(exts, V, nt, self.options.guarded_split)
-        elif form.kind == "registers":
+        from tilelang.backend.cuda.ops.vector_copy import emit_vector_copy, iterations, vector_extents
+        form = copy_form(st)
+        if form is None:   # every cooperative nest not laid out by its registers has its form by now
+            raise AssertionError("CUDA codegen: a cooperative nest has no form (plan_copy_forms did not reach it)")
+        if form.kind == "registers":
             raise AssertionError(f"CUDA codegen: the nest planned as {form} is not laid out by its registers")
-        else:   # the width plan/copy_forms.py chose, the split plan/thread_splits.py chose
-            V, eviction = form.width, form.eviction
-            if thread_split_of(st) is None:
-                raise AssertionError(f"CUDA codegen: the nest planned as {form} has no thread split "
-                                     f"(plan_thread_splits did not reach it)")
-            how, n = thread_split_of(st)
+        # the width plan/copy_forms.py chose, the split plan/thread_splits.py chose
+        V, eviction = form.width, form.eviction
+        if thread_split_of(st) is None:
+            raise AssertionError(f"CUDA codegen: the nest planned as {form} has no thread split "
+                                 f"(plan_thread_splits did not reach it)")
+        how, n = thread_split_of(st)
         exts = vector_extents(exts, V)
         total = iterations(exts)
         tc = E.const_int_value(total)
@@ -993,7 +986,7 @@ class KernelCodegen:
             last = f"{j} < {n - 1} || " if n > 1 else ""
             self.w(f"if ({last}{j} * {nt} + tl_tid < {tc}) {{")
             self.indent += 1
-        waited = form is not None and form.kind == "cp_async_wait" and not self.async_copy
+        waited = form.kind == "cp_async_wait" and not self.async_copy
         if waited:   # plan/copy_forms.py: all of this thread's copies in flight, then one wait
             self.async_copy = True
         if V or eviction:

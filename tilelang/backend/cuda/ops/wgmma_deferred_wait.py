@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.visitor import walk
+from tilelang.backend.cuda.analysis.block_level import body_block, branch_sides
 from tilelang.backend.cuda.analysis.facts import accesses
 from tilelang.backend.cuda.target import arch_number
 
@@ -99,8 +100,8 @@ def plan_deferred_wait(cg, info, mode):
 def _branch_waits_inside(cg, s, acc):
     """Whether statement `s` touching `acc` is a block-uniform `if` whose condition does
     not read `acc`: then the wait goes into the branches that need it."""
-    return isinstance(s, S.IfThenElse) and id(s) not in cg.plan.regions.branches and \
-        not cg.plan.depends(s.cond) and not _touches(S.Evaluate(s.cond), [acc])
+    return isinstance(s, S.IfThenElse) and branch_sides(cg.plan, s, None) is None and \
+        body_block(cg.plan, s, True) and not _touches(S.Evaluate(s.cond), [acc])
 
 
 def _waits_on_every_path(cg, stmts, acc):

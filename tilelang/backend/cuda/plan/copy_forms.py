@@ -68,7 +68,8 @@ from tilelang.ir.errors import LoweringError
 from tilelang.ir.visitor import walk
 from tilelang.transform.pass_manager import function_pass
 from tilelang.transform.lower_tile_ops import COPY_ARGS
-from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
+from tilelang.backend.cuda.analysis.block_level import BlockLevelWalk
+from tilelang.backend.cuda.analysis.facts import parallel_nest
 from tilelang.backend.cuda.layout.annotated import AnnotatedTile
 from tilelang.backend.cuda.target import arch_number
 
@@ -120,50 +121,42 @@ def _no_tma(st, ring=False):
         (ring and a.get("eviction_policy") is not None)
 
 
-class _Chooser:
+class _Chooser(BlockLevelWalk):
+    """Walks a launch by the block-level rule (analysis/block_level.py) and chooses the form
+    of each nest and kept tile op it reaches; `k.range` follows the warp-specialized
+    branches (the TMA forms are for the whole block only)."""
+
     def __init__(self, k: _Kernel):
         self.k = k
+        super().__init__(k.plan)
         self.forms = {}   # id(nest) -> CopyForm
         self.replaced = {}   # id(tile op) -> the statement that runs it (its nest, or the op with its form)
         self.in_cp_async_loop = False   # visiting the body of a pipelined loop fed by cp.async
         self.no_wait = False   # visiting a T.tma_copy's copy nest
         self.multicast = False   # a T.tma_copy multicasts to other blocks of the cluster
 
-    # walking as the code generator does (emit/kernel.py: which statements run at block level)
-    def visit(self, st, block):
+    @property
+    def range(self):   # the walk's thread range is the kernel's, which the ops/ matchers read
+        return self.k.range
+
+    @range.setter
+    def range(self, rng):
+        self.k.range = rng
+
+    # the walk's hooks
+    def after_seq(self, seq):
+        if self.k.options.tma_store_shared_wait:
+            self.share_store_waits(seq)
+
+    def cooperative_nest(self, nest):
+        self.cooperative(nest)
+
+    def per_thread_nest(self, nest):
+        self.record(nest, lambda: CopyForm("per_thread", why=""), per_thread=True)
+
+    def tile_op(self, st, block):
         k = self.k
-        if st is None:
-            return
-        if isinstance(st, S.SeqStmt):
-            for s in st.stmts:
-                self.visit(s, block)
-            if k.options.tma_store_shared_wait:
-                self.share_store_waits(st)
-        elif isinstance(st, S.For) and st.kind == S.PARALLEL:
-            if block and not registers_only(k.plan, st):
-                self.cooperative(st)
-            else:
-                self.record(st, lambda: CopyForm("per_thread", why=""), per_thread=True)
-        elif isinstance(st, S.For) and block and id(st) in k.plan.pipelines:
-            self.pipelined(st, k.plan.pipelines[id(st)])
-        elif isinstance(st, S.For):
-            self.visit(st.body, block and not k.plan.depends(st.min) and not k.plan.depends(st.extent))
-        elif isinstance(st, S.IfThenElse) and id(st) in k.plan.regions.branches:
-            then, other = k.plan.regions.branches[id(st)]
-            saved = k.range
-            for body, rng in ((st.then_body, then), (st.else_body, other if other is not None else saved)):
-                k.range = rng
-                self.visit(body, block)
-            k.range = saved
-        elif isinstance(st, S.IfThenElse):
-            inner = block and not k.plan.depends(st.cond)
-            self.visit(st.then_body, inner)
-            self.visit(st.else_body, inner)
-        elif isinstance(st, S.While):
-            self.visit(st.body, block and not k.plan.depends(st.cond))
-        elif isinstance(st, S.LetStmt):
-            self.visit(st.body, block)
-        elif isinstance(st, TO.Gemm) and block and k.plan.gemms.get(id(st)) is None:
+        if isinstance(st, TO.Gemm) and block and k.plan.gemms.get(id(st)) is None:
             self.simt_gemm(st)
         elif isinstance(st, TO.Copy) and st.annotations.get("tma_barrier") is not None:
             self.tma_copy(st, block)

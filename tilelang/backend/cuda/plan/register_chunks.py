@@ -17,9 +17,9 @@ run one at a time, except where this pass records on the nest (annotation
   own shape at the loop's own (i, j) and does not write them: one vector load of each a
   chunk (in bounds: the tile has the loop's shape), which the element loads then read.
 
-The pass walks the launch as the code generator does (plan/copy_forms.py `_Chooser.visit`:
-the nests at block level, the statements of a pipelined body), on the nodes
-plan/plan_kernels.py made fresh for the CUDA passes, in place."""
+The pass walks the launch by the block-level rule the code generator prints by
+(analysis/block_level.py: the cooperative nests, the statements of a pipelined body), on the
+nodes plan/plan_kernels.py made fresh for the CUDA passes, in place."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,7 +28,8 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.visitor import walk
 from tilelang.transform.pass_manager import function_pass
-from tilelang.backend.cuda.analysis.facts import parallel_nest, registers_only
+from tilelang.backend.cuda.analysis.block_level import BlockLevelWalk
+from tilelang.backend.cuda.analysis.facts import parallel_nest
 from tilelang.backend.cuda.layout.annotated import AnnotatedTile
 from tilelang.backend.cuda.layout.tile import Scalar, canon_shape
 from tilelang.backend.cuda.ops.register_vector import chunk_geometry, free_row_fragments
@@ -193,41 +194,19 @@ def hoisted_shared_loads(k, body, cv, L):
     return tuple(out)
 
 
-class _Planner:
-    """Walks a launch as the code generator does and records each cooperative nest's chunks."""
+class _Planner(BlockLevelWalk):
+    """Walks a launch by the block-level rule (analysis/block_level.py) and records each
+    cooperative nest's chunks."""
 
     def __init__(self, k):
+        super().__init__(k.plan)
         self.k = k
         self.records = {}   # id(nest) -> (nest, RegisterChunks)
 
-    def visit(self, st, block):
-        k = self.k
-        if st is None:
-            return
-        if isinstance(st, S.SeqStmt):
-            for s in st.stmts:
-                self.visit(s, block)
-        elif isinstance(st, S.For) and st.kind == S.PARALLEL:
-            form = copy_form(st)
-            # (emit/kernel.py s_For: the nests it runs cooperatively)
-            if block and (form is not None and form.kind != "per_thread" or
-                          form is None and not registers_only(k.plan, st)):
-                rec = decide(k, st)
-                if rec is not None:
-                    self.records[id(st)] = (st, rec)
-        elif isinstance(st, S.For) and block and id(st) in k.plan.pipelines:
-            for s in k.plan.pipelines[id(st)].rest:
-                self.visit(s, True)
-        elif isinstance(st, S.For):
-            self.visit(st.body, block and not k.plan.depends(st.min) and not k.plan.depends(st.extent))
-        elif isinstance(st, S.IfThenElse):
-            inner = block if id(st) in k.plan.regions.branches else block and not k.plan.depends(st.cond)
-            self.visit(st.then_body, inner)
-            self.visit(st.else_body, inner)
-        elif isinstance(st, S.While):
-            self.visit(st.body, block and not k.plan.depends(st.cond))
-        elif isinstance(st, S.LetStmt):
-            self.visit(st.body, block)
+    def cooperative_nest(self, nest):
+        rec = decide(self.k, nest)
+        if rec is not None:
+            self.records[id(nest)] = (nest, rec)
 
 
 @function_pass("plan_register_chunks")

@@ -23,6 +23,7 @@ from __future__ import annotations
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
+from tilelang.backend.cuda.analysis.block_level import body_block
 from tilelang.backend.cuda.analysis.facts import accesses
 from tilelang.backend.cuda.ops.reduce import orders_block
 from tilelang.ir.mbarrier import every_thread_call
@@ -158,8 +159,8 @@ class SyncPlanner:
             self.visit(st.then_body, set())
             self.visit(st.else_body, set())
             return self.unit(st, self.unit_accesses(st, "all"), pending)
-        uniform_ctrl = (isinstance(st, S.For) and not plan.depends(st.min) and not plan.depends(st.extent)) or \
-            (isinstance(st, (S.IfThenElse, S.While)) and not plan.depends(st.cond)) or isinstance(st, S.LetStmt)
+        # control flow whose body stays at block level (analysis/block_level.py)
+        uniform_ctrl = isinstance(st, (S.For, S.IfThenElse, S.While, S.LetStmt)) and body_block(plan, st, True)
         if uniform_ctrl:
             head = {S.For: lambda s: S.Evaluate(s.extent), S.IfThenElse: lambda s: S.Evaluate(s.cond),
                     S.While: lambda s: S.Evaluate(s.cond), S.LetStmt: lambda s: S.Evaluate(s.value)}[type(st)](st)

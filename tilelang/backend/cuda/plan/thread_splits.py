@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
-from tilelang.ir.visitor import _children
 from tilelang.transform.pass_manager import function_pass
+from tilelang.backend.cuda.analysis.block_level import BlockLevelWalk
 from tilelang.backend.cuda.analysis.facts import parallel_nest
 from tilelang.backend.cuda.plan.copy_form import COPY_FORM, copy_form
 
@@ -40,44 +40,41 @@ def thread_split_of(st):
     return st.annotations.get(THREAD_SPLIT) if isinstance(st, S.For) else None
 
 
-def _statements_in(n):
-    """The statements directly under statement `n` (its children that are statements)."""
-    return [c for c in _children(n) if isinstance(c, S.Stmt)]
+class _Splits(BlockLevelWalk):
+    """Records the split of each cooperative nest the walk reaches (analysis/block_level.py),
+    over the threads that run it: a warp-specialized side such as `if tx < 128:` runs on its
+    range as if the block had only those threads (emit/kernel.py `_ranged_if`)."""
+
+    def __init__(self, plan, options):
+        super().__init__(plan)
+        self.options = options
+
+    def cooperative_nest(self, n):
+        from tilelang.backend.cuda.ops.vector_copy import nest_split, ASYNC_EXACT_SPLIT
+        form = copy_form(n)
+        if form is None or form.kind not in SPLIT_FORMS:
+            return
+        # a cp.async thread holds no registers for its copies in flight: more of them unrolled
+        most = ASYNC_EXACT_SPLIT if form.kind == "cp_async" and self.options.cp_async_unroll else 8
+        split = nest_split(parallel_nest(n)[2], form.width, self.nthreads, self.options.guarded_split, most)
+        n.annotations = {**n.annotations, THREAD_SPLIT: split}   # a node of the CUDA passes' own tree
+
+    def tile_op(self, n, block):
+        from tilelang.backend.cuda.ops.vector_copy import nest_split
+        from tilelang.transform.lower_tile_ops import lower_copy
+        form = n.annotations.get(COPY_FORM) if isinstance(n, TO.Copy) else None
+        if getattr(form, "kind", None) == "cp_async_mbarrier":
+            # a T.tma_copy issued as cp.async on its mbarrier: its copy nest, printed from the op
+            split = nest_split(parallel_nest(lower_copy(n))[2], form.width, self.nthreads, self.options.guarded_split)
+            n.annotations = {**n.annotations, THREAD_SPLIT: split}   # plan_copy_forms' own copy of the op
 
 
 @function_pass("plan_thread_splits")
 def plan_thread_splits(func, ctx=None):
     from tilelang.backend.cuda.plan.plan_kernels import map_planned_launches
-    from tilelang.backend.cuda.ops.vector_copy import nest_split, ASYNC_EXACT_SPLIT
-    from tilelang.transform.lower_tile_ops import lower_copy
 
     def rewrite(launch, plan, target, options):
-        def visit(n, rng, nthreads):
-            """Record the splits under `n`, run by `nthreads` threads, those of `rng` (a branch
-            such as `if tx < 128:` runs each side on its range as if the block had only those
-            threads: emit/kernel.py `_ranged_if`)."""
-            if isinstance(n, S.For):
-                form = copy_form(n)
-                if n.kind == S.PARALLEL and form is not None and form.kind in SPLIT_FORMS:
-                    # a cp.async thread holds no registers for its copies in flight: more of them unrolled
-                    most = ASYNC_EXACT_SPLIT if form.kind == "cp_async" and options.cp_async_unroll else 8
-                    split = nest_split(parallel_nest(n)[2], form.width, nthreads, options.guarded_split, most)
-                    n.annotations = {**n.annotations, THREAD_SPLIT: split}   # a node of the CUDA passes' own tree
-            elif isinstance(n, TO.Copy) and getattr(n.annotations.get(COPY_FORM), "kind", None) == "cp_async_mbarrier":
-                # a T.tma_copy issued as cp.async on its mbarrier: its copy nest, printed from the op
-                form = n.annotations[COPY_FORM]
-                split = nest_split(parallel_nest(lower_copy(n))[2], form.width, nthreads, options.guarded_split)
-                n.annotations = {**n.annotations, THREAD_SPLIT: split}   # plan_copy_forms' own copy of the op
-            if isinstance(n, S.IfThenElse) and id(n) in plan.regions.branches:
-                then, other = plan.regions.branches[id(n)]
-                visit(n.then_body, then, then.size)
-                if n.else_body is not None:
-                    other = other if other is not None else rng
-                    visit(n.else_body, other, other.size)
-                return
-            for c in _statements_in(n):
-                visit(c, rng, nthreads)
-        visit(launch.body, plan.regions.full, plan.nthreads)
+        _Splits(plan, options).visit(launch.body, True)
         return launch
     return map_planned_launches(func, ctx, rewrite)
 
