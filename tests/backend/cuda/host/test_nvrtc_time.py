@@ -12,7 +12,8 @@ from tests.backend.cuda.conftest import needs_nvrtc
 
 
 def test_phases_read_from_the_time_file_with_or_without_its_title_row():
-    rows = "kernel.cu, CUDA C++ Frontend, 28, ms\nkernel.cu, NVVM Optimizer, 23.5, ms\nkernel.cu, PTX Translation, 18, ms\n"
+    rows = ("kernel.cu, CUDA C++ Frontend, 28, ms\nkernel.cu, NVVM Optimizer, 23.5, ms\n"
+            "kernel.cu, PTX Translation, 18, ms\n")
     assert nvrtc.read_phases(rows) == {"frontend": 28.0, "nvvm": 23.5, "ptxas": 18.0}
     titled = "File name, phase name, metric, unit\n" + rows + "kernel.cu, Some New Phase, 4, ms\n"
     assert nvrtc.read_phases(titled) == {"frontend": 28.0, "nvvm": 23.5, "ptxas": 18.0, "Some New Phase": 4.0}
