@@ -2,7 +2,8 @@
 on the GPU: latency at b1 and b64, h128, kv8192, d 512 + 64, with the KV loop on the TMA
 ring (with and without TILELANG_CUDA_TMA_L2_PREFETCH) and on cp.async (TILELANG_CUDA_TMA_RING=0), each
 checked against the torch reference; at the default ring also with TILELANG_CUDA_COVERED_BARRIERS=0
-and/or the opt-in TILELANG_CUDA_WGMMA_UNIFORM_WG=1 (the A/B of the consumer-loop changes).
+and/or the opt-in TILELANG_CUDA_WGMMA_UNIFORM_WG=1 (the A/B of the consumer-loop changes), and with
+the opt-in TILELANG_CUDA_PTXAS_OPT_LEVEL=1 (ptxas -O1: a quarter less ptxas time, other SASS).
 
     python benchmarks/mla_decode.py
 
@@ -21,11 +22,12 @@ from tests.backend.cuda.kernels_mla import mla_decode_no_split, reference  # noq
 
 
 # A/B switches of the consumer loop measured at the default ring: the barrier at its top
-# (TILELANG_CUDA_COVERED_BARRIERS) and the wgmma descriptors' registers (..._WGMMA_UNIFORM_WG)
-SWITCHES = ("TILELANG_CUDA_COVERED_BARRIERS", "TILELANG_CUDA_WGMMA_UNIFORM_WG")
+# (TILELANG_CUDA_COVERED_BARRIERS) and the wgmma descriptors' registers (..._WGMMA_UNIFORM_WG); ptxas -O1
+# (..._PTXAS_OPT_LEVEL, a faster compile: the kernel time it costs, if any)
+SWITCHES = ("TILELANG_CUDA_COVERED_BARRIERS", "TILELANG_CUDA_WGMMA_UNIFORM_WG", "TILELANG_CUDA_PTXAS_OPT_LEVEL")
 # (covered barriers on by default, the uniform index opt-in: each variant names what it changes)
 VARIANTS = [("1", "0", {}), ("1", "0", {SWITCHES[0]: "0"}), ("1", "0", {SWITCHES[1]: "1"}),
-            ("1", "0", {SWITCHES[0]: "0", SWITCHES[1]: "1"}),
+            ("1", "0", {SWITCHES[0]: "0", SWITCHES[1]: "1"}), ("1", "0", {SWITCHES[2]: "1"}),
             ("1", "1", {}), ("1", "2", {}), ("1", "4", {}), ("0", "0", {})]
 
 

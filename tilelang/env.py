@@ -124,7 +124,10 @@ TILELANG_CUDA_NVRTC_PCH=0      NVRTC parses the CUDA headers in every compile (d
                                automatic precompiled header; the cubin is the same)
 TILELANG_CUDA_NVRTC_SPLIT_COMPILE=n  NVRTC --split-compile=n: its optimizer on n threads (default 0: off)
 TILELANG_CUDA_NVRTC_FAST_COMPILE=min|mid|max  NVRTC --Ofast-compile=<level>: a faster compile, less optimized
-                               code (default: not given)
+                               code (default: not given; mid keeps attention accumulators in local memory)
+TILELANG_CUDA_PTXAS_OPT_LEVEL=n  ptxas -O<n> (0..3) inside NVRTC (default: not given, ptxas's -O3)
+TILELANG_CUDA_NVRTC_TIME=1     record NVRTC's own split of each compile (front end, NVVM, ptxas) in
+                               Compiled.phases (benchmarks/cold_compile.py sets it; the cubin is the same)
 TL_CUDA_LINEINFO=1             NVRTC -lineinfo (source lines in the cubin, for profilers)
 """
 from __future__ import annotations

@@ -50,6 +50,16 @@ def _fast_compile_level(v, default):
     return v
 
 
+def _ptxas_opt_level(v, default):
+    """ptxas's -O level, 0..3 (empty: not given, ptxas's own -O3)."""
+    v = (v or "").strip()
+    if not v:
+        return default
+    if v not in ("0", "1", "2", "3"):
+        raise ValueError(f"must be 0, 1, 2 or 3, got {v!r}")
+    return int(v)
+
+
 # environment switch -> (parse(value, default), default, the CudaOptions field it sets,
 # whether it changes the generated code or the cubin: then it is part of the cache key)
 _SWITCHES = {
@@ -101,6 +111,8 @@ _SWITCHES = {
     "TILELANG_CUDA_NVRTC_PCH": (_flag, True, "nvrtc_pch", False),   # the cubin is the same either way
     "TILELANG_CUDA_NVRTC_SPLIT_COMPILE": (_count, 0, "nvrtc_split_compile", True),
     "TILELANG_CUDA_NVRTC_FAST_COMPILE": (_fast_compile_level, None, "nvrtc_fast_compile", True),
+    "TILELANG_CUDA_PTXAS_OPT_LEVEL": (_ptxas_opt_level, None, "ptxas_opt_level", True),
+    "TILELANG_CUDA_NVRTC_TIME": (_flag, False, "nvrtc_time", False),   # only measures: the cubin is the same
     "TILELANG_CUDA_C_LAUNCH": (_flag, True, "c_launch", False),   # how a launch is called, not the kernel
     "TL_CUDA_LINEINFO": (_flag, False, "lineinfo", True),
     "TL_CUDA_DUMP": (_path, None, "dump_dir", False),
@@ -226,8 +238,15 @@ class CudaOptions:
     nvrtc_split_compile: int = 0   # NVRTC --split-compile=n: its optimizer on n threads (0: off; to measure
                                    # on a many-core host; ..._NVRTC_SPLIT_COMPILE=n)
     nvrtc_fast_compile: str | None = None  # NVRTC --Ofast-compile=<level>: less optimization for a faster
-                                   # compile (mid: about half the time; off by default: to measure the
-                                   # kernels' speed with it; ..._NVRTC_FAST_COMPILE=min|mid|max)
+                                   # compile (mid: about half the time, but it leaves loops rolled: the
+                                   # FlashAttention / MLA accumulators then live in local memory, 600-800
+                                   # bytes of stack; min already spills in MLA decode; off by default;
+                                   # ..._NVRTC_FAST_COMPILE=min|mid|max)
+    ptxas_opt_level: int | None = None  # ptxas -O<n> inside NVRTC (None: ptxas's -O3; -O2 gives the same
+                                   # SASS on the reference kernels, -O1 ~25% less ptxas time on MLA decode
+                                   # and other SASS: to measure; ..._PTXAS_OPT_LEVEL=0..3)
+    nvrtc_time: bool = False       # NVRTC's own split of each compile (front end, NVVM optimizer, ptxas;
+                                   # --time) in Compiled.phases (benchmarks/cold_compile.py; ..._NVRTC_TIME=1)
     c_launch: bool = True          # the launch as one call into a small C extension built once with the system
                                    # compiler (host/c_launch.py; ..._C_LAUNCH=0: ctypes' cuLaunchKernel call)
     lineinfo: bool = False         # NVRTC -lineinfo: source lines in the cubin for profilers (TL_CUDA_LINEINFO=1)
@@ -284,9 +303,12 @@ def register_usage_level(v):
 
 def ptxas_options(options) -> tuple:
     """The NVRTC options the compile's CudaOptions add for ptxas."""
-    if options.register_usage_level is None:
-        return ()
-    return (f"--ptxas-options=--register-usage-level={options.register_usage_level}",)
+    out = ()
+    if options.register_usage_level is not None:
+        out += (f"--ptxas-options=--register-usage-level={options.register_usage_level}",)
+    if options.ptxas_opt_level is not None:
+        out += (f"--ptxas-options=-O{options.ptxas_opt_level}",)
+    return out
 
 
 # nvcc flags without a meaning for NVRTC's device-only compile: NVRTC always optimizes, the

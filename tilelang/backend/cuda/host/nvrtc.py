@@ -8,7 +8,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from tilelang.ir.errors import TileLangError
@@ -26,6 +26,27 @@ class Compiled:
     cubin: bytes
     ptx: str
     log: str
+    phases: dict = field(default_factory=dict)   # NVRTC's own split in ms (CudaOptions.nvrtc_time), see read_phases
+
+
+# NVRTC's --time rows (CUDA 12.x+: "file, phase, ms, unit") -> the names cold_compile reports
+_PHASES = {"CUDA C++ Frontend": "frontend", "NVVM Optimizer": "nvvm", "PTX Translation": "ptxas"}
+
+
+def read_phases(text: str) -> dict:
+    """{frontend, nvvm, ptxas: ms} from the CSV NVRTC's --time=<file> writes (its title
+    row only where NVRTC created the file); a phase this NVRTC names otherwise keeps its name."""
+    out = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) >= 3:
+            try:
+                ms = float(cells[2])
+            except ValueError:
+                continue
+            name = _PHASES.get(cells[1], cells[1])
+            out[name] = out.get(name, 0.0) + ms
+    return out
 
 
 @lru_cache(maxsize=1)
@@ -121,8 +142,13 @@ def compile_cuda(source: str, arch: str, name: str = "kernel.cu", extra_options=
         opts.append(f"--Ofast-compile={options.nvrtc_fast_compile}")
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     _check(nvrtc, err, "nvrtcCreateProgram")
+    time_file = None
+    if options.nvrtc_time:   # NVRTC writes its phases' times there (the header reuse is unaffected)
+        fd, time_file = tempfile.mkstemp(prefix="tl_nvrtc_time_", suffix=".csv")
+        os.close(fd)
     try:
-        err, = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+        run_opts = opts + ([f"--time={time_file}"] if time_file else [])
+        err, = nvrtc.nvrtcCompileProgram(prog, len(run_opts), [o.encode() for o in run_opts])
         # NVRTC writes into the buffers it is given: they must be fresh, writable memory.
         # (`b" " * n` is CPython's shared one-byte object when n == 1, the size of an empty
         # log: NVRTC's NUL then turned every " " literal compiled later in the process into
@@ -146,9 +172,21 @@ def compile_cuda(source: str, arch: str, name: str = "kernel.cu", extra_options=
             buf = bytearray(n)
             if nvrtc.nvrtcGetPTX(prog, buf)[0] == nvrtc.nvrtcResult.NVRTC_SUCCESS:
                 ptx = buf.decode(errors="replace").rstrip("\x00")
-        return Compiled(cubin, ptx, log)
+        return Compiled(cubin, ptx, log, _take_phases(time_file))
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
+        if time_file and os.path.exists(time_file):
+            os.unlink(time_file)
+
+
+def _take_phases(time_file) -> dict:
+    if not time_file:
+        return {}
+    try:
+        with open(time_file) as f:
+            return read_phases(f.read())
+    except OSError:
+        return {}
 
 
 def _format_failure(source, log, name, opts, dump_dir=None, context=2):
