@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tilelang.ir import builder as B
 from tilelang.ir import stmt as S
-from tilelang.ir.expr import Var, convert, IntImm, PrimExpr
+from tilelang.ir.expr import Var, convert, IntImm, PrimExpr, maximum as _maximum, minimum as _minimum
 from tilelang.ir.dtypes import int32, int64
 from tilelang.ir.errors import TileLangError, located
 from tilelang.ir.pipeline_spec import PIPELINE, make_pipeline_spec
@@ -196,5 +196,65 @@ def grid(*extents):
     return LoopFrame(S.SERIAL, [0] * len(extents), list(extents))
 
 
+class PersistentFrame(B.Frame):
+    """`for v0, ..., vn in T.Persistent(domain, wave_size, index, group_size=8)`: the tiles of
+    `domain` visited wave by wave by the `wave_size` blocks of a persistent kernel (`index`:
+    the block's number in a wave), as the published package walks them: the last dimension
+    is cut into groups of `group_size` (at most its extent), the tile number
+    w * wave_size + index runs over (group, d0, ..., d(n-2), position in the group), so that
+    the blocks of a wave share the tiles of other dimensions (L2 reuse); a tile number past
+    the padded domain, or a last coordinate past its extent, does nothing. Recorded as a
+    serial loop over the waves whose body reads the coordinates as expressions of the wave
+    (the same IR as writing that arithmetic by hand)."""
+
+    def __init__(self, domain, wave_size, index, group_size):
+        if not isinstance(domain, (list, tuple)) or not domain:
+            raise TileLangError("T.Persistent(domain, wave_size, index): domain must be a non-empty list of "
+                                "extents", hint="e.g. T.Persistent([T.ceildiv(M, bM), T.ceildiv(N, bN)], sm_num, bid)")
+        self.domain = [simplify(_integer(d, "a T.Persistent domain extent")) for d in domain]
+        self.wave_size = _integer(wave_size, "T.Persistent's wave_size")
+        self.index = _integer(index, "T.Persistent's index")
+        g = _integer(8 if group_size is None else group_size, "T.Persistent's group_size")
+        self.group = simplify(_maximum(convert(1), _minimum(g, self.domain[-1])))
+
+    def _loop(self, coords, body):
+        from tilelang.language.math import ceildiv
+        from tilelang.ir.visitor import substitute
+        last, g = self.domain[-1], self.group
+        grouped = [simplify(ceildiv(last, g))] + self.domain[:-1] + [g]
+        padded = grouped[0]
+        for e in grouped[1:]:
+            padded = simplify(padded * e)
+        w = Var("w", self.wave_size.dtype)
+        tile = w * self.wave_size + self.index
+        idx, rem = [None] * len(grouped), tile
+        for i in range(len(grouped) - 1, 0, -1):
+            idx[i] = rem % grouped[i]
+            rem = rem // grouped[i]
+        idx[0] = rem
+        values = {v: simplify(idx[i + 1]) for i, v in enumerate(coords[:-1])}
+        values[coords[-1]] = simplify(idx[0] * g + idx[-1])
+        guarded = S.IfThenElse(values[coords[-1]] < last, substitute(body, values))
+        inner = S.IfThenElse(tile < padded, guarded)
+        return S.For(w, convert(0), simplify(ceildiv(padded, self.wave_size)), S.SERIAL, inner)
+
+    def __iter__(self):
+        b = B.require("a T.Persistent loop")
+        names = B.source_names("for") or []
+        coords = [Var(names[i] if i < len(names) else f"v{i}", d.dtype) for i, d in enumerate(self.domain)]
+        b.push()
+        b.loop_kinds.append("ir")
+        completed = False
+        try:
+            yield coords[0] if len(coords) == 1 else tuple(coords)
+            completed = True
+        finally:
+            b.loop_kinds.pop()
+            body = b.pop()
+            if completed:
+                b.emit(self._loop(coords, body))
+
+
 def Persistent(domain, wave_size, index, group_size=8):
-    raise TileLangError("T.Persistent is not supported yet", hint="use T.Kernel with a grid")
+    """The tiles of `domain` for a persistent kernel's block `index` of `wave_size` (PersistentFrame)."""
+    return PersistentFrame(domain, wave_size, index, group_size)
