@@ -862,8 +862,9 @@ class KernelCodegen:
             self.w(line)
 
     def s_Fill(self, op, block):
-        from tilelang.transform.lower_tile_ops import lower_fill
-        self.stmt(lower_fill(op), block)
+        # lower_tile_ops makes every T.fill a nest (pipeline.py KEEP_TILE_OPS keeps none), which
+        # plan_copy_forms gives its form: code generation only prints
+        raise AssertionError("CUDA codegen: a T.fill tile op reached the printer (lower_tile_ops keeps none)")
 
     def s_Copy(self, op, block):
         from tilelang.transform.lower_tile_ops import lower_copy
@@ -879,9 +880,8 @@ class KernelCodegen:
                 raise AssertionError(f"CUDA codegen: the T.tma_copy planned as {op.annotations[COPY_FORM]} "
                                      f"does not match TMA")
             return
-        if bar is not None:
-            raise AssertionError("CUDA codegen: a T.tma_copy that plan_copy_forms did not plan")
-        self.stmt(lower_copy(op), block)
+        raise AssertionError("CUDA codegen: a T.copy tile op that plan_copy_forms did not plan "
+                             f"({'a T.tma_copy' if bar is not None else 'lower_tile_ops keeps only T.tma_copy'})")
 
     def s_Atomic(self, op, block):
         # only `use_tma` atomics reach the codegen, those plan/copy_forms.py issues in bulk
