@@ -1,0 +1,3 @@
+"""`tilelang.carver.template`: computations that recommend their own schedules."""
+from tilelang.carver.template.base import BaseTemplate, TemplateParameterError  # noqa: F401
+from tilelang.carver.template.matmul import MatmulTemplate  # noqa: F401
