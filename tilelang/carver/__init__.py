@@ -3,4 +3,5 @@
 from tilelang.carver.arch import CDNA, CUDA  # noqa: F401
 from tilelang.carver.roller import (  # noqa: F401
     Hint, IntrinInfo, NoRasterization, Rasterization2DColumn, Rasterization2DRow)
-from tilelang.carver.template import MatmulTemplate  # noqa: F401
+from tilelang.carver.template import (  # noqa: F401
+    ElementwiseTemplate, GEMVTemplate, GeneralReductionTemplate, MatmulTemplate)

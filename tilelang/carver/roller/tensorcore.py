@@ -38,6 +38,8 @@ reaches, a product of factors in (0, 1], each a reason a real kernel runs below 
   6. K step: b / (b + 32), b = block_K in bytes: a loop iteration's fixed cost (barrier,
      address and pipeline bookkeeping) against its MMA work;
   7. pipeline: s / (s + 1), s = stages: the share of copy latency the pipeline hides.
+Of the warp grids of one block, K step and warp count only the best is kept (a kernel's
+`T.gemm` lays its warps out itself, so the others are the same schedule).
 Ties (equal score) go to the larger block, then the larger block_K, then fewer warps, then
 the smaller shared memory: the order is total, so the result is deterministic.
 
@@ -188,8 +190,16 @@ def recommend(arch, p: GemmShape, topk: int, intrin: IntrinInfo | None = None) -
         s = _score(arch, p, bm, bn, wm, wn, bk, threads, occ, stages)
         ranked.append(((-round(s, 12), -bm * bn, -bk, threads, smem, -bm, wm), (bm, bn, wm, wn, bk, stages, smem, s)))
     ranked.sort(key=lambda t: t[0])
+    # a kernel's T.gemm lays its warps out itself: of the warp grids of one block, K step and
+    # warp count only the best is a distinct schedule
+    seen, distinct = set(), []
+    for key, c in ranked:
+        bm, bn, wm, wn, bk = c[:5]
+        if (bm, bn, bk, bm * bn // (wm * wn)) not in seen:
+            seen.add((bm, bn, bk, bm * bn // (wm * wn)))
+            distinct.append((key, c))
     out = []
-    for _, (bm, bn, wm, wn, bk, stages, smem, s) in ranked[:topk]:
+    for _, (bm, bn, wm, wn, bk, stages, smem, s) in distinct[:topk]:
         h = Hint()
         h.arch = arch
         h.use_tc = True
