@@ -74,7 +74,8 @@ class Rasterization2DColumn(Rasterization):
 
     def tile_of(self, block, grid):
         gx, gy = grid
-        y, x = _panel_walk(block, gy, gx, self.panel_width_)   # the transposed walk
+        # the row walk of the transposed grid, whose launch ids run down the columns
+        y, x = _panel_walk((block % gx) * gy + block // gx, gy, gx, self.panel_width_)
         return x, y
 
     def __repr__(self):

@@ -98,6 +98,6 @@ def recommend(arch, axes: str, extents, in_bits: int, topk: int) -> list[Hint]:
         h.reduce_thread = [share[i] for i in range(n) if axes[i] == "R"]
         h._raxis_order = []
         h.vectorize = {"A": v} if v > 1 else {}
-        h.score = s
+        h.score = round(s, 12)   # the value ranked on
         out.append(h)
     return out

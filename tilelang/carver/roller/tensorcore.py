@@ -209,6 +209,6 @@ def recommend(arch, p: GemmShape, topk: int, intrin: IntrinInfo | None = None) -
         h.rasterization_plan = _rasterization(arch, p, (-(-p.N // bn), -(-p.M // bm)))
         h.intrin_info = intrin or h.intrin_info
         h.shared_scope = "shared.dyn"
-        h.smem_usage, h.score = smem, s
+        h.smem_usage, h.score = smem, round(s, 12)   # the value ranked on
         out.append(h)
     return out
