@@ -173,3 +173,12 @@ def test_located_errors_keep_the_python_exception_kind():
         def v(A: T.Tensor((16,), "float32"), B: T.Tensor((4, 5), "float32")):
             with T.Kernel(1):
                 T.copy(T.view(A, (4, 5)), B)
+
+
+def test_tvm_testing_marks_skip_as_tilelang_testing_does():
+    """`@tvm.testing.requires_package("bitblas")` (published dequantize_gemm/example_dequant_gemm_fine_grained.py)."""
+    import pytest
+    from tilelang import tvm
+    mark = tvm.testing.requires_package("surely_not_a_package_xyz")
+    assert isinstance(mark, pytest.MarkDecorator) and mark.args[0] is True
+    assert tvm.testing.requires_package("numpy").args[0] is False

@@ -4,9 +4,9 @@ builds our expressions. Only names real user code uses are here."""
 from __future__ import annotations
 
 from tilelang.ir.dtypes import DataType
-from tilelang.compat.tvm import tirx, target, transform, error, script
+from tilelang.compat.tvm import tirx, target, transform, error, script, testing
 from tilelang.compat.tvm.error import TVMError
 
 tir = tirx
 
-__all__ = ["DataType", "tirx", "tir", "target", "transform", "error", "script", "TVMError"]
+__all__ = ["DataType", "tirx", "tir", "target", "transform", "error", "script", "testing", "TVMError"]
