@@ -2,8 +2,8 @@
 published `WGMMATensorCoreIntrinEmitter` (`tilelang.cuda.language`), built on our
 per-thread wgmma intrinsics (`T.ptx_wgmma_ss`, descriptors, warpgroup fences).
 
-A block of `block_row_warps x block_col_warps` warps (whole warpgroups) computes
-C (block_M x block_N) from shared A and B. One atom is one `wgmma.m64nNkK`: atom
+One warpgroup (`block_row_warps x block_col_warps` = 4 warps) computes C (block_M x
+block_N) from shared A and B. One atom is one `wgmma.m64nNkK`: atom
 (m, n, ki) reads A rows 64m.., B columns N*n.., K step ki, through descriptors whose
 start address the atom advances (tilelang/layout/wgmma_descriptor.py says by how much).
 The accumulator is this thread's registers (`T.alloc_local((emitter.wgmma_accum_regs,))`):
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from math import gcd
 
+from tilelang.ir import builder as _builder
+from tilelang.ir import stmt as S
 from tilelang.ir.buffer import Buffer, BufferRegion
 from tilelang.ir.dtypes import as_dtype
 from tilelang.ir.errors import TileLangError
@@ -22,6 +24,13 @@ from tilelang.language import descriptor as D
 from tilelang.language import warpgroup as WG
 from tilelang.language.tensor_core_ptx import ptx_wgmma_ss
 from tilelang.layout.wgmma_descriptor import compute_gmma_descriptor
+
+def _emit(value):
+    """A call of our T intrinsics as a statement of the kernel body (the emitter runs
+    inside it, where a bare expression statement would be dropped)."""
+    if value is not None:
+        _builder.require("the wgmma emitter").emit(S.Evaluate(value))
+
 
 _PTX = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "tfloat32": "tf32", "int8": "s8", "uint8": "u8",
         "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2", "int32": "s32"}
@@ -45,15 +54,16 @@ class WGMMATensorCoreIntrinEmitter:
         self.warp_row_tiles, self.warp_col_tiles, self.chunk = warp_row_tiles, warp_col_tiles, chunk
         self.thread_var = thread_var
         self.block_M, self.block_N = block_row_warps * warp_row_tiles, block_col_warps * warp_col_tiles
-        if (block_row_warps * block_col_warps) % 4 or self.block_M % 64:
-            raise TileLangError(f"WGMMATensorCoreIntrinEmitter: wgmma runs on whole warpgroups over 64-row tiles; "
-                                f"{block_row_warps} x {block_col_warps} warps cover {self.block_M} rows")
+        if block_row_warps * block_col_warps != 4 or self.block_M % 64:
+            raise TileLangError(f"WGMMATensorCoreIntrinEmitter: the atoms run on one warpgroup (4 warps) over "
+                                f"64-row tiles; {block_row_warps} x {block_col_warps} warps cover {self.block_M} rows",
+                                hint="several warpgroups: one emitter each, on their own rows of C")
         self.micro_size_k = 256 // self.a_dtype.bits if self.a_dtype.bits < 32 else 8
         if chunk % self.micro_size_k:
             raise TileLangError(f"WGMMATensorCoreIntrinEmitter: chunk {chunk} is not a multiple of the wgmma K "
                                 f"step {self.micro_size_k}")
-        # the widest legal N (a multiple of 8 up to 256) that tiles the block's N
-        n = gcd(self.block_N, 256)
+        # the widest legal N that tiles the block's N: a multiple of 16 up to 256, else a divisor of it
+        n = next((c for c in range(256, 15, -16) if self.block_N % c == 0), gcd(self.block_N, 256))
         self.wgmma_inst_n = n
         if n % 8:
             raise TileLangError(f"WGMMATensorCoreIntrinEmitter: N = {self.block_N} has no wgmma width (multiples of 8)")
@@ -107,10 +117,10 @@ class WGMMATensorCoreIntrinEmitter:
         buf = region.buffer if isinstance(region, BufferRegion) else region
         if not isinstance(buf, Buffer):
             raise TileLangError(f"init_wgmma_desc: expected a shared buffer, got {type(region).__name__}")
-        D.initialize_wgmma_descriptor(desc, buf.access_ptr("r"), params.swizzle_mode.wgmma_layout_type(),
-                                      params.leading_byte_offset, params.stride_byte_offset)
+        _emit(D.initialize_wgmma_descriptor(desc, buf.access_ptr("r"), params.swizzle_mode.wgmma_layout_type(),
+                                            params.leading_byte_offset, params.stride_byte_offset))
         if params.slice_byte_offset:
-            D.increase_descriptor_offset(desc, params.slice_byte_offset)
+            _emit(D.increase_descriptor_offset(desc, params.slice_byte_offset))
 
     def init_wgmma_a_desc(self, desc_a, A_region, params):
         self._init(desc_a, A_region, params)
@@ -120,19 +130,19 @@ class WGMMATensorCoreIntrinEmitter:
 
     # warpgroup ordering -----------------------------------------------------------
     def wgmma_fence_c(self, C_buf):
-        WG.warpgroup_fence_operand(C_buf)
+        _emit(WG.warpgroup_fence_operand(C_buf))
 
     def wgmma_fence_a(self, A_buf):
-        WG.warpgroup_fence_operand(A_buf)
+        _emit(WG.warpgroup_fence_operand(A_buf))
 
     def wgmma_arrive(self):
-        WG.warpgroup_arrive()
+        _emit(WG.warpgroup_arrive())
 
     def wgmma_commit(self):
-        WG.warpgroup_commit_batch()
+        _emit(WG.warpgroup_commit_batch())
 
     def wgmma_wait(self, n=0):
-        WG.warpgroup_wait(n)
+        _emit(WG.warpgroup_wait(n))
 
     # atoms ----------------------------------------------------------------------------
     def wgmma_ss_atom(self, desc_a, desc_b, C_buf, inst_m_idx, inst_n_idx, ki, a_params, b_params, scale_out=True):
@@ -141,9 +151,9 @@ class WGMMATensorCoreIntrinEmitter:
         a_off = a_params.atom_byte_offset(m * 64, k * self.micro_size_k)
         b_off = b_params.atom_byte_offset(n * self.wgmma_inst_n, k * self.micro_size_k)
         c_off = (m * self.wgmma_num_inst_n + n) * (self.wgmma_inst_n // 2)
-        ptx_wgmma_ss(self.accum_dtype, self.wgmma_prefix, a_params.is_k_major, b_params.is_k_major,
+        _emit(ptx_wgmma_ss(self.accum_dtype, self.wgmma_prefix, a_params.is_k_major, b_params.is_k_major,
                      _PTX[self.a_dtype.name], _PTX[self.b_dtype.name], _PTX[self.accum_dtype.name],
-                     desc_a, a_off // 16, desc_b, b_off // 16, C_buf, c_off, scale_out, True, True)
+                     desc_a, a_off // 16, desc_b, b_off // 16, C_buf, c_off, scale_out, True, True))
 
     def make_mma_store_layout(self, local_buf):
         raise TileLangError("WGMMATensorCoreIntrinEmitter.make_mma_store_layout: a fragment accumulator is not "
