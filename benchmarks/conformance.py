@@ -75,7 +75,7 @@ _WRONG = re.compile(r"Mismatched elements|not close|allclose|assert_close|Tensor
                     r"assert_similar|cosine similarity|mismatch|lost update|"
                     r"got -?[0-9][0-9.e+-]*,? (but )?expected|expected -?[0-9][0-9.e+-]*,? (but )?got", re.I)
 _COMPILE = re.compile(r"CudaCompileError|NVRTC|nvrtc|CompileError|error: |ptxas")
-_OURS = re.compile(r"TileLangError|ShapeMismatchError|DTypeMismatchError|UnsupportedConstructError|"
+_OURS = re.compile(r"TileLangError|TargetFeatureError|ShapeMismatchError|DTypeMismatchError|UnsupportedConstructError|"
                    r"UnknownNameError|ArgumentError|LoweringError|IndexArityError|NotImplementedError")
 
 

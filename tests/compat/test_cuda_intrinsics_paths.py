@@ -77,3 +77,16 @@ def test_older_intrinsics_path():
     import tilelang.cuda.intrinsics as new
     assert TensorCoreIntrinEmitter is E2 is new.TensorCoreIntrinEmitter
     assert get_swizzle_layout is new.get_swizzle_layout
+
+
+def test_wgmma_descriptor_published_path_on_a_tvm_buffer():
+    # the published test declares the tile with tvm.tirx.decl_buffer
+    from tilelang import tvm  # noqa: F401 - installs the `tvm` shim
+    from tvm import tirx
+    from tilelang.cuda.intrinsics.macro.wgmma_macro_generator import compute_gmma_descriptor, WGMMADescriptorParams
+    from tilelang.layout.swizzle import make_half_bank_swizzled_layout
+    buf = tirx.decl_buffer((64, 256), "float16", name="B", scope="shared")
+    assert buf.scope == "shared" and buf.name == "B"
+    p = compute_gmma_descriptor(make_half_bank_swizzled_layout(buf), buf, transposed=False)
+    assert isinstance(p, WGMMADescriptorParams) and p.swizzle_mode.wgmma_layout_type() == 2
+    assert (p.leading_byte_offset, p.stride_byte_offset) == (1, 32)

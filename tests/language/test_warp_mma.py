@@ -42,6 +42,27 @@ def test_store_forms(store):
     _check(128, 192, 64, store=store)
 
 
+@pytest.mark.parametrize("dtype,accum,out", [("float16", "float16", "float16"), ("float16", "float32", "float32")])
+def test_mma_atoms_equal_mma(dtype, accum, out):
+    # mma_atom(i, j) over T.grid(mma_num_inst_m, mma_num_inst_n) is mma()
+    _check(128, 128, 64, dtype=dtype, accum=accum, out=out, atoms=True)
+
+
+def test_mma_atom_index_out_of_range():
+    em = TensorCoreIntrinEmitter(block_row_warps=2, block_col_warps=2, warp_row_tiles=32, warp_col_tiles=32,
+                                 chunk=32)
+    assert (em.mma_num_inst_m, em.mma_num_inst_n) == (em.warp_rows, em.warp_cols) == (2, 2)
+
+    with pytest.raises(TileLangError, match="inst_m_idx = 2 is outside 0..1"):
+        @T.prim_func
+        def main(C: T.Tensor((4,), "float16")):
+            with T.Kernel(1, threads=128):
+                Al = T.alloc_local((em.warp_rows * em.local_size_a,), "float16")
+                Bl = T.alloc_local((em.warp_cols * em.local_size_b,), "float16")
+                Cl = T.alloc_local((em.warp_rows * em.warp_cols * em.local_size_out,), "float16")
+                em.mma_atom(Al, Bl, Cl, 2, 0)
+
+
 def test_m_first_warp_order_and_narrow_atoms():
     _check(128, 96, 64, wct=24, m_first=True, store="2d")
 

@@ -5,7 +5,8 @@ from tilelang.cuda.intrinsics.macro.mma_macro_generator import TensorCoreIntrinE
 
 
 def warp_mma_gemm(M=128, N=128, K=128, dtype="float16", accum="float32", out="float32", a_trans=False,
-                  b_trans=True, brw=2, bcw=2, wrt=32, wct=32, chunk=32, store="4d", stages=2, m_first=False):
+                  b_trans=True, brw=2, bcw=2, wrt=32, wct=32, chunk=32, store="4d", stages=2, m_first=False,
+                  atoms=False):
     em = TensorCoreIntrinEmitter(a_dtype=dtype, b_dtype=dtype, accum_dtype=accum, a_transposed=a_trans,
                                  b_transposed=b_trans, block_row_warps=brw, block_col_warps=bcw,
                                  warp_row_tiles=wrt, warp_col_tiles=wct, chunk=chunk, is_m_first=m_first)
@@ -35,7 +36,11 @@ def warp_mma_gemm(M=128, N=128, K=128, dtype="float16", accum="float32", out="fl
                 for ki in T.serial(bk // em.micro_size_k):
                     em.ldmatrix_a(Al, As, ki)
                     em.ldmatrix_b(Bl, Bs, ki)
-                    em.mma(Al, Bl, Cl)
+                    if atoms:   # the same product, one mma_atom per (i, j)
+                        for i, j in T.grid(em.mma_num_inst_m, em.mma_num_inst_n):
+                            em.mma_atom(Al, Bl, Cl, i, j, ki)
+                    else:
+                        em.mma(Al, Bl, Cl)
             if store == "global":
                 em.stmatrix(Cl, C, pid_m=by, pid_n=bx)
             elif store == "2d":

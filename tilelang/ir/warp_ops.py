@@ -42,13 +42,15 @@ class WarpMmaLoad(WarpOp):
 
 
 class WarpMma(WarpOp):
-    """C registers += A registers x B registers, for every atom of every warp."""
+    """C registers += A registers x B registers, for every atom of every warp; with
+    `atom` = (i, j) (the emitter's `mma_atom`), only atom row i x atom column j."""
     op_name = "warp_mma"
-    fields = ("A", "B", "C")
+    fields = ("A", "B", "C", "atom_m", "atom_n")
 
-    def __init__(self, A, B, C, tiling):
+    def __init__(self, A, B, C, tiling, atom=None):
         self._init()
         self.A, self.B, self.C, self.tiling = A, B, C, tiling
+        self.atom_m, self.atom_n = atom if atom is not None else (None, None)
 
     def reads(self):
         return [self.A, self.B, self.C]

@@ -133,6 +133,35 @@ class TensorCoreIntrinEmitter:
                                 f"{self.accum_dtype}")
         b.emit(W.WarpMma(A, B, C, self.tiling))
 
+    # atom level: mma() is mma_atom(i, j) for every (i, j) of T.grid(mma_num_inst_m, mma_num_inst_n)
+    @property
+    def mma_num_inst_m(self):
+        return self.warp_rows
+
+    @property
+    def mma_num_inst_n(self):
+        return self.warp_cols
+
+    def mma_atom(self, A_local_buf, B_local_buf, C_local_buf, inst_m_idx, inst_n_idx, k_inner=0):
+        """One atom: A's atom row `inst_m_idx` x B's atom column `inst_n_idx` into C's
+        (inst_m_idx, inst_n_idx) accumulators. The registers hold one K step (`ldmatrix_a/b`
+        chose it), so `k_inner` only names it, as in `mma`."""
+        b = _builder.require("mma_atom")
+        A = _local(A_local_buf, "mma_atom operand A", self.warp_rows * self.local_size_a)
+        B = _local(B_local_buf, "mma_atom operand B", self.warp_cols * self.local_size_b)
+        C = _local(C_local_buf, "mma_atom accumulator", self.warp_rows * self.warp_cols * self.local_size_out)
+        if C.dtype != self.accum_dtype:
+            raise TileLangError(f"mma_atom accumulator `{C.name}` is {C.dtype}, the emitter accumulates in "
+                                f"{self.accum_dtype}")
+        atom = []
+        for v, n, what in ((inst_m_idx, self.warp_rows, "inst_m_idx"), (inst_n_idx, self.warp_cols, "inst_n_idx")):
+            e = convert(v)
+            c = const_int_value(e)
+            if c is not None and not 0 <= c < n:
+                raise TileLangError(f"mma_atom: {what} = {c} is outside 0..{n - 1}")
+            atom.append(e)
+        b.emit(W.WarpMma(A, B, C, self.tiling, atom=tuple(atom)))
+
     def stmatrix(self, C_local_buf, C_buf, pid_m=None, pid_n=None):
         b = _builder.require("stmatrix")
         src = _local(C_local_buf, "stmatrix source", self.warp_rows * self.warp_cols * self.local_size_out)

@@ -135,8 +135,9 @@ def reject_fp4_unpack_load(op: TO.Copy):
     from tilelang.ir.errors import TargetFeatureError
     raise TargetFeatureError(
         f"T.tma_copy({op.src.buffer.name} -> {op.dst.buffer.name}): an FP4 unpack load into float4_e2m1_unpacked "
-        "shared memory needs sm_100's TMA unpack data type (CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B) for tcgen05 "
-        "MMA, which no backend here issues", span=getattr(op, "span", None),
+        "shared memory needs sm_100's TMA unpack data type (CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B, which the CUDA "
+        "driver accepts on compute capability 10.0 and newer only: Hopper's TMA has no such type) for tcgen05 MMA; "
+        "this package issues sm_80 / sm_90a code only", span=getattr(op, "span", None),
         hint="keep the tile packed: allocate the shared tile as T.float4_e2m1fn")
 
 

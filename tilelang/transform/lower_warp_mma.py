@@ -155,13 +155,27 @@ class _Expand(Mutator):
                 m, n = t.c_element(lane, 0, 0, i, j, s)
                 return S.BufferStore(XC, E.BufferLoad(Ct, [simplify(m), simplify(n)]),
                                      [simplify(base + lane), c_slot(i, j, s)])
-            atoms_c = [("i", t.warp_rows), ("j", t.warp_cols), ("lane", 32), ("s", t.local_size_c)]
+            if op.atom_m is None:
+                atoms_c = [("i", t.warp_rows), ("j", t.warp_cols), ("lane", 32), ("s", t.local_size_c)]
+                return S.seq([
+                    _serial([("i", t.warp_rows), ("lane", 32), ("s", t.local_size_a)], a),
+                    _serial([("j", t.warp_cols), ("lane", 32), ("s", t.local_size_b)], b),
+                    _serial(atoms_c, c_in),
+                    TO.Gemm(_whole(At), _whole(Bt), _whole(Ct), False, True),
+                    _serial(atoms_c, c_out),
+                ])
+            # one atom (mma_atom): its A rows, B columns and C tile only
+            i, j = self.visit(op.atom_m), self.visit(op.atom_n)
+            rows = lambda buf, r0, n: BufferRegion(buf, [(simplify(r0 * n), E.IntImm(n)),  # noqa: E731
+                                                         (E.IntImm(0), E.IntImm(buf.shape[1]))])
+            Cr = BufferRegion(Ct, [(simplify(i * t.micro_m), E.IntImm(t.micro_m)),
+                                   (simplify(j * t.micro_n), E.IntImm(t.micro_n))])
             return S.seq([
-                _serial([("i", t.warp_rows), ("lane", 32), ("s", t.local_size_a)], a),
-                _serial([("j", t.warp_cols), ("lane", 32), ("s", t.local_size_b)], b),
-                _serial(atoms_c, c_in),
-                TO.Gemm(_whole(At), _whole(Bt), _whole(Ct), False, True),
-                _serial(atoms_c, c_out),
+                _serial([("lane", 32), ("s", t.local_size_a)], lambda lane, s: a(i, lane, s)),
+                _serial([("lane", 32), ("s", t.local_size_b)], lambda lane, s: b(j, lane, s)),
+                _serial([("lane", 32), ("s", t.local_size_c)], lambda lane, s: c_in(i, j, lane, s)),
+                TO.Gemm(rows(At, i, t.micro_m), rows(Bt, j, t.micro_n), Cr, False, True),
+                _serial([("lane", 32), ("s", t.local_size_c)], lambda lane, s: c_out(i, j, lane, s)),
             ])
         return S.seq([S.DeclBuffer(At), S.DeclBuffer(Bt), S.DeclBuffer(Ct),
                       _serial([("wm", t.block_row_warps), ("wn", t.block_col_warps)], per_warp)])

@@ -99,3 +99,16 @@ for _n in ("PrimExpr", "Var", "IntImm", "FloatImm", "BufferLoad", "Call", "And",
 
 __all__ = ["And", "Or", "Not", "all", "any", "expr", "PrimExpr", "Var", "IntImm", "FloatImm", "BufferLoad", "Call", "const", "reinterpret", "Cast", "Select",
            "Min", "Max", "call_extern"]
+
+
+def decl_buffer(shape, dtype="float32", name="buffer", data=None, strides=None, elem_offset=None,
+                scope="", data_alignment=-1, offset_factor=0, buffer_type="", axis_separators=None, span=None):
+    """A buffer declared outside a kernel body (TVM's `tirx.decl_buffer`), e.g. to ask a
+    layout factory or a descriptor helper about a tile. Only shape, dtype, name, strides
+    and scope mean something here."""
+    from tilelang.ir.buffer import Buffer
+    from tilelang.ir.errors import TileLangError
+    if data is not None or elem_offset not in (None, 0):
+        raise TileLangError("tvm.tirx.decl_buffer: `data` and `elem_offset` are not supported; declare "
+                            "kernel buffers with T.alloc_shared / T.Tensor")
+    return Buffer(name, shape, dtype, scope or "global", strides=strides)

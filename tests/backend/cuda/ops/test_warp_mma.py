@@ -71,6 +71,13 @@ def test_store_forms_compile(store):
         assert "C[" in art.source and "Cs" not in art.source
 
 
+@needs_sass
+def test_mma_atoms_compile_like_mma():
+    # mma_atom(i, j) for every (i, j): the same tensor-core instructions as mma(), no spills
+    whole, atoms = (sass_ops(build(warp_mma_gemm(atoms=a), "sm_90a")) for a in (False, True))
+    assert atoms["HMMA"] == whole["HMMA"] > 0 and atoms["LDL"] == 0 and atoms["STL"] == 0, (whole, atoms)
+
+
 @needs_nvrtc
 def test_narrow_atoms_load_element_wise():
     art = build(warp_mma_gemm(M=128, N=96, K=64, wct=24, store="2d"), "sm_80")
@@ -86,12 +93,12 @@ def test_register_arrays_are_cleared_by_every_thread():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("a_trans,b_trans", [(False, True), (True, False)])
-def test_gpu_matches_torch(a_trans, b_trans):
+@pytest.mark.parametrize("a_trans,b_trans,atoms", [(False, True, False), (True, False, False), (False, True, True)])
+def test_gpu_matches_torch(a_trans, b_trans, atoms):
     import torch
     import tilelang
     M, N, K = 256, 256, 128
-    k = tilelang.compile(warp_mma_gemm(M, N, K, a_trans=a_trans, b_trans=b_trans), target="cuda")
+    k = tilelang.compile(warp_mma_gemm(M, N, K, a_trans=a_trans, b_trans=b_trans, atoms=atoms), target="cuda")
     a = torch.randn(M, K, device="cuda", dtype=torch.float16)
     b = torch.randn(K, N, device="cuda", dtype=torch.float16)
     c = torch.zeros(M, N, device="cuda", dtype=torch.float32)

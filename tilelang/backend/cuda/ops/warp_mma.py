@@ -171,10 +171,14 @@ def emit_mma(kc, op):
     if t.a_dtype.kind == "float8" and arch_number(kc.target.arch) < 89:
         raise LoweringError(f"fp8 mma needs sm_89 or newer, the target is {kc.target.arch}", span=op.span)
     A, B, C = (kc.buf_name(b) for b in (op.A, op.B, op.C))
-    kc.w("#pragma unroll")
-    kc.w(f"for (int tl_mi = 0; tl_mi < {t.warp_rows}; ++tl_mi) {{")
-    kc.w("  #pragma unroll")
-    kc.w(f"  for (int tl_nj = 0; tl_nj < {t.warp_cols}; ++tl_nj) {{")
+    if op.atom_m is None:   # every atom of the warp
+        kc.w("#pragma unroll")
+        kc.w(f"for (int tl_mi = 0; tl_mi < {t.warp_rows}; ++tl_mi) {{")
+        kc.w("  #pragma unroll")
+        kc.w(f"  for (int tl_nj = 0; tl_nj < {t.warp_cols}; ++tl_nj) {{")
+    else:                   # one atom (mma_atom)
+        kc.w(f"{{ const int tl_mi = {kc.expr(op.atom_m)};")
+        kc.w(f"  {{ const int tl_nj = {kc.expr(op.atom_n)};")
     c0 = f"{C} + (tl_mi * {t.warp_cols} + tl_nj) * {t.local_size_c}"
     a0, b0 = f"{A} + tl_mi * {t.local_size_a}", f"{B} + tl_nj * {t.local_size_b}"
     mma = f"tl::WarpMma16n8<{ta}, {tc}>::run"
