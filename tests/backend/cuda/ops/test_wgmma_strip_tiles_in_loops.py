@@ -99,3 +99,49 @@ def test_tma_copy_into_a_strip_without_bulk_copies_stays_cp_async(monkeypatch):
     after = around(tma_strips(), plan_copy_forms)[1]
     line, = lines_with(after, "T.tma_copy(")
     assert "cp.async arriving on its mbarrier" in line, after
+
+
+def k_slices(M, N, K, n):
+    """C = sum_j A[:, j-th K tile] B[:, j-th K tile]^T: K tiles of 16 or 32 columns, inside a strip."""
+    kt = K // n
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), F16), B: T.Tensor((N, K), F16), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((M, K), F16)
+            B_s = T.alloc_shared((N, K), F16)
+            acc = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            for j in T.serial(n):
+                T.wgmma_gemm(A_s[:, j * kt:(j + 1) * kt], B_s[:, j * kt:(j + 1) * kt], acc, transpose_B=True,
+                             clear_accum=(j == 0))
+            T.copy(acc, C)
+    return main
+
+
+@pytest.mark.parametrize("M, N, K, n", [(64, 64, 64, 4), (64, 64, 256, 8), (64, 128, 64, 2)])
+def test_k_ranges_inside_a_strip_are_wgmma_operands_read_k_major(M, N, K, n):
+    g, ranges = _gemm_and_ranges(k_slices(M, N, K, n))
+    assert strip_tile(g.A, ranges, k_major=True) and not strip_tile(g.A, ranges)
+    j = next(v for v in _vars(g.A.starts[-1]))
+    off = simplify(operand_offset(g.A))
+    kt = K // n
+    for jv in range(n):   # strip (jv * kt) // 64 of M x 64 elements, then (jv * kt) % 64 columns into it
+        want = (jv * kt) // 64 * M * 64 + (jv * kt) % 64
+        assert E.const_int_value(simplify(substitute(off, {j: E.IntImm(jv)}))) == want
+    plan = around(k_slices(M, N, K, n), plan_kernels)[1]
+    assert lines_with(plan, f"#   T.gemm(A_s, B_s, acc): wgmma m64n{N}k16, A from shared"), plan
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M, N, K, n", [(64, 64, 64, 4), (64, 64, 128, 4), (64, 64, 256, 8), (64, 128, 64, 2)])
+def test_k_slices_against_torch(M, N, K, n):
+    import torch
+    import tilelang
+    kern = tilelang.compile(k_slices(M, N, K, n), target="cuda")
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(N, K, device="cuda", dtype=torch.float16)
+    c = torch.empty(M, N, device="cuda", dtype=torch.float32)
+    kern(a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float().T, rtol=1e-3, atol=5e-2)

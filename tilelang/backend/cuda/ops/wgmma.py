@@ -102,7 +102,7 @@ def _whole(region):
         [E.const_int_value(e) for e in region.extents] == [E.const_int_value(d) for d in region.buffer.shape]
 
 
-def strip_tile(region, ranges=None):
+def strip_tile(region, ranges=None, k_major=False):
     """Whether a shared operand region is a whole number of swizzle strips of its buffer,
     which a wgmma descriptor reads as it reads a whole tile: every row (the second-to-last
     dimension whole), columns from a multiple of the strip's width, any one index of the
@@ -112,7 +112,10 @@ def strip_tile(region, ranges=None):
     as the whole tile's do (R: the region's own rows). The first column may depend on loop
     variables (`Q_shared[:, j * 64:(j + 1) * 64]` in a `T.unroll` loop over K tiles: the
     hand warp-specialized FlashMLA) when every term is a multiple of the strip's width and
-    `ranges` (id(Var) -> (lo, hi), arith/bounds.py) keeps the strip inside the buffer."""
+    `ranges` (id(Var) -> (lo, hi), arith/bounds.py) keeps the strip inside the buffer.
+    An operand read K-major (`k_major`) may also be a K range inside one strip, starting on
+    an instruction's K step (32 bytes): `A_s[:, j * 16:(j + 1) * 16]`; the descriptor then
+    starts inside the strip's rows, as the k steps of a whole tile do (wgmma.h oa / ob)."""
     buf = region.buffer
     sw = swizzle_bytes(buf)
     if not sw or _whole(region):
@@ -123,7 +126,30 @@ def strip_tile(region, ranges=None):
         return False
     width = sw // buf.dtype.itemsize
     c0 = _first_column(region.starts[-1], width, ranges)
+    if c0 is None and k_major and ext[-1] is not None:
+        # every first column a multiple of g, which divides the strip: the range ends in its strip
+        g = _column_step(region.starts[-1], width)
+        if g and g % (32 // buf.dtype.itemsize) == 0 and ext[-1] <= g:
+            c0 = bound_of(region.starts[-1], ranges)
     return c0 is not None and ext[-1] is not None and c0[0] >= 0 and c0[1] + ext[-1] <= shape[-1]
+
+
+def _column_step(start, width):
+    """The largest divisor of `width` that divides every value `start` takes (0: unknown)."""
+    from math import gcd
+    from tilelang.arith import linear_form
+    lin = linear_form(start)
+    if lin is None:
+        return 0
+    g = width
+    for _, coef in lin[0].values():
+        g = gcd(g, coef)
+    return gcd(g, lin[1])
+
+
+def bound_of(e, ranges):
+    from tilelang.arith.bounds import bound
+    return bound(e, ranges or {})
 
 
 def _first_column(start, width, ranges):
@@ -148,8 +174,13 @@ def operand_offset(region):
     shape = [E.const_int_value(d) for d in buf.shape]
     width = swizzle_bytes(buf) // buf.dtype.itemsize
     c0 = E.const_int_value(region.starts[-1])
-    off = E.IntImm(c0 // width * shape[-2] * width) if c0 is not None else \
-        E.binop("*", region.starts[-1], shape[-2])
+    if c0 is not None:
+        off = E.IntImm(c0 // width * shape[-2] * width + c0 % width)
+    elif _column_step(region.starts[-1], width) == width:
+        off = E.binop("*", region.starts[-1], shape[-2])
+    else:   # a K range inside a strip (strip_tile's k_major)
+        col = region.starts[-1]
+        off = E.binop("+", E.binop("*", E.binop("//", col, width), shape[-2] * width), E.binop("%", col, width))
     tile = shape[-2] * shape[-1]
     for k in reversed(range(buf.ndim - 2)):
         off = E.binop("+", off, E.binop("*", region.starts[k], tile))
@@ -221,7 +252,7 @@ def _choose(op, arch, nthreads, ranges):
             return None, (f"operand {name} `{r.buffer.name}` ({'x'.join(map(str, r.buffer.shape))} "
                           f"{r.buffer.dtype}) has no wgmma swizzle: rows must be a multiple of 128 bytes "
                           f"(64 or 32 when read K-major)")
-        if not strip_tile(r, ranges):
+        if not strip_tile(r, ranges, k_major[id(r)]):
             return None, (f"operand {name} `{r.buffer.name}` is read in part, not as whole swizzle strips "
                           f"(all rows, columns from a multiple of {swizzle_bytes(r.buffer) // r.buffer.dtype.itemsize})")
     if a_regs and (not _whole(op.A) or op.A.buffer.ndim != 2):
