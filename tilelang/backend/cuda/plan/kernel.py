@@ -84,6 +84,7 @@ class KernelPlan:
     warp_specialized: object = None   # plan/warp_specialize.py: WarpSpecialization of the pipelined loop
     warp_specialize_why: str = ""     # why the kernel's pipelined loop is not warp-specialized
     loop_ranges: dict = field(default_factory=dict)   # id(loop Var) -> (lo, hi) of constant-bound loops
+    wgmma_requested: list = field(default_factory=list)   # the gemms written T.wgmma_gemm
     wgmma_lost: dict = field(default_factory=dict)    # id(Gemm) -> why a gemm wgmma_config accepts runs
                                                       # in another form (T.wgmma_gemm's error says it)
     cluster_barrier_init: bool = False   # a T.tma_copy multicasts to the cluster: the block barrier after
@@ -128,9 +129,7 @@ def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None
     (`mma_only`) is taken and the plan says so."""
     plan = _plan_kernel(launch, arch, options, mma_only)
     limit = max_dynamic_smem(arch)
-    requested = []   # T.wgmma_gemm: wgmma or an error, never the mma.sync plan
-    walk(launch.body, lambda n: requested.append(n) if isinstance(n, TO.Gemm) and n.annotations.get(TO.WGMMA)
-         else None)
+    requested = getattr(plan, "wgmma_requested", ())   # T.wgmma_gemm: wgmma or an error, never the mma.sync plan
     if not mma_only and plan.uses_wgmma and plan.smem_bytes > limit and not requested:
         alt = _plan_kernel(launch, arch, options, True)
         if alt.smem_bytes <= limit:
@@ -175,6 +174,7 @@ def _plan_kernel(launch, arch, options, mma_only):
     gemms = []
     walk(launch.body, lambda n: gemms.append(n) if isinstance(n, TO.Gemm) else None)
     plan.loop_ranges = _loop_ranges(launch.body)
+    plan.wgmma_requested = [g for g in gemms if g.annotations.get(TO.WGMMA)]
 
     def unpadded_stride(buf):
         if buf.scope not in ("shared", "local.fragment") or buf.ndim < 2:
