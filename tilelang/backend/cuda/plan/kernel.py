@@ -142,13 +142,26 @@ def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None
 
 
 def _check_wgmma_request(g, plan, arch):
-    """A gemm written `T.wgmma_gemm` runs as a wgmma, or the kernel is rejected with the
-    reason (ops/wgmma.py wgmma_refusal, or the planner's: KernelPlan.wgmma_lost)."""
+    """A gemm written `T.wgmma_gemm` runs as a wgmma. Where the hardware has none for it (a
+    target without wgmma, or a tile whose rows do not make 64-row slabs: the published
+    package rejects those too) the kernel is rejected with the reason; where only this
+    planner has no wgmma form for it (ops/wgmma.py wgmma_refusal, KernelPlan.wgmma_lost) it
+    runs on the tensor cores' mma.sync form, with a warning and a plan note saying why
+    (the published package runs those on wgmma: same result, another speed)."""
     if getattr(plan.gemms.get(id(g)), "kind", "") == "wgmma":
         return
     from tilelang.ir.errors import TargetFeatureError
     why = wgmma_refusal(g, arch, plan.threads_of(g), plan.loop_ranges) or plan.wgmma_lost.get(id(g)) or \
         "the kernel plan gave it another form"
+    from tilelang.backend.cuda.ops.wgmma import gemm_mnk
+    mnk = gemm_mnk(g)
+    hardware = arch is None or not arch.startswith("sm_90a") or mnk is None or mnk[0] % 64
+    if not hardware and plan.gemms.get(id(g)) is not None:
+        import warnings
+        note = (f"T.wgmma_gemm({g.A.buffer.name}, {g.B.buffer.name}, {g.C.buffer.name}) runs on mma.sync: {why}")
+        plan.notes.append(note)
+        warnings.warn(note, stacklevel=2)
+        return
     raise TargetFeatureError(
         f"T.wgmma_gemm({g.A.buffer.name}, {g.B.buffer.name}, {g.C.buffer.name}) cannot run as a warpgroup MMA: "
         f"{why}", getattr(g, "span", None),
