@@ -271,7 +271,8 @@ class Printer:
                 extra += f", clear_accum={self.expr(s.clear_accum)}"
             note = "  # issued only: the wait for its group is a T.warpgroup_wait" \
                 if s.annotations.get(TO.ISSUE_ONLY) else ""
-            self.emit(f"T.gemm({self.region(s.A)}, {self.region(s.B)}, {self.region(s.C)}{extra}){note}", ind)
+            name = "T.wgmma_gemm" if s.annotations.get(TO.WGMMA) else "T.gemm"
+            self.emit(f"{name}({self.region(s.A)}, {self.region(s.B)}, {self.region(s.C)}{extra}){note}", ind)
         elif isinstance(s, TO.Reduce):
             extra = (", nan_propagate=True" if s.nan_propagate else "") + (f", batch={s.batch}" if s.batch != 1 else "")
             form = s.annotations.get("reduce_form")   # how a backend runs it (a comment: cuda/plan/reduce_forms.py)

@@ -47,6 +47,9 @@ class Fill(TileOp):
 # a Gemm annotation set by a backend's pipelining pass: the gemm issues its (wgmma) group
 # and returns; the pass put the wait for it into the IR (T.warpgroup_wait)
 ISSUE_ONLY = "issue_only"
+# in Gemm.annotations: the gemm was written `T.wgmma_gemm`: a backend issues it as a
+# warpgroup MMA or rejects the kernel saying why (never another form in silence)
+WGMMA = "wgmma"
 
 
 class Gemm(TileOp):

@@ -55,8 +55,8 @@ def _region(x, what):
 
 
 def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square,
-         clear_accum=False, k_pack=1, wg_wait=0, mbar=None, **kwargs):
-    b = _builder.require("T.gemm")
+         clear_accum=False, k_pack=1, wg_wait=0, mbar=None, _wgmma=False, **kwargs):
+    b = _builder.require("T.wgmma_gemm" if _wgmma else "T.gemm")
     ra, rb, rc = _region(A, "A"), _region(B, "B"), _region(C, "C")
     (a0, a1), (b0, b1), (c0, c1) = _dims2(ra, "A"), _dims2(rb, "B"), _dims2(rc, "C")
     M, Ka = (a1, a0) if transpose_A else (a0, a1)
@@ -80,12 +80,20 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Sq
         raise TileLangError(f"T.gemm accumulator `{rc.buffer.name}` must be a fragment "
                             f"(T.alloc_fragment), it is {rc.buffer.scope}")
     pol = GemmWarpPolicy(int(policy)).name if not isinstance(policy, str) else policy
-    b.emit(TO.Gemm(ra, rb, rc, transpose_A, transpose_B, pol, clear_accum, k_pack, wg_wait))
+    b.emit(TO.Gemm(ra, rb, rc, transpose_A, transpose_B, pol, clear_accum, k_pack, wg_wait,
+                   annotations={TO.WGMMA: True} if _wgmma else None))
 
 
-def wgmma_gemm(*args, **kwargs):
-    return gemm(*args, **kwargs)
+def wgmma_gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square,
+               clear_accum=False, annotations=None):
+    """`T.gemm` that must run as a Hopper warpgroup MMA: a backend that cannot issue it so
+    says why instead of choosing another form (the CUDA backend: sm_90a, ops/wgmma.py). Its
+    group is waited for where the compiler's schedule puts the wait (right after it, or
+    before the next statement that needs its result), so `T.wait_wgmma` has nothing left
+    to wait for."""
+    return gemm(A, B, C, transpose_A, transpose_B, policy, clear_accum, _wgmma=True)
 
 
 def wait_wgmma(*args, **kwargs):
+    """Every `T.wgmma_gemm` group is waited for by the compiler (see wgmma_gemm)."""
     return None

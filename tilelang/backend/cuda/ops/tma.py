@@ -199,6 +199,33 @@ def _slot_view(store, vars_, pd, plan):
     return off if offset_aligned16(off, dst.dtype.itemsize, align) else None
 
 
+def _column_strip(store, vars_, exts, pd, plan, width):
+    """(columns, first column) when `store` writes whole swizzle strips of its swizzled
+    tile, columns c0 + v1 with c0 the same for every thread and a multiple of the strip
+    width (`KV_shared_l[:, j * 64:(j + 1) * 64]` of the hand warp-specialized FlashMLA, in
+    a `T.unroll` loop over K tiles); its strips then lie where the whole tile's do, c0 * R
+    elements into it (ops/wgmma.py operand_offset). None otherwise."""
+    from tilelang.backend.cuda.ops.wgmma import _first_column
+    idx = simplify(store.indices[-1])
+    if not pd.swizzle or pd.row_slabs != 1 or len(vars_) != 2:
+        return None
+    lin = linear_form(idx)
+    if lin is None:
+        return None
+    terms, _ = lin
+    coef = {id(a): c for a, c in terms.values() if isinstance(a, E.Var)}
+    if coef.get(id(vars_[1])) != 1:
+        return None
+    c0 = simplify(E.binop("-", idx, vars_[1]))
+    if any(x is w for x in collect_vars(c0) for w in vars_) or plan.depends(c0) or _has_load(c0):
+        return None
+    cols, C = E.const_int_value(exts[1]), E.const_int_value(store.buffer.shape[-1])
+    span = _first_column(c0, width, getattr(plan, "loop_ranges", None))
+    if cols is None or C is None or span is None or span[0] < 0 or span[1] + cols > C or span == (0, 0) and cols == C:
+        return None   # (the whole tile: no strip)
+    return cols, c0
+
+
 def match_tma(st, plan, param_ids, views=False):
     """A TmaCopy for the T.Parallel copy nest `st`, or None (cp.async then). `views`
     (T.tma_copy): the tile may also be a slot of a larger shared buffer (`_slot_view`), and
@@ -232,12 +259,17 @@ def match_tma(st, plan, param_ids, views=False):
         return None
     R, C = (E.const_int_value(d) for d in dst.shape[-2:])
     width = sw // dst.dtype.itemsize   # one box per swizzle strip
+    strip = _column_strip(store, vars_, exts, pd, plan, width) if views and not plain else None
+    if strip is not None:   # whole strips of the tile's columns: C of them, from column c0
+        C, c0 = strip
+        dst_offset = simplify(E.binop("+", dst_offset, E.binop("*", c0, E.IntImm(R, "int32"))))
     if R is None or C is None or R > 256 or R % 8 or C % width or R % (16 * pd.row_slabs):
         return None
     if [E.const_int_value(e) for e in exts] != [R, C] or not all(E.const_int_value(x) == 0 for x in mins):
         return None
-    # dst[..., v0, v1] exactly
-    if not all(isinstance(i, E.Var) and i is v for i, v in zip(store.indices[dst.ndim - 2:], vars_)):
+    # dst[..., v0, v1] exactly (or dst[..., v0, c0 + v1]: a column strip)
+    if not isinstance(store.indices[-2], E.Var) or store.indices[-2] is not vars_[0] or \
+            strip is None and store.indices[-1] is not vars_[1]:
         return None
     # the tile's rows run along the one other dimension that indexes with vars_[0]
     n = src.ndim

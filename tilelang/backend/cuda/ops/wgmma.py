@@ -102,14 +102,20 @@ def _whole(region):
         [E.const_int_value(e) for e in region.extents] == [E.const_int_value(d) for d in region.buffer.shape]
 
 
-def strip_tile(region):
+def strip_tile(region, ranges=None, k_major=False):
     """Whether a shared operand region is a whole number of swizzle strips of its buffer,
     which a wgmma descriptor reads as it reads a whole tile: every row (the second-to-last
     dimension whole), columns from a multiple of the strip's width, any one index of the
     leading dimensions (a slot of a [stages, R, C] buffer). The sparse MLA kernels read
     `KV_shared[stage, :, 256:512]` and `Q_shared[:, 512:]` so; the tile then starts
     `operand_offset` elements into the buffer, and its strips lie R * width elements apart
-    as the whole tile's do (R: the region's own rows)."""
+    as the whole tile's do (R: the region's own rows). The first column may depend on loop
+    variables (`Q_shared[:, j * 64:(j + 1) * 64]` in a `T.unroll` loop over K tiles: the
+    hand warp-specialized FlashMLA) when every term is a multiple of the strip's width and
+    `ranges` (id(Var) -> (lo, hi), arith/bounds.py) keeps the strip inside the buffer.
+    An operand read K-major (`k_major`) may also be a K range inside one strip, starting on
+    an instruction's K step (32 bytes): `A_s[:, j * 16:(j + 1) * 16]`; the descriptor then
+    starts inside the strip's rows, as the k steps of a whole tile do (wgmma.h oa / ob)."""
     buf = region.buffer
     sw = swizzle_bytes(buf)
     if not sw or _whole(region):
@@ -118,18 +124,63 @@ def strip_tile(region):
     ext = [E.const_int_value(e) for e in region.extents]
     if any(e != 1 for e in ext[:-2]) or ext[-2] != shape[-2] or E.const_int_value(region.starts[-2]) != 0:
         return False
-    c0, width = E.const_int_value(region.starts[-1]), sw // buf.dtype.itemsize
-    return c0 is not None and ext[-1] is not None and c0 % width == 0 and c0 + ext[-1] <= shape[-1]
+    width = sw // buf.dtype.itemsize
+    c0 = _first_column(region.starts[-1], width, ranges)
+    if c0 is None and k_major and ext[-1] is not None:
+        # every first column a multiple of g, which divides the strip: the range ends in its strip
+        g = _column_step(region.starts[-1], width)
+        if g and g % (32 // buf.dtype.itemsize) == 0 and ext[-1] <= g:
+            c0 = bound_of(region.starts[-1], ranges)
+    return c0 is not None and ext[-1] is not None and c0[0] >= 0 and c0[1] + ext[-1] <= shape[-1]
+
+
+def _column_step(start, width):
+    """The largest divisor of `width` that divides every value `start` takes (0: unknown)."""
+    from math import gcd
+    from tilelang.arith import linear_form
+    lin = linear_form(start)
+    if lin is None:
+        return 0
+    g = width
+    for _, coef in lin[0].values():
+        g = gcd(g, coef)
+    return gcd(g, lin[1])
+
+
+def bound_of(e, ranges):
+    from tilelang.arith.bounds import bound
+    return bound(e, ranges or {})
+
+
+def _first_column(start, width, ranges):
+    """(lo, hi) of a strip tile's first column when every value it takes is a multiple
+    of `width`, else None."""
+    c = E.const_int_value(start)
+    if c is not None:
+        return (c, c) if c % width == 0 else None
+    from tilelang.arith import linear_form
+    from tilelang.arith.bounds import bound
+    lin = linear_form(start)
+    if lin is None or lin[1] % width or any(coef % width for _, coef in lin[0].values()):
+        return None
+    return bound(start, ranges or {})
 
 
 def operand_offset(region):
     """Elements from a strip tile's buffer to its first element (`strip_tile`): the slot
-    of the leading indices, then the whole strips before its first column (an IR expression)."""
+    of the leading indices, then the whole strips before its first column (an IR expression;
+    c0 // width strips of R x width elements: c0 * R, c0 being a multiple of width)."""
     buf = region.buffer
     shape = [E.const_int_value(d) for d in buf.shape]
     width = swizzle_bytes(buf) // buf.dtype.itemsize
     c0 = E.const_int_value(region.starts[-1])
-    off = E.IntImm(c0 // width * shape[-2] * width)
+    if c0 is not None:
+        off = E.IntImm(c0 // width * shape[-2] * width + c0 % width)
+    elif _column_step(region.starts[-1], width) == width:
+        off = E.binop("*", region.starts[-1], shape[-2])
+    else:   # a K range inside a strip (strip_tile's k_major)
+        col = region.starts[-1]
+        off = E.binop("+", E.binop("*", E.binop("//", col, width), shape[-2] * width), E.binop("%", col, width))
     tile = shape[-2] * shape[-1]
     for k in reversed(range(buf.ndim - 2)):
         off = E.binop("+", off, E.binop("*", region.starts[k], tile))
@@ -137,24 +188,40 @@ def operand_offset(region):
     return off
 
 
-def wgmma_config(op, arch, nthreads):
-    """The warpgroup-MMA config for this gemm, or None."""
-    if arch is None or not arch.startswith("sm_90a") or arch_number(arch) != 90 or nthreads % 128:
-        return None
+def wgmma_config(op, arch, nthreads, ranges=None):
+    """The warpgroup-MMA config for this gemm, or None (`wgmma_refusal` says why).
+    `nthreads`: the threads that run it (the block, or its thread range: a gemm inside
+    `if tx < 128` of a 256-thread kernel is one warpgroup's); `ranges`: the loop
+    variables' ranges (strip_tile)."""
+    return _choose(op, arch, nthreads, ranges)[0]
+
+
+def wgmma_refusal(op, arch, nthreads, ranges=None):
+    """Why `wgmma_config` gives this gemm no wgmma form (a sentence), or "" when it does."""
+    return _choose(op, arch, nthreads, ranges)[1]
+
+
+def _choose(op, arch, nthreads, ranges):
+    """(WgmmaConfig, "") or (None, why)."""
+    if arch is None or not arch.startswith("sm_90a") or arch_number(arch) != 90:
+        return None, f"wgmma needs the target sm_90a, this one is {arch}"
+    if nthreads % 128:
+        return None, f"it runs on {nthreads} threads, not whole warpgroups of 128"
     mnk = gemm_mnk(op)
     if mnk is None:
-        return None
+        return None, "its operand shapes are not constant M x K, K x N tiles"
     M, N, K = mnk
     da, db, dc = op.A.buffer.dtype, op.B.buffer.dtype, op.C.buffer.dtype
     fp8 = is_fp8(da.name) and is_fp8(db.name)
     if not fp8 and da is not db or da.name not in _PTX_TYPE or dc.name != "float32":
-        return None
+        return None, (f"wgmma multiplies float16, bfloat16 or fp8 operands into float32; here A is {da}, "
+                      f"B {db}, C {dc}")
     nwg = nthreads // 128
     a_regs = op.A.buffer.scope == "local.fragment"
     # fp8 wgmma reads both operands K-major from shared memory (PTX: no transpose
     # immediates, no register A of this layout); the other fp8 gemms keep mma.sync
     if fp8 and (a_regs or op.trans_A or not op.trans_B or K % 32):
-        return None
+        return None, "an fp8 wgmma reads A (not transposed) and B (transposed) from shared memory, K % 32 == 0"
     # warpgroups stack along M (one 64-row slab each); a block tile of fewer rows than
     # that splits N among the warpgroups of each slab instead (MLA decode: 64 rows, 2
     # warpgroups of m64 x N/2); one of more rows gives each warpgroup several slabs
@@ -164,33 +231,41 @@ def wgmma_config(op, arch, nthreads):
     # fragment's s-th 16-row tile, the rows its accumulator gets
     slabs = M // (64 * nwg) if M % (64 * nwg) == 0 and M > 64 * nwg else 1
     if slabs > 1 and (op.trans_A or not _whole(op.A)):   # rows stored in slab order: whole tiles only
-        return None
+        return None, f"M = {M} is several 64-row slabs per warpgroup, which needs a whole, untransposed A tile"
     if slabs == 1 and (M % 64 or M > 64 * nwg or nwg % (M // 64) or N % (nwg // (M // 64))):
-        return None
+        return None, f"M = {M}, N = {N} do not split into 64-row slabs over {nwg} warpgroup(s)"
     wgn = nwg // (M // 64) if slabs == 1 else 1
     NW = N // wgn
     if NW % 8 or NW > 256 or K % 16:
-        return None
+        return None, f"each warpgroup's N = {NW} is not a multiple of 8 up to 256, or K = {K} not a multiple of 16"
     if a_regs and op.trans_A:
-        return None
+        return None, "a register A operand cannot be transposed"
     # K-major shared operands (A not transposed, B transposed) may be 32 or 16 wide (sw64 /
     # sw32); the register form keeps B at sw128
     k_major = {id(op.A): not op.trans_A, id(op.B): bool(op.trans_B) and not a_regs}
-    for r in (op.B,) if a_regs else (op.A, op.B):
-        if r.buffer.scope not in ("shared", "shared.dyn", "local.fragment") or not strip_tile(r) or \
-                not swizzle_ok(r.buffer, k_major[id(r)]) or getattr(r.buffer, "alias_of", None) is not None:
-            return None
+    for name, r in (("B", op.B),) if a_regs else (("A", op.A), ("B", op.B)):
+        if r.buffer.scope not in ("shared", "shared.dyn", "local.fragment"):
+            return None, f"operand {name} `{r.buffer.name}` is {r.buffer.scope}, not shared memory"
+        if getattr(r.buffer, "alias_of", None) is not None:
+            return None, f"operand {name} `{r.buffer.name}` is a view of another buffer"
+        if not swizzle_ok(r.buffer, k_major[id(r)]):
+            return None, (f"operand {name} `{r.buffer.name}` ({'x'.join(map(str, r.buffer.shape))} "
+                          f"{r.buffer.dtype}) has no wgmma swizzle: rows must be a multiple of 128 bytes "
+                          f"(64 or 32 when read K-major)")
+        if not strip_tile(r, ranges, k_major[id(r)]):
+            return None, (f"operand {name} `{r.buffer.name}` is read in part, not as whole swizzle strips "
+                          f"(all rows, columns from a multiple of {swizzle_bytes(r.buffer) // r.buffer.dtype.itemsize})")
     if a_regs and (not _whole(op.A) or op.A.buffer.ndim != 2):
-        return None
+        return None, f"the register A operand `{op.A.buffer.name}` must be a whole 2-D fragment"
     if not op.trans_B and NW % 64 or op.trans_B and K % 16:
-        return None
+        return None, f"B not transposed needs each warpgroup's N ({NW}) to be a multiple of 64"
     if op.trans_A and M % 64 or not op.trans_A and K % 16:
-        return None
+        return None, f"A transposed needs M ({M}) to be a multiple of 64"
     return WgmmaConfig(M, N, K, 4 * (M // 64 // slabs), wgn, dtype=da.name,
                        dtype_b=db.name if db.name != da.name else "", trans_A=bool(op.trans_A),
                        trans_B=bool(op.trans_B), a_regs=a_regs,
                        swizzle_a=128 if a_regs else swizzle_bytes(op.A.buffer), swizzle_b=swizzle_bytes(op.B.buffer),
-                       slabs=slabs)
+                       slabs=slabs), ""
 
 
 def _operands(n, first=0):

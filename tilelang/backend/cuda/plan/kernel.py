@@ -29,7 +29,7 @@ from tilelang.ir.errors import located
 from tilelang.ir.visitor import walk
 from tilelang.backend.cuda.analysis.facts import thread_dependent_vars
 from tilelang.backend.cuda.ops.mma import mma_config, tf32_chains
-from tilelang.backend.cuda.ops.wgmma import wgmma_config, swizzle_ok, swizzle_bytes, strip_tile
+from tilelang.backend.cuda.ops.wgmma import wgmma_config, wgmma_refusal, swizzle_ok, swizzle_bytes, strip_tile
 from tilelang.backend.cuda.plan.pipeline import find_pipelines
 from tilelang.backend.cuda.layout.fragment import TILE_2D, infer as infer_fragment_layouts, format_report
 from tilelang.backend.cuda.layout.shared import annotated_shared_layout
@@ -83,6 +83,10 @@ class KernelPlan:
     fence_barriers: bool = False  # block barriers fence shared memory toward the async proxy (plan/proxy_fences.py)
     warp_specialized: object = None   # plan/warp_specialize.py: WarpSpecialization of the pipelined loop
     warp_specialize_why: str = ""     # why the kernel's pipelined loop is not warp-specialized
+    loop_ranges: dict = field(default_factory=dict)   # id(loop Var) -> (lo, hi) of constant-bound loops
+    wgmma_requested: list = field(default_factory=list)   # the gemms written T.wgmma_gemm
+    wgmma_lost: dict = field(default_factory=dict)    # id(Gemm) -> why a gemm wgmma_config accepts runs
+                                                      # in another form (T.wgmma_gemm's error says it)
     cluster_barrier_init: bool = False   # a T.tma_copy multicasts to the cluster: the block barrier after
                                          # the mbarriers' initialization is a cluster barrier (plan/copy_forms.py)
 
@@ -125,13 +129,43 @@ def plan_kernel(launch: S.KernelLaunch, arch, options: CudaOptions | None = None
     (`mma_only`) is taken and the plan says so."""
     plan = _plan_kernel(launch, arch, options, mma_only)
     limit = max_dynamic_smem(arch)
-    if not mma_only and plan.uses_wgmma and plan.smem_bytes > limit:
+    requested = getattr(plan, "wgmma_requested", ())   # T.wgmma_gemm: wgmma or an error, never the mma.sync plan
+    if not mma_only and plan.uses_wgmma and plan.smem_bytes > limit and not requested:
         alt = _plan_kernel(launch, arch, options, True)
         if alt.smem_bytes <= limit:
             alt.notes.append(f"gemms on mma.sync: with wgmma's layouts the shared buffers need {plan.smem_bytes} "
                              f"bytes, more than the {limit} one block may use")
             return alt
+    for g in requested:
+        _check_wgmma_request(g, plan, arch)
     return plan
+
+
+def _check_wgmma_request(g, plan, arch):
+    """A gemm written `T.wgmma_gemm` runs as a wgmma. Where the hardware has none for it (a
+    target without wgmma, or a tile whose rows do not make 64-row slabs: the published
+    package rejects those too) the kernel is rejected with the reason; where only this
+    planner has no wgmma form for it (ops/wgmma.py wgmma_refusal, KernelPlan.wgmma_lost) it
+    runs on the tensor cores' mma.sync form, with a warning and a plan note saying why
+    (the published package runs those on wgmma: same result, another speed)."""
+    if getattr(plan.gemms.get(id(g)), "kind", "") == "wgmma":
+        return
+    from tilelang.ir.errors import TargetFeatureError
+    why = wgmma_refusal(g, arch, plan.threads_of(g), plan.loop_ranges) or plan.wgmma_lost.get(id(g)) or \
+        "the kernel plan gave it another form"
+    from tilelang.backend.cuda.ops.wgmma import gemm_mnk
+    mnk = gemm_mnk(g)
+    hardware = arch is None or not arch.startswith("sm_90a") or mnk is None or mnk[0] % 64
+    if not hardware and plan.gemms.get(id(g)) is not None:
+        import warnings
+        note = (f"T.wgmma_gemm({g.A.buffer.name}, {g.B.buffer.name}, {g.C.buffer.name}) runs on mma.sync: {why}")
+        plan.notes.append(note)
+        warnings.warn(note, stacklevel=2)
+        return
+    raise TargetFeatureError(
+        f"T.wgmma_gemm({g.A.buffer.name}, {g.B.buffer.name}, {g.C.buffer.name}) cannot run as a warpgroup MMA: "
+        f"{why}", getattr(g, "span", None),
+        hint="write T.gemm to let the compiler choose the tensor-core form (mma.sync where wgmma does not apply)")
 
 
 def _plan_kernel(launch, arch, options, mma_only):
@@ -152,6 +186,8 @@ def _plan_kernel(launch, arch, options, mma_only):
     walk(launch.body, lambda n: decls.append(n.buffer) if isinstance(n, S.DeclBuffer) else None)
     gemms = []
     walk(launch.body, lambda n: gemms.append(n) if isinstance(n, TO.Gemm) else None)
+    plan.loop_ranges = _loop_ranges(launch.body)
+    plan.wgmma_requested = [g for g in gemms if g.annotations.get(TO.WGMMA)]
 
     def unpadded_stride(buf):
         if buf.scope not in ("shared", "local.fragment") or buf.ndim < 2:
@@ -310,6 +346,21 @@ def _plan_kernel(launch, arch, options, mma_only):
     hoist_wgmma(launch, plan)   # issue order inside loops (before the barriers are planned)
     plan.chained_gemms, plan.wgmma_waits_before, plan.wgmma_waits_after = wgmma_wait_schedule(launch, plan)
     return plan
+
+
+def _loop_ranges(body):
+    """id(loop variable) -> (lo, hi), inclusive, of the loops with constant bounds: the
+    operand of a gemm in a `T.unroll` loop over K tiles may start at `j * 64` (ops/wgmma.py
+    strip_tile)."""
+    out = {}
+
+    def f(n):
+        if isinstance(n, S.For) and n.step is None:
+            lo, ext = E.const_int_value(n.min), E.const_int_value(n.extent)
+            if lo is not None and ext is not None and ext > 0:
+                out[id(n.var)] = (lo, lo + ext - 1)
+    walk(body, f)
+    return out
 
 
 def _whole_region(r):
@@ -616,7 +667,18 @@ def _gemm_configs(gemms, plan, arch, nthreads, shared_a, unpadded_stride, forced
             bufs = bufs.union(*(ops[i] for i in more))
         if grown == no_wgmma:
             return swizzled
+        for g in gemms:
+            if id(g) in grown - no_wgmma:
+                plan.wgmma_lost[id(g)] = (
+                    "it shares a tile or its accumulator with a gemm that cannot run on wgmma's swizzled "
+                    f"layout: {', '.join(_gemm_text(h) for h in blocked)}")
         no_wgmma = grown
+
+
+def _gemm_text(g):
+    span = getattr(g, "span", None)
+    at = f" (line {span.line})" if getattr(span, "line", None) is not None else ""
+    return f"T.gemm({g.A.buffer.name}, {g.B.buffer.name}, {g.C.buffer.name}){at}"
 
 
 def _mma_reads_swizzled(cfg, r, gemms, plan):
@@ -631,7 +693,7 @@ def _mma_reads_swizzled(cfg, r, gemms, plan):
     without this both, and every gemm sharing a tile with them, fell back to mma.sync."""
     buf = r.buffer
     return plan.options.mma_swizzled and not cfg.k32 and not cfg.tf32 and buf.ndim >= 2 and buf.dtype.bits == 16 and \
-        swizzle_bytes(buf) > 0 and strip_tile(r) and \
+        swizzle_bytes(buf) > 0 and strip_tile(r, plan.loop_ranges) and \
         not any(h.A.buffer is buf and getattr(plan.gemms.get(id(h)), "slabs", 1) > 1 for h in gemms)
 
 
@@ -734,12 +796,18 @@ def _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_
     swizzled, for_wgmma, blocked = set(forced), set(), []
     for g in gemms:
         ops = [pinned[id(r.buffer)] for r in (g.A, g.B) if id(r.buffer) in pinned]
-        cfg = None if id(g) in no_wgmma or ops else wgmma_config(g, arch, plan.threads_of(g))
+        cfg = None if id(g) in no_wgmma or ops else wgmma_config(g, arch, plan.threads_of(g), plan.loop_ranges)
+        if ops:
+            plan.wgmma_lost[id(g)] = "an operand has a T.annotate_layout layout, which wgmma cannot read"
         if cfg is not None and cfg.a_regs and (id(g) in shared_a or cfg.WN > 1):
             # the fragment lives in shared memory: read A as a shared tile (also when
             # warpgroups split N: each would need all of A's rows and columns)
             cfg = None if g.trans_A or not swizzle_ok(g.A.buffer) or cfg.K % 64 else \
                 dataclasses.replace(cfg, a_regs=False)
+            if cfg is None:
+                plan.wgmma_lost[id(g)] = (f"its A fragment `{g.A.buffer.name}` cannot be read from registers "
+                                          f"(no register layout of the wgmma A operand fits it, or warpgroups split N) "
+                                          f"nor as a 128-byte-swizzled shared tile")
         if cfg is not None and cfg.slabs > 1 and (
                 not cfg.a_regs and sum(id(g.A.buffer) in (id(h.A.buffer), id(h.B.buffer)) for h in gemms) > 1 or
                 any(h.A.buffer.scope == "local.fragment" for h in gemms) and
@@ -751,6 +819,8 @@ def _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_
             # threads: 256 accumulator registers, 70 spills with mma.sync, 260 with slabs;
             # its 128 x 64 tile: 192, no spills with slabs, 9 with mma.sync)
             cfg = None
+            plan.wgmma_lost[id(g)] = (f"its {g.A.buffer.name} rows would be stored in a wgmma slab order another "
+                                      f"gemm cannot read, or its accumulators leave too few registers")
         if cfg is not None:
             for_wgmma.add(id(g.B.buffer))
             if not cfg.a_regs:
