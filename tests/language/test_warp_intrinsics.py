@@ -120,3 +120,34 @@ def test_warp_info_defaults_and_two_dimensional_blocks():
     tilelang.compile(k, target="cpu")(*out)
     lin = torch.arange(128, dtype=torch.int32).reshape(4, 32)
     assert torch.equal(out[0], lin % 32) and torch.equal(out[1], lin // 16) and torch.equal(out[2], lin // 64)
+
+
+def _shuffled(use_tvm_names, kind):
+    @T.prim_func
+    def k(X: T.Tensor((64,), "float32"), D: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            if use_tvm_names:
+                f = {"sync": T.tvm_warp_shuffle, "down": T.tvm_warp_shuffle_down, "up": T.tvm_warp_shuffle_up}[kind]
+                D[tx] = f(0xFFFFFFFF, X[tx], (tx ^ 1) % 32 if kind == "sync" else 2, 32, 32)
+            else:
+                f = {"sync": T.shfl_sync, "down": T.shfl_down, "up": T.shfl_up}[kind]
+                D[tx] = f(X[tx], (tx ^ 1) % 32 if kind == "sync" else 2, 32)
+    return k
+
+
+@pytest.mark.parametrize("kind", ["sync", "down", "up"])
+def test_tvm_warp_shuffle_spellings_are_the_shuffles(kind):
+    """`T.tvm_warp_shuffle(mask, value, lane, width, warp_size)` (published
+    hadamard_transform/example_hadamard.py) and its down / up forms: the same IR as T.shfl_*."""
+    from tilelang.ir.printer import func_str
+    assert func_str(_shuffled(True, kind)) == func_str(_shuffled(False, kind))
+
+
+def test_tvm_warp_shuffle_needs_a_32_lane_warp():
+    with pytest.raises(tilelang.TileLangError, match="warp_size must be 32"):
+        @T.prim_func
+        def k(X: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=64):
+                tx = T.get_thread_binding()
+                X[tx] = T.tvm_warp_shuffle(0xFFFFFFFF, X[tx], 0, 64, 64)

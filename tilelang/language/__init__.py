@@ -60,6 +60,7 @@ from tilelang.language.sync import (ws, mbarrier_wait_parity, mbarrier_arrive, m
                                     named_barrier_arrive, ptx_commit_group, ptx_wait_group)
 from tilelang.language.extern import import_source, call_extern, access_ptr, dp4a  # noqa: E402
 from tilelang.language.warp import (shfl_xor, shfl_down, shfl_up, shfl_sync, warp_reduce_sum,  # noqa: E402
+                                    tvm_warp_shuffle, tvm_warp_shuffle_down, tvm_warp_shuffle_up,
                                     warp_reduce_max, warp_reduce_min, warp_reduce_bitand, warp_reduce_bitor,
                                     any_sync, all_sync, ballot_sync, ballot, activemask, syncthreads_count,
                                     syncthreads_and, syncthreads_or, match_any_sync, match_all_sync,

@@ -75,6 +75,32 @@ def shfl_sync(value, src_lane, width=32, mask=FULL_MASK):
     return _shfl("shfl_sync", value, src_lane, width, mask)
 
 
+def _tvm_shuffle(name, mask, value, lane, width, warp_size):
+    from tilelang.ir.expr import const_int_value
+    if const_int_value(warp_size) != 32:
+        raise TileLangError(f"T.{name}: warp_size must be 32 (a CUDA warp), got {warp_size!r}")
+    kind = {"tvm_warp_shuffle": "shfl_sync", "tvm_warp_shuffle_down": "shfl_down",
+            "tvm_warp_shuffle_up": "shfl_up"}[name]
+    return _shfl(kind, value, lane, width, mask)
+
+
+# TVM's spellings (published kernels call them through `T.`): mask first, then the value,
+# the lane (or offset), the width of the lane groups and the warp size
+def tvm_warp_shuffle(mask, value, warp_id, width, warp_size=32):
+    """`value` of lane `warp_id` of each group of `width` lanes (`__shfl_sync`)."""
+    return _tvm_shuffle("tvm_warp_shuffle", mask, value, warp_id, width, warp_size)
+
+
+def tvm_warp_shuffle_down(mask, value, offset, width, warp_size=32):
+    """`value` of the lane `offset` above this one (`__shfl_down_sync`)."""
+    return _tvm_shuffle("tvm_warp_shuffle_down", mask, value, offset, width, warp_size)
+
+
+def tvm_warp_shuffle_up(mask, value, offset, width, warp_size=32):
+    """`value` of the lane `offset` below this one (`__shfl_up_sync`)."""
+    return _tvm_shuffle("tvm_warp_shuffle_up", mask, value, offset, width, warp_size)
+
+
 def _warp_reduce(kind, value):
     v = _value(value, f"T.warp_reduce_{kind}")
     if kind in ("bitand", "bitor") and not v.dtype.is_int:
