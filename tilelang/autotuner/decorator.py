@@ -1,4 +1,6 @@
-"""`@tilelang.autotune(configs=...)`, stacked above `@tilelang.jit(...)`:
+"""`@tilelang.autotune(configs=...)`, stacked above `@tilelang.jit(...)` (a factory of a
+`@T.prim_func`, or an eager kernel: `fn.compile(N=...)` then tunes from its `T.const` sizes and
+`fn(tensors)` tunes from the tensors' shapes and runs the best config):
 
     @tilelang.autotune(configs={"block_M": [64, 128], "block_N": [64, 128]}, ref_prog=ref)
     @tilelang.jit(out_idx=[-1])
@@ -33,9 +35,9 @@ class AutoTuneImpl:
             if not callable(jit_impl) or hasattr(jit_impl, "prim_func"):
                 raise TypeError("@tilelang.autotune decorates a kernel factory: put it above @tilelang.jit(...)")
             jit_impl = jit(jit_impl)
-            if not isinstance(jit_impl, JITImpl):
-                raise TypeError("@tilelang.autotune needs a factory that returns a @T.prim_func "
-                                "(the eager kernel style is not tunable yet)")
+            if not isinstance(jit_impl, (JITImpl, EagerKernel)):
+                raise TypeError("@tilelang.autotune needs a kernel factory (a function returning a "
+                                "@T.prim_func, or an eager kernel with tensor annotations)")
         self.jit_impl = jit_impl
         self.configs = configs
         self.warmup, self.rep, self.timeout = warmup, rep, timeout
@@ -86,11 +88,6 @@ class AutoTuneImpl:
 
     def tune(self, *args, **kwargs):
         """The `AutotuneResult` for these problem arguments (cached per process)."""
-        from tilelang.jit.eager import EagerKernel
-        if isinstance(self.jit_impl, EagerKernel):
-            from tilelang.ir.errors import TileLangError
-            raise TileLangError(f"autotuning the eager kernel `{self.func.__name__}` is not supported yet",
-                                hint="pass one config's values explicitly, e.g. fn.compile(M=..., block_M=128)")
         key = self._problem_key(args, kwargs)
         with self._lock:
             res = self._results.get(key)
@@ -112,12 +109,17 @@ class AutoTuneImpl:
     def __call__(self, *args, **kwargs):
         if self._tunables_given(args, kwargs):
             return self.jit_impl(*args, **kwargs)
-        return self.tune(*args, **kwargs).kernel
+        result = self.tune(*args, **kwargs)
+        from tilelang.jit.eager import EagerKernel
+        if isinstance(self.jit_impl, EagerKernel):
+            # an eager kernel called with its tensors runs: with the best config
+            return self.jit_impl(*args, **kwargs, **space.split_config(result.config)[0])
+        return result.kernel
 
     def compile(self, *args, **kwargs):
         if self._tunables_given(args, kwargs):  # an explicit config: compile it (no tensors needed)
             return self.jit_impl.compile(*args, **kwargs)
-        return self(*args, **kwargs)
+        return self.tune(*args, **kwargs).kernel
 
 
 def _check_do_not_specialize(names, func):

@@ -40,12 +40,17 @@ class AutoTuner:
 
     def __init__(self, fn, configs):
         from tilelang.jit import JITImpl
+        from tilelang.jit.eager import EagerKernel
         self.jit_impl = fn if isinstance(fn, JITImpl) else None
-        self.fn = fn.func if self.jit_impl is not None else fn
+        # an eager kernel (tensor annotations in its body): each config is traced with the
+        # problem arguments (tensors, or `T.const` sizes by name) into a PrimFunc whose
+        # outputs (`T.empty`) the trace names
+        self.eager = fn if isinstance(fn, EagerKernel) else None
+        self.fn = fn.func if self.jit_impl is not None or self.eager is not None else fn
         self.configs = configs
         self.compile_args = CompileArgs()
-        if self.jit_impl is not None:
-            jk = self.jit_impl.jit_kwargs
+        if self.jit_impl is not None or self.eager is not None:
+            jk = (self.jit_impl or self.eager).jit_kwargs
             self.compile_args = CompileArgs(**{k: jk.get(k, getattr(self.compile_args, k)) for k in (
                 "out_idx", "target", "execution_backend", "target_host", "verbose", "pass_configs",
                 "compile_flags")})
@@ -81,9 +86,18 @@ class AutoTuner:
 
     # ------------------------------------------------------------------------------
     def _elaborate(self, config_kw):
-        from tilelang.ir.function import PrimFunc
+        return self._elaborate_outputs(config_kw)[0]
+
+    def _elaborate_outputs(self, config_kw):
+        """(PrimFunc, out_idx: the eager kernel's outputs, else None: the compile arguments')."""
         kw = dict(self._kwargs)
         kw.update(config_kw)
+        if self.eager is not None:
+            return self.eager.elaborate(*self._args, **kw)
+        return self._elaborate_factory(kw), None
+
+    def _elaborate_factory(self, kw):
+        from tilelang.ir.function import PrimFunc
         if self.jit_impl is not None:
             return self.jit_impl.get_tir(*self._args, **kw)
         pf = self.fn(*self._args, **kw)
@@ -92,9 +106,11 @@ class AutoTuner:
             raise not_a_prim_func(self.fn, pf)
         return pf
 
-    def _compile_kwargs(self, target, per_config_pass_configs):
+    def _compile_kwargs(self, target, per_config_pass_configs, out_idx=None):
         kw = self.compile_args.as_kwargs(per_config_pass_configs)
         kw["target"] = target
+        if self.eager is not None:
+            kw["out_idx"] = out_idx
         return kw
 
     def _key(self, configs, captured):
@@ -192,9 +208,9 @@ class AutoTuner:
             return None
         try:
             kw, pc = space.split_config(rec["config"])
-            pf = self._elaborate(kw)
+            pf, out_idx = self._elaborate_outputs(kw)
             from tilelang.jit import compile as tl_compile
-            kernel = tl_compile(pf, **self._compile_kwargs(target, pc))
+            kernel = tl_compile(pf, **self._compile_kwargs(target, pc, out_idx))
         except Exception as e:  # noqa: BLE001 - a stale entry: tune again
             print(f"[tilelang.autotune] ignoring a cached result that no longer builds: {e}", file=sys.stderr)
             return None
@@ -262,7 +278,8 @@ class AutoTuner:
     def _prepare(self, record, target):
         kw, pc = space.split_config(record.config)
         try:
-            return self._elaborate(kw), self._compile_kwargs(target, pc)
+            pf, out_idx = self._elaborate_outputs(kw)
+            return pf, self._compile_kwargs(target, pc, out_idx)
         except Exception as e:  # noqa: BLE001 - e.g. a tile shape that does not fit: skip it
             record.status, record.error = "compile_error", f"{type(e).__name__}: {e}"
             return None

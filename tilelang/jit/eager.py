@@ -150,6 +150,15 @@ class EagerKernel:
         bound.apply_defaults()
         return self.trace(bound, consts)[0]
 
+    def elaborate(self, *args, **kwargs):
+        """(PrimFunc, out_idx) for these arguments, in the forms `compile` takes: what the
+        autotuner compiles for each config (tilelang/autotuner/tuner.py)."""
+        consts = {k: kwargs.pop(k) for k in list(kwargs) if k not in self.sig.parameters}
+        bound = self.sig.bind_partial(*args, **kwargs)
+        bound.apply_defaults()
+        func, out_idx, _ = self.trace(bound, consts)
+        return func, out_idx
+
     def compile(self, *args, **kwargs):
         """Compile without tensors: sizes declared with `T.const` may be given by name
         (`fn.compile(M=1024, N=1024)`); tensor parameters come from their annotations."""
