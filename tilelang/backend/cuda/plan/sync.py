@@ -159,8 +159,12 @@ class SyncPlanner:
             self.visit(st.then_body, set())
             self.visit(st.else_body, set())
             return self.unit(st, self.unit_accesses(st, "all"), pending)
-        # control flow whose body stays at block level (analysis/block_level.py)
-        uniform_ctrl = isinstance(st, (S.For, S.IfThenElse, S.While, S.LetStmt)) and body_block(plan, st, True)
+        # control flow whose body stays at block level (analysis/block_level.py); a T.vectorized
+        # loop is one vector access a thread, a unit: a barrier can go before it, never between
+        # its lanes (_insert), so the planner must not count on one there (the published
+        # hadamard example's exchange loop lost its loop-carried barrier that way)
+        uniform_ctrl = isinstance(st, (S.For, S.IfThenElse, S.While, S.LetStmt)) and \
+            not (isinstance(st, S.For) and st.kind == S.VECTORIZED) and body_block(plan, st, True)
         if uniform_ctrl:
             head = {S.For: lambda s: S.Evaluate(s.extent), S.IfThenElse: lambda s: S.Evaluate(s.cond),
                     S.While: lambda s: S.Evaluate(s.cond), S.LetStmt: lambda s: S.Evaluate(s.value)}[type(st)](st)
