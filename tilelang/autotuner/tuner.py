@@ -86,9 +86,6 @@ class AutoTuner:
 
     # ------------------------------------------------------------------------------
     def _elaborate(self, config_kw):
-        return self._elaborate_outputs(config_kw)[0]
-
-    def _elaborate_outputs(self, config_kw):
         """(PrimFunc, out_idx: the eager kernel's outputs, else None: the compile arguments')."""
         kw = dict(self._kwargs)
         kw.update(config_kw)
@@ -208,7 +205,7 @@ class AutoTuner:
             return None
         try:
             kw, pc = space.split_config(rec["config"])
-            pf, out_idx = self._elaborate_outputs(kw)
+            pf, out_idx = self._elaborate(kw)
             from tilelang.jit import compile as tl_compile
             kernel = tl_compile(pf, **self._compile_kwargs(target, pc, out_idx))
         except Exception as e:  # noqa: BLE001 - a stale entry: tune again
@@ -278,7 +275,7 @@ class AutoTuner:
     def _prepare(self, record, target):
         kw, pc = space.split_config(record.config)
         try:
-            pf, out_idx = self._elaborate_outputs(kw)
+            pf, out_idx = self._elaborate(kw)
             return pf, self._compile_kwargs(target, pc, out_idx)
         except Exception as e:  # noqa: BLE001 - e.g. a tile shape that does not fit: skip it
             record.status, record.error = "compile_error", f"{type(e).__name__}: {e}"

@@ -65,14 +65,18 @@ class LoopFrame(B.Frame):
             b.vectorized_depth -= vectorized
             body = b.pop()
             if completed:
-                spec = self.annotations.get(PIPELINE)
-                if spec is not None:   # T.Pipelined: its order/stage/sync/group must fit the body
-                    self.annotations = {**self.annotations, PIPELINE: spec.for_body(body, self.span)}
-                for i in reversed(range(len(vars_))):
-                    ann = self.annotations if i == 0 else {}
-                    body = S.For(vars_[i], self.mins[i], self.extents[i], self.kind, body, ann,
-                                 self.step if len(vars_) == 1 else None)
-                b.emit(body)
+                b.emit(self._loop(vars_, body))
+
+    def _loop(self, vars_, body):
+        """The IR loop nest over `vars_` around the recorded `body`."""
+        spec = self.annotations.get(PIPELINE)
+        if spec is not None:   # T.Pipelined: its order/stage/sync/group must fit the body
+            self.annotations = {**self.annotations, PIPELINE: spec.for_body(body, self.span)}
+        for i in reversed(range(len(vars_))):
+            ann = self.annotations if i == 0 else {}
+            body = S.For(vars_[i], self.mins[i], self.extents[i], self.kind, body, ann,
+                         self.step if len(vars_) == 1 else None)
+        return body
 
     def __iter__(self):
         return self.iterate()
@@ -196,7 +200,7 @@ def grid(*extents):
     return LoopFrame(S.SERIAL, [0] * len(extents), list(extents))
 
 
-class PersistentFrame(B.Frame):
+class PersistentFrame(LoopFrame):
     """`for v0, ..., vn in T.Persistent(domain, wave_size, index, group_size=8)`: the tiles of
     `domain` visited wave by wave by the `wave_size` blocks of a persistent kernel (`index`:
     the block's number in a wave), as the published package walks them: the last dimension
@@ -208,6 +212,7 @@ class PersistentFrame(B.Frame):
     (the same IR as writing that arithmetic by hand)."""
 
     def __init__(self, domain, wave_size, index, group_size):
+        self.kind, self.span, self.step, self.annotations = S.SERIAL, None, None, {}
         if not isinstance(domain, (list, tuple)) or not domain:
             raise TileLangError("T.Persistent(domain, wave_size, index): domain must be a non-empty list of "
                                 "extents", hint="e.g. T.Persistent([T.ceildiv(M, bM), T.ceildiv(N, bN)], sm_num, bid)")
@@ -238,21 +243,9 @@ class PersistentFrame(B.Frame):
         inner = S.IfThenElse(tile < padded, guarded)
         return S.For(w, convert(0), simplify(ceildiv(padded, self.wave_size)), S.SERIAL, inner)
 
-    def __iter__(self):
-        b = B.require("a T.Persistent loop")
+    def _vars(self):   # the tile coordinates the body reads (LoopFrame.iterate records it)
         names = B.source_names("for") or []
-        coords = [Var(names[i] if i < len(names) else f"v{i}", d.dtype) for i, d in enumerate(self.domain)]
-        b.push()
-        b.loop_kinds.append("ir")
-        completed = False
-        try:
-            yield coords[0] if len(coords) == 1 else tuple(coords)
-            completed = True
-        finally:
-            b.loop_kinds.pop()
-            body = b.pop()
-            if completed:
-                b.emit(self._loop(coords, body))
+        return [Var(names[i] if i < len(names) else f"v{i}", d.dtype) for i, d in enumerate(self.domain)]
 
 
 def Persistent(domain, wave_size, index, group_size=8):
