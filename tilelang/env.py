@@ -46,6 +46,10 @@ TILELANG_CUDA_OVERLAP_DEFER=0  on the two rings, O's rescale stays at the end of
 TILELANG_CUDA_WGMMA_WAIT_PIN=0 an overlapped attention loop (..._OVERLAP_GEMM=1) lets ptxas hoist the wait for P V
                                above the softmax (default: a predicated-off store of the row statistics pins it)
 TILELANG_CUDA_WGMMA_RS=0       wgmma reads A from shared memory even when it is a register fragment
+TILELANG_CUDA_SMEM_SHARING_OCCUPANCY=0  shared buffers share storage only when they do not fit otherwise (default:
+                               also where sharing lets more blocks run on an SM)
+TILELANG_CUDA_MMA_RS=0         a 16-bit mma.sync gemm reads a register A fragment (the accumulator pattern) through shared
+                               memory instead (default: from registers, tl::gemm_rs)
 TILELANG_CUDA_MMA_SWIZZLED=0   an mma.sync gemm never reads a tile in wgmma's swizzle: a wgmma gemm sharing
                                a shared tile with it runs on mma.sync too (sparse MLA / attention backward A/B)
 TILELANG_CUDA_WGMMA_IN_FLIGHT=0  every wgmma group is waited for right after its gemm (default: before the

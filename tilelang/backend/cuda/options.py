@@ -81,6 +81,8 @@ _SWITCHES = {
     "TILELANG_CUDA_OVERLAP_DEFER": (_flag, True, "overlap_defer", True),
     "TILELANG_CUDA_WGMMA_RS": (_flag, True, "wgmma_rs", True),
     "TILELANG_CUDA_MMA_SWIZZLED": (_flag, True, "mma_swizzled", True),
+    "TILELANG_CUDA_MMA_RS": (_flag, True, "mma_rs", True),
+    "TILELANG_CUDA_SMEM_SHARING_OCCUPANCY": (_flag, True, "smem_sharing_occupancy", True),
     "TILELANG_CUDA_WGMMA_IN_FLIGHT": (_flag, True, "wgmma_in_flight", True),
     "TILELANG_CUDA_WARP_SPECIALIZE": (_flag, True, "warp_specialize", True),
     "TILELANG_CUDA_GUARDED_SPLIT": (_flag, True, "guarded_split", True),
@@ -167,6 +169,8 @@ class CudaOptions:
     overlap_defer: bool = True     # ... and O's rescale runs beside the next Q K^T (plan/overlap.py; ..._OVERLAP_DEFER)
     wgmma_wait_pin: bool = True    # ... and pins its softmax ahead of the wait for it (plan/overlap.py; ..._WGMMA_WAIT_PIN)
     wgmma_rs: bool = True          # wgmma / TF32 mma.sync read A from registers when it is a fragment (..._WGMMA_RS)
+    smem_sharing_occupancy: bool = True   # buffers with disjoint lifetimes share storage where that adds blocks an SM
+    mma_rs: bool = True            # a 16-bit mma.sync reads an A fragment in the accumulator pattern from registers
     mma_swizzled: bool = True      # mma.sync reads tiles in a wgmma gemm's swizzle, so that gemm keeps wgmma
                                    # (plan/kernel.py _mma_reads_swizzled; ..._MMA_SWIZZLED=0: both on mma.sync)
     wgmma_in_flight: bool = True   # a wgmma group is waited for before the first statement that needs it

@@ -772,6 +772,10 @@ class KernelCodegen:
         if getattr(cfg, "k32", False):   # fp8: A M x K, B N x K (gemm_lowering.mma_config)
             call = (f"tl::gemm_ss_k32<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}>"
                     f"({pa}, {lda}, {pb}, {ldb}, {{acc}}, tl_tid);")
+        if cfg.a_regs and not cfg.tf32:   # a 16-bit A in registers, the accumulator pattern (ops/mma.py)
+            swb = getattr(self.placement(op.B.buffer), "swizzle", 0) or 0
+            call = (f"tl::gemm_rs<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}, {tb}{f', {swb}' if swb else ''}>"
+                    f"({self.buf_name(op.A.buffer)}, {pb}, {ldb}, {{acc}}, tl_tid);")
         if getattr(cfg, "tf32", False):   # float32 / tfloat32 operands (ops/mma.py MmaTf32Config)
             chains = f", {cfg.chains}" if cfg.chains > 1 else ""   # ops/mma.py tf32_chains
             call = (f"tl::gemm_ss_tf32<{cfg.M}, {cfg.N}, {cfg.K}, {cfg.WM}, {cfg.WN}, {ta}, {tb}{chains}>"

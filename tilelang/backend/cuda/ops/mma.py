@@ -31,6 +31,9 @@ class MmaConfig:
     WN: int   # warps along N
 
     acc: str = "float32"   # accumulator dtype: float32, or float16 (f16 inputs, mma .f16 form)
+    # a 16-bit A read from a register fragment in the accumulator pattern of an M x K tile
+    # (layout/fragment.py a_register_layout; `tl::gemm_rs`), WN == 1
+    a_regs: bool = False
 
     kind = "mma"
     k32 = False   # MmaK32Config: 8-bit (fp8) operands

@@ -73,6 +73,7 @@ class KernelPlan:
     red_offset: int = 0      # shared scratch of register-tile reductions wider than a warp:
     red_phase_bytes: int = 0  # two phases (alternating reductions need one barrier each)
     notes: list = field(default_factory=list)        # decisions the user should hear about
+    smem_shared_for_occupancy: str = ""   # why buffers share storage though they fit apart (plan report only)
     regions: object = None                           # thread_ranges.Regions (warp specialization)
     user_cp_async: bool = False   # T.ptx_cp_async completion is the kernel's business (groups, mbarriers)
     sets_max_nreg: bool = False   # T.set_max_nreg: warpgroups reallocate registers
@@ -333,6 +334,8 @@ def _plan_kernel(launch, arch, options, mma_only):
         # (num_stages is a performance hint; the caller is told).
         cap = deepest - 1
         plan.notes.append(f"pipeline stages capped at {cap} so that shared memory fits in {limit} bytes")
+    if live is always and plan.options.smem_sharing_occupancy:
+        offset = _share_for_occupancy(launch, smem, plan, arch, offset, red, mbar_bytes)
     # T.alloc_barrier mbarriers go last (8-byte aligned): as static __shared__ arrays they
     # pushed the 1024-aligned dynamic area up by a whole kilobyte
     for buf in decls:
@@ -438,6 +441,40 @@ def _live_ranges(launch, smem, depends):
             last[b] = i
     # a buffer the body never mentions needs no storage of its own
     return {id(b): (first.get(id(b), -1), last.get(id(b), -1)) for b in smem}
+
+
+def _share_for_occupancy(launch, smem, plan, arch, offset, red, mbar_bytes):
+    """The bytes of the shared buffers after sharing storage between buffers whose lifetimes
+    do not overlap (as when they do not fit otherwise), where that lets more blocks share an
+    SM and the registers allow them whatever ptxas takes (255 a thread): FlashAttention's
+    output tile on 128 threads takes Q's storage after the loop, 2 blocks an SM instead of 1.
+    Otherwise `offset`, each buffer keeping its own storage."""
+    from tilelang.backend.cuda.plan.occupancy import sm_limits, RESERVED_SMEM
+    sm_threads, sm_blocks, sm_smem = sm_limits(arch)
+    nthreads = plan.nthreads
+
+    def blocks(nbytes):
+        nbytes += mbar_bytes + RESERVED_SMEM
+        by_regs = 65536 // (((nthreads + 31) // 32) * 32 * 256)
+        return min(sm_smem // nbytes, sm_threads // max(nthreads, 1), sm_blocks, by_regs)
+    if blocks(offset) >= 2 or blocks(0) < 2:
+        return offset
+    live = _live_ranges(launch, smem, plan.depends)
+    saved = {id(b): plan.placements[id(b)].offset for b in smem}
+    trial = _assign_offsets(smem, plan, live)
+    if red:
+        trial = (trial + SMEM_ALIGN - 1) // SMEM_ALIGN * SMEM_ALIGN
+        plan.red_offset = trial
+        trial += 2 * red
+    if blocks(trial) > blocks(offset):
+        plan.smem_shared_for_occupancy = (f"{trial} bytes instead of {offset}, {blocks(trial)} blocks an SM "
+                                          f"instead of {blocks(offset)}")
+        return trial
+    for b in smem:
+        plan.placements[id(b)].offset = saved[id(b)]
+    if red:
+        plan.red_offset = (offset - 2 * red)
+    return offset
 
 
 def _assign_offsets(smem, plan, live):
@@ -848,6 +885,13 @@ def _gemm_configs_once(gemms, plan, arch, shared_a, unpadded_stride, forced, no_
             if cfg is not None and cfg.tf32 and g.A.buffer.scope == "local.fragment" and not g.trans_A and \
                     id(g) not in shared_a and id(g.A.buffer) not in swizzled:
                 # a TF32 mma.sync reads a register A fragment as it is (layout/fragment.py Tf32ALayout)
+                cfg = dataclasses.replace(cfg, a_regs=True)
+            elif cfg is not None and not cfg.tf32 and not cfg.k32 and cfg.WN == 1 and plan.options.mma_rs and \
+                    g.A.buffer.scope == "local.fragment" and g.A.buffer.dtype.bits == 16 and not g.trans_A and \
+                    id(g) not in shared_a and id(g.A.buffer) not in swizzled:
+                # a 16-bit mma.sync reads an A fragment held in the accumulator pattern (P of
+                # FlashAttention, cast from the first gemm's accumulator) from registers: no shared
+                # round trip; the fragment inference falls back to shared A when it cannot hold it so
                 cfg = dataclasses.replace(cfg, a_regs=True)
             if cfg is not None and cfg.tf32 and plan.options.mma_chains:
                 cfg = dataclasses.replace(cfg, chains=tf32_chains(cfg))

@@ -39,7 +39,8 @@ def _gemm(cfg):
         return f"wgmma m64n{cfg.inst_n}k{cfg.inst_k}{types}{grid}, A from {'registers' if cfg.a_regs else 'shared'}"
     form = "m16n8k32" if getattr(cfg, "k32", False) else "m16n8k8 .tf32" if getattr(cfg, "tf32", False) else \
         "m16n8k16"
-    return f"mma.sync {form}, warps {cfg.WM} x {cfg.WN}, accumulate in {cfg.acc}"
+    regs = ", A from registers" if getattr(cfg, "a_regs", False) else ""
+    return f"mma.sync {form}, warps {cfg.WM} x {cfg.WN}{regs}, accumulate in {cfg.acc}"
 
 
 def format_plan(entry, launch, plan) -> str:
@@ -103,6 +104,8 @@ def format_plan(entry, launch, plan) -> str:
         lines.append("barriers: each fences shared memory toward the async proxy first (its tensor-core or bulk-copy readers)")
         if launch is not None and _unfenced_inserted(launch):
             lines.append("  but the inserted barriers not marked `after a fence.proxy.async` (they order no tile a TMA store reads)")
+    if getattr(plan, "smem_shared_for_occupancy", ""):
+        lines.append(f"shared memory: buffers with disjoint lifetimes share storage ({plan.smem_shared_for_occupancy})")
     for n in plan.notes:
         lines.append(f"note: {n}")
     return "\n".join(lines) + "\n"

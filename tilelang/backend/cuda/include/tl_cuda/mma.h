@@ -191,6 +191,47 @@ TL_DEVICE void gemm_ss(const T* A, int lda, const T* B, int ldb, TC* acc, int ti
   }
 }
 
+// C[M, N] += A[M, K] * B[K, N] with A in registers: the 16-bit fragment `a_regs` in the
+// accumulator pattern of an M x K tile on a WM x 1 warp grid (MmaAccLayout<M, K, WM, 1>, as
+// a gemm's accumulator cast to 16 bits leaves it: FlashAttention's P). Two adjacent 8-column
+// strips of that pattern are one m16n8k16 A operand (a0 / a1 rows g / g + 8 of the first,
+// a2 / a3 of the second), so register pair (mi, 2 kk) .. (mi, 2 kk + 1) is read as it is.
+template <int M, int N, int K, int WM, int WN, bool TB, int SWB = 0, class T, class TC>
+TL_DEVICE void gemm_rs(const T* a_regs, const T* B, int ldb, TC* acc, int tid = thread_linear()) {
+  using L = MmaAccLayout<M, N, WM, WN>;
+  using LA = MmaAccLayout<M, K, WM, 1>;
+  static_assert(WN == 1, "gemm_rs: each warp holds all K columns of its rows of A");
+  static_assert(L::WTM % 16 == 0 && L::WTN % 16 == 0 && K % 16 == 0, "gemm_rs tile shape");
+  const int lane = tid & 31;
+  const int wc = (tid >> 5) % WN;
+  const unsigned* a = reinterpret_cast<const unsigned*>(a_regs);
+  const int tb = !TB ? tile_offset<SWB>(((lane >> 3) & 1) * 8 + (lane & 7), (lane >> 4) * 8, ldb)
+                     : tile_offset<SWB>((lane >> 4) * 8 + (lane & 7), ((lane >> 3) & 1) * 8, ldb);
+#pragma unroll
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    unsigned b[L::NI][2];
+#pragma unroll
+    for (int nj = 0; nj < L::NI / 2; ++nj) {
+      const int n0 = wc * L::WTN + nj * 16;
+      unsigned r[4];
+      if (!TB) {
+        ldmatrix_x4_trans(r, B + tile_step<SWB>(tb, k0, n0, ldb));
+      } else {
+        ldmatrix_x4(r, B + tile_step<SWB>(tb, n0, k0, ldb));
+      }
+      b[2 * nj][0] = r[0]; b[2 * nj][1] = r[1];
+      b[2 * nj + 1][0] = r[2]; b[2 * nj + 1][1] = r[3];
+    }
+#pragma unroll
+    for (int mi = 0; mi < L::MI; ++mi) {
+      const unsigned* am = a + (mi * LA::NI + k0 / 8) * 2;
+      unsigned af[4] = {am[0], am[1], am[2], am[3]};
+#pragma unroll
+      for (int ni = 0; ni < L::NI; ++ni) Mma16816<T, TC>::run(acc + (mi * L::NI + ni) * 4, af, b[ni]);
+    }
+  }
+}
+
 // fp8 m16n8k32 as two fp16 m16n8k16 (Hopper has no fp8 mma.sync unit; this is what
 // the instruction costs there anyway, with the conversions placed by us): bytes 0-1 of
 // an 8-bit register hold K 4t, 4t+1 and bytes 2-3 K 4t+2, 4t+3; taken as fp16 K
