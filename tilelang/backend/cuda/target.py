@@ -28,6 +28,21 @@ def arch_number(arch: str) -> int:
     return int(_ARCH.match(arch).group(1))
 
 
+RESERVED_SMEM = 1024   # shared memory the hardware reserves per block (sm_80+)
+
+
+def sm_limits(arch) -> tuple:
+    """(threads, blocks, shared bytes) one SM of `arch` holds."""
+    n = arch_number(arch)
+    if n >= 90:
+        return 2048, 32, 228 * 1024
+    if n in (80, 87):
+        return 2048, 32, 164 * 1024
+    if n >= 86:
+        return 1536, 16 if n == 86 else 24, 100 * 1024
+    return 1024, 16, 64 * 1024
+
+
 def _driver():
     from cuda.bindings import driver
     return driver

@@ -449,7 +449,7 @@ def _share_for_occupancy(launch, smem, plan, arch, offset, red, mbar_bytes):
     SM and the registers allow them whatever ptxas takes (255 a thread): FlashAttention's
     output tile on 128 threads takes Q's storage after the loop, 2 blocks an SM instead of 1.
     Otherwise `offset`, each buffer keeping its own storage."""
-    from tilelang.backend.cuda.plan.occupancy import sm_limits, RESERVED_SMEM
+    from tilelang.backend.cuda.target import sm_limits, RESERVED_SMEM
     sm_threads, sm_blocks, sm_smem = sm_limits(arch)
     nthreads = plan.nthreads
 

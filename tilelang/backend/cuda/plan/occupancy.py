@@ -20,25 +20,10 @@ import copy
 import re
 
 from tilelang.transform.pass_manager import function_pass
-from tilelang.backend.cuda.target import arch_number
+from tilelang.backend.cuda.target import RESERVED_SMEM, sm_limits
 
 MIN_BLOCKS = "min_blocks_per_sm"          # launch annotation, printed by the IR printer
 AUTO = "streaming_occupancy"              # launch annotation: this pass set MIN_BLOCKS (the build may drop it)
-RESERVED_SMEM = 1024                      # shared memory the hardware reserves per block (sm_80+)
-
-
-def sm_limits(arch) -> tuple:
-    """(threads, blocks, shared bytes) one SM of `arch` holds."""
-    n = arch_number(arch)
-    if n >= 90:
-        return 2048, 32, 228 * 1024
-    if n in (80, 87):
-        return 2048, 32, 164 * 1024
-    if n >= 86:
-        return 1536, 16 if n == 86 else 24, 100 * 1024
-    return 1024, 16, 64 * 1024
-
-
 def streaming_why_not(plan, pipelined=False) -> str:
     """Why the kernel of `plan` is not a streaming kernel, or "" when it is. `pipelined`:
     a T.Pipelined loop of copies (no gemm) counts as streaming (DeepSeek mHC pre's fused
