@@ -43,6 +43,14 @@ def sm_limits(arch) -> tuple:
     return 1024, 16, 64 * 1024
 
 
+def typical_sm_count(arch) -> int:
+    """The SMs of the usual part of `arch` (H100 SXM / H200: 132; A100: 108): planning
+    heuristics that depend on the grid's waves use it (the cubin must not depend on the
+    device the compile runs on)."""
+    n = arch_number(arch)
+    return 132 if n >= 90 else 108 if n in (80, 87) else 84 if n == 86 else 128 if n == 89 else 80
+
+
 def _driver():
     from cuda.bindings import driver
     return driver
