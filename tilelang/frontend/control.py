@@ -239,6 +239,12 @@ class Helpers:
     @staticmethod
     def ret(value):
         b = B.current()
+        if b is not None and b.macro_depth:
+            # a macro returns values: a variable (T.alloc_var) as its value, read where the
+            # caller uses it (as published); the kernel's outputs are the kernel body's return
+            from tilelang.ir.buffer import Buffer
+            unwrap = lambda v: v.load() if isinstance(v, Buffer) and v.is_var() else v   # noqa: E731
+            return tuple(unwrap(v) for v in value) if isinstance(value, tuple) else unwrap(value)
         if b is not None:
             b.outputs = value
         return value

@@ -36,7 +36,12 @@ class Macro:
             self._refs = _ref_params(self.func)
         if self._refs:
             args, kwargs = _pass_by_reference(self.func, self._refs, args, kwargs)
-        return self._rewritten(*args, **kwargs)
+        b = B.current()
+        b.macro_depth += 1
+        try:
+            return self._rewritten(*args, **kwargs)
+        finally:
+            b.macro_depth -= 1
 
     def __get__(self, obj, objtype=None):
         if obj is None:

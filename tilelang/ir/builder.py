@@ -27,6 +27,7 @@ class Builder:
         self.parallel_depth = 0    # T.Parallel loops open around the current statement
         self.vectorized_depth = 0  # T.vectorized loops likewise (T.ptx_cp_async lanes)
         self.ref_loads: dict = {}  # id -> buffer elements passed to T.Ref macro parameters
+        self.macro_depth = 0       # @T.macro bodies being inlined: their `return` gives a value
         self.outputs = []          # eager mode: buffers returned by the body
         self.extra_params = []     # eager mode: T.empty outputs in creation order
         self.loop_kinds: list = []  # for break/continue: "ir" or "py"
