@@ -145,6 +145,30 @@ template <int SW> TL_DEVICE int tile_step(int t, int r0, int c0, int ld) {
   }
 }
 
+// A lane's part of its ldmatrix row addresses into B (K x N, or N x K when TB) for the
+// x4 loads of mma_b_frags; tile_step adds the steps.
+template <bool TB, int SWB> TL_DEVICE int mma_b_lane_offset(int lane, int ldb) {
+  return !TB ? tile_offset<SWB>(((lane >> 3) & 1) * 8 + (lane & 7), (lane >> 4) * 8, ldb)
+             : tile_offset<SWB>((lane >> 4) * 8 + (lane & 7), ((lane >> 3) & 1) * 8, ldb);
+}
+
+// The m16n8k16 B operands of a warp's NI 8-column tiles at K step k0 (two tiles an ldmatrix.x4).
+template <class L, bool TB, int SWB, class T>
+TL_DEVICE void mma_b_frags(unsigned (&b)[L::NI][2], const T* B, int tb, int k0, int wc, int ldb) {
+#pragma unroll
+  for (int nj = 0; nj < L::NI / 2; ++nj) {
+    const int n0 = wc * L::WTN + nj * 16;
+    unsigned r[4];
+    if (!TB) {
+      ldmatrix_x4_trans(r, B + tile_step<SWB>(tb, k0, n0, ldb));
+    } else {
+      ldmatrix_x4(r, B + tile_step<SWB>(tb, n0, k0, ldb));
+    }
+    b[2 * nj][0] = r[0]; b[2 * nj][1] = r[1];
+    b[2 * nj + 1][0] = r[2]; b[2 * nj + 1][1] = r[3];
+  }
+}
+
 // C[M, N] += A[M, K] * B[K, N]; A is stored K x M when TA, B is stored N x K when TB.
 // lda/ldb are the shared-memory row strides in elements (multiples of 8), or for a
 // swizzled operand (SWA / SWB bytes) its strip stride (tile_offset).
@@ -157,8 +181,7 @@ TL_DEVICE void gemm_ss(const T* A, int lda, const T* B, int ldb, TC* acc, int ti
   // each lane's part of its ldmatrix row addresses (tile_step adds the steps)
   const int ta = !TA ? tile_offset<SWA>(lane & 15, (lane >> 4) * 8, lda)
                      : tile_offset<SWA>((lane >> 4) * 8 + (lane & 7), ((lane >> 3) & 1) * 8, lda);
-  const int tb = !TB ? tile_offset<SWB>(((lane >> 3) & 1) * 8 + (lane & 7), (lane >> 4) * 8, ldb)
-                     : tile_offset<SWB>((lane >> 4) * 8 + (lane & 7), ((lane >> 3) & 1) * 8, ldb);
+  const int tb = mma_b_lane_offset<TB, SWB>(lane, ldb);
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 16) {
     unsigned a[L::MI][4];
@@ -172,18 +195,7 @@ TL_DEVICE void gemm_ss(const T* A, int lda, const T* B, int ldb, TC* acc, int ti
         ldmatrix_x4_trans(a[mi], A + tile_step<SWA>(ta, k0, m0, lda));
       }
     }
-#pragma unroll
-    for (int nj = 0; nj < L::NI / 2; ++nj) {
-      const int n0 = wc * L::WTN + nj * 16;
-      unsigned r[4];
-      if (!TB) {
-        ldmatrix_x4_trans(r, B + tile_step<SWB>(tb, k0, n0, ldb));
-      } else {
-        ldmatrix_x4(r, B + tile_step<SWB>(tb, n0, k0, ldb));
-      }
-      b[2 * nj][0] = r[0]; b[2 * nj][1] = r[1];
-      b[2 * nj + 1][0] = r[2]; b[2 * nj + 1][1] = r[3];
-    }
+    mma_b_frags<L, TB, SWB>(b, B, tb, k0, wc, ldb);
 #pragma unroll
     for (int mi = 0; mi < L::MI; ++mi)
 #pragma unroll
@@ -205,23 +217,11 @@ TL_DEVICE void gemm_rs(const T* a_regs, const T* B, int ldb, TC* acc, int tid = 
   const int lane = tid & 31;
   const int wc = (tid >> 5) % WN;
   const unsigned* a = reinterpret_cast<const unsigned*>(a_regs);
-  const int tb = !TB ? tile_offset<SWB>(((lane >> 3) & 1) * 8 + (lane & 7), (lane >> 4) * 8, ldb)
-                     : tile_offset<SWB>((lane >> 4) * 8 + (lane & 7), ((lane >> 3) & 1) * 8, ldb);
+  const int tb = mma_b_lane_offset<TB, SWB>(lane, ldb);
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 16) {
     unsigned b[L::NI][2];
-#pragma unroll
-    for (int nj = 0; nj < L::NI / 2; ++nj) {
-      const int n0 = wc * L::WTN + nj * 16;
-      unsigned r[4];
-      if (!TB) {
-        ldmatrix_x4_trans(r, B + tile_step<SWB>(tb, k0, n0, ldb));
-      } else {
-        ldmatrix_x4(r, B + tile_step<SWB>(tb, n0, k0, ldb));
-      }
-      b[2 * nj][0] = r[0]; b[2 * nj][1] = r[1];
-      b[2 * nj + 1][0] = r[2]; b[2 * nj + 1][1] = r[3];
-    }
+    mma_b_frags<L, TB, SWB>(b, B, tb, k0, wc, ldb);
 #pragma unroll
     for (int mi = 0; mi < L::MI; ++mi) {
       const unsigned* am = a + (mi * LA::NI + k0 / 8) * 2;
