@@ -180,3 +180,49 @@ def test_gpu_attention_matches_torch(causal, switches, monkeypatch):
     for _ in range(3):   # the blocks sharing an SM run in any order
         out = kernel(q, k, v)
         torch.testing.assert_close(out.float(), _reference(q, k, v, causal), rtol=1e-2, atol=1e-2)
+
+
+def a_fragment_gemm(bm, threads, dtype, accum, M=256, N=256, K=256, bn=64, bk=32):
+    """C = A B with A staged shared -> fragment: the fragment takes the accumulator pattern
+    of a bm x bk tile and the mma.sync reads it from registers."""
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), accum)):
+        with T.Kernel(N // bn, M // bm, threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), dtype)
+            B_s = T.alloc_shared((bk, bn), dtype)
+            A_f = T.alloc_fragment((bm, bk), dtype)
+            C_f = T.alloc_fragment((bm, bn), accum)
+            T.clear(C_f)
+            for k in T.Pipelined(K // bk, num_stages=2):
+                T.copy(A[by * bm, k * bk], A_s)
+                T.copy(B[k * bk, bx * bn], B_s)
+                T.copy(A_s, A_f)
+                T.gemm(A_f, B_s, C_f, policy=T.GemmWarpPolicy.FullRow)
+            T.copy(C_f, C[by * bm, bx * bn])
+    return main
+
+
+# (on sm_90a: tiles of fewer than 4 warps or an fp16 accumulator, which wgmma does not take here)
+A_FRAGMENT_CASES = [(16, 32, "float16", "float32"), (32, 64, "bfloat16", "float32"), (64, 64, "float16", "float32"),
+                    (64, 128, "float16", "float16")]
+
+
+@pytest.mark.parametrize("bm,threads,dtype,accum", A_FRAGMENT_CASES)
+def test_a_fragment_staged_from_shared_is_read_from_registers(bm, threads, dtype, accum):
+    plan, p, _ = _plan(a_fragment_gemm(bm, threads, dtype, accum))
+    (cfg,) = plan.gemms.values()
+    assert cfg.kind == "mma" and cfg.a_regs and cfg.WN == 1 and p["A_f"].kind == "acc"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bm,threads,dtype,accum", A_FRAGMENT_CASES)
+def test_gpu_a_fragment_gemm_matches_torch(bm, threads, dtype, accum):
+    import torch
+    kernel = tilelang.compile(a_fragment_gemm(bm, threads, dtype, accum), out_idx=[2], target="cuda")
+    assert "tl::gemm_rs<" in kernel.get_kernel_source()
+    torch.manual_seed(0)
+    tdt = getattr(torch, dtype)
+    a, b = torch.randn(256, 256, device="cuda", dtype=tdt), torch.randn(256, 256, device="cuda", dtype=tdt)
+    ref = a.float() @ b.float()
+    tol = 5e-2 if accum == "float16" or dtype == "bfloat16" else 1e-2
+    torch.testing.assert_close(kernel(a, b).float(), ref, rtol=tol, atol=tol * 16)
