@@ -16,7 +16,7 @@ from tilelang.testing.fuzz.pool import run_all
 from tilelang.testing.fuzz.spec import Binary, Cast, Const, Elementwise, Leaf, Reduce, ReduceOp, Unary
 
 SEED = 2024
-PER_FAMILY = 5      # 50 programs: about 20 s on the CPU and 9 s of NVRTC on a 2-core machine
+PER_FAMILY = 5      # 55 programs: about 25 s on the CPU and 12 s of NVRTC on a 2-core machine
 JOBS = 2            # worker processes (a crashing kernel is reported, not fatal to pytest)
 
 
@@ -107,6 +107,20 @@ def test_a_wrong_reference_is_reported_as_a_mismatch(dtype):
         got = run.call_kernel(kernel, p, call, "cpu")
         assert not run.compare(p, call, got)
         assert run.compare(wrong, call, got)
+
+
+def test_a_gemm_chain_with_another_scale_is_reported_as_a_mismatch():
+    # the attention pattern (S = Q K^T, P = cast(S * scale), O += P V): the reference of the
+    # program with half the scale rejects the kernel's output
+    p = spec.GemmChain(seed=5, M=96, N=80, D=32, bm=32, bn=32, threads=128, in_dtype="float16",
+                       out_dtype="float32", scale=0.5, num_stages=2)
+    func, _ = run.load_kernel(p)
+    kernel = run.build(func, "cpu")
+    call = reference.calls(p)[0]
+    got = run.call_kernel(kernel, p, call, "cpu")
+    assert not run.compare(p, call, got)
+    (m,) = run.compare(dataclasses.replace(p, scale=0.25), call, got)
+    assert m.bad > m.total // 2
 
 
 def test_a_lost_float32_precision_is_caught():

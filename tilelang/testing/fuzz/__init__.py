@@ -21,7 +21,9 @@ T.Pipelined stages 0..3, epilogues, a row reduction of the accumulator), TileCha
 then broadcast back, the softmax pattern), LoopReduce (a pipelined copy-only loop
 accumulating a fragment), Branch (runtime `if` on tensor values, indices, flags, scalar
 parameters), Threads (T.get_thread_binding, shared memory, T.sync_threads, reads of other
-threads' values), AtomicScalar/AtomicTile (T.atomic_add from many blocks and threads)."""
+threads' values), AtomicScalar/AtomicTile (T.atomic_add from many blocks and threads), GemmChain (the
+attention pattern without the softmax: S = Q K^T, P = cast(S * scale) in a fragment or shared tile,
+O += P V over a loop of key tiles)."""
 # (the submodules `generate` and `minimize` keep their names: their functions are
 # generate.generate and minimize.minimize)
 from tilelang.testing.fuzz.generate import generate_many, program_seed

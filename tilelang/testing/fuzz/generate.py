@@ -11,7 +11,7 @@ import random
 from tilelang.testing.fuzz import spec
 from tilelang.testing.fuzz.known import KNOWN_FAILURES, known_failure  # noqa: F401 - re-exported
 from tilelang.testing.fuzz.spec import (AtomicScalar, AtomicTile, Binary, Branch, Cast, Const, CopyChain,
-                                        Elementwise, Gemm, Leaf, LoopReduce, Param, Reduce, ReduceOp, Round,
+                                        Elementwise, Gemm, GemmChain, Leaf, LoopReduce, Param, Reduce, ReduceOp, Round,
                                         Select, Threads, TileChain, Unary)
 
 # inputs are uniform in [-2, 2] (floats) and [-50, 50] (int32); see reference.inputs
@@ -22,7 +22,8 @@ INT_CONSTS = (1, 2, 3, 5, 7, -4)
 DIVISORS = (2, 3, 4, 7, 16)
 
 FAMILY_WEIGHTS = {"Elementwise": 3.0, "CopyChain": 1.5, "Reduce": 2.0, "Gemm": 2.5, "Branch": 1.5,
-                  "Threads": 1.5, "AtomicScalar": 1.0, "AtomicTile": 1.0, "TileChain": 2.0, "LoopReduce": 1.5}
+                  "Threads": 1.5, "AtomicScalar": 1.0, "AtomicTile": 1.0, "TileChain": 2.0, "LoopReduce": 1.5,
+                  "GemmChain": 1.5}
 
 
 def program_seed(seed: int, index: int) -> int:
@@ -330,6 +331,18 @@ def gen_atomic_tile(rng, seed):
                       rng.choice(("shared", "fragment")), rng.choice(("start", "slice")))
 
 
+def gen_gemm_chain(rng, seed):
+    bm, bn, D = rng.choice((64, 128, 32)), rng.choice((64, 128, 32)), rng.choice((64, 128, 32))
+    in_dtype = "bfloat16" if rng.random() < 0.25 else "float16"
+    M = bm * rng.randint(1, 3) if rng.random() < 0.7 else 16 * rng.randint(1, 16)
+    N = bn * rng.randint(1, 4) if rng.random() < 0.7 else 16 * rng.randint(1, 24)
+    return GemmChain(seed, M, N, D, bm, bn, rng.choice((128, 128, 256)), in_dtype, rng.choice(("float32", in_dtype)),
+                     rng.choice((1.0, 0.5, 0.25, 0.125, 0.0625)), rng.randint(0, 3),
+                     "serial" if rng.random() < 0.15 else "pipelined", "shared" if rng.random() < 0.2 else "fragment",
+                     "Square" if rng.random() < 0.25 else "FullRow")
+
+
 GENERATORS = {"Elementwise": gen_elementwise, "CopyChain": gen_copy, "Reduce": gen_reduce, "Gemm": gen_gemm,
               "Branch": gen_branch, "Threads": gen_threads, "AtomicScalar": gen_atomic_scalar,
-              "AtomicTile": gen_atomic_tile, "TileChain": gen_tile_chain, "LoopReduce": gen_loop_reduce}
+              "AtomicTile": gen_atomic_tile, "TileChain": gen_tile_chain, "LoopReduce": gen_loop_reduce,
+              "GemmChain": gen_gemm_chain}

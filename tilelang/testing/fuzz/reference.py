@@ -31,7 +31,7 @@ def _values(rng, shape, dtype, family, role):
         return nx.stored(v if dtype == "int32" else v / 8, dtype)
     if dtype == "int32":
         return rng.integers(-50, 51, shape).astype(np.int32)
-    lim = 1.0 if family == "Gemm" and role == "in" else 2.0
+    lim = 1.0 if family in ("Gemm", "GemmChain") and role == "in" else 2.0
     return nx.stored(rng.uniform(-lim, lim, shape), dtype)
 
 
@@ -210,6 +210,15 @@ def ref_gemm(p, call):
     return out
 
 
+def ref_gemm_chain(p, call):
+    q, k, v = (nx.exact(call.args[n]) for n in ("Q", "K", "V"))
+    s = Approx(q @ k.T * p.scale, nx.sum_bound(np.abs(q) @ np.abs(k).T, p.D, "float32") * p.scale)
+    pm = nx.cast(s, p.in_dtype, "float32")
+    mag = np.abs(pm.value) @ np.abs(v)
+    o = Approx(pm.value @ v, pm.err @ np.abs(v) + nx.sum_bound(mag, p.N, "float32"))
+    return {"O": nx.cast(o, p.out_dtype, "float32")}
+
+
 def _reshape(a: Approx, shape):
     return Approx(a.value.reshape(shape), a.err.reshape(shape))
 
@@ -327,4 +336,5 @@ def ref_atomic_tile(p, call):
 
 EXPECTED = {"Elementwise": ref_elementwise, "CopyChain": ref_copy, "Reduce": ref_reduce, "Gemm": ref_gemm,
             "Branch": ref_branch, "Threads": ref_threads, "AtomicScalar": ref_atomic_scalar,
-            "AtomicTile": ref_atomic_tile, "TileChain": ref_tile_chain, "LoopReduce": ref_loop_reduce}
+            "AtomicTile": ref_atomic_tile, "TileChain": ref_tile_chain, "LoopReduce": ref_loop_reduce,
+            "GemmChain": ref_gemm_chain}

@@ -379,6 +379,38 @@ def body_loop_reduce(p, L):
     L(f"T.copy(r, R[bx * {p.bm}:(bx + 1) * {p.bm}])")
 
 
+def body_gemm_chain(p, L):
+    L(f"with T.Kernel(T.ceildiv({p.M}, {p.bm}), threads={p.threads}) as bx:")
+    L.indent()
+    policy = f"policy=T.GemmWarpPolicy.{p.policy}"
+    L(f"Q_s = {_alloc('shared', (p.bm, p.D), p.in_dtype)}")
+    L(f"K_s = {_alloc('shared', (p.bn, p.D), p.in_dtype)}")
+    L(f"V_s = {_alloc('shared', (p.bn, p.D), p.in_dtype)}")
+    L(f"S_f = {_alloc('fragment', (p.bm, p.bn), 'float32')}")
+    L(f"P = {_alloc(p.p_scope, (p.bm, p.bn), p.in_dtype)}")
+    L(f"O_f = {_alloc('fragment', (p.bm, p.D), 'float32')}")
+    L(f"T.copy(Q[bx * {p.bm}, 0], Q_s)")
+    L("T.clear(O_f)")
+    if p.loop == "pipelined":
+        L(f"for k in T.Pipelined(T.ceildiv({p.N}, {p.bn}), num_stages={p.num_stages}):")
+    else:
+        L(f"for k in T.serial(T.ceildiv({p.N}, {p.bn})):")
+    L.indent()
+    L(f"T.copy(K[k * {p.bn}, 0], K_s)")
+    L("T.clear(S_f)")
+    L(f"T.gemm(Q_s, K_s, S_f, transpose_B=True, {policy})")
+    L(f"for i, j in T.Parallel({p.bm}, {p.bn}):")
+    L.indent()
+    L(f"S_f[i, j] = S_f[i, j] * {const(p.scale, 'float32')}")
+    L.dedent()
+    L("T.copy(S_f, P)")
+    L(f"T.copy(V[k * {p.bn}, 0], V_s)")
+    L(f"T.gemm(P, V_s, O_f, {policy})")
+    L.dedent()
+    L(f"T.copy(O_f, O[bx * {p.bm}, 0])")
+
+
 BODIES = {"Elementwise": body_elementwise, "CopyChain": body_copy, "Reduce": body_reduce, "Gemm": body_gemm,
           "Branch": body_branch, "Threads": body_threads, "AtomicScalar": body_atomic_scalar,
-          "AtomicTile": body_atomic_tile, "TileChain": body_tile_chain, "LoopReduce": body_loop_reduce}
+          "AtomicTile": body_atomic_tile, "TileChain": body_tile_chain, "LoopReduce": body_loop_reduce,
+          "GemmChain": body_gemm_chain}

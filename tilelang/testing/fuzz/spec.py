@@ -235,6 +235,28 @@ class Gemm:
 
 
 @dataclass(frozen=True)
+class GemmChain:
+    """The attention pattern without the softmax: for each bm-row block of Q (M x D), over the
+    key tiles of bn rows of K and V (N x D): S = Q K^T (float32, cleared per tile), S *= scale,
+    P = S cast to the input dtype (a fragment, as FlashAttention's P, or a shared tile),
+    O += P V; O (float32 accumulator) -> out_dtype. Rows past N read 0 (nothing to mask)."""
+    seed: int
+    M: int
+    N: int
+    D: int
+    bm: int
+    bn: int
+    threads: int
+    in_dtype: str
+    out_dtype: str
+    scale: float = 0.125
+    num_stages: int = 1
+    loop: str = "pipelined"         # pipelined | serial
+    p_scope: str = "fragment"       # fragment | shared
+    policy: str = "FullRow"         # T.GemmWarpPolicy of both gemms
+
+
+@dataclass(frozen=True)
 class TileChain:
     """The softmax pattern on one (bm, bn) tile: X (scope) <- A tile; W = pre(X) in a
     fragment of `work` dtype; r = reduce(W, dim); Z = W <combine> r broadcast back; Z -> Y
@@ -357,7 +379,7 @@ class AtomicTile:
 
 
 FAMILIES = {c.__name__: c for c in (Elementwise, CopyChain, Reduce, Gemm, Branch, Threads, AtomicScalar,
-                                    AtomicTile, TileChain, LoopReduce)}
+                                    AtomicTile, TileChain, LoopReduce, GemmChain)}
 
 
 def family(p) -> str:
@@ -424,6 +446,9 @@ def signature(p):
         if p.reduce:
             sig.append(("R", (ceildiv(p.N, p.bn), Md), p.accum_dtype, "out"))
         return sig
+    if f == "GemmChain":
+        return [("Q", (p.M, p.D), p.in_dtype, "in"), ("K", (p.N, p.D), p.in_dtype, "in"),
+                ("V", (p.N, p.D), p.in_dtype, "in"), ("O", (p.M, p.D), p.out_dtype, "out")]
     if f == "TileChain":
         r = (ceildiv(p.N, p.bn), p.M) if p.dim % 2 == 1 else (ceildiv(p.M, p.bm), p.N)
         return [("A", (p.M, p.N), p.dtype, "in"), ("Y", (p.M, p.N), p.out_dtype, "out"), ("R", r, p.work, "out")]
@@ -510,6 +535,13 @@ def validate(p):
         _require(all(m % 16 == 0 for m in p.dyn_M), "dynamic M multiple of 16")
         _require(p.reduce in ("",) + REDUCE_KINDS, "reduce")
         _require(p.policy in ("Square", "FullRow", "FullCol"), "policy")
+    elif f == "GemmChain":
+        _require(p.M >= 1 and p.N >= 1 and p.D in (32, 64, 128), "sizes")
+        _require(p.bm in (32, 64, 128) and p.bn in (32, 64, 128) and p.threads in (128, 256), "blocks")
+        _require(p.in_dtype in ("float16", "bfloat16") and p.out_dtype in ("float32", p.in_dtype), "dtypes")
+        _require(p.scale in (1.0, 0.5, 0.25, 0.125, 0.0625), "a power-of-two scale (exact)")
+        _require(0 <= p.num_stages <= 3 and p.loop in ("pipelined", "serial"), "loop")
+        _require(p.p_scope in ("fragment", "shared") and p.policy in ("Square", "FullRow"), "P scope / policy")
     elif f == "TileChain":
         _require(p.M >= 1 and p.N >= 1 and _pow2(p.bm, 1, 256) and _pow2(p.bn, 1, 256), "sizes")
         _require(p.dtype in DTYPES and p.work in DTYPES and p.out_dtype in DTYPES, "dtypes")
