@@ -130,6 +130,12 @@ def _grid2(p, L, bm, bn):
     L.indent()
 
 
+def _k_loop(p, L, extent, step):
+    """The loop over K tiles: `T.Pipelined` with the description's stages, or `T.serial`."""
+    n = f"T.ceildiv({extent}, {step})"
+    L(f"for k in T.Pipelined({n}, num_stages={p.num_stages}):" if p.loop == "pipelined" else f"for k in T.serial({n}):")
+
+
 def body_elementwise(p, L):
     _grid2(p, L, p.bm, p.bn)
     M, gi, gj = _M(p), f"by * {p.bm} + i", f"bx * {p.bn} + j"
@@ -198,10 +204,7 @@ def body_gemm(p, L):
     if p.a_frag:
         L(f"A_f = {_alloc('fragment', a_sh, p.in_dtype)}")
     L("T.clear(C_f)")
-    if p.loop == "pipelined":
-        L(f"for k in T.Pipelined(T.ceildiv({p.K}, {p.bk}), num_stages={p.num_stages}):")
-    else:
-        L(f"for k in T.serial(T.ceildiv({p.K}, {p.bk})):")
+    _k_loop(p, L, p.K, p.bk)
     L.indent()
     L(f"T.copy(A[k * {p.bk}, by * {p.bm}], A_s)" if p.trans_A else f"T.copy(A[by * {p.bm}, k * {p.bk}], A_s)")
     L(f"T.copy(B[bx * {p.bn}, k * {p.bk}], B_s)" if p.trans_B else f"T.copy(B[k * {p.bk}, bx * {p.bn}], B_s)")
@@ -364,10 +367,7 @@ def body_loop_reduce(p, L):
     L(f"acc = {_alloc('fragment', (p.bm, p.bk), p.acc_dtype)}")
     L(f"r = {_alloc('fragment', (p.bm,), p.acc_dtype)}")
     L("T.clear(acc)")
-    if p.loop == "pipelined":
-        L(f"for k in T.Pipelined(T.ceildiv({p.N}, {p.bk}), num_stages={p.num_stages}):")
-    else:
-        L(f"for k in T.serial(T.ceildiv({p.N}, {p.bk})):")
+    _k_loop(p, L, p.N, p.bk)
     L.indent()
     L(f"T.copy(A[bx * {p.bm}, k * {p.bk}], S)")
     L(f"for i, j in T.Parallel({p.bm}, {p.bk}):")
@@ -391,10 +391,7 @@ def body_gemm_chain(p, L):
     L(f"O_f = {_alloc('fragment', (p.bm, p.D), 'float32')}")
     L(f"T.copy(Q[bx * {p.bm}, 0], Q_s)")
     L("T.clear(O_f)")
-    if p.loop == "pipelined":
-        L(f"for k in T.Pipelined(T.ceildiv({p.N}, {p.bn}), num_stages={p.num_stages}):")
-    else:
-        L(f"for k in T.serial(T.ceildiv({p.N}, {p.bn})):")
+    _k_loop(p, L, p.N, p.bn)
     L.indent()
     L(f"T.copy(K[k * {p.bn}, 0], K_s)")
     L("T.clear(S_f)")
