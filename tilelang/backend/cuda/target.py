@@ -43,6 +43,16 @@ def sm_limits(arch) -> tuple:
     return 1024, 16, 64 * 1024
 
 
+def full_occupancy_blocks(nthreads, smem_bytes, arch) -> int:
+    """The blocks of `nthreads` threads and `smem_bytes` of dynamic shared memory that one
+    SM of `arch` can hold at once (registers aside)."""
+    threads, blocks, smem = sm_limits(arch)
+    n = min(threads // max(nthreads, 1), blocks)
+    if smem_bytes:
+        n = min(n, smem // (smem_bytes + RESERVED_SMEM))
+    return n
+
+
 def typical_sm_count(arch) -> int:
     """The SMs of the usual part of `arch` (H100 SXM / H200: 132; A100: 108): planning
     heuristics that depend on the grid's waves use it (the cubin must not depend on the

@@ -296,12 +296,9 @@ def _plan_kernel(launch, arch, options, mma_only):
         for info in plan.pipelines.values():
             for b in info.bufs:
                 plan.placements[id(b)].stages = info.stages
-        offset = _assign_offsets(smem, plan, live)
         red = _reduce_scratch_bytes(launch, plan)
-        if red:
-            offset = (offset + SMEM_ALIGN - 1) // SMEM_ALIGN * SMEM_ALIGN
-            plan.red_offset, plan.red_phase_bytes = offset, red
-            offset += 2 * red
+        plan.red_offset, offset = _with_scratch(_assign_offsets(smem, plan, live), red)
+        plan.red_phase_bytes = red
         deepest = max((i.stages for i in plan.pipelines.values()), default=1)
         if offset <= limit:
             break
@@ -318,9 +315,7 @@ def _plan_kernel(launch, arch, options, mma_only):
                 p = plan.placements[id(buf)]
                 p.strides, n = _row_major(_const_shape(buf))
                 p.stage_bytes = n * buf.dtype.itemsize
-            trial = _assign_offsets(smem, plan, live)
-            if red:
-                trial = (trial + SMEM_ALIGN - 1) // SMEM_ALIGN * SMEM_ALIGN + 2 * red
+            trial = _with_scratch(_assign_offsets(smem, plan, live), red)[1]
             if trial <= limit or deepest <= 1:
                 padded.difference_update(id(b) for b in unpad)
                 plan.notes.append(f"shared buffers {', '.join(b.name for b in unpad)} left unpadded "
@@ -443,6 +438,15 @@ def _live_ranges(launch, smem, depends):
     return {id(b): (first.get(id(b), -1), last.get(id(b), -1)) for b in smem}
 
 
+def _with_scratch(end, red):
+    """(where the reductions' scratch starts, the bytes in all) for buffers ending at `end`
+    and `red` bytes a phase of reduction scratch (two phases, aligned; none: `end`)."""
+    if not red:
+        return 0, end
+    start = (end + SMEM_ALIGN - 1) // SMEM_ALIGN * SMEM_ALIGN
+    return start, start + 2 * red
+
+
 def _share_for_occupancy(launch, smem, plan, arch, offset, red, mbar_bytes):
     """The bytes of the shared buffers after sharing storage between buffers whose lifetimes
     do not overlap (as when they do not fit otherwise), where that lets more blocks share an
@@ -452,37 +456,29 @@ def _share_for_occupancy(launch, smem, plan, arch, offset, red, mbar_bytes):
     the published FlashAttention example's regression case, 64 blocks, 0.0153 -> 0.0166 ms on
     the H200; its 1024-block case 0.365 -> 0.280 ms). Otherwise `offset`, each buffer keeping
     its own storage."""
-    from tilelang.backend.cuda.target import sm_limits, RESERVED_SMEM, typical_sm_count
-    sm_threads, sm_blocks, sm_smem = sm_limits(arch)
-    nthreads = plan.nthreads
+    from tilelang.backend.cuda.target import full_occupancy_blocks, typical_sm_count
     grid = 1
     for e in launch.grid:
         c = E.const_int_value(e)
         grid = grid * c if c is not None and grid is not None else None
     if grid is not None and grid < typical_sm_count(arch):
         return offset
+    warps = (plan.nthreads + 31) // 32
+    by_regs = 65536 // (warps * 32 * 256)   # at 255 registers a thread (allocated 256 a thread)
 
     def blocks(nbytes):
-        nbytes += mbar_bytes + RESERVED_SMEM
-        by_regs = 65536 // (((nthreads + 31) // 32) * 32 * 256)
-        return min(sm_smem // nbytes, sm_threads // max(nthreads, 1), sm_blocks, by_regs)
-    if blocks(offset) >= 2 or blocks(0) < 2:
+        return min(full_occupancy_blocks(plan.nthreads, nbytes + mbar_bytes, arch), by_regs)
+    if blocks(offset) >= 2 or by_regs < 2:
         return offset
-    live = _live_ranges(launch, smem, plan.depends)
     saved = {id(b): plan.placements[id(b)].offset for b in smem}
-    trial = _assign_offsets(smem, plan, live)
-    if red:
-        trial = (trial + SMEM_ALIGN - 1) // SMEM_ALIGN * SMEM_ALIGN
-        plan.red_offset = trial
-        trial += 2 * red
+    red_offset, trial = _with_scratch(_assign_offsets(smem, plan, _live_ranges(launch, smem, plan.depends)), red)
     if blocks(trial) > blocks(offset):
+        plan.red_offset = red_offset
         plan.smem_shared_for_occupancy = (f"{trial} bytes instead of {offset}, {blocks(trial)} blocks an SM "
                                           f"instead of {blocks(offset)}")
         return trial
     for b in smem:
         plan.placements[id(b)].offset = saved[id(b)]
-    if red:
-        plan.red_offset = (offset - 2 * red)
     return offset
 
 

@@ -20,7 +20,7 @@ import copy
 import re
 
 from tilelang.transform.pass_manager import function_pass
-from tilelang.backend.cuda.target import RESERVED_SMEM, sm_limits
+from tilelang.backend.cuda.target import RESERVED_SMEM, full_occupancy_blocks, sm_limits  # noqa: F401 - re-exported
 
 MIN_BLOCKS = "min_blocks_per_sm"          # launch annotation, printed by the IR printer
 AUTO = "streaming_occupancy"              # launch annotation: this pass set MIN_BLOCKS (the build may drop it)
@@ -38,16 +38,6 @@ def streaming_why_not(plan, pipelined=False) -> str:
     if plan.user_cp_async:
         return "it issues its own cp.async groups"
     return ""
-
-
-def full_occupancy_blocks(nthreads, smem_bytes, arch) -> int:
-    """The blocks of `nthreads` threads and `smem_bytes` of dynamic shared memory that one
-    SM of `arch` can hold at once."""
-    threads, blocks, smem = sm_limits(arch)
-    n = min(threads // max(nthreads, 1), blocks)
-    if smem_bytes:
-        n = min(n, smem // (smem_bytes + RESERVED_SMEM))
-    return n
 
 
 def decide(launch, plan, arch, pipelined=False) -> int:
