@@ -156,7 +156,7 @@ def _nonneg(atom):
     return isinstance(atom, E.Var) and atom.dtype.is_int and getattr(atom, "nonneg", True)
 
 
-def _key(e):
+def structural_key(e):
     """A structural key: variables and buffers by identity, never by their names (two
     `T.alloc_var` scalars of one scheduler print alike but are different atoms)."""
     if isinstance(e, E.Var):
@@ -164,17 +164,17 @@ def _key(e):
     if isinstance(e, (E.IntImm, E.FloatImm, E.StringImm)):
         return (type(e).__name__, e.value, str(e.dtype))
     if isinstance(e, E.BinOp):
-        return ("op", e.op, _key(e.a), _key(e.b), str(e.dtype))
+        return ("op", e.op, structural_key(e.a), structural_key(e.b), str(e.dtype))
     if isinstance(e, E.Not):
-        return ("not", _key(e.a))
+        return ("not", structural_key(e.a))
     if isinstance(e, E.Cast):
-        return ("cast", str(e.dtype), _key(e.value))
+        return ("cast", str(e.dtype), structural_key(e.value))
     if isinstance(e, E.Select):
-        return ("select", _key(e.cond), _key(e.t), _key(e.f))
+        return ("select", structural_key(e.cond), structural_key(e.t), structural_key(e.f))
     if isinstance(e, E.BufferLoad):
-        return ("load", id(e.buffer), tuple(_key(i) for i in e.indices))
+        return ("load", id(e.buffer), tuple(structural_key(i) for i in e.indices))
     if isinstance(e, E.Call):
-        return ("call", e.name, str(e.dtype), tuple(_key(a) for a in e.args))
+        return ("call", e.name, str(e.dtype), tuple(structural_key(a) for a in e.args))
     if isinstance(e, (str, int, float, bool)) or e is None:
         return ("py", e)
     return ("obj", id(e))   # a buffer or another object passed to a call
@@ -211,7 +211,7 @@ def linear_form(e):
                     return None
                 return {k: (a, c * ca) for k, (a, c) in lb[0].items() if c * ca != 0}, lb[1] * ca
     if e.dtype.is_int:
-        return {_key(e): (e, 1)}, 0
+        return {structural_key(e): (e, 1)}, 0
     return None
 
 

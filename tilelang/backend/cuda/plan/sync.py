@@ -17,7 +17,9 @@ depends on the nest only), so where every access of the nest to a buffer indexes
 nest's own loop variables, one per dimension (`acc[i, j] += x[i, k * 4 + j]` in a serial
 loop over k, the shared-memory fragment of a row statistic), an iteration reads only what
 the same thread wrote in the previous one: that buffer needs no barrier between two runs
-of the nest (`_private_to_threads`)."""
+of the nest (`_private_to_threads`). Per-thread code whose index into a shared buffer names
+the thread (analysis/thread_owned.py: `S[(i * 2048 + tx * 8 + v) // 128, ...]`) touches
+elements no other thread does: it needs no barrier against its own other iterations."""
 from __future__ import annotations
 
 from tilelang.ir import expr as E
@@ -25,6 +27,7 @@ from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.backend.cuda.analysis.block_level import body_block
 from tilelang.backend.cuda.analysis.facts import accesses
+from tilelang.backend.cuda.analysis.thread_owned import owned_buffers
 from tilelang.backend.cuda.ops.reduce import orders_block
 from tilelang.ir.mbarrier import every_thread_call
 from tilelang.transform.pass_manager import function_pass
@@ -35,8 +38,14 @@ UNTRACKED_KINDS = REGISTER_KINDS + ("mbar",)
 
 
 class SyncPlanner:
-    def __init__(self, plan):
+    def __init__(self, plan, launch=None):
         self.plan = plan
+        # the thread indices' extents, the block indices and the loops being visited: what
+        # tells whether per-thread code's index names its thread (analysis/thread_owned.py)
+        self.thread_extents = {id(v): int(n) for v, n in zip(launch.thread_vars, launch.threads)} \
+            if launch is not None else {}
+        self.uniform = {id(v) for v in launch.block_vars} if launch is not None else set()
+        self.loop_ranges = {}
         self.before = set()   # id(stmt) that needs a barrier before it
         self.reasons = {}     # id(stmt) -> the buffers the barrier orders (printed with it)
         self.buffer_names = {}   # root id -> buffer name
@@ -116,6 +125,20 @@ class SyncPlanner:
         return self.before
 
     def visit(self, st, pending):
+        if isinstance(st, S.For):
+            lo, ext = E.const_int_value(st.min), E.const_int_value(st.extent)
+            saved = self.loop_ranges.get(id(st.var))
+            if lo is not None and ext is not None and st.step is None:
+                self.loop_ranges[id(st.var)] = (lo, ext)
+            try:
+                return self._visit(st, pending)
+            finally:
+                self.loop_ranges.pop(id(st.var), None)
+                if saved is not None:
+                    self.loop_ranges[id(st.var)] = saved
+        return self._visit(st, pending)
+
+    def _visit(self, st, pending):
         plan = self.plan
         if st is None:
             return pending
@@ -197,7 +220,25 @@ class SyncPlanner:
             return self.visit(st.body, pending)
         if self.single_thread(st):
             return self.unit(st, self.unit_accesses(st, "t0"), pending)
-        return self.unit(st, self.unit_accesses(st, "tid" if self.thread_dependent(st) else "all"), pending)
+        if self.thread_dependent(st):
+            return self.unit(st, self.per_thread_accesses(st), pending)
+        return self.unit(st, self.unit_accesses(st, "all"), pending)
+
+    def per_thread_accesses(self, st):
+        """The accesses of per-thread statement `st`: by "tid", but a shared buffer it reaches
+        only through an index naming the thread by (the statement, the buffer), which
+        conflicts with no other run of the statement (analysis/thread_owned.py)."""
+        acc = self.unit_accesses(st, "tid")
+        reads, writes = accesses(st)
+        candidates = {}
+        for b in reads + writes:
+            p = self.plan.placements.get(id(b))
+            if p is not None and p.kind == "smem" and p.stages == 1 and getattr(b, "alias_of", None) is None:
+                candidates[id(b)] = b
+        if not candidates or not self.thread_extents:
+            return acc
+        owned = owned_buffers(st, candidates, self.thread_extents, self.loop_ranges, self.uniform)
+        return {(b, m, ("owned", id(st), b) if b in owned else ex) for b, m, ex in acc}
 
     def _carries_nothing_unordered(self, info, last):
         """Whether a second pass over the pipelined body, after `last` (the accesses since
@@ -366,7 +407,7 @@ def insert_barriers(func, ctx=None):
     for launch in stmts:
         plan = kernel_plan(launch) if isinstance(launch, S.KernelLaunch) else None
         if plan is not None:
-            planner = SyncPlanner(plan)
+            planner = SyncPlanner(plan, launch)
             planner.run(launch.body)
             made = _insert(launch.body, planner)
             # the markers of a num_stages=1 pipeline are in its plan only: their barriers too
