@@ -1,15 +1,26 @@
 """Which shared addresses name their thread (analysis/thread_owned.py): the affine form of an
 index with its `x // c`, `x % c` pairs folded back, and the mixed-radix rule."""
 from tilelang.ir import expr as E
-from tilelang.backend.cuda.analysis.thread_owned import affine_vars, determines_thread
+from tilelang.backend.cuda.analysis.thread_owned import address_terms, determines_thread
 
 tx, i, v, k = (E.Var(n, "int32") for n in ("tx", "i", "v", "k"))
-THREADS = {id(tx): 256}
+THREADS = {id(tx): (0, 256)}
+
+
+def affine_vars(e):
+    """address_terms when every atom is a variable, else None."""
+    at = address_terms(e)
+    return at if at is not None and all(isinstance(a, E.Var) for a, _ in at[0].values()) else None
 
 
 def coefs(aff):
     terms, const = aff
     return {var.name: c for var, c in terms.values()}, const
+
+
+def owns(e, threads=THREADS, ranges=None, uniform=()):
+    ranges = {**(ranges or {}), **threads}
+    return determines_thread(address_terms(e)[0], set(threads), ranges, set(uniform))
 
 
 def test_a_row_and_column_split_of_one_offset_folds_back():
@@ -18,16 +29,17 @@ def test_a_row_and_column_split_of_one_offset_folds_back():
     assert coefs(affine_vars((e // 128) * 256 + (e % 128) * 2 + 3)) == ({"i": 4096, "tx": 16, "v": 2}, 3)
 
 
-def test_a_division_without_its_remainder_is_not_affine():
+def test_a_division_without_its_remainder_stays_a_digit_of_its_own():
     e = tx * 8 + v
     assert affine_vars(e // 128) is None
     assert affine_vars((e // 128) * 128 + (e % 64)) is None
     assert affine_vars((e // 128) * 64 + e % 128) is None   # the row's stride is not the divisor
+    assert sorted(a.op for a, _ in address_terms((e // 128) * 64 + e % 128)[0].values()) == ["%", "//"]
 
 
 def test_the_offset_names_the_thread_when_each_digit_outweighs_those_below():
     ranges = {id(i): (0, 8), id(v): (0, 8)}
-    own = lambda e: determines_thread(affine_vars(e), THREADS, ranges, set())  # noqa: E731
+    own = lambda e: owns(e, ranges=ranges)  # noqa: E731
     assert own(i * 2048 + tx * 8 + v)
     assert own(tx * 8 + v)                 # rounds of i need not be told apart: i is absent
     assert own(tx + i * 256)
@@ -40,13 +52,27 @@ def test_the_offset_names_the_thread_when_each_digit_outweighs_those_below():
 def test_block_indices_are_the_same_for_every_thread():
     by = E.Var("by", "int32")
     ranges = {id(v): (0, 8)}
-    assert determines_thread(affine_vars(by * 4096 + tx * 8 + v), THREADS, ranges, {id(by)})
-    assert not determines_thread(affine_vars(by * 4096 + tx * 8 + v), THREADS, ranges, set())
+    assert owns(by * 4096 + tx * 8 + v, ranges=ranges, uniform={id(by)})
+    assert not owns(by * 4096 + tx * 8 + v, ranges=ranges)
 
 
 def test_every_thread_dimension_must_be_told_apart():
     ty = E.Var("ty", "int32")
-    threads = {id(tx): 32, id(ty): 4}
+    threads = {id(tx): (0, 32), id(ty): (0, 4)}
     ranges = {id(v): (0, 4)}
-    assert determines_thread(affine_vars(ty * 128 + tx * 4 + v), threads, ranges, set())
-    assert not determines_thread(affine_vars(tx * 4 + v), threads, ranges, set())
+    assert owns(ty * 128 + tx * 4 + v, threads, ranges)
+    assert not owns(tx * 4 + v, threads, ranges)
+
+
+def test_row_and_column_of_the_thread_index_give_it_back():
+    # the MLA decode producer's cp.async destination: KV[s, r * 16 + t // 8, u * 64 + t % 8 * 8]
+    # (8 lanes), t = tx - 256 on the warpgroup of threads 256..383
+    s, r, u, lane = (E.Var(n, "int32") for n in ("s", "r", "u", "lane"))
+    t = tx - 256
+    ranges = {id(s): (0, 2), id(r): (0, 4), id(u): (0, 8), id(lane): (0, 8)}
+    producer = {id(tx): (256, 128)}
+    kv = s * 32768 + (r * 16 + t // 8) * 512 + u * 64 + t % 8 * 8 + lane
+    assert owns(kv, producer, ranges)
+    assert not owns(kv, {id(tx): (0, 384)}, ranges)                         # t // 8 spans 48 rows
+    assert not owns(s * 32768 + (r * 16 + t // 8) * 512 + u * 64 + lane, producer, ranges)  # t % 8 lost
+    assert not owns(s * 32768 + (r * 16 + t // 8) * 512 + u * 64 + t % 8 * 4 + lane, producer, ranges)

@@ -5,113 +5,140 @@ buffer through an index whose address determines the thread needs no barrier aga
 itself: `B_shared[(i * 2048 + tx * 8 + v) // 128, (i * 2048 + tx * 8 + v) % 128] = ...` in a
 serial loop over i writes, for every i and vector lane v, elements no other thread writes,
 so one iteration's writes never race the next's (the published dequantize-GEMM examples
-stage their dequantized tile this way, eight rounds a K tile).
+stage their dequantized tile this way, eight rounds a K tile; the warp-specialized MLA
+decode example's producer issues `T.ptx_cp_async` to `KV[s, r * 16 + t // 8, u * 64 + t % 8 * 8]`,
+36 copies a tile).
 
-The address is the buffer's row-major offset, an affine sum of the thread indices, loop
-variables with constant ranges and block indices (the same for every thread of a block);
-`(x // c) * c + x % c` pairs, which a flat index split into rows and columns makes, fold
-back into x. The thread is determined when, with the terms ordered by the size of their
-coefficient, each term from the lowest thread index up outweighs everything below it
-(a mixed-radix number: its digits from the top down are unique)."""
+The address is the buffer's row-major offset (plus the lanes a cp.async writes), a sum of
+digits times constants: loop variables with constant ranges, the thread indices, and
+`x // c`, `x % c` of an affine x (`(x // c) * c + x % c` pairs fold back into x); block
+indices are the same for every thread of a block and drop out. Ordered by the size of
+their coefficient, digits from the lowest one that depends on the thread up must each
+outweigh everything below them (a mixed-radix number: those digits are unique), and they
+must give back every thread index: the index itself, or both `x // c` and `x % c` of an x
+that is the index times a constant plus a constant."""
 from __future__ import annotations
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
+from tilelang.ir.async_copy import is_cp_async
 from tilelang.ir.simplify import linear_form, structural_key
 from tilelang.ir.visitor import walk
 
 
-def affine_vars(e):
-    """`e` as ({id(var): (var, coef)}, const) over variables alone, with `(x // c) * c + x % c`
-    folded into x; None when it is not such a sum."""
+def address_terms(e):
+    """`e` as ({key: (atom, coef)}, const), its atoms variables or `x // c`, `x % c` of a
+    positive constant c, with `(x // c) * c + x % c` folded into x; None when it is not such
+    a sum."""
     lin = linear_form(e)
     if lin is None:
         return None
     terms, const = lin
-    out = {}
-    divs, mods = [], []
-    for atom, coef in terms.values():
+    out, divs, mods = {}, [], []
+    for key, (atom, coef) in terms.items():
         if isinstance(atom, E.Var):
-            _add(out, {id(atom): (atom, coef)})
+            _add(out, {key: (atom, coef)})
         elif isinstance(atom, E.BinOp) and atom.op in ("//", "%") and (E.const_int_value(atom.b) or 0) > 0:
-            (divs if atom.op == "//" else mods).append((atom, coef))
+            (divs if atom.op == "//" else mods).append((key, atom, coef))
         else:
             return None
-    for mod, coef in mods:
+    for key, mod, coef in mods:
         c = E.const_int_value(mod.b)
-        inner = affine_vars(mod.a)
-        if inner is None:
-            return None
-        pair = next((d for d in divs if E.const_int_value(d[0].b) == c and d[1] == coef * c
-                     and _signature(affine_vars(d[0].a)) == _signature(inner)), None)
-        if pair is None:
-            return None
+        pair = next((d for d in divs if E.const_int_value(d[1].b) == c and d[2] == coef * c
+                     and structural_key(d[1].a) == structural_key(mod.a)), None)
+        inner = address_terms(mod.a) if pair is not None else None
+        if inner is None:   # a digit of its own
+            _add(out, {key: (mod, coef)})
+            continue
         divs.remove(pair)
-        _add(out, {k: (v, cf * coef) for k, (v, cf) in inner[0].items()})
+        _add(out, {k: (a, cf * coef) for k, (a, cf) in inner[0].items()})
         const += inner[1] * coef
-    if divs:
-        return None
+    for key, div, coef in divs:
+        _add(out, {key: (div, coef)})
     return {k: t for k, t in out.items() if t[1] != 0}, const
 
 
 def _add(out, terms):
-    for k, (v, c) in terms.items():
-        out[k] = (v, out[k][1] + c) if k in out else (v, c)
+    for k, (a, c) in terms.items():
+        out[k] = (a, out[k][1] + c) if k in out else (a, c)
 
 
-def _signature(aff):
-    if aff is None:
+def _span(x, ranges):
+    """(min, max) of the affine `x` over the variables' ranges, or None."""
+    lin = linear_form(x)
+    if lin is None:
         return None
-    return frozenset((k, c) for k, (_, c) in aff[0].items()), aff[1]
-
-
-def flat_offset(buffer, indices):
-    """The row-major element offset of `buffer[indices]` as affine_vars, or None (a shape
-    that is not constant, an index that is not affine)."""
-    shape = [E.const_int_value(s) for s in buffer.shape]
-    if None in shape or len(shape) != len(indices):
-        return None
-    flat, stride = E.IntImm(0, "int32"), 1
-    for idx, ext in reversed(list(zip(indices, shape))):
-        if not idx.dtype.is_int:
+    lo = hi = lin[1]
+    for atom, c in lin[0].values():
+        if not isinstance(atom, E.Var) or id(atom) not in ranges:
             return None
-        flat = E.BinOp("+", flat, E.BinOp("*", idx, E.IntImm(stride, idx.dtype), idx.dtype), idx.dtype) \
-            if stride != 1 else E.BinOp("+", flat, idx, idx.dtype)
-        stride *= ext
-    return affine_vars(flat)
+        a, n = ranges[id(atom)]
+        lo, hi = lo + min(c * a, c * (a + n - 1)), hi + max(c * a, c * (a + n - 1))
+    return lo, hi
 
 
-def determines_thread(aff, thread_extents, ranges, uniform):
-    """Whether the affine address `aff` (affine_vars) tells which thread made it.
-    `thread_extents`: {id(thread var): extent}; `ranges`: {id(loop var): (min, extent)} of the
-    loops around and inside the access; `uniform`: ids of variables the same for every thread
-    and fixed for the kernel's run (block indices)."""
-    terms, _ = aff
-    digits = []   # (|coef|, extent, is a thread index)
-    for k, (_, c) in terms.items():
-        if k in thread_extents:
-            digits.append((abs(c), thread_extents[k], True))
-        elif k in ranges:
-            digits.append((abs(c), ranges[k][1], False))
-        elif k not in uniform:
-            return False   # a value that may change between accesses or threads
-    if any(ext > 1 and k not in terms for k, ext in thread_extents.items()):
-        return False   # threads that differ only there share the address
-    digits = sorted(d for d in digits if d[1] > 1)
-    below, seen_thread = 0, False
-    for coef, ext, is_thread in digits:
-        seen_thread = seen_thread or is_thread
-        if seen_thread and coef <= below:
+def _only_thread(x, thread_ids):
+    """The thread variable x is made of (times a constant, plus a constant), or None."""
+    lin = linear_form(x)
+    if lin is None or len(lin[0]) != 1:
+        return None
+    (atom, _), = lin[0].values()
+    return id(atom) if isinstance(atom, E.Var) and id(atom) in thread_ids else None
+
+
+def determines_thread(terms, thread_ids, ranges, uniform):
+    """Whether an address with these `terms` (address_terms) tells which thread made it.
+    `thread_ids`: ids of the thread indices, whose (min, extent) are in `ranges` with the
+    loops' around and inside the access; `uniform`: ids of variables the same for every
+    thread and fixed for the kernel's run (block indices)."""
+    digits = []   # (|coef|, extent, the thread index it gives back, or a div/mod half of one)
+    for atom, c in terms.values():
+        if isinstance(atom, E.Var):
+            if id(atom) in uniform:
+                continue
+            if id(atom) not in ranges:
+                return False   # a value that may change between accesses or threads
+            tag = ("thread", id(atom)) if id(atom) in thread_ids else None
+            digits.append((abs(c), ranges[id(atom)][1], tag))
+            continue
+        span = _span(atom.a, ranges)
+        if span is None:
             return False
+        d = E.const_int_value(atom.b)
+        ext = span[1] // d - span[0] // d + 1 if atom.op == "//" else d
+        t = _only_thread(atom.a, thread_ids)
+        tag = (atom.op, t, structural_key(atom.a), d) if t is not None else None
+        if tag is None and any(id(v) in thread_ids for v in _vars(atom.a)):
+            tag = ("mixed",)   # depends on the thread, gives back no index
+        digits.append((abs(c), ext, tag))
+    digits = sorted((d for d in digits if d[1] > 1), key=lambda d: (d[0], d[1]))
+    below, recovered, started = 0, set(), False
+    for coef, ext, tag in digits:
+        started = started or tag is not None
+        if started:
+            if coef <= below:
+                return False
+            if tag is not None:
+                recovered.add(tag)
         below += coef * (ext - 1)
-    return seen_thread
+    given_back = {t[1] for t in recovered if t[0] == "thread"}
+    given_back |= {t[1] for t in recovered if t[0] == "//" and ("%",) + t[1:] in recovered}
+    return all(t in given_back for t in thread_ids if ranges[t][1] > 1)
 
 
-def owned_buffers(st, candidates, thread_extents, ranges, uniform):
+def _vars(e):
+    found = []
+    walk(e, lambda n: found.append(n) if isinstance(n, E.Var) else None)
+    return found
+
+
+def owned_buffers(st, candidates, thread_ids, ranges, uniform):
     """Ids of the buffers among `candidates` (id -> buffer) that statement `st` reaches only
-    through one index tuple, not by address, whose offset determines the thread."""
+    through one index tuple (by element, or as the destination of a cp.async), whose
+    elements' offsets determine the thread. `ranges`: {id(var): (min, extent)} of the thread
+    indices and of the loops around `st`."""
     inner = dict(ranges)
-    index_of, bad = {}, set()
+    index_of, lanes, bad, copied = {}, {}, set(), set()
 
     def f(n):
         if isinstance(n, S.For):
@@ -121,10 +148,17 @@ def owned_buffers(st, candidates, thread_extents, ranges, uniform):
             else:
                 inner[id(n.var)] = (lo, ext)
         elif isinstance(n, S.LetStmt):
-            bad.add("loop")   # a bound value: not an affine variable with a range
+            bad.add("loop")   # a bound value: not a variable with a range
+        if is_cp_async(n):
+            dst = E.addressed_load(n.args[0])
+            nbytes = E.const_int_value(n.args[2])
+            if dst is not None and nbytes is not None and id(dst.buffer) in candidates:
+                copied.add(id(n.args[0]))
+                n_el = max(1, nbytes * 8 // dst.buffer.dtype.bits)
+                lanes[id(dst.buffer)] = max(lanes.get(id(dst.buffer), 1), n_el)
         ld = E.addressed_load(n) if isinstance(n, E.Call) else None
-        if ld is not None:
-            bad.add(id(ld.buffer))   # its address escapes
+        if ld is not None and id(n) not in copied:
+            bad.add(id(ld.buffer))   # its address escapes to code we do not read
         if isinstance(n, (E.BufferLoad, S.BufferStore)) and id(n.buffer) in candidates:
             key = tuple(structural_key(i) for i in n.indices)
             if index_of.setdefault(id(n.buffer), (key, n.indices))[0] != key:
@@ -136,7 +170,30 @@ def owned_buffers(st, candidates, thread_extents, ranges, uniform):
     for b, (_, indices) in index_of.items():
         if b in bad:
             continue
-        aff = flat_offset(candidates[b], indices)
-        if aff is not None and determines_thread(aff, thread_extents, inner, uniform):
+        terms, n = flat_terms(candidates[b], indices), lanes.get(b, 1)
+        if terms is None:
+            continue
+        if n > 1:
+            terms = {**terms, ("lane",): (LANE, 1)}
+        if determines_thread(terms, thread_ids, {**inner, id(LANE): (0, n)}, uniform):
             out.add(b)
     return out
+
+
+# the elements a cp.async writes after the one its destination names: one more digit
+LANE = E.Var("cp_async_lane", "int32")
+
+
+def flat_terms(buffer, indices):
+    """address_terms of the row-major offset of `buffer[indices]` (without the constant), or
+    None (a shape that is not constant, an index that is not such a sum)."""
+    shape = [E.const_int_value(s) for s in buffer.shape]
+    if None in shape or len(shape) != len(indices) or not all(i.dtype.is_int for i in indices):
+        return None
+    flat, stride = None, 1
+    for idx, ext in reversed(list(zip(indices, shape))):
+        term = idx if stride == 1 else E.BinOp("*", idx, E.IntImm(stride, idx.dtype), idx.dtype)
+        flat = term if flat is None else E.BinOp("+", flat, term, idx.dtype)
+        stride *= ext
+    terms = address_terms(flat)
+    return None if terms is None else terms[0]

@@ -42,7 +42,7 @@ class SyncPlanner:
         self.plan = plan
         # the thread indices' extents, the block indices and the loops being visited: what
         # tells whether per-thread code's index names its thread (analysis/thread_owned.py)
-        self.thread_extents = {id(v): int(n) for v, n in zip(launch.thread_vars, launch.threads)} \
+        self.thread_ranges = {id(v): (0, int(n)) for v, n in zip(launch.thread_vars, launch.threads)} \
             if launch is not None else {}
         self.uniform = {id(v) for v in launch.block_vars} if launch is not None else set()
         self.loop_ranges = {}
@@ -235,9 +235,13 @@ class SyncPlanner:
             p = self.plan.placements.get(id(b))
             if p is not None and p.kind == "smem" and p.stages == 1 and getattr(b, "alias_of", None) is None:
                 candidates[id(b)] = b
-        if not candidates or not self.thread_extents:
+        if not candidates or not self.thread_ranges:
             return acc
-        owned = owned_buffers(st, candidates, self.thread_extents, self.loop_ranges, self.uniform)
+        threads = dict(self.thread_ranges)
+        if self.plan.regions is not None and len(threads) == 1:   # a warp-specialized branch's threads
+            r = self.plan.regions.range_of(st)
+            threads = {k: (r.lo, r.size) for k in threads}
+        owned = owned_buffers(st, candidates, set(threads), {**self.loop_ranges, **threads}, self.uniform)
         return {(b, m, ("owned", id(st), b) if b in owned else ex) for b, m, ex in acc}
 
     def _carries_nothing_unordered(self, info, last):
