@@ -123,11 +123,12 @@ def test_loops_it_cannot_split_keep_the_ring_and_say_why(kind, why):
     assert _decision(after) == [f"none ({why})"]
 
 
-def grouped_gemm(M=1024, N=1024, K=1024, groups=8):
+def grouped_gemm(M=1024, N=1024, K=1024, groups=8, offset="read"):
     """A copy indexed by a scalar the kernel reads from a tensor before the loop (a grouped
-    GEMM's row offset, T.alloc_var): the TMA ring may issue it ahead (the scalar is
-    block-uniform and the loop never writes it), but a producer warpgroup printed at the top of
-    the kernel would not have it."""
+    GEMM's row offset, T.alloc_var; a paged KV cache's loop count is the same): the producer
+    warpgroup, printed at the top of the kernel, computes it itself. `offset`: "read" (once,
+    from Off), "twice" (then adjusted: stored twice), "written" (Off is written after the loop:
+    the producer could read another value)."""
     @T.prim_func
     def main(A: T.Tensor((M * 2, K), "float16"), B: T.Tensor((K, N), "float16"),
              Off: T.Tensor((groups,), "int32"), C: T.Tensor((M, N), "float32")):
@@ -137,20 +138,49 @@ def grouped_gemm(M=1024, N=1024, K=1024, groups=8):
             c = T.alloc_fragment((128, 128), "float32")
             off = T.alloc_var("int32")
             off = Off[by % groups]
+            if offset == "twice":
+                off += Off[0]
             T.clear(c)
             for k in T.Pipelined(K // 64, num_stages=3):
                 T.copy(A[off + by * 128, k * 64], a)
                 T.copy(B[k * 64, bx * 128], b)
                 T.gemm(a, b, c)
             T.copy(c, C[by * 128, bx * 128])
+            if offset == "written":
+                Off[by % groups] = 0
     return main
 
 
-def test_copies_indexed_by_a_scalar_of_the_kernel_keep_the_single_role_ring():
+def test_the_producer_computes_a_scalar_the_copies_read_itself():
     _, after = _before_after(grouped_gemm())
+    decision, = _decision(after)
+    assert decision.startswith("warp-specialized loop over k") and \
+        decision.endswith("; the producer computes off itself"), decision
+    src = build(grouped_gemm(), "sm_90a").source
+    producer = src[src.index("the producer warpgroup"):src.index("return;")]
+    assert "const int off = Off[" in producer and "tl::tma_load_2d(a" in producer
+
+
+@pytest.mark.parametrize("offset", ["twice", "written"])
+def test_a_scalar_the_producer_cannot_compute_keeps_the_single_role_ring(offset):
+    _, after = _before_after(grouped_gemm(offset=offset))
     assert _decision(after) == ["none (the copies' indices read off, which the kernel computes before the loop)"]
-    from tests.backend.cuda.helpers import build
-    assert "tl::tma_load_2d(a" in build(grouped_gemm(), "sm_90a").source   # still on the TMA ring
+    assert "tl::tma_load_2d(a" in build(grouped_gemm(offset=offset), "sm_90a").source   # still on the TMA ring
+
+
+@pytest.mark.gpu
+def test_grouped_gemm_with_the_producer_s_own_offset_matches_torch():
+    torch = pytest.importorskip("torch")
+    M = N = K = 1024
+    kernel = tilelang.compile(grouped_gemm(M, N, K), target="cuda")
+    a = torch.randn(2 * M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    off = torch.randint(0, M, (8,), device="cuda", dtype=torch.int32)
+    c = torch.empty(M, N, device="cuda", dtype=torch.float32)
+    kernel(a, b, off, c)
+    rows = (torch.arange(M, device="cuda") // 128 % 8)
+    ref = a[off[rows].long() + torch.arange(M, device="cuda")].float() @ b.float()
+    torch.testing.assert_close(c, ref, rtol=1e-2, atol=1e-2)
 
 
 def test_switched_off_by_the_pass_config_and_absent_off_hopper():

@@ -44,7 +44,7 @@ What qualifies (else the loop keeps the single-role TMA ring):
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
@@ -72,6 +72,8 @@ class WarpSpecialization:
     consumer_regs: int = 0    # setmaxnreg.inc of the consumers
     in_flight: bool = False   # one gemm per iteration: its group stays in flight, the previous slot is released
     guarded: bool = False     # the body is under `if cond:`: both roles skip iterations where it fails
+    # (buffer, value) of the T.alloc_var scalars the producer computes itself (producer_scalars)
+    producer_scalars: tuple = field(default=(), compare=False)
 
     @property
     def producer_threads(self) -> int:
@@ -86,6 +88,8 @@ class WarpSpecialization:
                 if self.producer_regs else ", no register split (one consumer warpgroup)")
         how = "one wgmma group in flight, the previous iteration's slot released" if self.in_flight else "slot released after the body"
         guard = ", masked iterations skipped by both" if self.guarded else ""
+        if self.producer_scalars:
+            guard += f"; the producer computes {', '.join(b.name for b, _ in self.producer_scalars)} itself"
         return (f"warp-specialized loop over {self.loop_var}: {self.launch_threads} threads launched, producer "
                 f"threads {self.consumer_threads}..{self.launch_threads - 1} (one elected thread issues the TMA "
                 f"loads of {self.stages} slots), consumers 0..{self.consumer_threads - 1} with named barrier "
@@ -150,10 +154,14 @@ def decide(launch, plan, options, arch):
     reads = [loop.min, loop.extent] + list(info.copies) + ([info.guard] if info.guard is not None else [])
     late = sorted({v.name for r in reads for v in collect_vars(r) if id(v) in inside - _bound_in(r)})
     # a scalar the kernel keeps in a buffer of its own (T.alloc_var: a grouped GEMM's row offset,
-    # read from a tensor before the loop) is not there when the producer starts
+    # a paged cache's loop count, read from a tensor before the loop) is not there when the
+    # producer starts: it computes it itself where the value is a function of what the kernel
+    # starts with (producer_scalars)
     declared = {id(d.buffer) for d in _nodes(launch, S.DeclBuffer)}
-    late += sorted({n.buffer.name for r in reads for n in _nodes_of(r, E.BufferLoad) if id(n.buffer) in declared})
-    if late:
+    kept = {id(n.buffer): n.buffer for r in reads for n in _nodes_of(r, E.BufferLoad) if id(n.buffer) in declared}
+    scalars = producer_scalars(launch, loop, list(kept.values()), inside) if kept and not late else ()
+    if late or scalars is None:
+        late += sorted(b.name for b in kept.values())
         return None, f"the copies' indices read {', '.join(late)}, which the kernel computes before the loop"
     if _ring_shares_storage(launch, plan, info, loop):
         return None, "the ring's shared buffers share storage with buffers the code before the loop uses"
@@ -163,7 +171,42 @@ def decide(launch, plan, options, arch):
         return None, "no free named barrier for the consumers"
     pr, cr = register_split(T)
     return WarpSpecialization(id(loop), loop.var.name, info.stages, T, free[0], pr, cr, in_flight,
-                              info.guard is not None), None
+                              info.guard is not None, tuple(scalars)), None
+
+
+def producer_scalars(launch, loop, bufs, inside):
+    """The scalars `bufs` (T.alloc_var buffers the loop's bounds or copies read) as
+    [(buffer, value)] in the order the kernel computes them before `loop`, each value
+    reading only block indices, parameters, tensors the kernel does not write and scalars
+    earlier in the list, so that the producer computes them itself at its start; None when
+    one is not such a scalar (stored more than once, in a branch or a loop, from a value
+    that differs between threads or changes while the kernel runs)."""
+    from tilelang.backend.cuda.analysis.facts import accesses
+    before = _before(launch.body, loop)
+    stores = {}
+    for n in _nodes(launch, S.BufferStore):
+        stores.setdefault(id(n.buffer), []).append(n)
+    written = {id(b) for n in _nodes(launch, S.Stmt) if not isinstance(n, (S.SeqStmt, S.DeclBuffer))
+               for b in accesses(n)[1]}
+    chosen, todo = {}, list(bufs)
+    while todo:
+        b = todo.pop()
+        if id(b) in chosen:
+            continue
+        st = stores.get(id(b), [])
+        if b.scope != "local.var" or len(st) != 1 or not any(x is st[0] for x in before):
+            return None
+        value = st[0].value
+        if any(id(v) in inside for v in collect_vars(value)):
+            return None   # a thread index, a loop's variable, a let-bound value
+        for ld in _nodes_of(value, E.BufferLoad):
+            if ld.buffer.scope == "local.var":
+                todo.append(ld.buffer)
+            elif ld.buffer.scope != "global" or id(ld.buffer) in written:
+                return None
+        chosen[id(b)] = (b, value)
+    order = {id(x): i for i, x in enumerate(before)}
+    return sorted(chosen.values(), key=lambda bv: order[id(stores[id(bv[0])][0])])
 
 
 def _converts_ring_tiles(body, info):

@@ -47,6 +47,8 @@ TILELANG_CUDA_WS_EARLY_RELEASE=0 drops the early release. Tests:
 tests/backend/cuda/plan/test_warp_specialized_ring.py, tests/backend/cuda/plan/test_warp_specialize.py."""
 from __future__ import annotations
 
+import dataclasses
+
 from tilelang.ir import expr as E
 from tilelang.ir import mbarrier as M
 from tilelang.ir import stmt as S
@@ -54,7 +56,7 @@ from tilelang.ir import tile_ops as TO
 from tilelang.ir import tensor_core_calls as TC
 from tilelang.ir.buffer import Buffer
 from tilelang.ir.tma_ring import TmaRing, TmaRingAlloc, TmaPrefetchDescriptors
-from tilelang.ir.visitor import substitute
+from tilelang.ir.visitor import Mutator, substitute
 from tilelang.ir.cluster import BLOCK_RANK_IN_CLUSTER
 from tilelang.backend.cuda.plan.tma_ring_parts import RingParts, slot_of, linear_thread
 
@@ -78,7 +80,15 @@ def schedule_warp_specialized(k, loop, info):
     ring = TmaRing(var, info.copies, info.bufs, full, None, ns, sum(t.nbytes for t in tmas), empty, halves)
     # multicast: each role reads its block's rank in the pair (ranks bound where the role starts)
     p_rank, c_rank = (E.Var("ring_rank", i32), E.Var("ring_rank", i32)) if mc else (None, None)
-    producer, consumer = RingParts(k, loop, info, ring, p_rank), RingParts(k, loop, info, ring, c_rank)
+    # the scalars the producer computes itself (a paged cache's loop count): let-bound names
+    # in its code in place of the consumers' T.alloc_var buffers
+    lets = [(E.Var(b.name, b.dtype), v) for b, v in ws.producer_scalars]
+    own = _ScalarLoads({id(b): x for (b, _), (x, _) in zip(ws.producer_scalars, lets)})
+    lets = [(x, own.visit(v)) for x, v in lets]
+    p_info = dataclasses.replace(info, copies=[own.visit(c) for c in info.copies],
+                                 guard=own.visit(info.guard) if info.guard is not None else None)
+    producer, consumer = RingParts(k, loop, p_info, ring, p_rank), RingParts(k, loop, info, ring, c_rank)
+    producer.lo, producer.hi = own.visit(producer.lo), own.visit(producer.hi)
     if mc is not None:   # the blocks run in pairs along the axis (the launch's clusters)
         k.cluster_dims = tuple(2 if ax == mc.axis else 1 for ax in range(3))
     tx = k.launch.thread_vars[0]
@@ -98,11 +108,11 @@ def schedule_warp_specialized(k, loop, info):
     kp = E.Var(var.name, i32)
     p_body = []
     if info.guard is not None:   # a masked iteration: neither role touches the ring
-        p_body.append(S.IfThenElse(E.Not(substitute(info.guard, {var: kp})), S.Continue()))
+        p_body.append(S.IfThenElse(E.Not(substitute(p_info.guard, {var: kp})), S.Continue()))
     p_body += [S.Evaluate(M.call(M.WAIT_PARITY, slot_of(empty, producer.st),
                                  E.binop("^", producer.ph, E.IntImm(1, "uint32")))),
                producer.issue(kp, producer.st, guarded=False)]
-    p_loop = S.For(kp, loop.min, loop.extent, S.SERIAL, S.seq(p_body + producer.advance()))
+    p_loop = S.For(kp, own.visit(loop.min), own.visit(loop.extent), S.SERIAL, S.seq(p_body + producer.advance()))
     roles = [S.DeclBuffer(producer.stage), S.DeclBuffer(producer.phase), p_loop]
     if mc is not None:
         # the producer's tail: every slot's last round released, by this block's consumers and the
@@ -112,6 +122,8 @@ def schedule_warp_specialized(k, loop, info):
             [S.Evaluate(M.call(M.WAIT_PARITY, slot_of(empty, producer.st),
                                E.binop("^", producer.ph, E.IntImm(1, "uint32"))))] + producer.advance())))
         roles = [S.LetStmt(p_rank, E.Call(BLOCK_RANK_IN_CLUSTER, [], "int32"), S.seq(roles))]
+    for x, v in reversed(lets):
+        roles = [S.LetStmt(x, v, S.seq(roles))]
     p_stmts = [S.IfThenElse(E.binop("==", tx, E.IntImm(T, tx.dtype)), S.seq(roles))]
     if ws.producer_regs:
         p_stmts.insert(0, S.Evaluate(M.call(M.SET_MAX_NREG, ws.producer_regs, 0)))
@@ -172,6 +184,17 @@ def schedule_warp_specialized(k, loop, info):
     if mc is not None:
         out = [S.LetStmt(c_rank, E.Call(BLOCK_RANK_IN_CLUSTER, [], "int32"), S.seq(out))]
     return out + [C.barrier("the slots are read: the code after the loop may reuse them")]
+
+
+class _ScalarLoads(Mutator):
+    """Loads of the given T.alloc_var buffers replaced by expressions (id(buffer) -> expr)."""
+
+    def __init__(self, repl):
+        self.repl = repl
+
+    def visit_BufferLoad(self, n):
+        x = self.repl.get(id(n.buffer))
+        return x if x is not None else self.generic_visit(n)
 
 
 __all__ = ["schedule_warp_specialized"]
