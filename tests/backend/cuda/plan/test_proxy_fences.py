@@ -130,19 +130,20 @@ def test_barriers_in_a_loop_body_that_order_no_wgmma_operand_are_not_fenced(monk
     assert _barriers(after) == ["T.sync_threads()  # inserted, after a fence.proxy.async: As, Bs",
                                 # the first of the loop body: the gemm (first iteration) or the
                                 # previous iteration's atomics precede it, neither writes As or Bs
-                                "T.sync_threads()  # inserted: Ts",
                                 "T.sync_threads()  # inserted: Ss",
-                                "T.sync_threads()  # inserted: D, Ts"]
+                                # before the atomics (Ss and Ts staged); the two atomic nests on D
+                                # need none between them (additions, in any order)
+                                "T.sync_threads()  # inserted: Ss"]
     monkeypatch.setenv("TILELANG_CUDA_GEMM_SELECTIVE_FENCES", "0")   # every barrier fenced, as before
     _, after = _before_after(staged_atomics())
-    assert all("after a fence.proxy.async" in b for b in _barriers(after)) and len(_barriers(after)) == 4
+    assert all("after a fence.proxy.async" in b for b in _barriers(after)) and len(_barriers(after)) == 3
 
 
 def test_a_nest_writing_a_wgmma_operand_keeps_the_fence():
     _, after = _before_after(staged_atomics(write_operand=True))
     fenced = ["after a fence.proxy.async" in b for b in _barriers(after)]
     # the loop body's second barrier follows the nest that writes Bs
-    assert fenced == [True, False, True, False], _barriers(after)
+    assert fenced == [True, False, True], _barriers(after)
 
 
 def test_the_first_barrier_of_a_loop_body_sees_what_ran_before_the_loop(monkeypatch):

@@ -35,6 +35,7 @@ from tilelang.transform.pass_manager import function_pass
 REGISTER_KINDS = ("local", "var", "acc", "row", "tile")
 # mbarriers order what the user hands over with them; they are not data the planner tracks
 UNTRACKED_KINDS = REGISTER_KINDS + ("mbar",)
+HOISTED = " (hoisted out of the loop)"
 
 
 class SyncPlanner:
@@ -74,11 +75,12 @@ class SyncPlanner:
 
     def unit_accesses(self, stmt, executor):
         reads, writes = accesses(stmt)
+        atomic = _atomic_only(stmt) if not isinstance(stmt, TO.TileOp) else {}
         out = set()
         for mode, bufs in (("r", reads), ("w", writes)):
             for b in bufs:
                 if self._visible(b):
-                    out.add((self._root(b), mode, executor))
+                    out.add((self._root(b), atomic.get(id(b), mode), executor))
                     self.buffer_names.setdefault(self._root(b), _root_buffer(b).name)
                     if b.scope == "global":
                         self.global_ids.add(self._root(b))
@@ -96,8 +98,10 @@ class SyncPlanner:
         found = []
         for b, m, ex in sorted(acc, key=lambda a: self.buffer_names.get(a[0], "")):
             for b2, m2, ex2 in pending:
-                if "w" not in (m, m2) or ex == ex2 == "t0":
+                if m == m2 == "r" or ex == ex2 == "t0":
                     continue
+                if m == m2 and m.startswith("atomic") and (ex == ex2 == "tid" or not m.endswith("returned")):
+                    continue   # read-modify-writes of one kind: any order is one of theirs
                 if ex == ex2 and isinstance(ex, tuple):
                     continue   # the same elements on the same threads (_private_to_threads)
                 if ex == ex2 == "tid" and b in self.global_ids:
@@ -147,8 +151,9 @@ class SyncPlanner:
                 pending = self.visit(s, pending)
             return pending
         if isinstance(st, S.Barrier):
-            # a named barrier of some threads orders nothing for the others
-            return pending if st.is_partial else set()
+            # a named barrier of some threads orders nothing for the others; one of as many
+            # threads as run here (`T.sync_threads(3, 256)` under `if tx < 256`) orders them all
+            return pending if st.is_partial and not self._whole_range(st) else set()
         if isinstance(st, S.DeclBuffer):
             return pending
         if isinstance(st, S.For) and st.kind == S.PARALLEL:
@@ -212,8 +217,8 @@ class SyncPlanner:
                     first = self.visit(st.body, hacc)
                     second = self.visit(st.body, first | hacc)
                     if len(self.before - saved) < len(inside - saved):
-                        why = sorted({self.reasons[i] for i in inside - saved})
-                        self._barrier(st, ", ".join(why) + " (hoisted out of the loop)")
+                        why = sorted({self.reasons[i].removesuffix(HOISTED) for i in inside - saved})
+                        self._barrier(st, ", ".join(why) + HOISTED)
                         return hacc | first | second
                     self.before = inside
                 return pending | second
@@ -223,6 +228,10 @@ class SyncPlanner:
         if self.thread_dependent(st):
             return self.unit(st, self.per_thread_accesses(st), pending)
         return self.unit(st, self.unit_accesses(st, "all"), pending)
+
+    def _whole_range(self, barrier):
+        n = E.const_int_value(barrier.arrive_count) if barrier.arrive_count is not None else None
+        return barrier.kind != "warp" and n is not None and n == self.plan.threads_of(barrier)
 
     def per_thread_accesses(self, st):
         """The accesses of per-thread statement `st`: by "tid", but a shared buffer it reaches
@@ -314,6 +323,30 @@ class SyncPlanner:
                 found.append(n)
         walk(st, f)
         return bool(found)
+
+
+def _atomic_only(stmt):
+    """{id(buffer): mode} of the buffers `stmt` touches only as the target of atomic calls of
+    one kind: mode "atomic <name>", "... returned" where a call's old value is used. Two such
+    accesses need no barrier between them in per-thread code (the order of read-modify-writes is
+    the threads' own), nor between block-level statements whose values are not used."""
+    from tilelang.ir.visitor import walk
+    statement_calls, kinds, plain, targets = set(), {}, set(), set()
+
+    def f(n):
+        if isinstance(n, S.Evaluate) and isinstance(n.value, E.Call):
+            statement_calls.add(id(n.value))
+        if isinstance(n, E.Call) and n.name.startswith("atomic_") and n.args and isinstance(n.args[0], E.BufferLoad):
+            ld = n.args[0]
+            targets.add(id(ld))
+            kinds.setdefault(id(ld.buffer), set()).add(
+                f"atomic {n.name}" + ("" if id(n) in statement_calls else " returned"))
+        elif isinstance(n, E.Call) and E.addressed_load(n) is not None:
+            plain.add(id(E.addressed_load(n).buffer))
+        elif isinstance(n, (E.BufferLoad, S.BufferStore)) and id(n) not in targets:
+            plain.add(id(n.buffer))
+    walk(stmt, f)
+    return {b: next(iter(k)) for b, k in kinds.items() if len(k) == 1 and b not in plain}
 
 
 def _group_bufs(info, g):
