@@ -123,6 +123,22 @@ def test_a_gemm_chain_with_another_scale_is_reported_as_a_mismatch():
     assert m.bad > m.total // 2
 
 
+def test_staging_with_another_exchange_or_histogram_is_reported_as_a_mismatch():
+    # per-thread rounds through shared memory (the pattern the barrier planner leaves without a
+    # barrier between a thread's own rounds): the reference of another partner thread, or of
+    # another histogram, rejects the kernel's output
+    p = spec.Staging(seed=6, blocks=2, threads=64, dtype="int32", rounds=3, lanes=4, split="rowcol", width=32,
+                     vectorized=True, exchange=("shift", 5), bins=7, a=3, c=1)
+    func, _ = run.load_kernel(p)
+    kernel = run.build(func, "cpu")
+    call = reference.calls(p)[0]
+    got = run.call_kernel(kernel, p, call, "cpu")
+    assert not run.compare(p, call, got)
+    (m,) = run.compare(dataclasses.replace(p, exchange=("shift", 6)), call, got)
+    assert m.bad > m.total // 2
+    assert run.compare(dataclasses.replace(p, c=2), call, got)
+
+
 def test_a_lost_float32_precision_is_caught():
     # a kernel that rounds x * 3 through float16 passes its own check, but not the check of
     # the program that keeps float32 (the bound knows where each cast rounds)

@@ -12,7 +12,7 @@ from tilelang.testing.fuzz import spec
 from tilelang.testing.fuzz.known import KNOWN_FAILURES, known_failure  # noqa: F401 - re-exported
 from tilelang.testing.fuzz.spec import (AtomicScalar, AtomicTile, Binary, Branch, Cast, Const, CopyChain,
                                         Elementwise, Gemm, GemmChain, Leaf, LoopReduce, Param, Reduce, ReduceOp, Round,
-                                        Select, Threads, TileChain, Unary)
+                                        Select, Staging, Threads, TileChain, Unary)
 
 # inputs are uniform in [-2, 2] (floats) and [-50, 50] (int32); see reference.inputs
 LEAF_BOUND = {"float32": 2.0, "float16": 2.0, "bfloat16": 2.0, "int32": 50}
@@ -23,7 +23,7 @@ DIVISORS = (2, 3, 4, 7, 16)
 
 FAMILY_WEIGHTS = {"Elementwise": 3.0, "CopyChain": 1.5, "Reduce": 2.0, "Gemm": 2.5, "Branch": 1.5,
                   "Threads": 1.5, "AtomicScalar": 1.0, "AtomicTile": 1.0, "TileChain": 2.0, "LoopReduce": 1.5,
-                  "GemmChain": 1.5}
+                  "GemmChain": 1.5, "Staging": 1.5}
 
 
 def program_seed(seed: int, index: int) -> int:
@@ -316,6 +316,16 @@ def gen_threads(rng, seed):
     return Threads(seed, rng.randint(1, 4), n, rng.choice(("float32", "int32")), rounds, _index_map(rng, n))
 
 
+def gen_staging(rng, seed):
+    n, lanes, rounds = rng.choice(spec.THREADS), rng.choice((1, 2, 4, 8)), rng.randint(1, 4)
+    total = rounds * n * lanes
+    widths = [w for w in (8, 16, 32, 64, 128, 256) if total % w == 0]
+    return Staging(seed, rng.randint(1, 4), n, rng.choice(("float32", "int32")), rounds, lanes,
+                   rng.choice(("flat", "rowcol")), rng.choice(widths), rng.random() < 0.5,
+                   _index_map(rng, n) if rng.random() < 0.6 else (), rng.choice((0, 0, 7, 16, 64)),
+                   rng.randint(0, 5), rng.randint(0, 3))
+
+
 def gen_atomic_scalar(rng, seed):
     return AtomicScalar(seed, rng.randint(1, 64), rng.randint(1, 32), rng.choice(spec.THREADS),
                         rng.choice(("float32", "int32")), rng.randint(1, 16), rng.randint(0, 5), rng.randint(0, 5),
@@ -343,6 +353,6 @@ def gen_gemm_chain(rng, seed):
 
 
 GENERATORS = {"Elementwise": gen_elementwise, "CopyChain": gen_copy, "Reduce": gen_reduce, "Gemm": gen_gemm,
-              "Branch": gen_branch, "Threads": gen_threads, "AtomicScalar": gen_atomic_scalar,
+              "Branch": gen_branch, "Threads": gen_threads, "AtomicScalar": gen_atomic_scalar, "Staging": gen_staging,
               "AtomicTile": gen_atomic_tile, "TileChain": gen_tile_chain, "LoopReduce": gen_loop_reduce,
               "GemmChain": gen_gemm_chain}

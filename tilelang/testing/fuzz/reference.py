@@ -321,6 +321,22 @@ def ref_threads(p, call):
     return {"B": Approx(s.value[:, F], s.err[:, F])}
 
 
+def ref_staging(p, call):
+    n, lanes = p.threads, p.lanes
+    a = nx.exact(call.args["A"]).reshape(p.blocks, p.rounds, n, lanes)
+    dt = np.int64 if p.dtype == "int32" else np.float32   # the kernel's own additions, in order
+    s = a.astype(dt)
+    if p.exchange:
+        perm = index_map(p.exchange, n)
+        for r in range(1, p.rounds):
+            s[:, r] = (a[:, r].astype(dt) + s[:, r - 1][:, perm]).astype(dt)
+    out = {"B": Approx.exact(s.reshape(p.blocks, p.total).astype(np.float64))}
+    if p.bins:
+        h = np.bincount((np.arange(p.total) * p.a + p.c) % p.bins, minlength=p.bins)
+        out["O"] = Approx.exact(np.tile(h, (p.blocks, 1)).astype(np.float64))
+    return out
+
+
 def ref_atomic_scalar(p, call):
     o = nx.exact(call.args["O"]).copy()
     bx, i = np.meshgrid(np.arange(p.blocks), np.arange(p.per), indexing="ij")
@@ -335,6 +351,6 @@ def ref_atomic_tile(p, call):
 
 
 EXPECTED = {"Elementwise": ref_elementwise, "CopyChain": ref_copy, "Reduce": ref_reduce, "Gemm": ref_gemm,
-            "Branch": ref_branch, "Threads": ref_threads, "AtomicScalar": ref_atomic_scalar,
+            "Branch": ref_branch, "Threads": ref_threads, "AtomicScalar": ref_atomic_scalar, "Staging": ref_staging,
             "AtomicTile": ref_atomic_tile, "TileChain": ref_tile_chain, "LoopReduce": ref_loop_reduce,
             "GemmChain": ref_gemm_chain}

@@ -319,6 +319,49 @@ def body_threads(p, L):
     L(f"B[bx, tx] = s[{index_map(p.final, n)}]")
 
 
+def body_staging(p, L):
+    n, lanes = p.threads, p.lanes
+
+    def at(f):
+        return f"S[{f}]" if p.split == "flat" else f"S[({f}) // {p.width}, ({f}) % {p.width}]"
+    L(f"with T.Kernel({p.blocks}, threads={n}) as bx:")
+    L.indent()
+    L("tx = T.get_thread_binding()")
+    L(f"S = {_alloc('shared', (p.total,) if p.split == 'flat' else (p.total // p.width, p.width), p.dtype)}")
+    if p.bins:
+        L(f"H = {_alloc('shared', (p.bins,), 'int32')}")
+        L("T.fill(H, 0)")
+    if p.exchange:
+        L(f"prev = {_alloc('local', (lanes,), p.dtype)}")
+    L(f"for r in T.serial({p.rounds}):")
+    L.indent()
+    if p.exchange:   # what thread perm(tx) wrote in round r - 1 (0 in round 0)
+        L(f"for v in T.serial({lanes}):")
+        L.indent()
+        src = at(f"(T.max(r - 1, 0) * {n} + {index_map(p.exchange, n)}) * {lanes} + v")
+        L(f"prev[v] = T.if_then_else(r > 0, {src}, {const(0, p.dtype)})")
+        L.dedent()
+    L(f"for v in T.{'vectorized' if p.vectorized else 'serial'}({lanes}):")
+    L.indent()
+    f = f"(r * {n} + tx) * {lanes} + v"
+    L(f"{at(f)} = A[bx, {f}]" + (" + prev[v]" if p.exchange else ""))
+    L.dedent()
+    if p.bins:
+        L(f"for v in T.serial({lanes}):")
+        L.indent()
+        L(f"T.atomic_add(H[(({f}) * {p.a} + {p.c}) % {p.bins}], 1)")
+        L.dedent()
+    L.dedent()
+    L(f"for i in T.Parallel({p.total}):")
+    L.indent()
+    L(f"B[bx, i] = {at('i')}")
+    L.dedent()
+    if p.bins:
+        L(f"for i in T.Parallel({p.bins}):")
+        L.indent()
+        L("O[bx, i] = H[i]")
+
+
 def body_atomic_scalar(p, L):
     L(f"with T.Kernel({p.blocks}, threads={p.threads}) as bx:")
     L.indent()
@@ -408,6 +451,6 @@ def body_gemm_chain(p, L):
 
 
 BODIES = {"Elementwise": body_elementwise, "CopyChain": body_copy, "Reduce": body_reduce, "Gemm": body_gemm,
-          "Branch": body_branch, "Threads": body_threads, "AtomicScalar": body_atomic_scalar,
+          "Branch": body_branch, "Threads": body_threads, "AtomicScalar": body_atomic_scalar, "Staging": body_staging,
           "AtomicTile": body_atomic_tile, "TileChain": body_tile_chain, "LoopReduce": body_loop_reduce,
           "GemmChain": body_gemm_chain}

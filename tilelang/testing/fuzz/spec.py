@@ -378,8 +378,35 @@ class AtomicTile:
     form: str = "start"             # start | slice
 
 
+@dataclass(frozen=True)
+class Staging:
+    """Per-thread code staging A through shared memory in rounds (the dequantizing GEMMs' tile,
+    a warp-specialized producer's copies): in round r thread tx writes the `lanes` elements of S
+    at offsets f = (r * threads + tx) * lanes + v (`split`: S flat, or f // width, f % width over
+    rows of `width`), A's element plus, with `exchange`, what thread perm(tx) wrote in round
+    r - 1 (read just before); with `bins`, a histogram of (f * a + c) % bins counted into H with
+    per-thread atomics; then B = S and O = H read back by block-level copies."""
+    seed: int
+    blocks: int
+    threads: int
+    dtype: str                      # float32 | int32
+    rounds: int
+    lanes: int
+    split: str = "flat"             # flat | rowcol
+    width: int = 64
+    vectorized: bool = False
+    exchange: tuple = ()            # an index map over the threads, or () for none
+    bins: int = 0
+    a: int = 1
+    c: int = 0
+
+    @property
+    def total(self):
+        return self.rounds * self.threads * self.lanes
+
+
 FAMILIES = {c.__name__: c for c in (Elementwise, CopyChain, Reduce, Gemm, Branch, Threads, AtomicScalar,
-                                    AtomicTile, TileChain, LoopReduce, GemmChain)}
+                                    AtomicTile, TileChain, LoopReduce, GemmChain, Staging)}
 
 
 def family(p) -> str:
@@ -464,6 +491,9 @@ def signature(p):
         return [("A", (p.blocks, p.per), p.dtype, "in"), ("O", (p.slots,), p.dtype, "out")]
     if f == "AtomicTile":
         return [("A", (p.splits, p.M, p.N), p.dtype, "in"), ("O", (p.M, p.N), p.dtype, "out")]
+    if f == "Staging":
+        sig = [("A", (p.blocks, p.total), p.dtype, "in"), ("B", (p.blocks, p.total), p.dtype, "out")]
+        return sig + ([("O", (p.blocks, p.bins), "int32", "out")] if p.bins else [])
     raise InvalidProgram(f"unknown family {f}")
 
 
@@ -493,7 +523,7 @@ def validate(p):
     _require(f in FAMILIES, f"unknown family {f}")
     if hasattr(p, "dyn_M"):
         _require(all(m >= 1 for m in p.dyn_M), "dynamic sizes are positive")
-    if hasattr(p, "threads") and f != "Threads":
+    if hasattr(p, "threads") and f not in ("Threads", "Staging"):
         _require(p.threads in THREADS, f"threads={p.threads}")
     if f in ("Elementwise", "Branch"):
         _require(p.M >= 1 and p.N >= 1 and _pow2(p.bm, 1, 256) and _pow2(p.bn, 1, 256), "sizes")
@@ -579,4 +609,10 @@ def validate(p):
         _require(p.M >= 1 and p.N >= 1 and _pow2(p.bm, 1, 128) and _pow2(p.bn, 1, 128) and p.splits >= 1, "sizes")
         _require(p.dtype in ("float32", "int32") and p.scope in ("shared", "fragment")
                  and p.form in ("start", "slice"), "dtype/scope/form")
+    elif f == "Staging":
+        _require(p.threads in THREADS and 1 <= p.blocks <= 16 and 1 <= p.rounds <= 4, "launch")
+        _require(p.dtype in ("float32", "int32") and p.lanes in (1, 2, 4, 8), "dtype / lanes")
+        _require(p.split in ("flat", "rowcol") and _pow2(p.width, 1, 1024) and p.total % p.width == 0, "split")
+        _require(p.exchange == () or _index_map_ok(p.exchange, p.threads), "exchange")
+        _require(0 <= p.bins <= 64 and p.a >= 0 and p.c >= 0, "histogram")
     return p
