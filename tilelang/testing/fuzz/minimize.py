@@ -112,7 +112,7 @@ def variants(p):
     # drop elements of lists
     for name in ("ops", "rounds", "dyn_M"):
         v = fs.get(name)
-        if v:
+        if v and isinstance(v, (tuple, list)):   # (Staging's `rounds` is a count)
             for k in range(len(v)):
                 rest = v[:k] + v[k + 1:]
                 if name == "dyn_M":
