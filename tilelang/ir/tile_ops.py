@@ -16,6 +16,9 @@ class TileOp(Stmt):
         self.annotations = {}
 
 
+# on a block-level statement (or a tile-level atomic) that names a thread index as written: every
+# thread runs it, whatever simplifying its indices leaves (transform/mark_per_thread.py)
+PER_THREAD = "per_thread"
 # in Copy.annotations: the copy was written `T.tma_copy` (with or without a barrier)
 IS_TMA_COPY = "is_tma_copy"
 # ... and the `cluster_mask=` of a T.tma_copy load (consumed by transform/lower_cluster_mask.py)

@@ -9,7 +9,7 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.safe_values import SafeValueScopes
 from tilelang.ir.tile_ops import is_atomic_access
-from tilelang.ir.visitor import Mutator, collect_vars
+from tilelang.ir.visitor import Mutator, _keep, collect_vars
 from tilelang.ir.printer import Printer
 from tilelang.arith.bounds import bound
 from tilelang.arith.simplify import simplify
@@ -255,8 +255,7 @@ class _Legalize(Mutator):
 
     def visit_Evaluate(self, n):
         v = self.visit(n.value)
-        out = S.Evaluate(v) if v is not n.value else n
-        out.span = n.span
+        out = _keep(S.Evaluate(v), n) if v is not n.value else n
         if isinstance(v, E.Call) and is_atomic_access(v) and v.args[0].buffer.scope == "global":
             c = self.conditions(v.args[0].buffer, v.args[0].indices)
             if c is not None:

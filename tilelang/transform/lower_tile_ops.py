@@ -413,7 +413,10 @@ class _Lower(Mutator):
         else:
             fn = LOWERINGS.get(type(n))
             out = fn(n) if fn else n
-        return _spanned(simplify_stmt(out), n.span)
+        out = simplify_stmt(out)
+        if n.annotations.get(TO.PER_THREAD):   # every thread runs it, whatever its indices became
+            walk(out, lambda x: _per_thread(x) if isinstance(x, (S.Evaluate, S.BufferStore)) else None)
+        return _spanned(out, n.span)
 
     visit_Copy = visit_Fill = visit_Reduce = visit_CumSum = visit_Atomic = _lower
 
@@ -423,6 +426,10 @@ class _Lower(Mutator):
     def visit_FinalizeReducer(self, n):
         # one thread per block (the reference) leaves a reducer final already
         return n if isinstance(n, self.keep) else None
+
+
+def _per_thread(st):
+    st.annotations = {**(getattr(st, "annotations", None) or {}), TO.PER_THREAD: True}
 
 
 def simplify_stmt(s):

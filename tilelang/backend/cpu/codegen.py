@@ -16,6 +16,7 @@ from tilelang.transform.rasterize_blocks import BLOCK_REMAP
 from tilelang.ir.tensor_core_calls import TENSOR_CORE_CALLS
 from tilelang.backend.c.launch import LaunchABI, c_entry_unpack
 from tilelang.backend.cpu.expr import CpuExprPrinter, cpu_names, ctype
+from tilelang.transform.mark_per_thread import is_per_thread
 
 
 class CodegenCPU:
@@ -283,7 +284,10 @@ class CodegenCPU:
         self.kernel_id += 1
         uses_threads = []
         tv = {id(v) for v in k.thread_vars}
-        walk(k.body, lambda n: uses_threads.append(n) if isinstance(n, E.Var) and id(n) in tv else None)
+        # a statement written with the thread index is per-thread code even where simplifying
+        # its index took the index out (transform/mark_per_thread.py)
+        walk(k.body, lambda n: uses_threads.append(n) if isinstance(n, E.Var) and id(n) in tv or is_per_thread(n)
+             else None)
         thread_loops = []
         phases = None
         if uses_threads:  # threads one after another, when nothing can tell (thread_loops.py)

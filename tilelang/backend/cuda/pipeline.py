@@ -10,6 +10,7 @@ from __future__ import annotations
 from tilelang.ir import tile_ops as TO
 from tilelang.transform.pass_manager import run_target_passes
 from tilelang.transform.implicit_kernel import implicit_kernel
+from tilelang.transform.mark_per_thread import mark_per_thread
 from tilelang.transform.lower_tile_ops import lower_tile_ops, TMA_COPY, TMA_ATOMIC
 from tilelang.transform.simplify import simplify
 from tilelang.transform.legalize_safe_memory_access import legalize_safe_memory_access
@@ -43,7 +44,7 @@ from tilelang.backend.cuda.plan.stage_epilogue import stage_gemm_epilogue
 
 KEEP_TILE_OPS = (TO.Gemm, TO.Reduce, TO.FinalizeReducer, TMA_COPY, TMA_ATOMIC)
 
-PASSES = [lower_gemm_sp, implicit_kernel, stage_gemm_epilogue, sink_address_tensors, lower_reducers, rasterize_blocks, plan_tma_atomics,
+PASSES = [lower_gemm_sp, implicit_kernel, mark_per_thread, stage_gemm_epilogue, sink_address_tensors, lower_reducers, rasterize_blocks, plan_tma_atomics,
           fold_vectorized_cp_async, lower_cluster_mask, prefetch_serial_loads, lower_tile_ops, simplify, widen_indices,
           legalize_safe_memory_access, flatten_sblocks, simplify, broadcast_block_effects, fold_fragment_views,
           inline_copy_scalars, plan_kernels,

@@ -27,7 +27,7 @@ from tilelang.ir import tile_ops as TO
 from tilelang.ir import warp_ops as W
 from tilelang.ir.errors import located
 from tilelang.ir.visitor import walk
-from tilelang.backend.cuda.analysis.facts import thread_dependent_vars
+from tilelang.ir.thread_dependence import thread_dependent_vars
 from tilelang.backend.cuda.ops.mma import mma_config, tf32_chains
 from tilelang.backend.cuda.ops.wgmma import wgmma_config, wgmma_refusal, swizzle_ok, swizzle_bytes, strip_tile
 from tilelang.backend.cuda.plan.pipeline import find_pipelines

@@ -28,6 +28,7 @@ from tilelang.ir import tile_ops as TO
 from tilelang.backend.cuda.analysis.block_level import body_block
 from tilelang.backend.cuda.analysis.facts import accesses
 from tilelang.backend.cuda.analysis.thread_owned import owned_buffers
+from tilelang.transform.mark_per_thread import is_per_thread
 from tilelang.backend.cuda.ops.reduce import orders_block
 from tilelang.ir.mbarrier import every_thread_call
 from tilelang.transform.pass_manager import function_pass
@@ -320,6 +321,8 @@ class SyncPlanner:
             if isinstance(n, E.Var) and id(n) in self.plan.td_vars:
                 found.append(n)
             elif isinstance(n, E.BufferLoad) and id(n.buffer) in self.plan.td_bufs:
+                found.append(n)
+            elif is_per_thread(n):   # named a thread index as written (transform/mark_per_thread.py)
                 found.append(n)
         walk(st, f)
         return bool(found)
