@@ -10,6 +10,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from tilelang.lsp.analysis import Diagnostic, _Analyzer
+from tilelang.backend.cuda.layout import REGISTER_FRAGMENT_KINDS
 
 DEFAULT_ARCH = "sm_90a"
 
@@ -116,10 +117,11 @@ def describe_placement(p, buf, arch, nthreads) -> str:
         if p.strides and list(p.strides) != [d if isinstance(d, int) else None for d in dense]:
             parts.append(f"rows padded: strides {list(p.strides)} (bank-conflict-free ldmatrix)")
         return f"On {arch}: " + ", ".join(parts) + "."
-    if p.kind in ("acc", "row", "tile") and p.acc is not None:
+    if p.kind in REGISTER_FRAGMENT_KINDS and p.acc is not None:
         lay = p.acc
         name = lay.layout() if hasattr(lay, "layout") else type(lay).__name__
         what = {"acc": "the tensor-core accumulator pattern", "row": "one value per accumulator row",
+                "col": "one value per accumulator column",
                 "tile": "a thread tile of its T.Parallel loops"}[p.kind]
         lines = [f"On {arch}: registers, `{name}` ({what}); {getattr(lay, 'regs', '?')} registers per thread "
                  f"of {nthreads}."]

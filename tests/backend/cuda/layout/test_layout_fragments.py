@@ -2,7 +2,8 @@
 `.fragment()` places each element on the thread and register that the specification
 below (the mma accumulator numbering of the PTX ISA over the backend's warp grid; the
 chunked thread tiles of layout/tile.py) and the device header `tl::MmaAccLayout` /
-`tl::MmaRowLayout` that the generated code indexes with give, element by element."""
+`tl::MmaRowLayout` / `tl::MmaColLayout` that the generated code indexes with give, element
+by element."""
 import re
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ from tilelang.backend.cuda.layout.tile import ThreadTile, TileRows, TileCols, Sc
 ACC = [AccLayout(64, 64, 2, 2), AccLayout(128, 128, 4, 2), AccLayout(64, 256, 4, 1), AccLayout(128, 64, 8, 1),
        AccLayout(64, 128, 4, 2, wg_cols=True), AccLayout(64, 64, 1, 4), AccLayout(32, 32, 1, 1)]
 ROWS = [a.row_layout() for a in ACC]
+COLS = [a.col_layout() for a in ACC]
 TILES = [ThreadTile(128, 128, 128, 8), ThreadTile(8, 64, 128, 4), ThreadTile(1, 1024, 256, 4),
          ThreadTile(16, 512, 128, 4), ThreadTile(4, 32, 64, 2)]
 
@@ -41,6 +43,15 @@ def acc_row_slot(L, r):
 def rows_row(R, t, s):
     wr = (t >> 5) % R.WM if R.wg_cols else (t >> 5) // R.WN
     return wr * (R.M // R.WM) + (s >> 1) * 16 + ((t & 31) >> 2) + (s & 1) * 8
+
+
+def acc_col_slot(L, r):
+    return ((r >> 2) % L.NI) * 2 + (r & 1)
+
+
+def cols_col(C, t, s):
+    wc = (t >> 5) // C.WM if C.wg_cols else (t >> 5) % C.WN
+    return wc * (C.N // C.WN) + (s >> 1) * 8 + (t & 3) * 2 + (s & 1)
 
 
 def tile_flat(L, t, r):       # chunk r // V of thread t, lane r % V
@@ -94,6 +105,25 @@ def test_row_slot_of_accumulator_register(acc):
     assert (rows.thread_table()[:, i] == t).any(axis=0).all()
 
 
+@pytest.mark.parametrize("lay", COLS, ids=str)
+def test_col_layout_is_its_fragment(lay):
+    t, s = _grid(lay.WM * lay.WN * 32, lay.regs)
+    _holds(lay.fragment(), t, s, cols_col(lay, t, s))
+    assert (lay.col(t, s) == cols_col(lay, t, s)).all()
+
+
+@pytest.mark.parametrize("acc", ACC, ids=str)
+def test_col_slot_of_accumulator_register(acc):
+    """The column value of accumulator register r sits in ColLayout slot col_slot(r),
+    on the same thread (every thread holding a column's elements holds its value)."""
+    t, r = _grid(acc.WM * acc.WN * 32, acc.regs)
+    cols = acc.col_layout().fragment()
+    j = acc_col(acc, t, r)
+    assert (cols.slot_table()[j] == acc_col_slot(acc, r)).all()
+    assert all(acc.col_slot(x) == acc_col_slot(acc, x) for x in range(acc.regs))
+    assert (cols.thread_table()[:, j] == t).any(axis=0).all()
+
+
 @pytest.mark.parametrize("tile", TILES, ids=str)
 def test_thread_tile_rows_cols_are_their_fragments(tile):
     assert ThreadTile.fits(tile.M, tile.N, tile.T, tile.V)
@@ -120,20 +150,22 @@ HEADER = Path(__file__).resolve().parents[4] / "tilelang/backend/cuda/include/tl
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no host C++ compiler")
 def test_device_header_formulas_equal_the_fragments(tmp_path):
-    """tl::MmaAccLayout / tl::MmaRowLayout, compiled for the host, give the same element
-    for every (thread, register) as the Fragments."""
+    """tl::MmaAccLayout / tl::MmaRowLayout / tl::MmaColLayout, compiled for the host, give
+    the same element for every (thread, register) as the Fragments."""
     text = HEADER.read_text()
     structs = re.search(r"template <int M, int N, int WM, int WN, bool WGC = false> struct MmaAccLayout.*?"
-                        r"struct MmaRowLayout \{.*?\n\};", text, re.S).group(0)
+                        r"struct MmaColLayout \{.*?\n\};", text, re.S).group(0)
     calls = []
     for a in ACC:
         t = f"{a.M}, {a.N}, {a.WM}, {a.WN}, {'true' if a.wg_cols else 'false'}"
         r = f"{a.M}, {a.WM}, {a.WN}, {'true' if a.wg_cols else 'false'}"
-        calls.append(f"dump<MmaAccLayout<{t}>, MmaRowLayout<{r}>>({a.WM * a.WN * 32});")
+        c = f"{a.N}, {a.WM}, {a.WN}, {'true' if a.wg_cols else 'false'}"
+        calls.append(f"dump<MmaAccLayout<{t}>, MmaRowLayout<{r}>, MmaColLayout<{c}>>({a.WM * a.WN * 32});")
     src = ("#include <cstdio>\n#define TL_DEVICE inline\n" + structs +
-           "\ntemplate <class L, class R> void dump(int n) {\n"
+           "\ntemplate <class L, class R, class C> void dump(int n) {\n"
            "  for (int t = 0; t < n; ++t) for (int r = 0; r < L::REGS; ++r)\n"
-           "    std::printf(\"%d %d %d %d\\n\", L::row(t, r), L::col(t, r), L::row_slot(r), R::row(t, L::row_slot(r)));\n"
+           "    std::printf(\"%d %d %d %d %d %d\\n\", L::row(t, r), L::col(t, r), L::row_slot(r), R::row(t, L::row_slot(r)),\n"
+           "                L::col_slot(r), C::col(t, L::col_slot(r)));\n"
            "  std::printf(\"end\\n\");\n}\nint main() {\n" + "\n".join(calls) + "\n}\n")
     (tmp_path / "h.cpp").write_text(src)
     subprocess.run(["g++", "-std=c++17", "-O1", "-o", str(tmp_path / "h"), str(tmp_path / "h.cpp")], check=True)
@@ -142,9 +174,11 @@ def test_device_header_formulas_equal_the_fragments(tmp_path):
     for a, block in zip(ACC, blocks):
         vals = np.array([ln.split() for ln in block.strip().splitlines()], dtype=np.int64)
         n = a.WM * a.WN * 32
-        assert vals.shape == (n * a.regs, 4)
+        assert vals.shape == (n * a.regs, 6)
         t, r = _grid(n, a.regs)
-        row, col, slot, row_of_slot = (vals[:, k].reshape(n, a.regs) for k in range(4))
+        row, col, slot, row_of_slot, cslot, col_of_slot = (vals[:, k].reshape(n, a.regs) for k in range(6))
         _holds(a.fragment(), t, r, row, col)
         rows = a.row_layout().fragment()
         assert (rows.slot_table()[row] == slot).all() and (row_of_slot == row).all()
+        cols = a.col_layout().fragment()
+        assert (cols.slot_table()[col] == cslot).all() and (col_of_slot == col).all()

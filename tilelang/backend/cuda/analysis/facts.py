@@ -8,6 +8,7 @@ from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.buffer import BufferRegion
 from tilelang.ir.visitor import Visitor, walk
+from tilelang.backend.cuda.layout import REGISTER_FRAGMENT_KINDS
 
 # memory that every thread of the block sees (needs barriers); registers don't
 SHARED_SCOPES = ("shared", "global")
@@ -140,7 +141,7 @@ def registers_only(plan, st):
             kind = getattr(_placement(plan, n.buffer), "kind", None)
             if kind == "local" and id(n.buffer) in plan.td_bufs:
                 private.append(n)
-            elif kind in ("acc", "row", "tile"):
+            elif kind in REGISTER_FRAGMENT_KINDS:
                 fragments.append(n)
         if isinstance(n, S.BufferStore):
             kinds.append(getattr(_placement(plan, n.buffer), "kind", None))

@@ -33,7 +33,7 @@ from tilelang.backend.cuda.plan.thread_splits import thread_split_of, THREAD_SPL
 from tilelang.backend.cuda.ops.cp_async_mbarrier import emit_copy_on_mbarrier
 from tilelang.backend.cuda.plan.copy_form import COPY_FORM, copy_form
 from tilelang.backend.cuda.plan.register_chunks import register_chunks
-from tilelang.backend.cuda.layout.fragment import TILE_2D, Tf32ALayout, Tf32ColsLayout, residue_offset
+from tilelang.backend.cuda.layout.fragment import TILE_2D, ColLayout, Tf32ALayout, Tf32ColsLayout, residue_offset
 from tilelang.backend.cuda.ops.reduce import emit_warp_reduce, emit_register_reduce, emit_group_reduce, REDUCE_FORM
 from tilelang.backend.cuda.layout.fragment import group_reduce
 from tilelang.backend.cuda.ops.local_reduce import emit_local_reduce
@@ -44,6 +44,7 @@ from tilelang.backend.cuda.emit.tile_loops import emit_tile_loop, emit_tile_redu
 from tilelang.backend.cuda.ops.thread_allreduce import emit_thread_allreduce, emit_finalize_reducer
 from tilelang.ir.extern import is_import_source
 from tilelang.backend.c.names import CNames, C_RESERVED
+from tilelang.backend.cuda.layout import REGISTER_FRAGMENT_KINDS
 
 # CUDA's built-in names, on top of the words no C identifier may be
 CUDA_RESERVED = C_RESERVED | {"half", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"}
@@ -175,7 +176,7 @@ class KernelCodegen:
             return self.load_override[id(buf)]
         p = self.placement(buf)
         name = self.buf_name(buf)
-        if p is not None and p.kind in ("acc", "row", "tile"):
+        if p is not None and p.kind in REGISTER_FRAGMENT_KINDS:
             if id(buf) not in self.acc_index and isinstance(p.acc, Scalar):
                 return f"{name}[0]"
             if id(buf) not in self.acc_index:
@@ -384,7 +385,7 @@ class KernelCodegen:
             t = "unsigned char" if is_packed(b) else ct
             self.w(f"{t}* {name} = ({t}*)({self.expr(b.data_ptr)});")
             return
-        if p.kind in ("acc", "row", "tile"):
+        if p.kind in REGISTER_FRAGMENT_KINDS:
             self.w(f"{ct} {name}[{p.acc.regs}];")
         elif p.kind == "var":
             if b.init is not None:
@@ -694,7 +695,7 @@ class KernelCodegen:
         guard = "if (tl_tid == 0) " if self._guard(block, st) else ""
         if isinstance(obj, Buffer):
             p = self.placement(obj)
-            if p is not None and p.kind in ("acc", "row", "tile"):
+            if p is not None and p.kind in REGISTER_FRAGMENT_KINDS:
                 self.w(f"// T.print of the register fragment `{obj.name}` is not supported yet")
                 return
             n = 1
@@ -1032,7 +1033,8 @@ class KernelCodegen:
         self.w(f"for (int {slot} = 0; {slot} < {L.regs}; ++{slot}) {{")
         self.indent += 1
         sub = (lambda d: f" - ({self.expr(shift[d])})") if shift else (lambda d: "")
-        self.w(f"const int {self.bind(vars_[0])} = {lt}::row(tl_tid, {slot}){sub(0)};")
+        axis = "col" if isinstance(L, ColLayout) else "row"   # a 1-D nest over a column vector
+        self.w(f"const int {self.bind(vars_[0])} = {lt}::{axis}(tl_tid, {slot}){sub(0)};")
         if acc:
             self.w(f"const int {self.bind(vars_[1])} = {lt}::col(tl_tid, {slot}){sub(1)};")
         if shift:
@@ -1042,11 +1044,10 @@ class KernelCodegen:
             bounds = [f"{self.names[v]} >= {self.expr(e)}" for v, e, w in zip(vars_, exts, window) if w]
             self.w(f"if ({' || '.join(bounds)}) continue;")
         for b in regs:
-            is_row = self.placement(b).kind == "row"
             if id(b) in residue:
                 self.acc_index[id(b)] = self._residue_slot(residue[id(b)], slot, vars_)
             else:
-                self.acc_index[id(b)] = f"{lt}::row_slot({slot})" if acc and is_row else slot
+                self.acc_index[id(b)] = self._vector_slot(b, lt, slot) if acc else slot
         self.stmt(body, False)
         for b in regs:
             del self.acc_index[id(b)]
@@ -1066,7 +1067,7 @@ class KernelCodegen:
             if found or not isinstance(n, (E.BufferLoad, S.BufferStore)):
                 return
             p = self.placement(n.buffer)
-            if p is not None and p.kind in ("acc", "row", "tile") and \
+            if p is not None and p.kind in REGISTER_FRAGMENT_KINDS and \
                     any(v is st.var for i in n.indices for v in collect_vars(i)):
                 found.append(n)
         walk(st.body, f)
@@ -1118,8 +1119,13 @@ class KernelCodegen:
     def _bind_acc(self, regs, lt, r):
         """Read the fragments in `regs` at register `r` (a C expression)."""
         for b in regs:
-            is_row = self.placement(b).kind == "row"
-            self.acc_index[id(b)] = f"{lt}::row_slot({r})" if is_row else r
+            self.acc_index[id(b)] = self._vector_slot(b, lt, r)
+
+    def _vector_slot(self, b, lt, r):
+        """The slot of fragment `b` read at register `r` of accumulator layout `lt`: the
+        register itself, or for a row / column vector the slot of r's row / column."""
+        kind = self.placement(b).kind
+        return f"{lt}::row_slot({r})" if kind == "row" else f"{lt}::col_slot({r})" if kind == "col" else r
 
     def _acc_value(self, st, regs, lt, slot, e, jv, j, row=None, guard=None, keep_float=True):
         """The stored value of register `slot` + e, whose column is j + e % 2 (C text) and,
@@ -1217,7 +1223,7 @@ class KernelCodegen:
         def f(n):
             if isinstance(n, (E.BufferLoad, S.BufferStore)):
                 p = self.placement(n.buffer)
-                if p is not None and p.kind in ("acc", "row", "tile"):
+                if p is not None and p.kind in REGISTER_FRAGMENT_KINDS:
                     out[id(n.buffer)] = n.buffer
         walk(body, f)
         return list(out.values())

@@ -14,13 +14,17 @@ Two register layouts, both derived from the mma.sync / wgmma accumulator pattern
   that share those rows (`tl::MmaRowLayout<M, WM, WN>`): row statistics such as m_i / l_i
   of FlashAttention. With WN > 1 a row reduction ends with an exchange of the warps'
   partial results through shared memory.
+- `ColLayout(N, WM, WN)`: a length-N vector, each thread holding the 2 * NI columns it owns
+  in the accumulator layout, replicated over the 8 rows of lanes and the WM warps that share
+  those columns (`tl::MmaColLayout<N, WM, WN>`): per-column masks and biases.
 
 Propagation, to a fixed point:
 - a 2-D T.Parallel nest over exactly an AccLayout's M x N that indexes a fragment of
   that layout by (i, j) gives the same layout to every other M x N fragment it indexes
-  by (i, j), and the row layout to every length-M fragment it indexes by (i,);
-- a 1-D T.Parallel nest over M spreads a RowLayout over the length-M fragments it
-  indexes by (i,); copies and fills are such loops once lowered;
+  by (i, j), the row layout to every length-M fragment it indexes by (i,) and the column
+  layout to every length-N fragment it indexes by (j,);
+- a 1-D T.Parallel nest over M spreads a RowLayout (over N, a ColLayout) over the
+  fragments of that length it indexes by (i,); copies and fills are such loops once lowered;
 - `T.reduce_*(acc, dst, dim=1)` gives dst the row layout of acc.
 
 A layout is kept only where every use can follow it: parallel nests over the layout
@@ -76,6 +80,9 @@ class AccLayout:
     def row_layout(self):
         return RowLayout(self.M, self.WM, self.WN, self.wg_cols)
 
+    def col_layout(self):
+        return ColLayout(self.N, self.WM, self.WN, self.wg_cols)
+
     def warp_col_expr(self, tid):
         """C++ for the warp-grid column of thread `tid` (a C++ expression)."""
         return f"({tid} >> 5) / {self.WM}" if self.wg_cols else f"({tid} >> 5) % {self.WN}"
@@ -92,6 +99,10 @@ class AccLayout:
         """The RowLayout slot of the row that register r holds (the same on every thread)."""
         return fragment_of(self.row_layout()).slot_table()[self.row(0, r)]
 
+    def col_slot(self, r):
+        """The ColLayout slot of the column that register r holds (the same on every thread)."""
+        return fragment_of(self.col_layout()).slot_table()[self.col(0, r)]
+
     def fragment(self):
         """This layout as a `tilelang.layout.Fragment` (element -> thread, register):
         the published contiguous mma accumulator over a WM x WN warp grid."""
@@ -105,6 +116,10 @@ class RowLayout:
     WM: int
     WN: int = 1   # warps along N holding the same rows (their partials meet in shared memory)
     wg_cols: bool = False   # the warp grid of AccLayout.wg_cols
+
+    @property
+    def length(self):
+        return self.M
 
     @property
     def regs(self):
@@ -127,6 +142,49 @@ class RowLayout:
             warp = wc * WM + wr if wg else wr * WN + wc
             return warp * 32 + (ii % 8) * 4 + rep % 4, (ii // 16) * 2 + (ii % 16) // 8
         return Fragment([self.M], forward_fn=fwd, replicate=4 * WN)
+
+
+@dataclass(frozen=True)
+class ColLayout:
+    """A length-N vector of per-column values of `AccLayout(M, N, WM, WN)`: each thread
+    holds the 2 * NI columns it owns in the accumulator (slot s: strip s // 2, column
+    (lane % 4) * 2 + s % 2 of it), replicated over the 8 rows of lanes of a quad column
+    and over the WM warps that share those columns (`tl::MmaColLayout<N, WM, WN>`): a
+    mask or bias over the columns of an attention score tile (the sparse MLA's `mask[bi]`
+    read as `acc_s[h, bi]`), computed by every thread for its own columns instead of
+    going through shared memory and a barrier."""
+    N: int
+    WM: int
+    WN: int
+    wg_cols: bool = False   # the warp grid of AccLayout.wg_cols
+
+    @property
+    def length(self):
+        return self.N
+
+    @property
+    def regs(self):
+        return (self.N // self.WN // 8) * 2
+
+    def layout(self):
+        return f"tl::MmaColLayout<{self.N}, {self.WM}, {self.WN}{', true' if self.wg_cols else ''}>"
+
+    def col(self, tid, s):
+        return owner(self, tid, s)[0]
+
+    def fragment(self):
+        """This layout as a `tilelang.layout.Fragment` (replica = row of lanes + 8 * warp row)."""
+        WTN, WM, WN, wg = self.N // self.WN, self.WM, self.WN, self.wg_cols
+
+        def fwd(j, rep):
+            wc, jj, wr = j // WTN, j % WTN, rep // 8
+            warp = wc * WM + wr if wg else wr * WN + wc
+            return warp * 32 + (rep % 8) * 4 + (jj % 8) // 2, (jj // 8) * 2 + jj % 2
+        return Fragment([self.N], forward_fn=fwd, replicate=8 * WM)
+
+
+# register layouts of 1-D fragments along one axis of an accumulator
+VECTOR_LAYOUTS = (RowLayout, ColLayout)
 
 
 @dataclass(frozen=True)
@@ -241,7 +299,7 @@ def _shape(buf):
 
 
 def _fits(buf, lay):
-    return _shape(buf) == ([lay.M, lay.N] if isinstance(lay, TILE_2D) else [lay.M])
+    return _shape(buf) == ([lay.M, lay.N] if isinstance(lay, TILE_2D) else [lay.length])
 
 
 class _Loop:
@@ -272,6 +330,10 @@ class _Loop:
     def indexed_by(self, fid, k):
         """Every access of fid is [v0, ..., v_{k-1}]."""
         return all(len(ix) == k and all(ix[d] is self.vars[d] for d in range(k)) for ix in self.idx[fid])
+
+    def indexed_by_column(self, fid):
+        """Every access of the 1-D fid in this 2-D nest is [v1]."""
+        return len(self.vars) == 2 and all(len(ix) == 1 and ix[0] is self.vars[1] for ix in self.idx[fid])
 
     def shifted_by(self, fid):
         """The shift (c0, c1) when every access of the 2-D fid is [v0 + c0, v1 + c1] with
@@ -471,12 +533,14 @@ def infer(launch, gemm_cfgs, depends, regions=None):
                             changed |= assign(f, L)
                         elif frags[f].ndim == 1 and lp.indexed_by(f, 1) and hasattr(L, "row_layout"):
                             changed |= assign(f, L.row_layout())
+                        elif frags[f].ndim == 1 and lp.indexed_by_column(f) and hasattr(L, "col_layout"):
+                            changed |= assign(f, L.col_layout())
                 elif k == 1:
-                    rows = {lay[f] for f in lp.idx if isinstance(lay.get(f), RowLayout) and lp.indexed_by(f, 1)
-                            and lay[f].M == lp.exts[0]}
-                    if len(rows) != 1:
+                    vecs = {lay[f] for f in lp.idx if isinstance(lay.get(f), VECTOR_LAYOUTS) and
+                            lp.indexed_by(f, 1) and lay[f].length == lp.exts[0]}
+                    if len(vecs) != 1:
                         continue
-                    (R,) = rows
+                    (R,) = vecs
                     for f in lp.idx:
                         if frags[f].ndim == 1 and lp.indexed_by(f, 1):
                             changed |= assign(f, R)
@@ -592,7 +656,9 @@ def _validate(lay, loops, reduces, gemms, gemm_cfgs, frags):
             continue
         accs = {lay[f] for f in regs if isinstance(lay[f], TILE_2D)}
         rows = {lay[f] for f in regs if isinstance(lay[f], RowLayout)}
-        ok = lp.zero and len(accs) <= 1 and len(rows) <= 1
+        col_vecs = {lay[f] for f in regs if isinstance(lay[f], ColLayout)}
+        ok = lp.zero and len(accs) <= 1 and len(rows) <= 1 and len(col_vecs) <= 1 and \
+            (accs or len(rows | col_vecs) <= 1)
         src = _residue_source(lp, lay)
         if src is not None:
             cols = Tf32ColsLayout(src.M, src.WM, src.WN)
@@ -600,7 +666,8 @@ def _validate(lay, loops, reduces, gemms, gemm_cfgs, frags):
         elif ok and accs:
             (L,) = accs
             ok = window_of(lp.exts, L) is not None and all(lp.indexed_by(f, 2) for f in regs if lay[f] == L) and \
-                all(hasattr(L, "row_layout") and lay[f] == L.row_layout() and lp.indexed_by(f, 1)
+                all(hasattr(L, "row_layout") and lay[f] == L.row_layout() and lp.indexed_by(f, 1) or
+                    hasattr(L, "col_layout") and lay[f] == L.col_layout() and lp.indexed_by_column(f)
                     for f in regs if lay[f] != L)
             # element-wise only: the registers of the M x K A layout are no accumulator's
             ok = ok and (isinstance(L, AccLayout) or window_of(lp.exts, L) == (False, False))
@@ -610,8 +677,8 @@ def _validate(lay, loops, reduces, gemms, gemm_cfgs, frags):
                 shifts = [lp.shifted_by(f) for f in regs]
                 ok = None not in shifts and len({tuple(map(str, x)) for x in shifts}) == 1
         elif ok:
-            (R,) = rows
-            ok = lp.exts == [R.M] and all(lp.indexed_by(f, 1) for f in regs) and not lp.atomic
+            (R,) = rows | col_vecs
+            ok = lp.exts == [R.length] and all(lp.indexed_by(f, 1) for f in regs) and not lp.atomic
         if not ok:
             bad += [(f, "a T.Parallel loop that does not follow its layout") for f in regs]
     for r in reduces:

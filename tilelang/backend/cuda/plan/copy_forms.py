@@ -74,6 +74,7 @@ from tilelang.backend.cuda.layout.annotated import AnnotatedTile
 from tilelang.backend.cuda.target import arch_number
 
 from tilelang.backend.cuda.plan.copy_form import COPY_FORM, CopyForm, copy_form  # noqa: F401 (the record)
+from tilelang.backend.cuda.layout import REGISTER_FRAGMENT_KINDS
 
 SIMT_GEMM = "simt_gemm"   # on the SIMT loop of a T.gemm: that T.gemm
 
@@ -320,7 +321,7 @@ class _Chooser(BlockLevelWalk):
         from tilelang.backend.cuda.ops.register_store import store_width, split_store
         from tilelang.backend.cuda.ops.register_vector import chunk_vector_width, vector_copy_parts
         vars_, _, exts, body = parallel_nest(st)
-        regs = [b for b in _buffers(body) if getattr(self.k.placement(b), "kind", None) in ("acc", "row", "tile")]
+        regs = [b for b in _buffers(body) if getattr(self.k.placement(b), "kind", None) in REGISTER_FRAGMENT_KINDS]
         if self.k.placement(regs[0]).kind == "tile":   # chunks of a thread tile as vectors (ops/register_vector.py)
             if any(isinstance(self.k.placement(b).acc, AnnotatedTile) for b in regs):
                 return CopyForm("registers", subject=subject)   # a user's Fragment: element by element
@@ -347,7 +348,7 @@ class _Chooser(BlockLevelWalk):
             return self.nest_form(st, "fill" if _is_fill(body) else "loop")
 
         def choose():
-            regs = [b for b in _buffers(st) if getattr(k.placement(b), "kind", None) in ("acc", "row", "tile")]
+            regs = [b for b in _buffers(st) if getattr(k.placement(b), "kind", None) in REGISTER_FRAGMENT_KINDS]
             if regs and not _laid_out_by_registers(k, *_vars_exts(st)):
                 # a loop over replicated one-element fragments only: an ordinary shared-out copy
                 return self._with_eviction(st, self._waited(st, self.vector(st, cp_async=False)))
@@ -478,7 +479,7 @@ def _laid_out_by_registers(k, vars_, exts, body):
     (emit/kernel.py `cooperative`: an accumulator or row layout, or a thread tile that
     emit/tile_loops.py does not decline: one distributed fragment, or unit loops only)."""
     from tilelang.backend.cuda.layout.tile import Scalar
-    regs = [b for b in _buffers(body) if getattr(k.placement(b), "kind", None) in ("acc", "row", "tile")]
+    regs = [b for b in _buffers(body) if getattr(k.placement(b), "kind", None) in REGISTER_FRAGMENT_KINDS]
     if not regs:
         return False
     if k.placement(regs[0]).kind != "tile":

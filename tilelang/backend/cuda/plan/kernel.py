@@ -31,7 +31,7 @@ from tilelang.ir.thread_dependence import thread_dependent_vars
 from tilelang.backend.cuda.ops.mma import mma_config, tf32_chains
 from tilelang.backend.cuda.ops.wgmma import wgmma_config, wgmma_refusal, swizzle_ok, swizzle_bytes, strip_tile
 from tilelang.backend.cuda.plan.pipeline import find_pipelines
-from tilelang.backend.cuda.layout.fragment import TILE_2D, infer as infer_fragment_layouts, format_report
+from tilelang.backend.cuda.layout.fragment import TILE_2D, ColLayout, infer as infer_fragment_layouts, format_report
 from tilelang.backend.cuda.layout.shared import annotated_shared_layout
 from tilelang.backend.cuda.options import CudaOptions
 from tilelang.backend.cuda.layout.annotated import AnnotatedTile
@@ -44,10 +44,10 @@ SMEM_ALIGN = 128
 
 @dataclass
 class Placement:
-    kind: str                 # param | workspace | smem | local | var | acc | row | tile | view | mbar
+    kind: str                 # param | workspace | smem | local | var | acc | row | col | tile | view | mbar
     strides: list = None      # element strides used to flatten indices
     offset: int = 0           # byte offset into dynamic shared memory (smem)
-    acc: object = None        # AccLayout (acc) | RowLayout (row): layout/fragment.py;
+    acc: object = None        # AccLayout (acc) | RowLayout (row) | ColLayout (col): layout/fragment.py;
                               # ThreadTile | TileRows | TileCols | Scalar (tile): layout/tile.py
     swizzle: int = 0          # smem in the tl::sw128 / sw64 / sw32 layout (wgmma operand): its bytes
     layout: object = None     # smem: a user's Layout every access goes through (layout/shared.py;
@@ -266,7 +266,8 @@ def _plan_kernel(launch, arch, options, mma_only):
             smem.append(buf)
         elif id(buf) in frag.layouts:
             lay = frag.layouts[id(buf)]
-            kind = "tile" if isinstance(lay, TILE_LAYOUTS + (AnnotatedTile,)) else "acc" if isinstance(lay, TILE_2D) else "row"
+            kind = "tile" if isinstance(lay, TILE_LAYOUTS + (AnnotatedTile,)) else "acc" if isinstance(lay, TILE_2D) \
+                else "col" if isinstance(lay, ColLayout) else "row"
             plan.placements[id(buf)] = Placement(kind, None, acc=lay, annotated=gave_way.get(id(buf), ""))
         elif buf.scope == "local.fragment" and id(buf) in scalar_only:
             # only scalar code touches it: every thread keeps its own copy (a fully

@@ -35,6 +35,7 @@ from tilelang.backend.cuda.layout.tile import Scalar, canon_shape
 from tilelang.backend.cuda.ops.register_vector import chunk_geometry, free_row_fragments
 from tilelang.backend.cuda.ops.vector_access import _has, _cond_ok, consecutive
 from tilelang.backend.cuda.plan.copy_form import copy_form
+from tilelang.backend.cuda.layout import REGISTER_FRAGMENT_KINDS
 
 REGISTER_CHUNKS = "register_chunks"
 
@@ -82,7 +83,7 @@ def _register_buffers(k, body):
 
     def f(n):
         if isinstance(n, (E.BufferLoad, S.BufferStore)) and \
-                getattr(k.placement(n.buffer), "kind", None) in ("acc", "row", "tile"):
+                getattr(k.placement(n.buffer), "kind", None) in REGISTER_FRAGMENT_KINDS:
             out.setdefault(id(n.buffer), n.buffer)
     walk(body, f)
     return list(out.values())

@@ -11,6 +11,7 @@ from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.visitor import walk
 from tilelang.ir.printer import expr_str
+from tilelang.backend.cuda.layout import REGISTER_FRAGMENT_KINDS
 
 
 def _placement(p):
@@ -19,7 +20,7 @@ def _placement(p):
             (f", sw{p.swizzle}" if p.swizzle else "") + (f", rows in slab_row<{p.row_slabs}> order" if p.row_slabs > 1 else "") + \
             (f", {p.annotated}" if p.annotated else "")
         return f"shared @ {p.offset}{extra}"
-    if p.kind in ("tile", "acc", "row"):
+    if p.kind in REGISTER_FRAGMENT_KINDS:
         lay = p.acc.layout() if hasattr(p.acc, "layout") else type(p.acc).__name__
         return f"registers ({p.kind}): {lay}" + (f", {p.annotated}" if p.annotated else "")
     return p.kind
@@ -123,7 +124,7 @@ def layout_records(launch, plan) -> list:
         shape = tuple(E.const_int_value(d) for d in b.shape)
         if p is None or None in shape:
             continue
-        if p.kind in ("acc", "row", "tile") and hasattr(p.acc, "regs"):
+        if p.kind in REGISTER_FRAGMENT_KINDS and hasattr(p.acc, "regs"):
             out.append(LayoutRecord(b.name, b.scope, shape, b.dtype.name, p.acc, plan.nthreads))
         elif p.kind == "smem" and len(shape) >= 2:
             out.append(LayoutRecord(b.name, b.scope, shape, b.dtype.name, swizzle=f"sw{p.swizzle}" if p.swizzle else None))

@@ -32,8 +32,9 @@ from tilelang.transform.mark_per_thread import is_per_thread
 from tilelang.backend.cuda.ops.reduce import orders_block
 from tilelang.ir.mbarrier import every_thread_call
 from tilelang.transform.pass_manager import function_pass
+from tilelang.backend.cuda.layout import REGISTER_FRAGMENT_KINDS
 
-REGISTER_KINDS = ("local", "var", "acc", "row", "tile")
+REGISTER_KINDS = ("local", "var") + REGISTER_FRAGMENT_KINDS
 # mbarriers order what the user hands over with them; they are not data the planner tracks
 UNTRACKED_KINDS = REGISTER_KINDS + ("mbar",)
 HOISTED = " (hoisted out of the loop)"

@@ -99,6 +99,8 @@ template <int M, int N, int WM, int WN, bool WGC = false> struct MmaAccLayout {
   }
   // slot of MmaRowLayout<M, WM, WN, WGC> holding row(tid, r)
   TL_DEVICE static constexpr int row_slot(int r) { return ((r >> 2) / NI) * 2 + ((r >> 1) & 1); }
+  // slot of MmaColLayout<N, WM, WN, WGC> holding col(tid, r)
+  TL_DEVICE static constexpr int col_slot(int r) { return ((r >> 2) % NI) * 2 + (r & 1); }
   // first column, within the warp's WTN columns, of the 8-column strip that register r lies in
   TL_DEVICE static constexpr int strip_col(int r) { return ((r >> 2) % NI) * 8; }
 };
@@ -110,6 +112,16 @@ template <int M, int WM, int WN = 1, bool WGC = false> struct MmaRowLayout {
   static constexpr int WTM = M / WM, MI = WTM / 16, SLOTS = MI * 2;
   TL_DEVICE static int row(int tid, int s) {
     return (WGC ? (tid >> 5) % WM : (tid >> 5) / WN) * WTM + (s >> 1) * 16 + ((tid & 31) >> 2) + (s & 1) * 8;
+  }
+};
+
+// A length-N vector of per-column values of an MmaAccLayout<M, N, WM, WN, WGC> tile: each
+// thread holds the SLOTS columns it owns, replicated over the 8 lane rows of its warp and
+// over the WM warps that share its columns.
+template <int N, int WM, int WN = 1, bool WGC = false> struct MmaColLayout {
+  static constexpr int WTN = N / WN, NI = WTN / 8, SLOTS = NI * 2;
+  TL_DEVICE static int col(int tid, int s) {
+    return (WGC ? (tid >> 5) / WM : (tid >> 5) % WN) * WTN + (s >> 1) * 8 + (tid & 3) * 2 + (s & 1);
   }
 };
 
