@@ -7,7 +7,13 @@ read side by side. Usage:
 
 Without a GPU (ours, `TILELANG_DEFAULT_TARGET=cuda`: sm_90a), `--fake-cuda` makes the tensors the
 entry points ask for on "cuda" CPU tensors, so each kernel compiles (and is written) before its
-first launch fails.
+first launch fails. The published package (Python 3.12 with torch, its unpacked wheels on
+PYTHONPATH) cannot build without a GPU and nvcc: `--lower-only` has its JITKernel only lower the
+function to sm_90a CUDA source (`tilelang.lower` inside the target's context), which is written,
+and the kernel's first call then fails as above:
+
+  PYTHONPATH=<published>:<fake triton> python3.12 benchmarks/dump_kernel_sources.py --fake-cuda \
+      --lower-only --examples .pub/examples --out DIR deepseek_v32/sparse_mla_fwd
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ def main(argv=None):
     ap.add_argument("--examples", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--fake-cuda", action="store_true", help="tensors asked for on cuda made on the CPU")
+    ap.add_argument("--lower-only", action="store_true", help="lower to sm_90a source, do not build (published package)")
     ap.add_argument("modules", nargs="+", help="folder/module of an example, e.g. convolution/example_convolution")
     args = ap.parse_args(argv)
     if args.fake_cuda:
@@ -30,7 +37,7 @@ def main(argv=None):
     import tilelang
     from tilelang.jit.kernel import JITKernel
     state = {"dir": args.out, "n": 0}
-    init = JITKernel.__init__
+    init = _lowering_init if args.lower_only else JITKernel.__init__
 
     def recording_init(self, *a, **k):
         init(self, *a, **k)
@@ -63,6 +70,22 @@ def main(argv=None):
         sys.path.remove(path)
 
 
+def _lowering_init(self, func=None, *a, pass_configs=None, **k):
+    """A JITKernel that only lowers `func` to sm_90a CUDA source (get_kernel_source)."""
+    import tilelang
+    import tvm
+    from tvm.target import Target
+    target = Target({"kind": "cuda", "arch": "sm_90a"})
+    self.prim_func = func
+    with target, tvm.transform.PassContext(opt_level=3, config=dict(pass_configs or {})):
+        art = tilelang.lower(func, target=target)
+    self.get_kernel_source = lambda *a, **k: art.kernel_source
+
+    def not_built(*a, **k):
+        raise RuntimeError("--lower-only: the kernel was lowered, not built")
+    self.__call__ = not_built
+
+
 def _fake_cuda():
     """torch's factories and moves with a cuda device make CPU tensors instead (no GPU here)."""
     import functools
@@ -92,6 +115,9 @@ def _fake_cuda():
     torch.cuda.is_available = lambda: True
     for name in ("synchronize", "manual_seed", "manual_seed_all", "empty_cache", "set_device"):
         setattr(torch.cuda, name, lambda *a, **k: None)
+    torch.cuda.current_device = lambda: 0   # an H200 to packages that ask which GPU this is
+    torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
+    torch.cuda.get_device_name = lambda *a, **k: "NVIDIA H200"
 
 
 if __name__ == "__main__":

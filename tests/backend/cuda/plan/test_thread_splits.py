@@ -34,7 +34,7 @@ def ranged_copy():
 
 
 def _notes(text):
-    return [ln.split("  # ", 1)[1] for ln in lines_with(text, "T.Parallel(")]
+    return [ln.split("  # ", 1)[1] for ln in lines_with(text, "T.Parallel(") if "  # " in ln]
 
 
 @pytest.mark.parametrize("rows,config,notes", [
@@ -81,3 +81,46 @@ def test_a_tma_copy_on_cp_async_carries_its_split():
     notes = [ln.split("  # -> ", 1)[1] for ln in lines_with(after, "T.tma_copy(")]
     form = "T.tma_copy as cp.async arriving on its mbarrier x8 (16 B)"
     assert notes == [f"{form}; exact split, 8 a thread", f"{form}; strided split"] * 4, after
+
+
+def gathered_copy(rows=64, cols=512, threads=256, stages=2):
+    """Rows of KV gathered by an index tensor into a pipelined shared tile (the sparse MLA
+    kernels' `KV[Indices[...], d]`): 16 cp.async vectors a thread a stage."""
+    @T.prim_func
+    def k(KV: T.Tensor((1024, cols), "bfloat16"), Idx: T.Tensor((4 * rows,), "int32"),
+          O: T.Tensor((rows, cols), "float32")):
+        with T.Kernel(1, threads=threads):
+            acc = T.alloc_fragment((rows, cols), "float32")
+            T.clear(acc)
+            for it in T.Pipelined(4, num_stages=stages):
+                s = T.alloc_shared((rows, cols), "bfloat16")
+                for i, d in T.Parallel(rows, cols):
+                    s[i, d] = KV[Idx[it * rows + i], d]
+                for i, d in T.Parallel(rows, cols):
+                    acc[i, d] += s[i, d]
+            T.copy(acc, O)
+    return k
+
+
+def test_a_gathered_cp_async_copy_is_unrolled(monkeypatch):
+    # 64 x 512 halves: 4096 vectors, 16 a thread; each address reads Idx: in a strided loop
+    # every copy would wait for its index load, unrolled the 16 loads are in flight at once
+    monkeypatch.setenv("TILELANG_CUDA_CP_ASYNC_UNROLL", "0")
+    _, after = around(gathered_copy(), plan_thread_splits)
+    notes = [n for n in _notes(after) if "cp.async" in n]
+    assert notes and all(n.endswith("exact split, 16 a thread") for n in notes), after
+    # the same copy from affine addresses keeps the strided loop (TILELANG_CUDA_CP_ASYNC_UNROLL=1 unrolls it)
+    _, plain = around(tile_copy(512, 64, threads=256), plan_thread_splits)
+    assert all("exact split, 16" not in n for n in _notes(plain)), plain
+
+
+@pytest.mark.gpu
+def test_a_gathered_cp_async_copy_runs():
+    import torch
+    import tilelang
+    kv = torch.randn(1024, 512, dtype=torch.bfloat16, device="cuda")
+    idx = torch.randperm(1024, device="cuda")[:256].int()
+    out = torch.empty(64, 512, device="cuda")
+    tilelang.compile(gathered_copy(), target="cuda")(kv, idx, out)
+    ref = kv.float()[idx.long()].view(4, 64, 512).sum(0)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)

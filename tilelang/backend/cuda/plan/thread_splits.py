@@ -13,6 +13,14 @@ whose split is recorded on the op):
 - `strided split[, unrolled]`: a loop striding by the thread count (unrolled where a thread
   runs at most 4 iterations).
 
+A cp.async nest may run up to 16 vectors a thread as one unrolled run (ASYNC_EXACT_SPLIT: the
+copies hold no registers in flight) where its addresses are gathered, read from memory
+(`KV[Indices[...], d]` of the sparse MLA kernels): in a strided loop each iteration waits for
+its index load before issuing its copy, so the index loads of a stage run one after another;
+unrolled, they are all in flight at once. Other cp.async nests keep the limit of 8 unless
+TILELANG_CUDA_CP_ASYNC_UNROLL=1 (no faster on the H200 for affine copies, whose issue does not
+wait on anything).
+
 The pass records the split on the nest (annotation `thread_split`, printed after the form:
 `for i, j in T.Parallel(100, 64):  # copy -> vector x8 (16 B); guarded split, at most 2 a
 thread`); emit/kernel.py `cooperative` prints the loop it says. plan/copy_forms.py reads the
@@ -22,8 +30,10 @@ thread count at printing time (the kernel plan after warp specialization), and o
 the form's choice reads but its width."""
 from __future__ import annotations
 
+from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
+from tilelang.ir.visitor import walk
 from tilelang.transform.pass_manager import function_pass
 from tilelang.backend.cuda.analysis.block_level import BlockLevelWalk
 from tilelang.backend.cuda.analysis.facts import parallel_nest
@@ -55,7 +65,8 @@ class _Splits(BlockLevelWalk):
         if form is None or form.kind not in SPLIT_FORMS:
             return
         # a cp.async thread holds no registers for its copies in flight: more of them unrolled
-        most = ASYNC_EXACT_SPLIT if form.kind == "cp_async" and self.options.cp_async_unroll else 8
+        unroll = form.kind == "cp_async" and (self.options.cp_async_unroll or gathers(n))
+        most = ASYNC_EXACT_SPLIT if unroll else 8
         split = nest_split(parallel_nest(n)[2], form.width, self.nthreads, self.options.guarded_split, most)
         n.annotations = {**n.annotations, THREAD_SPLIT: split}   # a node of the CUDA passes' own tree
 
@@ -69,6 +80,18 @@ class _Splits(BlockLevelWalk):
             n.annotations = {**n.annotations, THREAD_SPLIT: split}   # plan_copy_forms' own copy of the op
 
 
+def gathers(nest) -> bool:
+    """Whether an address in `nest` reads memory: an index that is itself a load."""
+    found = []
+
+    def f(n):
+        if isinstance(n, (E.BufferLoad, S.BufferStore)) and not found:
+            for i in n.indices:
+                walk(i, lambda m: found.append(m) if isinstance(m, E.BufferLoad) else None)
+    walk(nest, f)
+    return bool(found)
+
+
 @function_pass("plan_thread_splits")
 def plan_thread_splits(func, ctx=None):
     from tilelang.backend.cuda.plan.plan_kernels import map_planned_launches
@@ -79,4 +102,4 @@ def plan_thread_splits(func, ctx=None):
     return map_planned_launches(func, ctx, rewrite)
 
 
-__all__ = ["THREAD_SPLIT", "SPLIT_FORMS", "thread_split_of", "plan_thread_splits"]
+__all__ = ["THREAD_SPLIT", "SPLIT_FORMS", "thread_split_of", "gathers", "plan_thread_splits"]
