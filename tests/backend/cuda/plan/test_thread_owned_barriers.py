@@ -13,11 +13,11 @@ from tilelang.backend.cuda.plan.sync import insert_barriers
 from tests.backend.cuda.plan.around import around
 
 
-def staging(lanes_per_thread=8):
+def staging(lanes_per_thread=8, round_stride=2048):
     """O = sum over 4 K tiles of 2 * A's tile, the tile staged through shared memory by
     per-thread vector stores in 8 rounds; `lanes_per_thread` < 8 makes threads' lanes
-    overlap (not thread-owned)."""
-    L = lanes_per_thread
+    overlap (not thread-owned), `round_stride` < 2048 makes rounds overlap too."""
+    L, R = lanes_per_thread, round_stride
 
     @T.prim_func
     def k(A: T.Tensor((4, 128, 128), "float32"), O: T.Tensor((128, 128), "float32")):
@@ -32,7 +32,7 @@ def staging(lanes_per_thread=8):
                     for v in T.vectorized(8):
                         local[v] = A[ko, (i * 2048 + tx * 8 + v) // 128, (i * 2048 + tx * 8 + v) % 128] * 2
                     for v in T.vectorized(8):
-                        S[(i * 2048 + tx * L + v) // 128, (i * 2048 + tx * L + v) % 128] = local[v]
+                        S[(i * R + tx * L + v) // 128, (i * R + tx * L + v) % 128] = local[v]
                 for r, c in T.Parallel(128, 128):
                     acc[r, c] += S[r, c]
             T.copy(acc, O)
@@ -59,11 +59,21 @@ def test_rounds_of_thread_owned_stores_need_no_barrier_between_them():
 
 
 def test_overlapping_lanes_keep_the_barrier_between_rounds():
-    _, after = around(staging(lanes_per_thread=4), insert_barriers)
+    # threads' lanes overlap and so do rounds (512 apart, 1028 elements a round)
+    _, after = around(staging(lanes_per_thread=4, round_stride=512), insert_barriers)
     body = _ko_body(after)
     i_loop = body.index("for i in T.serial(8):")
     assert body[i_loop + 2].startswith("T.sync_threads()  # inserted: S"), body
     assert body[i_loop + 3].startswith("for v_1 in T.vectorized(8)"), body
+
+
+def test_rounds_apart_need_no_barrier_even_when_lanes_overlap():
+    # 2048 apart, each round's elements (1028) are none of the next round's: nothing is carried
+    # from one round to the next (analysis/iteration_disjoint.py), whoever wrote them
+    _, after = around(staging(lanes_per_thread=4), insert_barriers)
+    body = _ko_body(after)
+    i_loop = body.index("for i in T.serial(8):")
+    assert body[i_loop + 2].startswith("for v_1 in T.vectorized(8)"), body
 
 
 @pytest.mark.gpu

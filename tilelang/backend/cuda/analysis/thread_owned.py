@@ -187,6 +187,12 @@ LANE = E.Var("cp_async_lane", "int32")
 def flat_terms(buffer, indices):
     """address_terms of the row-major offset of `buffer[indices]` (without the constant), or
     None (a shape that is not constant, an index that is not such a sum)."""
+    terms = flat_address(buffer, indices)
+    return None if terms is None else terms[0]
+
+
+def flat_address(buffer, indices):
+    """address_terms (terms, constant) of the row-major offset of `buffer[indices]`, or None."""
     shape = [E.const_int_value(s) for s in buffer.shape]
     if None in shape or len(shape) != len(indices) or not all(i.dtype.is_int for i in indices):
         return None
@@ -195,5 +201,4 @@ def flat_terms(buffer, indices):
         term = idx if stride == 1 else E.BinOp("*", idx, E.IntImm(stride, idx.dtype), idx.dtype)
         flat = term if flat is None else E.BinOp("+", flat, term, idx.dtype)
         stride *= ext
-    terms = address_terms(flat)
-    return None if terms is None else terms[0]
+    return address_terms(flat)

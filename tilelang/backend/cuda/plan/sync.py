@@ -19,7 +19,10 @@ loop over k, the shared-memory fragment of a row statistic), an iteration reads 
 the same thread wrote in the previous one: that buffer needs no barrier between two runs
 of the nest (`_private_to_threads`). Per-thread code whose index into a shared buffer names
 the thread (analysis/thread_owned.py: `S[(i * 2048 + tx * 8 + v) // 128, ...]`) touches
-elements no other thread does: it needs no barrier against its own other iterations."""
+elements no other thread does: it needs no barrier against its own other iterations. A serial
+loop whose iterations touch a shared buffer at different elements (analysis/iteration_disjoint.py:
+`is_kv_valid[stage, r * 16 + (tx - 256) // 8]` in a loop over r) carries nothing through it from
+one iteration to the next."""
 from __future__ import annotations
 
 from tilelang.ir import expr as E
@@ -28,6 +31,7 @@ from tilelang.ir import tile_ops as TO
 from tilelang.backend.cuda.analysis.block_level import body_block
 from tilelang.backend.cuda.analysis.facts import accesses
 from tilelang.backend.cuda.analysis.thread_owned import owned_buffers
+from tilelang.backend.cuda.analysis.iteration_disjoint import disjoint_across_iterations
 from tilelang.transform.mark_per_thread import is_per_thread
 from tilelang.backend.cuda.ops.reduce import orders_block
 from tilelang.ir.mbarrier import every_thread_call
@@ -61,6 +65,7 @@ class SyncPlanner:
         # orders_block), and which pipelined loops carry nothing their body leaves unordered
         self.covered = getattr(plan.options, "covered_barriers", True) if plan.options is not None else True
         self.carried_ordered = set()   # id(loop)
+        self.disjoint = {}   # id(loop) -> root ids its iterations touch at different elements
 
     def _visible(self, buf):
         p = self.plan.placements.get(id(buf))
@@ -211,13 +216,13 @@ class SyncPlanner:
             if isinstance(st, (S.For, S.While)):
                 saved = set(self.before)
                 first = self.visit(st.body, pending)
-                second = self.visit(st.body, pending | first | hacc)
+                second = self.visit(st.body, pending | self._carried(st, first) | hacc)
                 if pending and self.before - saved:
                     # a barrier that only orders the loop after what came before it runs
                     # once before the loop instead of once per iteration
                     inside, self.before = self.before, set(saved)
                     first = self.visit(st.body, hacc)
-                    second = self.visit(st.body, first | hacc)
+                    second = self.visit(st.body, self._carried(st, first) | hacc)
                     if len(self.before - saved) < len(inside - saved):
                         why = sorted({self.reasons[i].removesuffix(HOISTED) for i in inside - saved})
                         self._barrier(st, ", ".join(why) + HOISTED)
@@ -230,6 +235,39 @@ class SyncPlanner:
         if self.thread_dependent(st):
             return self.unit(st, self.per_thread_accesses(st), pending)
         return self.unit(st, self.unit_accesses(st, "all"), pending)
+
+    def _carried(self, loop, acc):
+        """`acc`, the accesses one iteration of `loop` leaves unordered, less those of buffers
+        that the next iteration touches at other elements (analysis/iteration_disjoint.py)."""
+        if not isinstance(loop, S.For):
+            return acc
+        if id(loop) not in self.disjoint:
+            self.disjoint[id(loop)] = self._iteration_disjoint(loop)
+        apart = self.disjoint[id(loop)]
+        return {a for a in acc if a[0] not in apart} if apart else acc
+
+    def _iteration_disjoint(self, loop):
+        from tilelang.ir.visitor import walk
+        if not self.thread_ranges:
+            return set()
+        bufs = {}
+        walk(loop.body, lambda n: bufs.setdefault(self._root(n.buffer), n.buffer)
+             if isinstance(n, (E.BufferLoad, S.BufferStore)) and self._visible(n.buffer) else None)
+        candidates = {}
+        for k, b in bufs.items():
+            p = self.plan.placements.get(k)
+            if p is None or p.kind != "smem" or p.stages != 1 or getattr(b, "alias_of", None) is not None:
+                continue
+            if any(k2 != k and self._same_storage(k, k2) for k2 in bufs):
+                continue   # storage shared with another buffer of the body: its elements are not b's
+            candidates[k] = b
+        if not candidates:
+            return set()
+        threads = dict(self.thread_ranges)
+        if self.plan.regions is not None and len(threads) == 1:   # a warp-specialized branch's threads
+            r = self.plan.regions.range_of(loop)
+            threads = {k: (r.lo, r.size) for k in threads}
+        return disjoint_across_iterations(loop, candidates, threads, self.uniform)
 
     def _whole_range(self, barrier):
         n = E.const_int_value(barrier.arrive_count) if barrier.arrive_count is not None else None
