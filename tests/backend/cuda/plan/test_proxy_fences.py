@@ -1,6 +1,8 @@
 """plan/proxy_fences.py: when wgmma or a bulk copy reads (or writes) shared memory, the
 block barriers the compiler inserted fence it toward the async proxy first; the decision
 is printed on each barrier node and in the kernel plan."""
+import pytest
+
 from tilelang.backend.registry import parse_target
 from tilelang.backend.cuda import pipeline as P
 from tilelang.backend.cuda.plan.proxy_fences import plan_proxy_fences
@@ -182,3 +184,78 @@ def test_the_first_barrier_of_a_loop_body_sees_what_ran_before_the_loop(monkeypa
     monkeypatch.setenv("TILELANG_CUDA_FENCE_FIRST_ITERATION", "0")   # every iteration
     assert in_loop() == ["T.sync_threads()  # inserted, after a fence.proxy.async: Ss",
                          "T.sync_threads()  # inserted: Ss"]
+
+
+def gathered_producer(wait_group=False):
+    """D = sum over 4 rounds of A @ B[rows]^T: a producer warpgroup gathers 64 rows of B a round
+    into wgmma's B tile with T.ptx_cp_async (16 rows a step, a flag per row staged in shared
+    memory and read back, as the published sparse MLA forward's producer), completing on an
+    mbarrier (T.cp_async_barrier_noinc); `wait_group`: the producer also waits for its copies
+    (T.cp_async_wait) before arriving."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float16"), B: T.Tensor((512, 64), "float16"), Idx: T.Tensor((256,), "int32"),
+             D: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=256):
+            tx = T.get_thread_binding()
+            As = T.alloc_shared((64, 64), "float16")
+            Bs = T.alloc_shared((64, 64), "float16")
+            flags = T.alloc_shared((64,), "int32")
+            c = T.alloc_fragment((64, 64), "float32")
+            idx = T.alloc_var("int32")
+            ready = T.alloc_barrier(128)
+            free = T.alloc_barrier(128)
+            if tx < 128:
+                T.copy(A, As)
+                T.clear(c)
+                for it in T.serial(4):
+                    T.barrier_wait(ready, it & 1)
+                    T.gemm(As, Bs, c, transpose_B=True)
+                    T.barrier_arrive(free)
+                T.copy(c, D)
+            else:
+                for it in T.serial(4):
+                    T.barrier_wait(free, (it & 1) ^ 1)
+                    for r in T.serial(4):
+                        idx = Idx[it * 64 + r * 16 + (tx - 128) // 8]
+                        flags[r * 16 + (tx - 128) // 8] = idx
+                        if flags[r * 16 + (tx - 128) // 8] >= 0:
+                            T.ptx_cp_async(T.access_ptr(Bs[r * 16 + (tx - 128) // 8, (tx - 128) % 8 * 8], "w", 8),
+                                           T.access_ptr(B[idx, (tx - 128) % 8 * 8], "r", 8), 8)
+                    if wait_group:
+                        T.ptx_commit_group()
+                        T.ptx_wait_group(0)
+                    T.cp_async_barrier_noinc(ready)
+    return main
+
+
+def test_cp_async_landing_on_an_mbarrier_is_no_write_the_producers_barriers_fence():
+    # the copies complete after the issuing threads' barriers; their reader fences after its wait
+    # (the round's barrier between a flag's write and its read; the one hoisted out of the rounds
+    # orders the previous tile's flag reads, fenced in the first tile only: what ran before the
+    # producer's loop is not followed into the branch)
+    _, after = _before_after(gathered_producer())
+    assert [b for b in _barriers(after) if "flags" in b] == [
+        "T.sync_threads()  # inserted, after a fence.proxy.async when it_1 == 0: flags (hoisted out of the loop)",
+        "T.sync_threads()  # inserted: flags"], _barriers(after)
+    # copies the producer waits for itself are its generic writes of wgmma's B tile: fenced
+    _, after = _before_after(gathered_producer(wait_group=True))
+    assert [b for b in _barriers(after) if "flags" in b] == [
+        "T.sync_threads()  # inserted, after a fence.proxy.async: flags (hoisted out of the loop)",
+        "T.sync_threads()  # inserted, after a fence.proxy.async: flags"], _barriers(after)
+
+
+@pytest.mark.gpu
+def test_gathered_producer_on_the_gpu():
+    import torch
+    import tilelang
+    a = torch.randn(64, 64, dtype=torch.float16, device="cuda")
+    b = torch.randn(512, 64, dtype=torch.float16, device="cuda")
+    idx = torch.randperm(512, device="cuda")[:256].int()
+    d = torch.empty(64, 64, device="cuda")
+    kernel = tilelang.compile(gathered_producer(), target="cuda")
+    for _ in range(5):
+        kernel(a, b, idx, d)
+        ref = sum(a.float() @ b.float()[idx[it * 64:(it + 1) * 64].long()].T for it in range(4))
+        torch.testing.assert_close(d, ref, rtol=1e-2, atol=1e-2)

@@ -24,7 +24,9 @@ passed last (`_regions_without_async_writes`). Those statements are followed thr
 `let`s: the published sparse MLA backward stages dKV through shared tiles and adds it to global
 memory with atomics, three barriers per half tile, none of which orders a tile wgmma reads
 (its fence.proxy.async is a MEMBAR.ALL.CTA, which orders all of the thread's earlier memory
-operations, plus a FENCE.VIEW.ASYNC.S: 14 of each in its SASS before, 7 after)."""
+operations, plus a FENCE.VIEW.ASYNC.S: 14 of each in its SASS before, 7 after). cp.async copies
+that land on an mbarrier (no wait group in the kernel) are no write a barrier of the issuing
+thread can fence: their reader fences after its mbarrier wait."""
 from __future__ import annotations
 
 import dataclasses
@@ -171,15 +173,27 @@ def _regions_without_async_writes(body, k, plan, async_ranges, first_only) -> se
         r = _smem_range(plan, buf)
         return r is not None and any(r[0] < a[1] and a[0] < r[1] for a in async_ranges)
 
+    # cp.async whose completion only an mbarrier observes (T.cp_async_barrier_noinc, no wait
+    # group anywhere: the sparse MLA forward's producer): the copies land after the issuing
+    # thread's barriers, so no fence of its can order them; their reader waits on the mbarrier
+    # and fences after the wait (ops/sync_calls.py)
+    from tilelang.ir import mbarrier as M
+    from tilelang.ir.async_copy import is_cp_async
+    calls = set()
+    walk_nodes(body, lambda n: calls.add(n.name) if isinstance(n, E.Call) else None)
+    landed_on_mbarrier = M.CP_ASYNC_ARRIVE in calls and M.CP_ASYNC_WAIT not in calls
+
     def writes_async(st):
         """Whether `st` may write an async-proxy tile (conservative: a buffer passed to a call
         counts as written; a tile op other than a gemm, a bulk copy or a user barrier counts)."""
-        bad = []
+        bad, landing = [], set()
 
         def f(n):
+            if landed_on_mbarrier and is_cp_async(n):
+                landing.add(id(n.args[0]))   # its destination (walked next, pre-order)
             if isinstance(n, S.BufferStore) and overlaps(n.buffer):
                 bad.append(n)
-            elif isinstance(n, E.Call):
+            elif isinstance(n, E.Call) and not is_cp_async(n) and id(n) not in landing:
                 for a in n.args:
                     walk_nodes(a, lambda x: bad.append(x) if isinstance(x, E.BufferLoad) and overlaps(x.buffer)
                                or isinstance(x, Buffer) and overlaps(x) else None)
