@@ -239,7 +239,7 @@ class SyncPlanner:
     def _carried(self, loop, acc):
         """`acc`, the accesses one iteration of `loop` leaves unordered, less those of buffers
         that the next iteration touches at other elements (analysis/iteration_disjoint.py)."""
-        if not isinstance(loop, S.For):
+        if not isinstance(loop, S.For) or not getattr(self.plan.options, "iteration_disjoint", True):
             return acc
         if id(loop) not in self.disjoint:
             self.disjoint[id(loop)] = self._iteration_disjoint(loop)
