@@ -108,6 +108,8 @@ TILELANG_CUDA_PAD_ATOMIC_STAGING=0  a 32-bit shared tile that stages an accumula
 
 TILELANG_CUDA_WS_ATTENTION=1   a producer warpgroup feeds every attention-style TMA-ring loop (FlashAttention, MLA
                                decode); default: where its ring issues 8 or more boxes an iteration (MLA); 0: never
+TILELANG_CUDA_UNFENCED_MBARRIER_CP_ASYNC=0  barriers of threads whose cp.async land on an mbarrier fence them
+                               too (plan/proxy_fences.py; default: their reader fences after its wait)
 TILELANG_CUDA_ITERATION_DISJOINT=0  order a serial loop's iterations through shared buffers they touch at
                                different elements too (plan/sync.py; default: nothing carried through them)
 TILELANG_CUDA_COVERED_BARRIERS=0  keep every barrier a cross-warp register reduction already provides (the

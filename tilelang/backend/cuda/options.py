@@ -95,6 +95,7 @@ _SWITCHES = {
     "TILELANG_CUDA_WS_ATTENTION": (_flag, None, "ws_attention", True),
     "TILELANG_CUDA_COVERED_BARRIERS": (_flag, True, "covered_barriers", True),
     "TILELANG_CUDA_ITERATION_DISJOINT": (_flag, True, "iteration_disjoint", True),
+    "TILELANG_CUDA_UNFENCED_MBARRIER_CP_ASYNC": (_flag, True, "unfenced_mbarrier_cp_async", True),
     "TILELANG_CUDA_WGMMA_UNIFORM_WG": (_flag, False, "wgmma_uniform_wg", True),
     "TILELANG_CUDA_DUMP_FRAGMENTS": (_flag, False, "dump_fragments", True),   # prints while planning
     "TILELANG_CUDA_MIN_BLOCKS": (_count, 1, "min_blocks_per_sm", True),
@@ -195,6 +196,8 @@ class CudaOptions:
                                    # 16-byte row padding (plan/kernel.py _atomic_staging_tiles; ..._PAD_ATOMIC_STAGING)
     ws_attention: bool | None = None  # ... also attention-style loops: None where their ring issues many boxes
                                    # (plan/attention_warp_specialize.py; ..._WS_ATTENTION=1 always, =0 never)
+    unfenced_mbarrier_cp_async: bool = True  # cp.async landing on an mbarrier is no write the issuing thread's
+                                   # barriers fence (plan/proxy_fences.py; ..._UNFENCED_MBARRIER_CP_ASYNC)
     iteration_disjoint: bool = True  # a serial loop whose iterations touch a shared buffer at different elements
                                    # carries nothing through it (analysis/iteration_disjoint.py; ..._ITERATION_DISJOINT)
     covered_barriers: bool = True  # a cross-warp register reduction's barrier orders shared memory for the

@@ -181,7 +181,8 @@ def _regions_without_async_writes(body, k, plan, async_ranges, first_only) -> se
     from tilelang.ir.async_copy import is_cp_async
     calls = set()
     walk_nodes(body, lambda n: calls.add(n.name) if isinstance(n, E.Call) else None)
-    landed_on_mbarrier = M.CP_ASYNC_ARRIVE in calls and M.CP_ASYNC_WAIT not in calls
+    landed_on_mbarrier = M.CP_ASYNC_ARRIVE in calls and M.CP_ASYNC_WAIT not in calls and \
+        getattr(plan.options, "unfenced_mbarrier_cp_async", True)
 
     def writes_async(st):
         """Whether `st` may write an async-proxy tile (conservative: a buffer passed to a call
