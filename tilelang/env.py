@@ -108,10 +108,11 @@ TILELANG_CUDA_PAD_ATOMIC_STAGING=0  a 32-bit shared tile that stages an accumula
 
 TILELANG_CUDA_WS_ATTENTION=1   a producer warpgroup feeds every attention-style TMA-ring loop (FlashAttention, MLA
                                decode); default: where its ring issues 8 or more boxes an iteration (MLA); 0: never
-TILELANG_CUDA_UNFENCED_MBARRIER_CP_ASYNC=0  barriers of threads whose cp.async land on an mbarrier fence them
-                               too (plan/proxy_fences.py; default: their reader fences after its wait)
-TILELANG_CUDA_ITERATION_DISJOINT=0  order a serial loop's iterations through shared buffers they touch at
-                               different elements too (plan/sync.py; default: nothing carried through them)
+TILELANG_CUDA_UNFENCED_MBARRIER_CP_ASYNC=1  barriers of threads whose cp.async land on an mbarrier do not
+                               fence them (plan/proxy_fences.py: their reader fences after its wait); opt-in, slower
+                               on the pipelined sparse MLA forward (H200)
+TILELANG_CUDA_ITERATION_DISJOINT=1  a serial loop's iterations carry nothing through shared buffers they touch
+                               at different elements (plan/sync.py); opt-in, slower on the same kernel
 TILELANG_CUDA_COVERED_BARRIERS=0  keep every barrier a cross-warp register reduction already provides (the
                                planner then orders shared memory around it again) and the barrier at the top of a
                                warp-specialized ring loop whose body writes shared memory (MLA decode's P tile);

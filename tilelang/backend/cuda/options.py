@@ -94,8 +94,8 @@ _SWITCHES = {
     "TILELANG_CUDA_FENCE_FIRST_ITERATION": (_flag, True, "fence_first_iteration", True),
     "TILELANG_CUDA_WS_ATTENTION": (_flag, None, "ws_attention", True),
     "TILELANG_CUDA_COVERED_BARRIERS": (_flag, True, "covered_barriers", True),
-    "TILELANG_CUDA_ITERATION_DISJOINT": (_flag, True, "iteration_disjoint", True),
-    "TILELANG_CUDA_UNFENCED_MBARRIER_CP_ASYNC": (_flag, True, "unfenced_mbarrier_cp_async", True),
+    "TILELANG_CUDA_ITERATION_DISJOINT": (_flag, False, "iteration_disjoint", True),
+    "TILELANG_CUDA_UNFENCED_MBARRIER_CP_ASYNC": (_flag, False, "unfenced_mbarrier_cp_async", True),
     "TILELANG_CUDA_WGMMA_UNIFORM_WG": (_flag, False, "wgmma_uniform_wg", True),
     "TILELANG_CUDA_DUMP_FRAGMENTS": (_flag, False, "dump_fragments", True),   # prints while planning
     "TILELANG_CUDA_MIN_BLOCKS": (_count, 1, "min_blocks_per_sm", True),
@@ -196,10 +196,12 @@ class CudaOptions:
                                    # 16-byte row padding (plan/kernel.py _atomic_staging_tiles; ..._PAD_ATOMIC_STAGING)
     ws_attention: bool | None = None  # ... also attention-style loops: None where their ring issues many boxes
                                    # (plan/attention_warp_specialize.py; ..._WS_ATTENTION=1 always, =0 never)
-    unfenced_mbarrier_cp_async: bool = True  # cp.async landing on an mbarrier is no write the issuing thread's
-                                   # barriers fence (plan/proxy_fences.py; ..._UNFENCED_MBARRIER_CP_ASYNC)
-    iteration_disjoint: bool = True  # a serial loop whose iterations touch a shared buffer at different elements
-                                   # carries nothing through it (analysis/iteration_disjoint.py; ..._ITERATION_DISJOINT)
+    # opt-in: both correct, both slower on the one suite kernel they change (the pipelined sparse MLA
+    # forward's producer: 0.0360 ms with neither, 0.0386 / 0.0404 with one, 0.0395 with both; H200)
+    unfenced_mbarrier_cp_async: bool = False  # cp.async landing on an mbarrier is no write the issuing thread's
+                                   # barriers fence (plan/proxy_fences.py; ..._UNFENCED_MBARRIER_CP_ASYNC=1)
+    iteration_disjoint: bool = False  # a serial loop whose iterations touch a shared buffer at different elements
+                                   # carries nothing through it (analysis/iteration_disjoint.py; ..._ITERATION_DISJOINT=1)
     covered_barriers: bool = True  # a cross-warp register reduction's barrier orders shared memory for the
                                    # barrier planner, and a warp-specialized ring loop whose body's barriers
                                    # order every carried access gets none at its top (plan/sync.py; ..._COVERED_BARRIERS)

@@ -2,7 +2,8 @@
 elements (analysis/iteration_disjoint.py): the published sparse MLA forward's producer writes
 `is_kv_valid[stage, r * 16 + (tx - 256) // 8]` and reads it back after a barrier in each of 4
 rounds r; a second barrier before each round's write (ordering it after the previous round's
-reads of other elements) went away. Where rounds do meet (`r * 8` with 16 elements a round) the
+reads of other elements) goes away under TILELANG_CUDA_ITERATION_DISJOINT=1 (opt-in: that kernel
+ran slower with it on the H200). Where rounds do meet (`r * 8` with 16 elements a round) the
 barrier stays."""
 import numpy as np
 import pytest
@@ -37,7 +38,12 @@ def _inserted(text):
     return [ln.strip() for ln in text.splitlines() if "# inserted" in ln]
 
 
-def test_rounds_at_different_elements_need_no_barrier_before_the_write():
+@pytest.fixture
+def disjoint(monkeypatch):
+    monkeypatch.setenv("TILELANG_CUDA_ITERATION_DISJOINT", "1")
+
+
+def test_rounds_at_different_elements_need_no_barrier_before_the_write(disjoint):
     _, after = around(valid_rounds(), insert_barriers)
     # only the user's barrier between a round's write and its read
     lines = [ln.strip() for ln in after.splitlines()]
@@ -45,7 +51,15 @@ def test_rounds_at_different_elements_need_no_barrier_before_the_write():
     assert not any("# inserted" in ln for ln in lines[r:r + 8]), after
 
 
-def test_rounds_that_meet_keep_their_barrier():
+def test_the_switch_off_keeps_the_barrier(monkeypatch):
+    monkeypatch.setenv("TILELANG_CUDA_ITERATION_DISJOINT", "0")
+    _, after = around(valid_rounds(), insert_barriers)
+    lines = [ln.strip() for ln in after.splitlines()]
+    r = next(n for n, ln in enumerate(lines) if ln.startswith("for r in"))
+    assert any("# inserted: flags" in ln for ln in lines[r:r + 8]), after
+
+
+def test_rounds_that_meet_keep_their_barrier(disjoint):
     # a stride of 8 with 16 flags a round: round r + 1 writes flags round r read
     _, after = around(valid_rounds(stride=8), insert_barriers)
     lines = [ln.strip() for ln in after.splitlines()]
@@ -74,7 +88,7 @@ def test_analysis_reads_the_loop_digit():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("stride", [16, 8])
-def test_rounds_on_the_gpu(stride):
+def test_rounds_on_the_gpu(stride, disjoint):
     torch = pytest.importorskip("torch")
     idx = torch.randint(0, 100, (128,), dtype=torch.int32, device="cuda")
     x = torch.randn(128, 8, device="cuda")

@@ -230,7 +230,9 @@ def gathered_producer(wait_group=False):
     return main
 
 
-def test_cp_async_landing_on_an_mbarrier_is_no_write_the_producers_barriers_fence():
+def test_cp_async_landing_on_an_mbarrier_is_no_write_the_producers_barriers_fence(monkeypatch):
+    monkeypatch.setenv("TILELANG_CUDA_UNFENCED_MBARRIER_CP_ASYNC", "1")   # opt-in
+    monkeypatch.setenv("TILELANG_CUDA_ITERATION_DISJOINT", "1")   # one barrier a round (plan/sync.py)
     # the copies complete after the issuing threads' barriers; their reader fences after its wait
     # (the round's barrier between a flag's write and its read; the one hoisted out of the rounds
     # orders the previous tile's flag reads, fenced in the first tile only: what ran before the
@@ -244,6 +246,10 @@ def test_cp_async_landing_on_an_mbarrier_is_no_write_the_producers_barriers_fenc
     assert [b for b in _barriers(after) if "flags" in b] == [
         "T.sync_threads()  # inserted, after a fence.proxy.async: flags (hoisted out of the loop)",
         "T.sync_threads()  # inserted, after a fence.proxy.async: flags"], _barriers(after)
+    # the switch off (the default): the mbarrier's copies fence as the waited ones do
+    monkeypatch.setenv("TILELANG_CUDA_UNFENCED_MBARRIER_CP_ASYNC", "0")
+    _, after = _before_after(gathered_producer())
+    assert all("fence" in b for b in _barriers(after) if "flags" in b), _barriers(after)
 
 
 @pytest.mark.gpu

@@ -8,7 +8,9 @@ touches only elements in [c * k + lo, c * k + hi] with hi - lo < |c|: two iterat
 meet at an element, and nothing is carried from one to the next through that buffer. The
 sparse MLA forward's producer writes `is_kv_valid[stage, r * 16 + (tx - 256) // 8]` and reads
 it back after a barrier in each of 4 rounds r: without this, a second barrier before each
-round's write ordered it after the previous round's reads of other elements.
+round's write orders it after the previous round's reads of other elements. Opt-in
+(TILELANG_CUDA_ITERATION_DISJOINT=1): on the H200 that kernel ran slower with one barrier a round
+(0.0360 -> 0.0386 ms), though the published package's has one.
 
 Addresses are the buffer's row-major offsets as analysis/thread_owned.py reads them (sums of
 variables, and of `x // c`, `x % c`, times constants); a cp.async destination covers the

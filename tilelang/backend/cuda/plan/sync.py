@@ -22,7 +22,7 @@ the thread (analysis/thread_owned.py: `S[(i * 2048 + tx * 8 + v) // 128, ...]`) 
 elements no other thread does: it needs no barrier against its own other iterations. A serial
 loop whose iterations touch a shared buffer at different elements (analysis/iteration_disjoint.py:
 `is_kv_valid[stage, r * 16 + (tx - 256) // 8]` in a loop over r) carries nothing through it from
-one iteration to the next."""
+one iteration to the next (opt-in: TILELANG_CUDA_ITERATION_DISJOINT=1)."""
 from __future__ import annotations
 
 from tilelang.ir import expr as E
@@ -239,7 +239,7 @@ class SyncPlanner:
     def _carried(self, loop, acc):
         """`acc`, the accesses one iteration of `loop` leaves unordered, less those of buffers
         that the next iteration touches at other elements (analysis/iteration_disjoint.py)."""
-        if not isinstance(loop, S.For) or not getattr(self.plan.options, "iteration_disjoint", True):
+        if not isinstance(loop, S.For) or not getattr(self.plan.options, "iteration_disjoint", False):
             return acc
         if id(loop) not in self.disjoint:
             self.disjoint[id(loop)] = self._iteration_disjoint(loop)
