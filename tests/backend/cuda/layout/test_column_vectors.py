@@ -13,7 +13,7 @@ from tilelang.backend.registry import get_backend, parse_target
 from tilelang.backend.cuda.plan.kernel import plan_kernel
 from tilelang.ir import stmt as S
 from tilelang.ir.visitor import walk
-from tests.backend.cuda.conftest import needs_nvrtc, needs_sass
+from tests.backend.cuda.conftest import needs_sass
 from tests.backend.cuda.helpers import build, sass_ops
 
 

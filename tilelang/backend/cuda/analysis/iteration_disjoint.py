@@ -18,11 +18,7 @@ elements its bytes write; an address handed to other code (T.access_ptr) disqual
 from __future__ import annotations
 
 from tilelang.ir import expr as E
-from tilelang.ir import stmt as S
-from tilelang.ir.async_copy import is_cp_async
-from tilelang.ir.simplify import structural_key
-from tilelang.ir.visitor import walk
-from tilelang.backend.cuda.analysis.thread_owned import flat_address, _span
+from tilelang.backend.cuda.analysis.thread_owned import flat_address, shaped_accesses, _span, _vars
 
 
 def disjoint_across_iterations(loop, candidates, ranges, uniform):
@@ -32,36 +28,13 @@ def disjoint_across_iterations(loop, candidates, ranges, uniform):
     variables fixed for the kernel's run (block indices)."""
     if E.const_int_value(loop.extent) in (None, 0, 1) or loop.step is not None:
         return set()
-    inner = dict(ranges)
-    found, lanes, bad, copied = {}, {}, set(), set()
-
-    def f(n):
-        if isinstance(n, S.For):
-            lo, ext = E.const_int_value(n.min), E.const_int_value(n.extent)
-            if lo is None or ext is None or n.step is not None:
-                bad.add("loop")
-            else:
-                inner[id(n.var)] = (lo, ext)
-        elif isinstance(n, S.LetStmt):
-            bad.add("loop")   # a bound value: not a variable with a range
-        if is_cp_async(n):
-            dst = E.addressed_load(n.args[0])
-            nbytes = E.const_int_value(n.args[2])
-            if dst is not None and nbytes is not None and id(dst.buffer) in candidates:
-                copied.add(id(n.args[0]))
-                lanes[id(dst.buffer)] = max(lanes.get(id(dst.buffer), 1), max(1, nbytes * 8 // dst.buffer.dtype.bits))
-        ld = E.addressed_load(n) if isinstance(n, E.Call) else None
-        if ld is not None and id(n) not in copied and id(ld.buffer) in candidates:
-            bad.add(id(ld.buffer))   # its address escapes to code we do not read
-        if isinstance(n, (E.BufferLoad, S.BufferStore)) and id(n.buffer) in candidates:
-            found.setdefault(id(n.buffer), []).append(n.indices)
-    walk(loop.body, f)
-    if "loop" in bad:
+    acc = shaped_accesses(loop.body, candidates, ranges)
+    if acc is None:
         return set()
     k = id(loop.var)
     out = set()
-    for b, index_list in found.items():
-        if b not in bad and _disjoint(candidates[b], index_list, k, inner, uniform, lanes.get(b, 1)):
+    for b, index_list in acc.indices.items():
+        if b not in acc.escaped and _disjoint(candidates[b], index_list, k, acc.ranges, uniform, acc.lanes.get(b, 1)):
             out.add(b)
     return out
 
@@ -106,12 +79,6 @@ def _span_divmod(atom, ranges):
     if atom.op == "//":
         return span[0] // d, span[1] // d
     return (span[0] % d, span[1] % d) if span[1] - span[0] < d and span[0] % d <= span[1] % d else (0, d - 1)
-
-
-def _vars(e):
-    found = []
-    walk(e, lambda n: found.append(n) if isinstance(n, E.Var) else None)
-    return found
 
 
 __all__ = ["disjoint_across_iterations"]

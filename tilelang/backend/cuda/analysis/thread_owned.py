@@ -19,6 +19,8 @@ must give back every thread index: the index itself, or both `x // c` and `x % c
 that is the index times a constant plus a constant."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.async_copy import is_cp_async
@@ -132,23 +134,29 @@ def _vars(e):
     return found
 
 
-def owned_buffers(st, candidates, thread_ids, ranges, uniform):
-    """Ids of the buffers among `candidates` (id -> buffer) that statement `st` reaches only
-    through one index tuple (by element, or as the destination of a cp.async), whose
-    elements' offsets determine the thread. `ranges`: {id(var): (min, extent)} of the thread
-    indices and of the loops around `st`."""
+class ShapedAccesses(NamedTuple):
+    """What a statement does to some shared buffers, as the address analyses read it."""
+    ranges: dict    # {id(var): (min, extent)}: the given ranges and the loops inside the statement
+    indices: dict   # {id(buffer): [index tuples of its element accesses]}
+    lanes: dict     # {id(buffer): elements a cp.async into it writes from its named one}
+    escaped: set    # ids of buffers whose address goes to code not read here (T.access_ptr)
+
+
+def shaped_accesses(st, candidates, ranges):
+    """The ShapedAccesses of `st` to the buffers among `candidates` (id -> buffer), or None
+    where a loop inside has no constant range or a `let` binds a value (no range to read)."""
     inner = dict(ranges)
-    index_of, lanes, bad, copied = {}, {}, set(), set()
+    index_lists, lanes, escaped, copied, bad = {}, {}, set(), set(), []
 
     def f(n):
         if isinstance(n, S.For):
             lo, ext = E.const_int_value(n.min), E.const_int_value(n.extent)
             if lo is None or ext is None or n.step is not None:
-                bad.add("loop")
+                bad.append(n)
             else:
                 inner[id(n.var)] = (lo, ext)
         elif isinstance(n, S.LetStmt):
-            bad.add("loop")   # a bound value: not a variable with a range
+            bad.append(n)   # a bound value: not a variable with a range
         if is_cp_async(n):
             dst = E.addressed_load(n.args[0])
             nbytes = E.const_int_value(n.args[2])
@@ -158,19 +166,27 @@ def owned_buffers(st, candidates, thread_ids, ranges, uniform):
                 lanes[id(dst.buffer)] = max(lanes.get(id(dst.buffer), 1), n_el)
         ld = E.addressed_load(n) if isinstance(n, E.Call) else None
         if ld is not None and id(n) not in copied:
-            bad.add(id(ld.buffer))   # its address escapes to code we do not read
+            escaped.add(id(ld.buffer))   # its address escapes to code we do not read
         if isinstance(n, (E.BufferLoad, S.BufferStore)) and id(n.buffer) in candidates:
-            key = tuple(structural_key(i) for i in n.indices)
-            if index_of.setdefault(id(n.buffer), (key, n.indices))[0] != key:
-                bad.add(id(n.buffer))
+            index_lists.setdefault(id(n.buffer), []).append(n.indices)
     walk(st, f)
-    if "loop" in bad:
+    return None if bad else ShapedAccesses(inner, index_lists, lanes, escaped)
+
+
+def owned_buffers(st, candidates, thread_ids, ranges, uniform):
+    """Ids of the buffers among `candidates` (id -> buffer) that statement `st` reaches only
+    through one index tuple (by element, or as the destination of a cp.async), whose
+    elements' offsets determine the thread. `ranges`: {id(var): (min, extent)} of the thread
+    indices and of the loops around `st`."""
+    acc = shaped_accesses(st, candidates, ranges)
+    if acc is None:
         return set()
+    inner, lanes = acc.ranges, acc.lanes
     out = set()
-    for b, (_, indices) in index_of.items():
-        if b in bad:
-            continue
-        terms, n = flat_terms(candidates[b], indices), lanes.get(b, 1)
+    for b, index_list in acc.indices.items():
+        if b in acc.escaped or len({tuple(structural_key(i) for i in ix) for ix in index_list}) > 1:
+            continue   # its address escapes, or it is reached through more than one index tuple
+        terms, n = flat_terms(candidates[b], index_list[0]), lanes.get(b, 1)
         if terms is None:
             continue
         if n > 1:
