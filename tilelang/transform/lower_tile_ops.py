@@ -17,6 +17,7 @@ from tilelang.ir.dtypes import DataType
 from tilelang.ir.visitor import Mutator, walk
 from tilelang.arith.simplify import simplify
 from tilelang.transform.pass_manager import function_pass
+from tilelang.transform.mark_per_thread import mark as mark_per_thread_stmt
 
 
 def _spanned(stmt, span):
@@ -415,7 +416,7 @@ class _Lower(Mutator):
             out = fn(n) if fn else n
         out = simplify_stmt(out)
         if n.annotations.get(TO.PER_THREAD):   # every thread runs it, whatever its indices became
-            walk(out, lambda x: _per_thread(x) if isinstance(x, (S.Evaluate, S.BufferStore)) else None)
+            walk(out, lambda x: mark_per_thread_stmt(x) if isinstance(x, (S.Evaluate, S.BufferStore)) else None)
         return _spanned(out, n.span)
 
     visit_Copy = visit_Fill = visit_Reduce = visit_CumSum = visit_Atomic = _lower
@@ -426,10 +427,6 @@ class _Lower(Mutator):
     def visit_FinalizeReducer(self, n):
         # one thread per block (the reference) leaves a reducer final already
         return n if isinstance(n, self.keep) else None
-
-
-def _per_thread(st):
-    st.annotations = {**(getattr(st, "annotations", None) or {}), TO.PER_THREAD: True}
 
 
 def simplify_stmt(s):
