@@ -12,7 +12,7 @@ PYTHONPATH) cannot build without a GPU and nvcc: `--lower-only` has its JITKerne
 function to sm_90a CUDA source (`tilelang.lower` inside the target's context), which is written,
 and its calls do nothing:
 
-  PYTHONPATH=<published>:<fake triton> python3.12 benchmarks/dump_kernel_sources.py --fake-cuda \
+  PYTHONPATH=<published> python3.12 benchmarks/dump_kernel_sources.py --fake-cuda \
       --lower-only --examples .pub/examples --out DIR deepseek_v32/sparse_mla_fwd
 """
 from __future__ import annotations
@@ -89,10 +89,36 @@ def _lowering_init(self, func=None, *a, pass_configs=None, **k):
     self.torch_function = lambda *a, **k: None
 
 
+class _Stub:
+    """Anything: attributes and calls give a stub, a decorated function stays itself."""
+
+    def __getattr__(self, name):
+        return _Stub()
+
+    def __call__(self, *a, **k):
+        return a[0] if len(a) == 1 and callable(a[0]) and not k else _Stub()
+
+
+def _stub_triton():
+    """Examples that import triton (a reference or a baseline they do not run here) import a
+    stub where triton is not installed."""
+    import importlib.util
+    import types
+    if importlib.util.find_spec("triton") is not None:
+        return
+    for name in ("triton", "triton.language", "triton.testing"):
+        mod = types.ModuleType(name)
+        mod.__getattr__ = lambda attr: _Stub()
+        sys.modules[name] = mod
+    sys.modules["triton"].language = sys.modules["triton.language"]
+    sys.modules["triton"].testing = sys.modules["triton.testing"]
+
+
 def _fake_cuda():
     """torch's factories and moves with a cuda device make CPU tensors instead (no GPU here)."""
     import functools
     import torch
+    _stub_triton()
 
     def cpu(d):
         return "cpu" if (isinstance(d, str) and d.startswith("cuda")) or \
