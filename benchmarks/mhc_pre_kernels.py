@@ -14,7 +14,11 @@ subprocess of its own with its environment switches (tilelang/env.py), first run
 own check, and prints each kernel's registers a thread next to the bandwidth it reached and the
 first-principles floor (its HBM bytes at 4.2 TB/s). Usage:
 
-    python benchmarks/mhc_pre_kernels.py <dir with example_mhc_pre.py> [out.json] [--only name,name]
+    python benchmarks/mhc_pre_kernels.py <dir with example_mhc_pre.py> [out.json] [--only=name,name]
+        [--published=<folder holding the published tilelang package>]
+
+`--published` adds a variant "published": the same timings with that package first on the
+path (its registers are not read).
 """
 import json
 import os
@@ -105,6 +109,8 @@ def measure(example_dir):
            "big_fuse_ms": do_bench(fuse, backend="cupti"),
            "both_ms": do_bench(both, backend="cupti"),
            "both_by_kernel_ms": kernel_shares_ms(both)}
+    if "published" in os.environ.get("MHC_VARIANT", ""):
+        return res
     kg = ex.mhc_pre_gemm_sqrsum_tilelang.compile(hc_mult3=hc3, hc_hidden_size=HC * HIDDEN)
     kf = ex.mhc_pre_big_fuse_tilelang.compile(hidden_size=HIDDEN, rms_eps=d["rms_eps"], hc_pre_eps=d["hc_pre_eps"],
                                              hc_sinkhorn_eps=d["hc_sinkhorn_eps"],
@@ -125,8 +131,9 @@ def main(argv):
     if argv and argv[0] == "--child":
         print("RESULT " + json.dumps(measure(argv[1])))
         return
-    args = [a for a in argv if not a.startswith("--only")]
+    args = [a for a in argv if not a.startswith("--")]
     only = next((a.split("=", 1)[1] for a in argv if a.startswith("--only=")), None)
+    published = next((a.split("=", 1)[1] for a in argv if a.startswith("--published=")), None)
     if len(args) < 1:
         raise SystemExit(__doc__)
     example_dir, out = args[0], (args[1] if len(args) > 1 else None)
@@ -135,16 +142,17 @@ def main(argv):
     if unknown:
         raise SystemExit(f"--only: unknown variant(s) {unknown}; known: {list(VARIANTS)}")
     results = {}
-    for name in names:
-        env = dict(os.environ, **VARIANTS[name])
-        # the child imports this checkout's tilelang, as the parent does when run from the repository root
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for name in names + (["published"] if published else []):
+        env = dict(os.environ, **VARIANTS.get(name, {}), MHC_VARIANT=name)
+        # the child imports this checkout's tilelang, as the parent does when run from the repository
+        # root, or the published package
+        root = published if name == "published" else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         p = subprocess.run([sys.executable, __file__, "--child", example_dir], env=env, capture_output=True,
                            text=True)
         line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")), None)
         results[name] = json.loads(line[7:]) if line else {"error": (p.stderr or p.stdout)[-2000:]}
-        results[name]["switches"] = VARIANTS[name]
+        results[name]["switches"] = VARIANTS.get(name, {})
         print(name, json.dumps(results[name], indent=1), flush=True)
     if out:
         with open(out, "w") as f:

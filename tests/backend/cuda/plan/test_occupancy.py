@@ -127,7 +127,7 @@ def test_a_copy_only_pipelined_kernel_asks_with_its_switch():
     def staged(A: T.Tensor((256, 4096), "bfloat16"), B: T.Tensor((256, 4096), "bfloat16")):
         with T.Kernel(256, threads=64) as bx:
             for k in T.Pipelined(8, num_stages=2):
-                xs = T.alloc_shared((512,), "float32")
+                xs = T.alloc_shared((512,), "bfloat16")   # cp.async (a converting copy stays in place)
                 T.copy(A[bx, k * 512], xs)
                 for i in T.Parallel(512):
                     B[bx, k * 512 + i] = xs[i] * 2.0

@@ -27,8 +27,9 @@ AUTO = "streaming_occupancy"              # launch annotation: this pass set MIN
 def streaming_why_not(plan, pipelined=False) -> str:
     """Why the kernel of `plan` is not a streaming kernel, or "" when it is. `pipelined`:
     a T.Pipelined loop of copies (no gemm) counts as streaming (DeepSeek mHC pre's fused
-    rest: its converting copy holds the next tile in registers, 104 a thread, 6 blocks of 96
-    threads an SM where shared memory allows 12; capped at 8 blocks, 80 and no spills)."""
+    rest, when its converting copy held the next tile in registers: 104 a thread, 6 blocks
+    of 96 threads an SM where shared memory allows 12; capped at 8 blocks, 80 and no spills;
+    such a kernel now keeps the copy in place, plan/pipeline.py `staged_converting_copies`)."""
     if plan.gemms:
         return "it runs a gemm"
     if plan.pipelines and not pipelined:

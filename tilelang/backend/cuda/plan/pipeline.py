@@ -300,6 +300,19 @@ def converting_copy(st):
     return isinstance(st, S.For) and match_cast_copy(without_assumes(parallel_nest(st)[3])) is not None
 
 
+def staged_converting_copies(plan) -> bool:
+    """Whether the pipelined loops of `plan`'s kernel issue their converting copies ahead,
+    staged through registers (`converting_copy`). Only a kernel that runs a gemm: its blocks
+    are few an SM and the staged loads overlap its gemms. A streaming kernel (copies and
+    elementwise work only) has other resident blocks to run while its loads are in flight,
+    and the registers a staged tile holds cost it those blocks (DeepSeek mHC's fused pre
+    kernel: 104 registers a thread staged, 64 in place, 0.0356 -> 0.0300 ms on the H200,
+    `benchmarks/results/2026-12-03_h200_mhc_pre_kernels_aa8095d.md`); the published package
+    runs such copies in place. TILELANG_CUDA_CONVERTING_COPY_PIPELINE=0 keeps them in place
+    everywhere (A/B)."""
+    return getattr(plan.options, "converting_copy_pipeline", True) and bool(plan.gemms)
+
+
 def _is_async_copy(st, plan, writes, aliased, seen, vector_width, invariant=frozenset()):
     from tilelang.backend.cuda.ops.vector_copy import match_copy, match_cast_copy
     if not (isinstance(st, S.For) and st.kind == S.PARALLEL):
@@ -307,7 +320,7 @@ def _is_async_copy(st, plan, writes, aliased, seen, vector_width, invariant=froz
     vars_, mins, exts, inner = parallel_nest(st)
     m = match_copy(inner)
     if m is None:
-        c = match_cast_copy(inner) if getattr(plan.options, "converting_copy_pipeline", True) else None
+        c = match_cast_copy(inner) if staged_converting_copies(plan) else None
         if c is None:
             return False
         m = (c[0], c[1], c[2], None)
