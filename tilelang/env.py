@@ -62,9 +62,10 @@ TILELANG_CUDA_GUARDED_SPLIT=0  a copy nest the threads do not divide (128 vector
 TILELANG_CUDA_C_LAUNCH=0       a launch calls cuLaunchKernel through ctypes (default: one call into a small C
                                extension that the system C compiler builds once into the cache directory,
                                backend/cuda/host/c_launch.py; without a compiler or Python.h, ctypes anyway)
-TILELANG_CUDA_CP_ASYNC_UNROLL=1  a cp.async copy nest of 9..16 vectors a thread (fn of DeepSeek mHC's gemm: 2048
-                               16-byte vectors on 128 threads) runs as one unrolled run, not a strided loop (opt-in:
-                               measured no faster on the H200, FlashAttention bshd num_stages=1 perhaps slower)
+TILELANG_CUDA_CP_ASYNC_UNROLL=0  a cp.async copy nest of 9..16 vectors a thread (fn of DeepSeek mHC's gemm: 2048
+                               16-byte vectors on 128 threads) runs as a strided loop, not one unrolled run (default
+                               since 2026-12-03: mHC's gemm 0.0837 -> 0.0791 ms on the H200, FlashAttention bshd
+                               unchanged)
 TILELANG_CUDA_CP_ASYNC_EARLY_REFILL=1  a cp.async pipeline's ring slot that the body stops using before its end
                                (mHC pre's bf16 tile, copied into registers first) is refilled right there (opt-in:
                                one more block barrier an iteration; mHC pre 1.6% faster, FlashAttention backward slower)

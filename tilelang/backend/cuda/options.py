@@ -102,7 +102,7 @@ _SWITCHES = {
     "TILELANG_CUDA_CONVERTING_COPY_PIPELINE": (_flag, True, "converting_copy_pipeline", True),
     "TILELANG_CUDA_EPILOGUE_TMA_STORE": (_flag, True, "epilogue_tma_store", True),
     "TILELANG_CUDA_WS_MULTICAST": (_flag, True, "ws_multicast", True),
-    "TILELANG_CUDA_CP_ASYNC_UNROLL": (_flag, False, "cp_async_unroll", True),
+    "TILELANG_CUDA_CP_ASYNC_UNROLL": (_flag, True, "cp_async_unroll", True),
     "TILELANG_CUDA_CP_ASYNC_EARLY_REFILL": (_flag, False, "cp_async_early_refill", True),
     "TILELANG_CUDA_MMA_CHAINS": (_flag, True, "mma_chains", True),
     "TILELANG_CUDA_PIPELINED_OCCUPANCY": (_flag, False, "pipelined_occupancy", True),
@@ -225,7 +225,7 @@ class CudaOptions:
                                    # search from half the cap, a compile a step), not no cap (..._OCCUPANCY_SEARCH)
     mma_chains: bool = True        # a TF32 mma.sync gemm with few MMAs a warp per k8 step alternates its steps
                                    # between accumulator chains (ops/mma.py tf32_chains; ..._MMA_CHAINS)
-    cp_async_unroll: bool = False  # a cp.async copy nest of up to 16 vectors a thread is one unrolled run of
+    cp_async_unroll: bool = True   # a cp.async copy nest of up to 16 vectors a thread is one unrolled run of
                                    # copies, not a strided loop (ops/vector_copy.py thread_split; ..._CP_ASYNC_UNROLL)
     cp_async_early_refill: bool = False # a cp.async ring slot the body stops using early is refilled right
                                    # there, not after the body (plan/cp_async_pipeline.py early_refill;

@@ -287,6 +287,32 @@ def _emit_vector_atomic(cg, body, V, v):
 EVICTION_CODES = {"evict_normal": 0, "evict_first": 1, "evict_last": 2}
 
 
+def in_bounds_source(load, sel):
+    """The source element of a zero-filling cp.async (`sel`: when false, nothing is read)
+    with an address inside its tensor whatever `sel` says, or None: each dimension that an
+    atom of `sel` bounds (`i < n`, `i >= 0`) indexes `(its atoms) ? i : 0`. A select of the
+    whole pointer (`sel ? &A[...] : A`) hides the address from strength reduction: the
+    compiler recomputes it for every copy of every iteration (DeepSeek mHC's gemm: ~11
+    instructions a copy); per dimension, a row guard that does not change in the loop is
+    computed once and the addresses keep their constant offsets. (Used where the guard
+    reads no variable of an enclosing loop.)"""
+    from tilelang.backend.cuda.ops.tma import _is_bound
+    atoms = {}
+    for atom in E.conjuncts(sel):
+        d = next((d for d in range(len(load.indices))
+                  if _is_bound(atom, load.indices[d], load.buffer.shape[d])), None)
+        if d is None:
+            return None
+        atoms.setdefault(d, []).append(atom)
+    idx = list(load.indices)
+    for d, conds in atoms.items():
+        cond = conds[0]
+        for c in conds[1:]:
+            cond = E.binop("&&", cond, c)
+        idx[d] = E.select(cond, idx[d], E.IntImm(0, idx[d].dtype))
+    return E.BufferLoad(load.buffer, idx)
+
+
 def emit_vector_copy(cg, body, V, v=None, eviction=None, stage=None):
     """The copy (or cast, atomic, element-wise) body `body` moving V elements per access;
     `eviction` (a plain copy only): the L2 priority of its global loads and stores
@@ -315,7 +341,12 @@ def emit_vector_copy(cg, body, V, v=None, eviction=None, stage=None):
         pred = "true"
         if sel is not None:
             pred = cg.expr(sel)
-            src = f"({pred} ? (const void*){src} : (const void*){cg.buf_name(load.buffer)})"
+            # a guard the enclosing loop changes has nothing to hoist: the pointer select stays
+            # (ptxas then also keeps FlashAttention backward's wgmma groups overlapped)
+            varies = getattr(cg, "reads_varying", None)
+            inside = None if varies is None or varies(sel) else in_bounds_source(load, sel)
+            src = f"&{cg.access(inside)}" if inside is not None else \
+                f"({pred} ? (const void*){src} : (const void*){cg.buf_name(load.buffer)})"
         from tilelang.backend.cuda.ops.cp_async import cp_async_line
         if policy is None:
             line = cp_async_line(nbytes, f"&{cg.access(store)}", src, pred) + ";"

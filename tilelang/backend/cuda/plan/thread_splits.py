@@ -14,12 +14,14 @@ whose split is recorded on the op):
   runs at most 4 iterations).
 
 A cp.async nest may run up to 16 vectors a thread as one unrolled run (ASYNC_EXACT_SPLIT: the
-copies hold no registers in flight) where its addresses are gathered, read from memory
-(`KV[Indices[...], d]` of the sparse MLA kernels): in a strided loop each iteration waits for
-its index load before issuing its copy, so the index loads of a stage run one after another;
-unrolled, they are all in flight at once. Other cp.async nests keep the limit of 8 unless
-TILELANG_CUDA_CP_ASYNC_UNROLL=1 (no faster on the H200 for affine copies, whose issue does not
-wait on anything).
+copies hold no registers in flight). Where its addresses are gathered, read from memory
+(`KV[Indices[...], d]` of the sparse MLA kernels), always: in a strided loop each iteration
+waits for its index load before issuing its copy, so the index loads of a stage run one after
+another; unrolled, they are all in flight at once. Affine nests too unless
+TILELANG_CUDA_CP_ASYNC_UNROLL=0: the unrolled run takes the loop's counter and bound checks out
+of the issuing threads' instructions (DeepSeek mHC's gemm, one warp a scheduler issuing both its
+copies and its mma: 0.0837 -> 0.0791 ms on the H200,
+`benchmarks/results/2026-12-03_h200_mhc_pre_kernels_6b3d1ed.md`).
 
 The pass records the split on the nest (annotation `thread_split`, printed after the form:
 `for i, j in T.Parallel(100, 64):  # copy -> vector x8 (16 B); guarded split, at most 2 a
