@@ -26,3 +26,51 @@ def test_prove():
     i = Var("i")
     assert prove(IntImm(3) < 4)
     assert not prove(i < 4)
+
+
+def _in_loops(expr, loops):
+    """`expr` simplified inside `for v in range(lo, lo + n)` loops ((v, lo, n) outermost first),
+    as the simplify pass visits it."""
+    from tilelang.ir import stmt as S
+    from tilelang.arith.simplify import Simplifier
+    body = S.Evaluate(expr)
+    for v, lo, n in reversed(loops):
+        body = S.For(v, IntImm(lo), IntImm(n), S.SERIAL, body)
+    out = Simplifier().visit(body)
+    while isinstance(out, S.For):
+        out = out.body
+    return out.value
+
+
+def test_div_mod_split_by_a_loop_variables_range():
+    # an im2col column k * 64 + j (j < 64) of a [KH, KW, C=128] filter: its tap and channel
+    k, j = Var("k"), Var("j")
+    col = k * 64 + j
+    assert str(_in_loops(col // 384, [(j, 0, 64)])) == "k // 6"
+    assert str(_in_loops(col // 128 % 3, [(j, 0, 64)])) == "k // 2 % 3"
+    assert str(_in_loops(col % 128, [(j, 0, 64)])) == "k % 2 * 64 + j"
+    assert str(_in_loops(col % 64, [(j, 0, 64)])) == "j"
+
+
+def test_div_mod_split_checks_the_range():
+    k, j = Var("k"), Var("j")
+    assert "j" in str(_in_loops((k * 64 + j) // 384, [(j, 0, 65)]))      # j may reach 64
+    assert "j" in str(_in_loops((k * 64 + j) // 384, [(j, -1, 64)]))     # or -1
+    assert "j" in str(_in_loops((k * 64 + j) // 384, [])) and "j" in str(simplify((k * 64 + j) // 384))
+    assert str(_in_loops((k * 64 + j + 8) // 128, [(j, 0, 56)])) == "k // 2"
+    assert "j" in str(_in_loops((k * 64 + j + 8) // 128, [(j, 0, 57)]))
+
+
+def test_div_mod_split_matches_python_on_every_value():
+    # floor semantics for negative high parts too
+    from tilelang.ir.visitor import substitute
+    k, j = Var("k"), Var("j")
+    for e, ref in (((k * 64 + j) // 384, lambda kv, jv: (kv * 64 + jv) // 384),
+                   ((k * 64 + j) % 384, lambda kv, jv: (kv * 64 + jv) % 384),
+                   ((k * 96 + j * 2) // 64, lambda kv, jv: (kv * 96 + jv * 2) // 64)):
+        s = _in_loops(e, [(j, 0, 16)])
+        assert "k" in str(s)
+        for kv in range(-20, 20):
+            for jv in range(16):
+                got = simplify(substitute(s, {k: IntImm(kv), j: IntImm(jv)})).value
+                assert got == ref(kv, jv), (str(s), kv, jv)

@@ -55,6 +55,24 @@ def _c(e):
 
 
 class Simplifier(Mutator):
+    """Folds and normalizes every expression of a tree. Inside a `for` loop with constant
+    bounds it knows its variable's range (`ranges`), which `_split_div` uses."""
+
+    def __init__(self):
+        self.ranges = {}   # id(Var) -> (lo, hi) inclusive: the loops around the node visited
+
+    def visit_For(self, n):
+        lo, ext = _c(self.visit(n.min)), _c(self.visit(n.extent))
+        known = isinstance(lo, int) and isinstance(ext, int) and ext > 0 and id(n.var) not in self.ranges and \
+            (n.step is None or _c(n.step) == 1)
+        if known:
+            self.ranges[id(n.var)] = (lo, lo + ext - 1)
+        try:
+            return self.generic_visit(n)
+        finally:
+            if known:
+                del self.ranges[id(n.var)]
+
     def visit_Var(self, v):
         cv = getattr(v, "const_value", None)
         if cv is not None:
@@ -105,6 +123,15 @@ class Simplifier(Mutator):
                             all(_nonneg(atom) and coef >= 0 for atom, coef in terms.values()):
                         return from_linear(({k: (t, c // cb) for k, t_c in terms.items()
                                              for t, c in [t_c]}, 0), n.dtype)
+            if op in ("//", "%") and cb is not None and cb > 0 and self.ranges:
+                split = _split_div(a, cb, self.ranges, n.dtype)
+                if split is not None:
+                    high, c1, low = split   # a == high * c1 + low, 0 <= low < c1, c1 | cb
+                    r = cb // c1
+                    if op == "//":
+                        return self.visit(high if r == 1 else E.BinOp("//", high, E.IntImm(r, n.dtype), n.dtype))
+                    rem = E.IntImm(0, n.dtype) if r == 1 else E.BinOp("%", high, E.IntImm(r, n.dtype), n.dtype)
+                    return self.visit(E.BinOp("+", E.BinOp("*", rem, E.IntImm(c1, n.dtype), n.dtype), low, n.dtype))
             if op == "%" and cb is not None and cb > 0:
                 lin = linear_form(a)
                 if lin is not None:
@@ -149,6 +176,28 @@ class Simplifier(Mutator):
         if isinstance(c, E.IntImm):
             return self.visit(n.t) if c.value else self.visit(n.f)
         return self.generic_visit(n)
+
+
+def _split_div(a, cb, ranges, dtype):
+    """(high, c1, low) with a == high * c1 + low, c1 > 1 a divisor of cb and
+    0 <= low < c1 for every value of the loop variables in `ranges`, or None; then
+    a // cb == high // (cb / c1) and a % cb == high % (cb / c1) * c1 + low (floor
+    division, any integer high). `(k * 64 + j) // 384` with j in [0, 64) is k // 6: an
+    im2col tile's filter tap, the same for a whole row of its columns."""
+    from tilelang.ir.bounds import bound
+    lin = linear_form(a)
+    if lin is None or not lin[0]:
+        return None
+    terms, const = lin
+    for c1 in sorted({math.gcd(cb, abs(c)) for _, c in terms.values()}, reverse=True):
+        if c1 <= 1:
+            break
+        high = {k: (t, c // c1) for k, (t, c) in terms.items() if c % c1 == 0}
+        low = ({k: (t, c) for k, (t, c) in terms.items() if c % c1}, const)
+        lo_hi = bound(from_linear(low, dtype), ranges) if low[0] else (const, const)
+        if high and lo_hi is not None and 0 <= lo_hi[0] and lo_hi[1] < c1:
+            return from_linear((high, 0), dtype), c1, from_linear(low, dtype)
+    return None
 
 
 def _nonneg(atom):

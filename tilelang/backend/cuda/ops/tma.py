@@ -32,6 +32,7 @@ from tilelang.ir import expr as E
 from tilelang.ir.visitor import collect_vars
 from tilelang.arith.simplify import simplify, linear_form
 from tilelang.backend.cuda.analysis.facts import parallel_nest
+from tilelang.backend.cuda.ops.vector_access import is_bound_atom
 
 
 @dataclass
@@ -120,17 +121,6 @@ def offset_aligned16(offset, itemsize, align=16) -> bool:
         return False
     terms, const = lin
     return (const * itemsize) % align == 0 and all((c * itemsize) % align == 0 for _, c in terms.values())
-
-
-def _is_bound(atom, idx, dim):
-    """atom is `idx < dim` or `idx >= 0` (both already in the source's index space; the
-    bulk copy zero-fills coordinates outside [0, dim), negative ones included)."""
-    if not isinstance(atom, E.BinOp) or not _zero(E.binop("-", atom.a, idx)):
-        return False
-    if atom.op == "<":
-        return _zero(E.binop("-", atom.b, dim))
-    return atom.op == ">=" and E.const_int_value(atom.b) == 0
-
 
 
 def tile_swizzle_bytes(pd, dst):
@@ -305,9 +295,9 @@ def match_tma(st, plan, param_ids, views=False):
     row_bounded = False
     if sel is not None:
         for atom in E.conjuncts(sel):
-            if not any(_is_bound(atom, load.indices[d], src.shape[d]) for d in range(n)):
+            if not any(is_bound_atom(atom, load.indices[d], src.shape[d]) for d in range(n)):
                 return None
-            row_bounded = row_bounded or _is_bound(atom, load.indices[row_dim], src.shape[row_dim])
+            row_bounded = row_bounded or is_bound_atom(atom, load.indices[row_dim], src.shape[row_dim])
     # a slab_row tile in one box per strip: a 2-D source (the view takes 3 or 4 more map
     # dimensions of the 5) of at least R rows, known when compiling, which the copy reads
     # without a bound check

@@ -28,7 +28,8 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.visitor import collect_vars, walk, substitute
 from tilelang.backend.cuda.analysis.facts import parallel_nest
-from tilelang.backend.cuda.ops.tma import _is_bound, offset_aligned16
+from tilelang.backend.cuda.ops.tma import offset_aligned16
+from tilelang.backend.cuda.ops.vector_access import is_bound_atom
 
 MAX_BOX = 256
 # plan/copy_forms.py `share_store_waits`: the next statement, a bulk store too, waits for this
@@ -188,7 +189,7 @@ def match_tile_copy(st, plan, param_ids, to_global, launch=None, pointers=False)
         for atom in E.conjuncts(bounds):
             if _always(atom, ranges):
                 continue   # always true: the tile lies inside the tensor in every block
-            if not any(_is_bound(atom, gidx[d], g.shape[d]) for d in range(g.ndim)):
+            if not any(is_bound_atom(atom, gidx[d], g.shape[d]) for d in range(g.ndim)):
                 return None
             live.append(atom)
         bounds = bounds if live else None

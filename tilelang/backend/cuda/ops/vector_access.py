@@ -153,3 +153,14 @@ def _vector_access(strides, idx, v, V, divisors=None):
     # divisibility, or `N` after `T.assume(N % V == 0)`) keeps every vector aligned as
     # well as a constant one
     return all(_mult_except(E.convert(s), None, V, divisors) for k, s in enumerate(strides) if k != d)
+
+
+def is_bound_atom(atom, idx, dim) -> bool:
+    """Whether `atom` is `idx < dim` or `idx >= 0` (a bounds check of one dimension of a
+    tensor whose extent is `dim`): what a bulk copy zero-fills outside of, and what a
+    zero-filling cp.async may index its dimension by (ops/vector_copy.py in_bounds_source)."""
+    if not isinstance(atom, E.BinOp) or E.const_int_value(simplify(E.binop("-", atom.a, idx))) != 0:
+        return False
+    if atom.op == "<":
+        return E.const_int_value(simplify(E.binop("-", atom.b, dim))) == 0
+    return atom.op == ">=" and E.const_int_value(atom.b) == 0

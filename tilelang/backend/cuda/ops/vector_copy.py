@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
-from tilelang.backend.cuda.ops.vector_access import (VEC_TYPES, vec_type, global_root, _require_aligned, _has,
+from tilelang.backend.cuda.ops.vector_access import (is_bound_atom, VEC_TYPES, vec_type, global_root, _require_aligned, _has,
                                                      kernel_divisors, consecutive, _cond_ok, _vector_access)
 
 
@@ -296,11 +296,10 @@ def in_bounds_source(load, sel):
     instructions a copy); per dimension, a row guard that does not change in the loop is
     computed once and the addresses keep their constant offsets. (Used where the guard
     reads no variable of an enclosing loop.)"""
-    from tilelang.backend.cuda.ops.tma import _is_bound
     atoms = {}
     for atom in E.conjuncts(sel):
         d = next((d for d in range(len(load.indices))
-                  if _is_bound(atom, load.indices[d], load.buffer.shape[d])), None)
+                  if is_bound_atom(atom, load.indices[d], load.buffer.shape[d])), None)
         if d is None:
             return None
         atoms.setdefault(d, []).append(atom)
