@@ -193,3 +193,17 @@ def test_cli_writes_a_summary(tmp_path, capsys):
     assert main(["--target", "cpu", "--count", "2", "--seed", "5", "--jobs", "1", "--out", str(tmp_path)]) == 0
     assert "2 programs" in capsys.readouterr().out
     assert (tmp_path / "summary.md").exists() and (tmp_path / "summary.json").exists()
+
+
+def test_a_value_past_the_range_of_its_dtype_rounds_to_infinity():
+    # an int32 cube (-41 ** 3 = -68921) stored as float16: -inf, as CUDA's __int2half_rn gives it
+    from tilelang.testing.fuzz import numerics as nx
+    a = nx.Approx.exact(np.array([-68921.0, 1000.0, 65519.0]))
+    y = nx.cast(a, "float16", "int32")
+    assert y.value[0] == -np.inf and y.err[0] == 0 and np.isfinite(y.value[1:]).all()
+    assert nx.compare("Y", np.array([-np.inf, 1000.0, 65504.0], np.float16), y, "float16") is None
+    assert nx.compare("Y", np.array([-65504.0, 1000.0, 65504.0], np.float16), y, "float16") is not None
+    edge = nx.cast(nx.Approx(np.array([65520.0]), np.array([1.0])), "float16", "float32")
+    assert np.isinf(edge.err[0])   # either way is right
+    assert nx.compare("Y", np.array([np.inf], np.float16), edge, "float16") is None
+    assert nx.compare("Y", np.array([np.nan], np.float16), edge, "float16") is not None
