@@ -345,6 +345,8 @@ class Printer:
             kw = {**pipeline_spec(s).kwargs(), **{k: v for k, v in s.annotations.items() if k != PIPELINE}}
             extra = "".join(f", {k}={v!r}" for k, v in kw.items() if v is not None)
         note = _copy_note(s.annotations) if s.kind == S.VECTORIZED else ""   # a backend's vector width
+        if s.annotations.get("rolled"):   # a backend keeps the loop rolled (cuda/plan/rolled_loops.py)
+            note += f"  # rolled: {s.annotations['rolled']}"
         self.emit(f"for {self.var(s.var)} in {fn}({rng}{extra}):{note}", ind)
         self.body(s.body, ind + 1)
 

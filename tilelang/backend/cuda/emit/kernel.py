@@ -30,6 +30,7 @@ from tilelang.backend.cuda.ops import tma_pipeline as tma_ring
 from tilelang.backend.cuda.plan.plan_kernels import kernel_plan
 from tilelang.backend.cuda.plan.pipeline import STAGED
 from tilelang.backend.cuda.plan.thread_splits import thread_split_of, THREAD_SPLIT
+from tilelang.backend.cuda.plan.rolled_loops import ROLLED
 from tilelang.backend.cuda.ops.cp_async_mbarrier import emit_copy_on_mbarrier
 from tilelang.backend.cuda.plan.copy_form import COPY_FORM, copy_form
 from tilelang.backend.cuda.plan.register_chunks import register_chunks
@@ -536,6 +537,8 @@ class KernelCodegen:
             self.w(f"#pragma unroll {factor}" if factor else "#pragma unroll")
         elif st.kind == S.SERIAL and self._indexes_registers(st):
             self.w("#pragma unroll")   # register slots chosen by the loop variable: constants once unrolled
+        elif st.kind == S.SERIAL and st.annotations.get(ROLLED):
+            self.w("#pragma unroll 1")   # plan/rolled_loops.py: ptxas must not merge its HGMMAs across iterations
         if st.step is None:
             self.w(f"for ({ct} {v} = {self.expr(st.min)}; {v} < {self.expr(simplify(st.min + st.extent))}; ++{v}) {{")
         else:
