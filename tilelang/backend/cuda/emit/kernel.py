@@ -537,7 +537,7 @@ class KernelCodegen:
             self.w(f"#pragma unroll {factor}" if factor else "#pragma unroll")
         elif st.kind == S.SERIAL and self._indexes_registers(st):
             self.w("#pragma unroll")   # register slots chosen by the loop variable: constants once unrolled
-        elif st.kind == S.SERIAL and st.annotations.get(ROLLED):
+        elif st.kind in (S.SERIAL, S.PIPELINED) and st.annotations.get(ROLLED):
             self.w("#pragma unroll 1")   # plan/rolled_loops.py: ptxas must not merge its HGMMAs across iterations
         if st.step is None:
             self.w(f"for ({ct} {v} = {self.expr(st.min)}; {v} < {self.expr(simplify(st.min + st.extent))}; ++{v}) {{")

@@ -49,7 +49,7 @@ def mark(body, plan):
     """Annotate the serial loops of `body` that issue a wgmma gemm on an accumulator they
     clear (in place: nodes of the CUDA passes' own tree)."""
     def f(n):
-        if isinstance(n, S.For) and n.kind == S.SERIAL and ROLLED not in n.annotations and \
+        if isinstance(n, S.For) and n.kind in (S.SERIAL, S.PIPELINED) and ROLLED not in n.annotations and \
                 _wgmma_on_a_cleared_accumulator(n.body, plan):
             n.annotations = {**n.annotations, ROLLED: REASON}
     walk(body, f)
