@@ -1,4 +1,4 @@
-"""Loops that issue wgmma stay rolled in the binary, as a pass (`plan_rolled_loops`, after
+"""Loops that issue wgmma on an accumulator they clear stay rolled in the binary, as a pass (`plan_rolled_loops`, after
 plan_thread_splits, when the pipelining passes have written every loop the code generator
 prints).
 
