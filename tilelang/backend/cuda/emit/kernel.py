@@ -334,23 +334,10 @@ class KernelCodegen:
         w = self.plan.wgmma_waits_before.get(id(st)) if self.plan is not None else None
         if w is not None:
             self.wgmma_wait(w)
-        varying = self.__dict__.setdefault("varying_vars", set())
-        new = _varying_var(st, varying)
-        if new is not None:
-            varying.add(id(new))
-        try:
-            fn(st, block)
-        finally:
-            varying.discard(id(new))
+        fn(st, block)
         w = self.plan.wgmma_waits_after.get(id(st)) if self.plan is not None else None
         if w is not None:
             self.wgmma_wait(w)
-
-    def reads_varying(self, e) -> bool:
-        """Whether `e` reads the variable of an enclosing loop (not a T.Parallel nest's) or
-        a let-bound value of one: it changes from one iteration of that loop to the next."""
-        varying = self.__dict__.get("varying_vars", ())
-        return any(id(v) in varying for v in collect_vars(e))
 
     def wgmma_wait(self, w):
         """plan/wgmma_waits.py: wait until only `w.left` wgmma groups are in flight, then
@@ -1011,7 +998,7 @@ class KernelCodegen:
         if waited:   # plan/copy_forms.py: all of this thread's copies in flight, then one wait
             self.async_copy = True
         if V or eviction:
-            emit_vector_copy(self, body, V or 1, vars_[-1], eviction, stage)
+            emit_vector_copy(self, body, V or 1, vars_[-1], eviction, stage, form.in_bounds)
         else:
             self.stmt(body, False)
         if how == "guarded":
@@ -1266,14 +1253,4 @@ def shared_reducer_update(st, placement):
     for mine, other in ((v.a, v.b), (v.b, v.a)):
         if isinstance(mine, E.BufferLoad) and mine.buffer is buf and key(mine) == want:
             return _REDUCER_ATOMICS[v.op], other
-    return None
-
-
-def _varying_var(st, varying):
-    """The variable that statement `st` binds and that changes between the iterations of a
-    loop around its body (`KernelCodegen.reads_varying`), or None."""
-    if isinstance(st, S.For) and st.kind != S.PARALLEL:
-        return st.var
-    if isinstance(st, S.LetStmt) and any(id(v) in varying for v in collect_vars(st.value)):
-        return st.var
     return None

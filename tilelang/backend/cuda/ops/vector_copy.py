@@ -294,8 +294,8 @@ def in_bounds_source(load, sel):
     whole pointer (`sel ? &A[...] : A`) hides the address from strength reduction: the
     compiler recomputes it for every copy of every iteration (DeepSeek mHC's gemm: ~11
     instructions a copy); per dimension, a row guard that does not change in the loop is
-    computed once and the addresses keep their constant offsets. (Used where the guard
-    reads no variable of an enclosing loop.)"""
+    computed once and the addresses keep their constant offsets (plan/copy_forms.py
+    `_address_in_bounds` chooses the copies)."""
     atoms = {}
     for atom in E.conjuncts(sel):
         d = next((d for d in range(len(load.indices))
@@ -312,12 +312,14 @@ def in_bounds_source(load, sel):
     return E.BufferLoad(load.buffer, idx)
 
 
-def emit_vector_copy(cg, body, V, v=None, eviction=None, stage=None):
+def emit_vector_copy(cg, body, V, v=None, eviction=None, stage=None, in_bounds=False):
     """The copy (or cast, atomic, element-wise) body `body` moving V elements per access;
     `eviction` (a plain copy only): the L2 priority of its global loads and stores
     (plan/copy_forms.py; V == 1 for a scalar copy with a hint); `stage` (a converting copy
     only): ("load" | "store", register array, its index): only that half of the copy, the
-    loaded vectors kept in the array in between (plan/cp_async_pipeline.py `STAGED`)."""
+    loaded vectors kept in the array in between (plan/cp_async_pipeline.py `STAGED`);
+    `in_bounds` (a cp.async form's `in_bounds`): its zero-filled source is addressed per
+    guarded dimension (`in_bounds_source`), else behind a pointer select."""
     from tilelang.backend.cuda.ops import vector_atomic as vector_atomic
     body = without_assumes(body)
     if vector_atomic.match(body) is not None:
@@ -340,10 +342,7 @@ def emit_vector_copy(cg, body, V, v=None, eviction=None, stage=None):
         pred = "true"
         if sel is not None:
             pred = cg.expr(sel)
-            # a guard the enclosing loop changes has nothing to hoist: the pointer select stays
-            # (ptxas then also keeps FlashAttention backward's wgmma groups overlapped)
-            varies = getattr(cg, "reads_varying", None)
-            inside = None if varies is None or varies(sel) else in_bounds_source(load, sel)
+            inside = in_bounds_source(load, sel) if in_bounds else None   # plan/copy_forms.py decided
             src = f"&{cg.access(inside)}" if inside is not None else \
                 f"({pred} ? (const void*){src} : (const void*){cg.buf_name(load.buffer)})"
         from tilelang.backend.cuda.ops.cp_async import cp_async_line

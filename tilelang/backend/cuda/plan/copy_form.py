@@ -29,6 +29,8 @@ class CopyForm:
     subject: str = "copy"      # what the nest does: "copy", "fill", "loop" (element-wise), "SIMT gemm",
                                # "atomic" (a T.atomic_addx{n} lane loop)
     multicast: int | None = None   # tma_copy: the cluster ranks its lowest-ranked one multicasts to
+    in_bounds: bool = False    # cp_async with a zero-fill guard no enclosing loop changes: each guarded
+                               # dimension indexed `guard ? i : 0` (ops/vector_copy.py in_bounds_source)
 
     @property
     def tma(self):
@@ -40,6 +42,8 @@ class CopyForm:
             s += f" x{self.width} ({self.nbytes} B)"
         if self.eviction:
             s += f", {self.eviction}"
+        if self.in_bounds:
+            s += ", guarded rows indexed in bounds"
         if self.multicast:
             s += f", multicast to cluster ranks {self.multicast:#b}"
         if self.why:
