@@ -12,11 +12,8 @@ import tilelang
 import tilelang.language as T
 from tests.backend.cuda.conftest import needs_sass
 from tests.backend.cuda.helpers import build
+from tests.backend.cuda.plan.around import around
 from tilelang.backend.cuda.plan.rolled_loops import plan_rolled_loops
-from tilelang.ir.printer import func_str
-from tilelang.transform.pass_manager import PassContext, run_passes
-from tilelang.backend.registry import parse_target
-from tilelang.backend.cuda import pipeline as P
 
 
 def gemm_chain(nk=128, stages=1, threads=256):
@@ -46,12 +43,7 @@ def gemm_chain(nk=128, stages=1, threads=256):
 
 
 def _around_the_pass(func):
-    ctx = PassContext(config={"_keep_tile_ops": P.KEEP_TILE_OPS})
-    ctx.target = parse_target({"kind": "cuda", "arch": "sm_90a"})
-    k = P.PASSES.index(plan_rolled_loops)
-    before = run_passes(func, P.PASSES[:k], ctx)
-    text = func_str(before)
-    return text, func_str(plan_rolled_loops(before, ctx))
+    return around(func, plan_rolled_loops)
 
 
 def test_the_loop_issuing_wgmma_is_marked_rolled():
