@@ -74,3 +74,31 @@ def test_div_mod_split_matches_python_on_every_value():
             for jv in range(16):
                 got = simplify(substitute(s, {k: IntImm(kv), j: IntImm(jv)})).value
                 assert got == ref(kv, jv), (str(s), kv, jv)
+
+
+def test_a_comparison_the_loop_ranges_decide_folds():
+    # FlashAttention's key mask `k * 128 + j >= seq_len` that no iteration reaches (seq_len 256,
+    # two 128-column tiles) folds; one the last tile reaches stays
+    k, j = Var("k"), Var("j")
+    assert str(_in_loops(k * 128 + j >= 256, [(k, 0, 2), (j, 0, 128)])) == "False"
+    assert str(_in_loops(k * 128 + j < 256, [(k, 0, 2), (j, 0, 128)])) == "True"
+    assert str(_in_loops(k * 128 + j >= 200, [(k, 0, 2), (j, 0, 128)])) == "k * 128 + j >= 200"
+    assert str(_in_loops(k * 128 + j != 300, [(k, 0, 2), (j, 0, 128)])) == "True"
+    n = Var("n")   # a variable without a known range keeps it
+    assert str(_in_loops(k * 128 + j < n, [(k, 0, 2), (j, 0, 128)])) == "k * 128 + j < n"
+
+
+def test_range_decided_comparisons_match_python_on_every_value():
+    import itertools
+    import operator
+    from tilelang.ir import expr as E
+    k, j = Var("k"), Var("j")
+    ops = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+           "!=": operator.ne}
+    for op, c in itertools.product(ops, [-1, 0, 5, 127, 128, 255, 256, 300]):
+        out = _in_loops(E.binop(op, k * 128 + j, IntImm(c)), [(k, 0, 2), (j, 0, 128)])
+        values = {ops[op](kk * 128 + jj, c) for kk in range(2) for jj in range(128)}
+        if len(values) == 1:
+            assert str(out) == str(values.pop()), (op, c, out)
+        else:
+            assert str(out) not in ("True", "False"), (op, c, out)

@@ -73,6 +73,20 @@ class Simplifier(Mutator):
             if known:
                 del self.ranges[id(n.var)]
 
+    def _decided(self, op, a, b):
+        """The value of integer comparison `a op b` (a bool) where the range of a - b over the
+        enclosing loops' variables decides it, else None."""
+        from tilelang.ir.bounds import bound
+        lh = bound(self.visit(E.binop("-", a, b)), self.ranges)
+        if lh is None:
+            return None
+        lo, hi = lh
+        table = {"<": (hi < 0, lo >= 0), "<=": (hi <= 0, lo > 0), ">": (lo > 0, hi <= 0),
+                 ">=": (lo >= 0, hi < 0), "==": (lo == hi == 0, lo > 0 or hi < 0),
+                 "!=": (lo > 0 or hi < 0, lo == hi == 0)}
+        true, false = table[op]
+        return True if true else False if false else None
+
     def visit_Var(self, v):
         cv = getattr(v, "const_value", None)
         if cv is not None:
@@ -97,6 +111,9 @@ class Simplifier(Mutator):
                 r = _fold(op, d, 0, a.dtype)
                 if r is not None:
                     return E.IntImm(bool(r.value), n.dtype)
+            decided = self._decided(op, a, b) if self.ranges else None
+            if decided is not None:   # the loops' ranges decide it (a mask no iteration reaches)
+                return E.IntImm(decided, n.dtype)
         if n.dtype.is_int:
             if op in ("+", "-") and (_c(b) == 0):
                 return a

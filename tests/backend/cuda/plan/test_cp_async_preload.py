@@ -1,8 +1,10 @@
 """plan/cp_async_preload.py (`preload_cp_async`): a shared tile loaded right before a cp.async
 pipeline, that only the pipelined loop's body reads (the FlashAttention backward's K and V),
 is issued as cp.async in the prologue's first commit group instead of being loaded and
-stored before it; a tile also used after the loop, or before a num_stages=1 loop, keeps its
-vector form. TILELANG_CUDA_CP_ASYNC_PRELOAD=0 keeps every such copy synchronous (A/B).
+stored before it; so is one read after a loop that certainly runs, and one before a num_stages=1
+loop whose body reads it after its first wait (the FlashAttention forward's Q); a tile read after
+a loop that may run no iteration, or read in a num_stages=1 body before its first wait, keeps its
+form. TILELANG_CUDA_CP_ASYNC_PRELOAD=0 keeps every such copy synchronous (A/B).
 Checked on the copy forms the pass records; no GPU or NVRTC needed."""
 import pytest
 
@@ -15,6 +17,8 @@ from tilelang.backend.cuda.plan.copy_form import copy_form
 from tilelang.backend.cuda.plan.cp_async_preload import preload_cp_async
 from tests.backend.cuda.kernels_attn_bwd import attention_bwd
 from tests.backend.cuda.plan.test_plan_kernels import _launch, _lower_to
+from tests.backend.cuda.plan.around import around, lines_with
+from tests.backend.cuda.helpers import load_example
 
 
 def _forms(func, arch="sm_90a"):
@@ -31,21 +35,30 @@ def _forms(func, arch="sm_90a"):
     return out
 
 
-def tile_then_pipeline(read_after=False, stages=2, K=512):
+def tile_then_pipeline(read_after=False, stages=2, K=512, dynamic=False, read_first=False):
     """W (64 x 64) loaded before a pipelined GEMM over A's tiles; `read_after`: W is also
-    read after the loop."""
+    read after the loop; `dynamic`: a trip count known at run time only; `read_first`: the body
+    reads W before it waits for its first tile. The body scales the accumulator after its gemm
+    (work a num_stages=1 refill overlaps)."""
+    Kd = T.dynamic("K") if dynamic else K
+
     @T.prim_func
-    def main(A: T.Tensor((64, K), "float16"), W: T.Tensor((64, 64), "float16"),
+    def main(A: T.Tensor((Kd, 64), "float16"), W: T.Tensor((64, 64), "float16"),
              C: T.Tensor((64, 64), "float32"), D: T.Tensor((64, 64), "float16")):
         with T.Kernel(1, threads=128):
             Ws = T.alloc_shared((64, 64), "float16")
             Cl = T.alloc_fragment((64, 64), "float32")
             T.copy(W, Ws)
             T.clear(Cl)
-            for k in T.Pipelined(K // 64, num_stages=stages):
+            for k in T.Pipelined(Kd // 64, num_stages=stages):
                 As = T.alloc_shared((64, 64), "float16")
-                T.copy(A[0, k * 64], As)
+                if read_first:
+                    for i, j in T.Parallel(64, 64):
+                        Cl[i, j] += Ws[i, j]
+                T.copy(A[k * 64, 0], As)
                 T.gemm(As, Ws, Cl, transpose_B=True)
+                for i, j in T.Parallel(64, 64):
+                    Cl[i, j] *= 0.5
             T.copy(Cl, C)
             if read_after:
                 T.copy(Ws, D)
@@ -65,13 +78,42 @@ def test_a_tile_only_the_loop_reads_joins_the_prologue():
     assert _forms(tile_then_pipeline(), arch="sm_80")["Ws"] == ["cp.async x8 (16 B)"]
 
 
-def test_a_tile_read_after_the_loop_stays_synchronous():
-    assert _forms(tile_then_pipeline(read_after=True), arch="sm_80")["Ws"] == ["vector x8 (16 B)"]
+def test_a_tile_read_after_a_loop_that_certainly_runs_joins_the_prologue():
+    # the loop's first wait and barrier come before the read after it
+    assert _forms(tile_then_pipeline(read_after=True), arch="sm_80")["Ws"] == ["cp.async x8 (16 B)"]
 
 
-def test_a_num_stages_1_loop_keeps_the_tile_synchronous():
-    # its groups are waited for before their first reader only: W would not be covered
-    assert _forms(tile_then_pipeline(stages=1), arch="sm_80")["Ws"] == ["vector x8 (16 B)"]
+def test_a_tile_read_after_a_loop_that_may_not_run_stays_synchronous():
+    forms = _forms(tile_then_pipeline(read_after=True, dynamic=True), arch="sm_80")
+    assert forms["Ws"] == ["vector x8 (16 B)"], forms
+    forms = _forms(tile_then_pipeline(dynamic=True), arch="sm_80")   # read by the loop only: joins
+    assert forms["Ws"] == ["cp.async x8 (16 B)"], forms
+
+
+def test_a_num_stages_1_loop_takes_a_tile_its_body_reads_after_the_first_wait():
+    # the gemm that reads W waits for A's first tile (the group W joins) and its barrier
+    assert _forms(tile_then_pipeline(stages=1), arch="sm_80")["Ws"] == ["cp.async x8 (16 B)"]
+
+
+def test_a_num_stages_1_loop_keeps_a_tile_its_body_reads_before_the_first_wait():
+    assert _forms(tile_then_pipeline(stages=1, read_first=True), arch="sm_80")["Ws"] == ["vector x8 (16 B)"]
+
+
+def test_a_num_stages_1_loop_that_may_not_run_keeps_the_tile():
+    # its prologue (the group's commit) runs only where the loop does
+    assert _forms(tile_then_pipeline(stages=1, dynamic=True), arch="sm_80")["Ws"] == ["vector x8 (16 B)"]
+
+
+def test_flash_attention_forward_with_one_stage_loads_q_with_k():
+    """The published example_mha_fwd_bshd's regression configuration (128 x 128 tiles, one stage,
+    128 threads): Q, a `cp.async + wait` copy of its own before, joins K's first group."""
+    FA = load_example("flash_attention", "preload")
+    f = FA.flash_attention.func(1, 4, 256, 256, 128, is_causal=False, layout="bshd", block_M=128, block_N=128,
+                                num_stages=1, threads=128)
+    before, after = around(f, preload_cp_async)
+    assert lines_with(before, "Q -> Q_shared") == ["#   Q -> Q_shared (line 61): cp.async + wait x8 (16 B)"]
+    forms = _forms(f)
+    assert forms["Q_shared"] == ["cp.async x8 (16 B)"], forms
 
 
 def test_the_printed_cuda_issues_k_before_the_prologue_commit():

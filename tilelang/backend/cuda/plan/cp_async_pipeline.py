@@ -82,7 +82,7 @@ from tilelang.transform.pass_manager import function_pass
 from tilelang.backend.cuda.plan.copy_form import copy_form
 from tilelang.backend.cuda.plan.pipeline import STAGED
 from tilelang.backend.cuda.plan.wgmma_waits import WgmmaWait
-from tilelang.backend.cuda.plan.cp_async_preload import CP_ASYNC_PROLOGUE
+from tilelang.backend.cuda.plan.cp_async_preload import CP_ASYNC_PROLOGUE, CP_ASYNC_AFTER_USE
 from tilelang.backend.cuda.target import arch_number
 
 # the copy forms of a loop whose copies are issued as cp.async (a scalar one: a plain
@@ -478,6 +478,7 @@ def schedule_after_use(loop, info, fence):
         prologue += [substitute(c, {var: k0}) for c in groups[g]] + [S.Evaluate(M.call(M.CP_ASYNC_COMMIT))]
     first = S.IfThenElse(E.binop("<", lo, hi), S.LetStmt(k0, lo, S.seq(prologue)))
     main = S.For(var, loop.min, loop.extent, S.SERIAL, S.seq(body))
+    main.annotations[CP_ASYNC_AFTER_USE] = True   # `first` is its prologue (plan/cp_async_preload.py)
     for s in (first, main):
         s.span = loop.span
     ring = ", ".join(b.name for b in info.bufs)
