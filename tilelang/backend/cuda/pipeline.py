@@ -38,6 +38,7 @@ from tilelang.backend.cuda.plan.proxy_fences import plan_proxy_fences
 from tilelang.backend.cuda.plan.warp_specialize import plan_warp_specialize
 from tilelang.backend.cuda.plan.cp_async_pipeline import pipeline_cp_async
 from tilelang.backend.cuda.plan.cp_async_preload import preload_cp_async
+from tilelang.backend.cuda.plan.early_ring_prologue import issue_ring_prologue_early
 from tilelang.backend.cuda.plan.tma_ring_pipeline import pipeline_tma_ring
 from tilelang.backend.cuda.plan.occupancy import plan_streaming_occupancy
 from tilelang.backend.cuda.plan.register_prefetch import prefetch_serial_loads
@@ -50,7 +51,7 @@ PASSES = [lower_gemm_sp, implicit_kernel, mark_per_thread, stage_gemm_epilogue, 
           legalize_safe_memory_access, flatten_sblocks, simplify, broadcast_block_effects, fold_fragment_views,
           inline_copy_scalars, plan_kernels,
           insert_barriers, plan_copy_forms, plan_register_chunks, plan_reduce_forms, plan_warp_specialize, plan_proxy_fences,
-          pipeline_cp_async, preload_cp_async, pipeline_tma_ring, plan_thread_splits, plan_rolled_loops, plan_streaming_occupancy]
+          pipeline_cp_async, preload_cp_async, pipeline_tma_ring, issue_ring_prologue_early, plan_thread_splits, plan_rolled_loops, plan_streaming_occupancy]
 
 
 def lower(func, target, ctx=None):
