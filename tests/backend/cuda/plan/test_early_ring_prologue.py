@@ -71,6 +71,36 @@ def gemm_after_a_tile_load(touch_ring):
     return main
 
 
+def gemm_after_a_scratch_tile():
+    """Ts (192 KB), loaded and read before a pipelined GEMM only: it fits beside the ring's
+    buffers only in their storage."""
+    @T.prim_func
+    def main(A: T.Tensor((128, 512), "float16"), B: T.Tensor((512, 128), "float16"),
+             W: T.Tensor((128, 768), "float16"), C: T.Tensor((128, 128), "float32")):
+        with T.Kernel(1, threads=128):
+            Ts = T.alloc_shared((128, 768), "float16")
+            As = T.alloc_shared((128, 64), "float16")
+            Bs = T.alloc_shared((64, 128), "float16")
+            Cl = T.alloc_fragment((128, 128), "float32")
+            T.copy(W, Ts)
+            for i, j in T.Parallel(128, 128):
+                Cl[i, j] = T.Cast("float32", Ts[i, j] + Ts[i, j + 640])
+            for k in T.Pipelined(8, num_stages=2):
+                T.copy(A[0, k * 64], As)
+                T.copy(B[k * 64, 0], Bs)
+                T.gemm(As, Bs, Cl)
+            T.copy(Cl, C)
+    return main
+
+
+def test_nests_using_a_ring_buffers_storage_keep_the_order(monkeypatch):
+    monkeypatch.setenv("TILELANG_CUDA_WARP_SPECIALIZE", "0")
+    before, after = around(gemm_after_a_scratch_tile(), issue_ring_prologue_early)
+    ts, as_ = (lines_with(before, f"#   {n} ")[0].split("@ ")[1].split(",")[0] for n in ("Ts", "As"))
+    assert ts == as_ == "0", (ts, as_)   # Ts's lifetime ends before the ring's: the same storage
+    assert lines_with(before, "T.tma_ring_alloc(") and before == after
+
+
 def test_a_gemm_without_tile_loads_before_its_loop_keeps_the_order():
     from tests.backend.cuda.kernels import gemm
     before, after = around(gemm(M=512, N=512, K=512, bm=128, bn=128, bk=64, threads=128, stages=3),

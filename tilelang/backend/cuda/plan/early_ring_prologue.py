@@ -16,8 +16,9 @@ configurations of the published flash_attention examples; the published package 
 TMA beside K and V). This pass moves the ring's head (its allocation, the barrier
 initialisation, the barrier after it and the prologue) above the run of loop nests right
 before it, when that run loads a tile from global memory: the bulk copies are then in flight
-while Q is loaded. A moved-over nest must not touch a ring buffer, write what the head reads,
-or hold a barrier or a call (anything but plain loads and stores). Where the moved-over nests
+while Q is loaded. A moved-over nest must not touch a ring buffer or shared storage a ring
+buffer occupies (buffers with disjoint lifetimes share it: plan/kernel.py), write what the
+head reads, or hold a barrier or a call (anything but plain loads and stores). Where the moved-over nests
 write shared memory, a barrier takes the place the initialisation's barrier had for them
 (before the loop; fenced toward the async proxy as that one was).
 TILELANG_CUDA_EARLY_RING_PROLOGUE=0 keeps the head where the ring's schedule put it (A/B)."""
@@ -67,7 +68,20 @@ def _loads_a_tile(st) -> bool:
     return any(b.scope == "global" for b in r) and any(b.scope.startswith("shared") for b in w)
 
 
-def hoist(seq, fence) -> bool:
+def _storage(plan, b):
+    """The bytes [lo, hi) of dynamic shared memory buffer `b` occupies, or None."""
+    p = plan.placements.get(id(_root(b)))
+    if p is None or p.kind != "smem":
+        return None
+    return p.offset, p.offset + p.stage_bytes * p.stages
+
+
+def _overlaps(plan, bufs, ring):
+    spans = [s for s in (_storage(plan, b) for b in ring) if s is not None]
+    return any(lo < z and a < hi for b in bufs for lo, hi in [_storage(plan, b) or (0, 0)] for a, z in spans)
+
+
+def hoist(seq, plan) -> bool:
     """Move every ring head of sequence `seq` above the plain nests right before it (in
     place); whether one moved."""
     from tilelang.backend.cuda.analysis.facts import accesses
@@ -84,11 +98,13 @@ def hoist(seq, fence) -> bool:
             i = end
             continue
         reads = {id(_root(b)) for s in head for b in accesses(s)[0]}
-        ring = {id(_root(b)) for s in head for b in accesses(s)[1]}
+        ring_bufs = [b for s in head for b in accesses(s)[1]]
+        ring = {id(_root(b)) for b in ring_bufs}
         start = i
         while start > 0 and _plain_nest(stmts[start - 1]):
             r, w = accesses(stmts[start - 1])
-            if any(id(_root(b)) in ring for b in r + w) or any(id(_root(b)) in reads for b in w):
+            if any(id(_root(b)) in ring for b in r + w) or any(id(_root(b)) in reads for b in w) or \
+                    _overlaps(plan, r + w, ring_bufs):
                 break
             start -= 1
         over = stmts[start:i]
@@ -97,7 +113,7 @@ def hoist(seq, fence) -> bool:
             continue
         shared = sorted({b.name for s in over for b in accesses(s)[1] if b.scope.startswith("shared")})
         after = [S.Barrier("block", reason=f"{', '.join(shared)} written before the TMA ring's loop "
-                                           f"(its prologue issued first)", fence_async_proxy=fence)] \
+                                           f"(its prologue issued first)", fence_async_proxy=plan.fence_barriers)] \
             if shared else []
         stmts[start:end] = head + over + after
         moved, i = True, end + len(after)
@@ -113,7 +129,7 @@ def issue_ring_prologue_early(func, ctx=None):
         if not options.early_ring_prologue:
             return launch
         for seq in {id(p): p for p, _ in parents(launch) if isinstance(p, S.SeqStmt)}.values():
-            hoist(seq, plan.fence_barriers)   # in place, as the pipelining passes change the kernel's tree
+            hoist(seq, plan)   # in place, as the pipelining passes change the kernel's tree
         return launch
     return map_planned_launches(func, ctx, rewrite)
 
