@@ -122,3 +122,16 @@ def test_the_printed_cuda_issues_k_before_the_prologue_commit():
     src = build(attention_bwd(1, 2, 256, 64, block_M=64, block_N=64, threads=128)).source
     k = src.index("tl::cp_async_gs<16>(&k_s[")
     assert k < src.index("tl::cp_async_gs<16>(&v_s[") < src.index("tl::cp_async_commit();")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("s,d,causal,joined", [(256, 128, False, True), (512, 64, False, True),
+                                               (384, 128, True, False)])   # (causal: a trip count per block)
+def test_flash_attention_forward_with_q_in_the_first_group_matches_torch(s, d, causal, joined):
+    import tilelang
+    from tests.backend.cuda.helpers import check_flash_attention
+    FA = load_example("flash_attention", "preload_gpu")
+    f = FA.flash_attention.func(1, 4, s, s, d, is_causal=causal, layout="bhsd", block_M=128, block_N=128,
+                                num_stages=1, threads=128)
+    assert _forms(f)["Q_shared"] == ["cp.async x8 (16 B)" if joined else "cp.async + wait x8 (16 B)"]
+    check_flash_attention(FA, tilelang.compile(f, out_idx=[3], target="cuda"), 1, 4, s, s, d, causal)

@@ -121,5 +121,5 @@ def test_nests_using_a_ring_buffer_keep_the_order(monkeypatch):
 def test_flash_attention_with_the_prologue_first_matches_torch(s, d, causal):
     from tests.backend.cuda.helpers import check_flash_attention
     import tilelang
-    kern = tilelang.compile(flash(s, d, causal), target="cuda")
+    kern = tilelang.compile(flash(s, d, causal), out_idx=[3], target="cuda")
     check_flash_attention(FA, kern, 1, 4, s, s, d, causal)
