@@ -208,6 +208,13 @@ class Buffer:
     def __rshift__(self, o): return self._v() >> o
 
 
+def storage_root(buf):
+    """The buffer whose storage `buf` is: a T.view / T.reshape of a tile names its `alias_of`."""
+    while getattr(buf, "alias_of", None) is not None:
+        buf = buf.alias_of
+    return buf
+
+
 def is_packed(buf) -> bool:
     """A tensor of 4-bit elements (int4, uint4, float4_e2m1fn), stored two per byte: element
     i is the low (i even) or high (i odd) nibble of byte i // 2. Only tensors (global

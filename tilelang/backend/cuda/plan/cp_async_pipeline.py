@@ -83,6 +83,7 @@ from tilelang.backend.cuda.plan.copy_form import copy_form
 from tilelang.backend.cuda.plan.pipeline import STAGED
 from tilelang.backend.cuda.plan.wgmma_waits import WgmmaWait
 from tilelang.backend.cuda.plan.cp_async_preload import CP_ASYNC_PROLOGUE, CP_ASYNC_AFTER_USE
+from tilelang.ir.buffer import storage_root
 from tilelang.backend.cuda.target import arch_number
 
 # the copy forms of a loop whose copies are issued as cp.async (a scalar one: a plain
@@ -129,18 +130,11 @@ def last_ring_reader(info) -> int:
     return last
 
 
-def _storage(b):
-    """The buffer whose storage `b` is (T.view / T.reshape of a tile: its `alias_of`)."""
-    while getattr(b, "alias_of", None) is not None:
-        b = b.alias_of
-    return b
-
-
 def written_ring(info, copy):
     """The ring buffer the copy nest `copy` fills, or None."""
     from tilelang.backend.cuda.analysis.facts import accesses
     bufs = {id(b): b for b in info.bufs}
-    return next((bufs[id(_storage(b))] for b in accesses(copy)[1] if id(_storage(b)) in bufs), None)
+    return next((bufs[id(storage_root(b))] for b in accesses(copy)[1] if id(storage_root(b)) in bufs), None)
 
 
 def early_refill(info, plan=None):
@@ -174,13 +168,13 @@ def early_refill(info, plan=None):
     for j, st in enumerate(info.rest):
         r, w = accesses(st)
         for b in r + w:   # a view of a ring tile uses the tile
-            last[id(_storage(b))] = max(last.get(id(_storage(b)), -1), j)
+            last[id(storage_root(b))] = max(last.get(id(storage_root(b)), -1), j)
         gemms = []
         walk(st, lambda n: gemms.append(n) if isinstance(n, TO.Gemm) and id(n) in chained else None)
         for g in gemms:
             until = waited_at(g)
             for b in (g.A.buffer, g.B.buffer):
-                last[id(_storage(b))] = max(last.get(id(_storage(b)), -1), until)
+                last[id(storage_root(b))] = max(last.get(id(storage_root(b)), -1), until)
     when = [(last.get(id(r), -1), c) for r, c in zip(rings, info.copies)]
     j = min(w for w, _ in when)
     if j < 0 or j >= end:
@@ -206,7 +200,7 @@ def refill_barrier(info, plan=None):
 
     def uses_ring(st):
         r, w = accesses(st)
-        return any(id(_storage(b)) in rings for b in r + w)
+        return any(id(storage_root(b)) in rings for b in r + w)
 
     last = max((j for j, st in enumerate(info.rest) if uses_ring(st)), default=-1)
     b = next((j for j, st in enumerate(info.rest) if j > last and isinstance(st, S.Barrier) and

@@ -35,15 +35,10 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.transform.pass_manager import function_pass
 from tilelang.backend.cuda.plan.copy_form import COPY_FORM, CopyForm, copy_form
+from tilelang.ir.buffer import storage_root
 
 CP_ASYNC_PROLOGUE = "cp_async_prologue"   # on the prologue loop of a cp.async pipeline schedule
 CP_ASYNC_AFTER_USE = "cp_async_after_use"  # on the loop of a num_stages=1 schedule (its prologue: the `if` before)
-
-
-def _root(b):
-    while getattr(b, "alias_of", None) is not None:
-        b = b.alias_of
-    return b
 
 
 def preloadable(st):
@@ -59,7 +54,7 @@ def preloadable(st):
     if m is None or m[2].buffer.scope != "global" or not m[1].buffer.scope.startswith("shared") or \
             m[1].buffer.dtype != m[2].buffer.dtype:
         return None
-    return _root(m[1].buffer)
+    return storage_root(m[1].buffer)
 
 
 def _uses(node, buf, skip, holders):
@@ -70,7 +65,7 @@ def _uses(node, buf, skip, holders):
         return False
     if id(node) not in holders:
         r, w = accesses(node)
-        return any(_root(b) is buf for b in r + w)
+        return any(storage_root(b) is buf for b in r + w)
     kids = list(node.stmts) if isinstance(node, S.SeqStmt) else \
         [getattr(node, a, None) for a in ("body", "then_body", "else_body")]
     return any(_uses(c, buf, skip, holders) for c in kids if isinstance(c, S.Stmt))
@@ -99,7 +94,7 @@ def _read_after_first_wait(loop, buf):
             barrier = barrier or waited
         else:
             r, w = accesses(st)
-            if any(_root(b) is buf for b in r + w):
+            if any(storage_root(b) is buf for b in r + w):
                 return waited and barrier
     return False
 

@@ -28,14 +28,9 @@ from tilelang.ir import stmt as S
 from tilelang.ir.tma_ring import TmaRingAlloc, _RingOp
 from tilelang.ir.visitor import walk
 from tilelang.transform.pass_manager import function_pass
+from tilelang.ir.buffer import storage_root
 
 INIT_REASON = "the TMA ring's mbarriers"   # how RingParts.init's barrier reason begins
-
-
-def _root(b):
-    while getattr(b, "alias_of", None) is not None:
-        b = b.alias_of
-    return b
 
 
 def _holds(node, pred) -> bool:
@@ -68,17 +63,11 @@ def _loads_a_tile(st) -> bool:
     return any(b.scope == "global" for b in r) and any(b.scope.startswith("shared") for b in w)
 
 
-def _storage(plan, b):
-    """The bytes [lo, hi) of dynamic shared memory buffer `b` occupies, or None."""
-    p = plan.placements.get(id(_root(b)))
-    if p is None or p.kind != "smem":
-        return None
-    return p.offset, p.offset + p.stage_bytes * p.stages
-
-
 def _overlaps(plan, bufs, ring):
-    spans = [s for s in (_storage(plan, b) for b in ring) if s is not None]
-    return any(lo < z and a < hi for b in bufs for lo, hi in [_storage(plan, b) or (0, 0)] for a, z in spans)
+    """Whether the shared storage of one of `bufs` overlaps that of a buffer of `ring`."""
+    from tilelang.backend.cuda.plan.kernel import smem_range
+    spans = [s for s in (smem_range(plan, b) for b in ring) if s is not None]
+    return any(lo < z and a < hi for b in bufs for lo, hi in [smem_range(plan, b) or (0, 0)] for a, z in spans)
 
 
 def hoist(seq, plan) -> bool:
@@ -97,13 +86,13 @@ def hoist(seq, plan) -> bool:
         if not any(_holds(s, lambda n: n.__class__.__name__ == "TmaRingLoad") for s in head):
             i = end
             continue
-        reads = {id(_root(b)) for s in head for b in accesses(s)[0]}
+        reads = {id(storage_root(b)) for s in head for b in accesses(s)[0]}
         ring_bufs = [b for s in head for b in accesses(s)[1]]
-        ring = {id(_root(b)) for b in ring_bufs}
+        ring = {id(storage_root(b)) for b in ring_bufs}
         start = i
         while start > 0 and _plain_nest(stmts[start - 1]):
             r, w = accesses(stmts[start - 1])
-            if any(id(_root(b)) in ring for b in r + w) or any(id(_root(b)) in reads for b in w) or \
+            if any(id(storage_root(b)) in ring for b in r + w) or any(id(storage_root(b)) in reads for b in w) or \
                     _overlaps(plan, r + w, ring_bufs):
                 break
             start -= 1

@@ -58,6 +58,16 @@ class Placement:
     stage_bytes: int = 0      # bytes between slots
 
 
+def smem_range(plan, buf):
+    """The bytes [lo, hi) of dynamic shared memory that `buf`'s storage occupies in `plan`, or
+    None when it is not in shared memory (a view: its storage's)."""
+    from tilelang.ir.buffer import storage_root
+    p = plan.placements.get(id(storage_root(buf)))
+    if p is None or p.kind != "smem":
+        return None
+    return p.offset, p.offset + p.stage_bytes * p.stages
+
+
 @dataclass
 class KernelPlan:
     nthreads: int

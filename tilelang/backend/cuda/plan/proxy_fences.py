@@ -38,6 +38,7 @@ from tilelang.ir.visitor import walk
 from tilelang.transform.pass_manager import function_pass
 from tilelang.backend.cuda.plan.async_proxy import needs_fences
 from tilelang.backend.cuda.plan.sync import is_inserted_barrier
+from tilelang.backend.cuda.plan.kernel import smem_range
 
 
 @function_pass("plan_proxy_fences")
@@ -60,20 +61,6 @@ def plan_proxy_fences(func, ctx=None):
             launch = with_plan(launch, dataclasses.replace(plan, fence_barriers=True))
         return launch
     return map_planned_launches(func, ctx, rewrite)
-
-
-def _root(buf):
-    while getattr(buf, "alias_of", None) is not None:
-        buf = buf.alias_of
-    return buf
-
-
-def _smem_range(plan, buf):
-    """The byte range of `buf`'s shared storage, or None when it is not in shared memory."""
-    p = plan.placements.get(id(_root(buf)))
-    if p is None or p.kind != "smem":
-        return None
-    return p.offset, p.offset + p.stage_bytes * p.stages
 
 
 def selective_fences(k, plan, first_only=None) -> set:
@@ -117,7 +104,7 @@ def selective_fences(k, plan, first_only=None) -> set:
         cfg = plan.gemms.get(id(g))
         if getattr(cfg, "kind", "") == "wgmma":
             stored.extend(r.buffer for r in ((g.B,) if cfg.a_regs else (g.A, g.B)))
-    async_ranges = [_smem_range(plan, b) for b in stored]
+    async_ranges = [smem_range(plan, b) for b in stored]
     if unknown or not stored or None in async_ranges:
         return set()
 
@@ -172,7 +159,7 @@ def _regions_without_async_writes(body, k, plan, async_ranges, first_only) -> se
     from tilelang.backend.cuda.plan.copy_form import copy_form
 
     def overlaps(buf):
-        r = _smem_range(plan, buf)
+        r = smem_range(plan, buf)
         return r is not None and any(r[0] < a[1] and a[0] < r[1] for a in async_ranges)
 
     # cp.async whose completion only an mbarrier observes (T.cp_async_barrier_noinc, no wait

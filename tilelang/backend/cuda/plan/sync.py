@@ -37,6 +37,7 @@ from tilelang.backend.cuda.ops.reduce import orders_block
 from tilelang.ir.mbarrier import every_thread_call
 from tilelang.transform.pass_manager import function_pass
 from tilelang.backend.cuda.layout import REGISTER_FRAGMENT_KINDS
+from tilelang.ir.buffer import storage_root
 
 REGISTER_KINDS = ("local", "var") + REGISTER_FRAGMENT_KINDS
 # mbarriers order what the user hands over with them; they are not data the planner tracks
@@ -88,7 +89,7 @@ class SyncPlanner:
             for b in bufs:
                 if self._visible(b):
                     out.add((self._root(b), atomic.get(id(b), mode), executor))
-                    self.buffer_names.setdefault(self._root(b), _root_buffer(b).name)
+                    self.buffer_names.setdefault(self._root(b), storage_root(b).name)
                     if b.scope == "global":
                         self.global_ids.add(self._root(b))
         return out
@@ -395,12 +396,6 @@ def _group_bufs(info, g):
     """The shared buffers the copies of group `g` of a num_stages=1 pipeline fill."""
     ids = {id(c) for c in info.groups[g]}
     return [b for c, b in zip(info.copies, info.bufs) if id(c) in ids]
-
-
-def _root_buffer(buf):
-    while getattr(buf, "alias_of", None) is not None:
-        buf = buf.alias_of
-    return buf
 
 
 def _private_to_threads(nest):

@@ -42,6 +42,7 @@ from tilelang.ir import stmt as S
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.visitor import walk
 from tilelang.backend.cuda.analysis.facts import accesses
+from tilelang.ir.buffer import storage_root
 
 
 @dataclass
@@ -62,12 +63,6 @@ def _where(st, when):
     return f"{when} {what}"
 
 
-def _root(b):
-    while getattr(b, "alias_of", None) is not None:
-        b = b.alias_of
-    return b
-
-
 def _whole(r):
     return all(E.const_int_value(x) == 0 for x in r.starts) and \
         [E.const_int_value(e) for e in r.extents] == [E.const_int_value(d) for d in r.buffer.shape]
@@ -86,10 +81,10 @@ def _opaque(st):
 def _needs(st, g):
     """Whether statement `st` needs the group of wgmma gemm `g` complete."""
     reads, writes = accesses(st)
-    acc = id(_root(g.C.buffer))
-    if acc in {id(_root(x)) for x in reads + writes}:
+    acc = id(storage_root(g.C.buffer))
+    if acc in {id(storage_root(x)) for x in reads + writes}:
         return True
-    return bool({id(_root(g.A.buffer)), id(_root(g.B.buffer))} & {id(_root(x)) for x in writes})
+    return bool({id(storage_root(g.A.buffer)), id(storage_root(g.B.buffer))} & {id(storage_root(x)) for x in writes})
 
 
 def schedule(launch, plan):
@@ -116,7 +111,7 @@ def schedule(launch, plan):
         return a.C.buffer is b.C.buffer and _whole(a.C) and _whole(b.C)
 
     def reads_refilled(g):
-        return bool({id(_root(r.buffer)) for r in (g.A, g.B)} & refilled)
+        return bool({id(storage_root(r.buffer)) for r in (g.A, g.B)} & refilled)
 
     def sequence(seq):
         stmts = [s for s in seq.stmts if id(s) not in copies]
@@ -211,7 +206,7 @@ def hoist_wgmma(launch, plan):
 
     def init_of(st, g):
         reads, writes = accesses(st)
-        return not reads and [id(_root(b)) for b in writes] == [id(_root(g.C.buffer))] and not _opaque(st)
+        return not reads and [id(storage_root(b)) for b in writes] == [id(storage_root(g.C.buffer))] and not _opaque(st)
 
     def movable(st, g):
         if id(st) in copies:
@@ -223,7 +218,7 @@ def hoist_wgmma(launch, plan):
         if found or _needs(st, g):
             return False
         # nor may it write what the gemm reads besides its operands (a region's index)
-        return not {id(_root(b)) for b in accesses(g)[0]} & {id(_root(b)) for b in accesses(st)[1]}
+        return not {id(storage_root(b)) for b in accesses(g)[0]} & {id(storage_root(b)) for b in accesses(st)[1]}
 
     for seq_id, loop in bodies.items():
         if seq_id in fixed:
