@@ -227,7 +227,7 @@ def test_both_roles_skip_the_masked_iterations_and_the_producer_leaves_first():
     assert art.meta["kernels"][0]["threads"] == [256, 1, 1]
     src = art.source
     producer, consumer = src[:src.index("return;")], _consumer_code(src)
-    assert "if (tl_tid >= 128) {" in producer and "if ((tx == 128)) {" in producer
+    assert "if (__shfl_sync(0xffffffffu, tl_tid >> 7, 0) >= 1) {" in producer and "if ((tx == 128)) {" in producer
     # the producer: skip a masked iteration, else wait for the slot, announce the bytes, load
     p = producer[producer.index("for (int k = "):]
     assert p.index("continue;") < p.index("tl::mbar_wait(&ring_empty[") < \

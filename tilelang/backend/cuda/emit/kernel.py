@@ -623,7 +623,11 @@ class KernelCodegen:
         its threads run the body and leave; from here on only the user's threads run, and
         every block barrier of theirs is their named barrier (`sync`)."""
         from tilelang.backend.cuda.analysis.thread_ranges import ThreadRange
-        self.w(f"if (tl_tid >= {st.lo}) {{   // the producer warpgroup (plan/warp_specialize.py)")
+        # the warpgroup index broadcast from lane 0: ptxas then knows the branch does not
+        # diverge inside a warp; with `tl_tid >= lo` it serialized every wgmma of a consumer
+        # body that holds its own branches (C7518, "WG.DP in divergent path": attention backward)
+        self.w(f"if (__shfl_sync(0xffffffffu, tl_tid >> 7, 0) >= {st.lo // 128}) {{   "
+               f"// the producer warpgroup (plan/warp_specialize.py)")
         self.indent += 1
         saved, self.range = self.range, ThreadRange(st.lo, st.lo + 128)
         self.stmt(st.body, False)

@@ -53,6 +53,8 @@ class TmaCopy:
     plain: bool = False  # a row-major tile, one box per row run, no swizzle
     slab_view: bool = False  # slab_row order written by one box per strip (slab_view_map)
     dst_offset: object = None  # elements from the buffer's start to the tile (a slot view, `views`)
+    flat: object = None  # a plain bulk copy (`_bulk_run`): the run's first element in its row-major
+                         # tensor; nbytes from there, no tensor map
 
     @property
     def box_rows(self):
@@ -66,7 +68,10 @@ class TmaCopy:
         return ((w >> 2) * s + sl) * 64 + (w & 3) * 16 + (r & 15)
 
     def boxes(self):
-        """(first tile row, stored row, first column) of every box of one issue."""
+        """(first tile row, stored row, first column) of every box of one issue (a plain
+        bulk copy: one)."""
+        if self.flat is not None:
+            return [(0, 0, 0)]
         step = 16 if self.row_slabs > 1 and not self.slab_view else self.rows
         return [(r, self.stored_row(r), c) for c in range(0, self.cols, self.width)
                 for r in range(0, self.rows, step)]
@@ -219,7 +224,36 @@ def _column_strip(store, vars_, exts, pd, plan, width):
 def match_tma(st, plan, param_ids, views=False):
     """A TmaCopy for the T.Parallel copy nest `st`, or None (cp.async then). `views`
     (T.tma_copy): the tile may also be a slot of a larger shared buffer (`_slot_view`), and
-    a row-major tile of 1- to 8-byte elements one unswizzled box (`plain_row_bytes`)."""
+    a row-major tile of 1- to 8-byte elements one unswizzled box (`plain_row_bytes`).
+    Without `views`, a row-major tile that one contiguous run of its tensor fills (a row of
+    attention's log-sum-exp) is one plain bulk copy (`_bulk_run`)."""
+    t = _tensor_tile(st, plan, param_ids, views)
+    if t is None and not views and getattr(plan.options, "tma_bulk_runs", False):
+        t = _bulk_run(st, plan, param_ids)
+    return t
+
+
+def _bulk_run(st, plan, param_ids):
+    """A TmaCopy (`flat`: no tensor map) for the copy nest `st` when it fills a whole
+    row-major shared tile (or each slot of a pipelined one) from one contiguous run of a
+    global tensor, 16-byte aligned in every block and iteration and a multiple of 16 bytes
+    long, without a bound check (a plain bulk copy fills no zeros): the `lse` and `Delta`
+    rows of FlashAttention's backward loop, which kept the whole loop on cp.async."""
+    from tilelang.backend.cuda.ops.tma_store import match_tile_copy, _flat_offset
+    t = match_tile_copy(st, plan, param_ids, to_global=False, slots=True)
+    if t is None or not t.contiguous:
+        return None
+    g, s = t.dst, t.src   # (TmaStore names its sides for a store: dst is the global one)
+    n = 1
+    for d in s.shape:
+        n *= E.const_int_value(d)
+    es = s.dtype.itemsize
+    return TmaCopy(g, s, 1, n, E.IntImm(0, "int32"), E.IntImm(0, "int32"), n * es, elem_bytes=es,
+                   flat=simplify(_flat_offset(g, t.origin)))
+
+
+def _tensor_tile(st, plan, param_ids, views):
+    """match_tma's tiles that take a tensor map (its docstring)."""
     from tilelang.backend.cuda.ops.vector_copy import match_copy
     vars_, mins, exts, inner = parallel_nest(st)
     m = match_copy(inner)
@@ -382,7 +416,7 @@ def plan_multicast(launch, loop, tmas, enabled):
             continue
         shared, halves = [], {}
         for t in tmas:
-            if t.fixed or t.plain or t.width != 64 or t.row_slabs > 1 or t.elem_bytes != 2:   # the halves: 2-D
+            if t.fixed or t.plain or t.flat is not None or t.width != 64 or t.row_slabs > 1 or t.elem_bytes != 2:   # the halves: 2-D
                 # 16-bit sw128 tiles
                 continue
             vs = collect_vars(t.row0) + collect_vars(t.col0)

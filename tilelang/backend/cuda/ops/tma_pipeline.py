@@ -73,7 +73,10 @@ def emit_ring_alloc(cg, op):
     tmas = [match_tma(c, cg.plan, cg.param_bufs) for c in ring.copies]
     if any(t is None for t in tmas):
         raise AssertionError("CUDA codegen: copies planned for the TMA ring do not match it")
-    cg.ring_maps[id(ring)] = [tensor_map(cg, t) for t in tmas]
+    cg.ring_maps[id(ring)] = [tensor_map(cg, t) if t.flat is None else None for t in tmas]
+    for t in tmas:   # a plain bulk copy reads its tensor's address: 16-byte aligned
+        if t.flat is not None:
+            cg.aligned[t.src.name] = max(cg.aligned.get(t.src.name, 1), 16)
     cg.ring_maps[id(ring), "rows"] = {i: tensor_map(cg, replace(tmas[i], rows=tmas[i].rows // 2))
                                       for i, how in ring.multicast.items() if how == "rows"}
     full = cg.names.new(ring.full, ring.full.name)
@@ -90,7 +93,8 @@ def emit_ring_alloc(cg, op):
 
 def emit_prefetch_descriptors(cg, op):
     for m in cg.ring_maps[id(op.ring)]:
-        cg.w(f"tl::tma_prefetch_desc(&{m});")
+        if m is not None:   # (a plain bulk copy has no tensor map)
+            cg.w(f"tl::tma_prefetch_desc(&{m});")
 
 
 def emit_ring_load(cg, op):
@@ -113,6 +117,8 @@ def emit_ring_load(cg, op):
 def emit_prefetch_l2(cg, op):
     t = match_tma(op.copy, cg.plan, cg.param_bufs)
     m = cg.ring_maps[id(op.ring)][op.index]
+    if t.flat is not None:   # (no L2 prefetch of a plain bulk copy's run)
+        return
     for r, _, c in t.boxes():
         coords = t.coords(t.row0 + r, t.col0 + c)
         cg.w(f"tl::tma_prefetch_l2(&{m}, {', '.join(cg.expr(simplify(c)) for c in coords)});")
@@ -186,7 +192,12 @@ def tma_loads(cg, t, tmap, dst, bar, multicast=None):
     """The bulk copies of TmaCopy `t` into the tile at `dst`: one per swizzle strip (64
     columns), and per 16-row run of a tile stored in slab_row order unless its view
     (`t.slab_view`, TmaCopy.slab_view_map) writes that order in one box. `multicast`: the
-    cluster ranks (a mask) whose shared memory each box lands in."""
+    cluster ranks (a mask) whose shared memory each box lands in. A plain bulk copy
+    (`t.flat`): one copy of its run, no tensor map (`tmap` None)."""
+    if t.flat is not None:
+        assert multicast is None, "a plain bulk copy is not multicast (plan_multicast skips it)"
+        cg.w(f"tl::tma_load_bulk({dst}, {cg.buf_name(t.src)} + ({cg.expr(t.flat)}), {t.nbytes}, {bar});")
+        return
     for r, p, c in t.boxes():
         coords = t.coords(t.row0 + r, t.col0 + c)
         cs = ", ".join(cg.expr(simplify(x)) for x in coords)

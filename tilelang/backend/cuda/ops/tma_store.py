@@ -87,9 +87,11 @@ def _sw128_strips(plan, buf):
     return cols // 64 if cols and cols % 64 == 0 else 0
 
 
-def _row_major(plan, buf):
+def _row_major(plan, buf, slots=False):
+    """Whether shared `buf` is stored row-major without padding (`slots`: each slot of a
+    pipelined buffer is)."""
     p = plan.placements.get(id(buf))
-    if p is None or p.kind != "smem" or p.swizzle or p.layout is not None or p.stages != 1:
+    if p is None or p.kind != "smem" or p.swizzle or p.layout is not None or (p.stages != 1 and not slots):
         return False
     shape = [E.const_int_value(d) for d in buf.shape]
     want, acc = [], 1
@@ -104,7 +106,7 @@ def match_tma_store(st, plan, param_ids, launch=None):
     return match_tile_copy(st, plan, param_ids, to_global=True, launch=launch)
 
 
-def match_tile_copy(st, plan, param_ids, to_global, launch=None, pointers=False):
+def match_tile_copy(st, plan, param_ids, to_global, launch=None, pointers=False, slots=False):
     """The copy nest `st` between a whole row-major shared tile and a box of a global
     tensor as a TmaStore (either direction: `to_global` says which), or None. Bounds of
     the global side (a guard of the store, a select of the load with 0 outside) are what
@@ -112,7 +114,7 @@ def match_tile_copy(st, plan, param_ids, to_global, launch=None, pointers=False)
     count as 0 (a tile at the origin of a tensor it spans may be one contiguous run).
     `pointers`: a tensor bound in the kernel (T.make_tensor) may be the global side of a
     contiguous run (no tensor map); one that needs a map is an error (the host cannot
-    encode it)."""
+    encode it). `slots`: the shared tile may be a pipelined buffer (its slot then)."""
     from tilelang.backend.cuda.ops.vector_copy import match_copy
     zero = {v: E.IntImm(0) for v, n in zip(launch.block_vars, launch.grid)
             if E.const_int_value(n) == 1} if launch is not None else {}
@@ -135,7 +137,7 @@ def match_tile_copy(st, plan, param_ids, to_global, launch=None, pointers=False)
     if (id(g) not in param_ids and not bound_in_kernel) or not _dense(g) or not 1 <= g.ndim <= 5:
         return None
     strips = _sw128_strips(plan, s) if to_global else 0
-    if not (strips or _row_major(plan, s)) or getattr(s, "alias_of", None) is not None:
+    if not (strips or _row_major(plan, s, slots)) or getattr(s, "alias_of", None) is not None:
         return None
     ext = [E.const_int_value(e) for e in exts]
     shape = [E.const_int_value(d) for d in s.shape]
@@ -264,9 +266,8 @@ def _one_run(g, box, origin):
     for d in range(first + 1, g.ndim):
         if box[d] != E.const_int_value(g.shape[d]) or E.const_int_value(origin[d]) != 0:
             return False
-    if first == g.ndim - 1:   # a run inside one row: its start must be 16-byte aligned
-        o = E.const_int_value(origin[first])
-        return o is not None and (o * g.dtype.itemsize) % 16 == 0
+    if first == g.ndim - 1:   # a run inside one row: its start must be 16-byte aligned in every block
+        return offset_aligned16(origin[first], g.dtype.itemsize)
     return True
 
 

@@ -26,8 +26,6 @@ plan/warp_specialize.py asks of every loop:
 - the body runs at least two wgmma gemms into register accumulators (a loop with one gemm
   and register work is not attention: it keeps its in-flight schedule,
   ops/wgmma_deferred_wait.py);
-- it writes no ring buffer (the producer owns them) and no global memory (a body that
-  stores results per iteration keeps the single-role ring);
 - no user barrier of its own (plan/warp_specialize.py `_consumers_only` says why)."""
 from __future__ import annotations
 
@@ -64,7 +62,6 @@ def _ring_boxes(info, plan):
 def attention_body_why(body, info, plan, options) -> str:
     """"" when the pipelined body `body` (PipelineInfo `info`'s statements besides its
     ring copies) is an attention-style body a producer warpgroup may feed, else why not."""
-    from tilelang.backend.cuda.analysis.facts import accesses
     chosen = getattr(options, "ws_attention", None)
     if chosen is False:
         return NOT_GEMM_ONLY
@@ -78,13 +75,6 @@ def attention_body_why(body, info, plan, options) -> str:
                and getattr(plan.placements.get(id(g.C.buffer)), "kind", "") == "acc" for g in gemms):
         return NOT_GEMM_ONLY if chosen is None else \
             "an attention-style body whose gemms are not all wgmma into register accumulators"
-    ring = {id(b) for b in info.bufs}
-    for s in body:
-        for b in accesses(s)[1]:
-            if id(b) in ring:
-                return f"the pipelined body writes {b.name}, which the TMA ring loads"
-            if b.scope == "global":
-                return f"the pipelined body writes the global tensor {b.name}"
     if chosen is None:
         boxes = _ring_boxes(info, plan)
         if boxes < RING_BOXES_FOR_PRODUCER:

@@ -33,10 +33,13 @@ What qualifies (else the loop keeps the single-role TMA ring):
   mask: then both roles skip the masked iterations) runs wgmma gemms with register
   accumulators and nothing else, or besides them converts a tile the ring loads (a
   dequantizing GEMM: the packed tile into the gemm's shared or register operand), which
-  the consumers then do alone (its block barriers become their named barrier; a
+  the consumers then do alone, or reads one (attention backward: the `lse` and `Delta`
+  rows beside Q and dO) (its block barriers become their named barrier; a
   numbered barrier of the user's, a block-wide vote (`__syncthreads_count`) or a nested
   pipelined loop keep the single-role ring). Attention's softmax between its gemms reads
   no ring tile: it keeps the ring's own schedules (warpgroup ping-pong, plan/overlap.py);
+- the body writes no ring buffer and no global tensor the ring's copies read (its
+  other global writes, attention backward's dQ atomics, are the consumers' own);
 - what the copies, the bounds and `cond` read is known at the kernel's start (block
   indices, parameters, the loop variable), since the producer starts there;
 - no shared buffer that the code before the loop uses shares storage with the ring's
@@ -135,6 +138,9 @@ def decide(launch, plan, options, arch):
     if not _top_level(launch.body, loop):
         return None, "the pipelined loop is nested in another loop or a branch"
     body = [s for s in info.rest if not isinstance(s, S.DeclBuffer)]
+    why = _ring_hazard(body, info)
+    if why:
+        return None, why
     gemms = [g for s in body for g in _nodes_of(s, TO.Gemm)]
     if not gemms or not all(getattr(plan.gemms.get(id(g)), "kind", "") == "wgmma"
                             and getattr(plan.placements.get(id(g.C.buffer)), "kind", "") == "acc" for g in gemms) \
@@ -207,6 +213,23 @@ def producer_scalars(launch, loop, bufs, inside):
         chosen[id(b)] = (b, value)
     order = {id(x): i for i, x in enumerate(before)}
     return sorted(chosen.values(), key=lambda bv: order[id(stores[id(bv[0])][0])])
+
+
+def _ring_hazard(body, info):
+    """Why the producer could not run ahead of `body`, or "": the body writes a buffer the
+    ring fills, or a global tensor the ring's copies read (the producer may have loaded
+    an iteration's tile before an earlier iteration stored into it). Other global writes
+    (attention backward's dQ atomics) are the consumers' own."""
+    from tilelang.backend.cuda.analysis.facts import accesses
+    ring = {id(b) for b in info.bufs}
+    read = {id(b) for c in info.copies for b in accesses(c)[0] if b.scope == "global"}
+    for s in body:
+        for b in accesses(s)[1]:
+            if id(b) in ring:
+                return f"the pipelined body writes {b.name}, which the TMA ring loads"
+            if id(b) in read:
+                return f"the pipelined body writes the global tensor {b.name}, which the ring's copies read"
+    return ""
 
 
 def _converts_ring_tiles(body, info):
