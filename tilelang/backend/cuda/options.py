@@ -70,7 +70,8 @@ _SWITCHES = {
     "TILELANG_CUDA_CP_ASYNC_REFILL": (lambda v, d: v == "wait" if v else d, False, "cp_async_refill_wait", True),
     "TILELANG_CUDA_TMA_L2_PREFETCH": (_count, 0, "tma_l2_prefetch", True),
     "TILELANG_CUDA_TMA_SLAB_BOX": (_flag, True, "tma_slab_box", True),
-    "TILELANG_CUDA_TMA_BULK_RUNS": (_flag, False, "tma_bulk_runs", True),
+    "TILELANG_CUDA_TMA_BULK_RUNS": (_flag, True, "tma_bulk_runs", True),
+    "TILELANG_CUDA_RING_TOP_FENCE": (_flag, False, "ring_top_fence", True),
     "TILELANG_CUDA_WS_EARLY_RELEASE": (_flag, True, "ws_early_release", True),
     "TILELANG_CUDA_ONE_STAGE_PREFETCH": (_flag, True, "one_stage_prefetch", True),
     "TILELANG_CUDA_CP_ASYNC_MBARRIER": (_flag, True, "cp_async_mbarrier", True),
@@ -162,10 +163,12 @@ class CudaOptions:
     cp_async_refill_wait: bool = False  # a cp.async ring slot is refilled after the wait for the next one (..._CP_ASYNC_REFILL=wait)
     tma_l2_prefetch: int = 0       # the TMA ring also prefetches iteration k + n into L2 (..._TMA_L2_PREFETCH=n)
     tma_slab_box: bool = True      # a slab_row-ordered A tile loads by one 4-/5-D box per strip (..._TMA_SLAB_BOX)
-    tma_bulk_runs: bool = False    # a pipelined row-major tile filled by one contiguous run of its tensor
-                                   # joins the TMA ring as a plain bulk copy (ops/tma.py _bulk_run;
-                                   # ..._TMA_BULK_RUNS=1; opt-in: attention backward no faster on the H200,
-                                   # its mma.sync variant slower, 2026-12-03_h200_perf_regression_*_bulk_runs)
+    ring_top_fence: bool = False   # the TMA ring's barrier at the top of an iteration fences even where the
+                                   # body's own fenced barrier follows its last shared write
+                                   # (plan/proxy_fences.py writes_fenced_within; ..._RING_TOP_FENCE=1)
+    tma_bulk_runs: bool = True     # a pipelined row-major tile filled by one contiguous run of its tensor
+                                   # joins the TMA ring as a plain bulk copy where the body's gemms run on
+                                   # wgmma (ops/tma.py _bulk_run, plan/copy_forms.py; ..._TMA_BULK_RUNS)
     ws_early_release: bool = True  # warp-specialized consumers release the previous slot before waiting
                                    # for a slot still in flight (..._WS_EARLY_RELEASE)
     one_stage_prefetch: bool = True  # num_stages=1: each copy group reissued after its last reader (..._ONE_STAGE_PREFETCH)

@@ -99,9 +99,10 @@ def test_a_body_of_more_than_one_gemm_releases_its_own_slot():
     _, consumer = _roles(text)
     assert "ring_prev" not in consumer and "# issued only" not in consumer
     wait = consumer.index("'tl.mbarrier_wait_parity', ring_full[ring_stage_1[0]], ring_phase_1[0]")
-    # the previous iteration's conversion and gemm are done with the shared tile: a barrier (theirs)
-    assert wait < consumer.index("T.sync_threads()  # inserted, after a fence.proxy.async: the previous "
-                                 "iteration's writes to shared memory")
+    # the previous iteration's conversion and gemm are done with the shared tile: a barrier (theirs);
+    # unfenced, since the conversion's own fenced barrier published the tile (plan/proxy_fences.py
+    # writes_fenced_within)
+    assert wait < consumer.index("T.sync_threads()  # inserted: the previous iteration's writes to shared memory")
     gemm = consumer.index("T.gemm(")
     assert gemm < consumer.index("if tx % 32 == 0:", gemm) < \
         consumer.index("'tl.mbarrier_arrive', ring_empty[ring_stage_1[0]]", gemm)

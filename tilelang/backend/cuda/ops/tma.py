@@ -228,7 +228,7 @@ def match_tma(st, plan, param_ids, views=False):
     Without `views`, a row-major tile that one contiguous run of its tensor fills (a row of
     attention's log-sum-exp) is one plain bulk copy (`_bulk_run`)."""
     t = _tensor_tile(st, plan, param_ids, views)
-    if t is None and not views and getattr(plan.options, "tma_bulk_runs", False):
+    if t is None and not views and getattr(plan.options, "tma_bulk_runs", True):
         t = _bulk_run(st, plan, param_ids)
     return t
 

@@ -114,6 +114,16 @@ def _error(st, msg, hint=None):
     return LoweringError(msg, getattr(st, "span", None), hint=hint)
 
 
+def _wgmma_only(k, info):
+    """Whether the pipelined body runs gemms and every one of them on wgmma into a register
+    accumulator (what a producer warpgroup asks of a loop's gemms, plan/warp_specialize.py)."""
+    gemms = []
+    for st in info.rest:
+        walk(st, lambda n: gemms.append(n) if isinstance(n, TO.Gemm) else None)
+    return bool(gemms) and all(getattr(k.plan.gemms.get(id(g)), "kind", "") == "wgmma" and
+                               getattr(k.plan.placements.get(id(g.C.buffer)), "kind", "") == "acc" for g in gemms)
+
+
 def _no_tma(st, ring=False):
     """T.copy's arguments rule out the TMA forms (`ring`: the pipelined ring, whose
     copies take no L2 hint here)."""
@@ -394,6 +404,11 @@ class _Chooser(BlockLevelWalk):
         from tilelang.backend.cuda.plan.pipeline import converting_copy
         tmas = None if any(_no_tma(c, ring=True) or converting_copy(c) for c in info.copies) else \
             tma_copies(k, info)
+        if tmas is not None and any(t.flat is not None for t in tmas) and not _wgmma_only(k, info):
+            # a plain bulk copy (ops/tma.py _bulk_run) puts a loop on the ring only where a producer
+            # warpgroup may take it (plan/warp_specialize.py: wgmma gemms): attention backward on
+            # mma.sync ran slower on the single-role ring than on cp.async (H200, 0.92 -> 0.87)
+            tmas = None
         if info.issue_after_use:   # num_stages=1 (plan/pipeline.py): one version, cp.async groups
             use_tma = False
         elif info.guard is not None:   # a body under `if cond:`: the TMA ring with empty rounds, or cp.async

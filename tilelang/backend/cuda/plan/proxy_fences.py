@@ -249,3 +249,18 @@ def _regions_without_async_writes(body, k, plan, async_ranges, first_only) -> se
 
 
 __all__ = ["needs_fences", "plan_proxy_fences", "selective_fences"]
+
+
+def writes_fenced_within(body) -> bool:
+    """Whether the statements `body` (a pipelined loop's body, before a ring schedule adds
+    its barrier at the top of every iteration) write no shared memory after their last
+    fenced barrier: the barrier at the top of the next iteration then has no generic write
+    to publish to the async proxy, and needs no fence of its own. A fence.proxy.async is a
+    MEMBAR.ALL.CTA, which waits for all of the thread's earlier memory operations: at the
+    top of FlashAttention backward's iteration, for the previous iteration's dQ atomics."""
+    from tilelang.backend.cuda.analysis.facts import accesses
+    stmts = list(body)
+    last = max((i for i, s in enumerate(stmts) if is_inserted_barrier(s) and s.fence_async_proxy), default=None)
+    if last is None:
+        return False
+    return not any(b.scope.startswith("shared") for s in stmts[last + 1:] for b in accesses(s)[1])
