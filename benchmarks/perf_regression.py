@@ -151,8 +151,11 @@ def main(argv=None):
             device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
         except Exception:  # noqa: BLE001
             device = "unknown"
-    commit = os.environ.get("TL_COMMIT") or subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                                                           capture_output=True, text=True).stdout.strip()
+    # the device machine's copy of the tree may carry an older git HEAD: the `.commit` file written
+    # before the call (as benchmarks/gpu_check.sh reads it) says which commit was measured
+    marker = ROOT / ".commit"
+    commit = os.environ.get("TL_COMMIT") or (marker.read_text().strip()[:7] if marker.exists() else "") or \
+        subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     meta = {"commit": commit, "date": datetime.date.today().isoformat(), "device": device,
             "published": args.published or "not run"}
     if args.published_results:   # the published package's figures from earlier runs, file by file
