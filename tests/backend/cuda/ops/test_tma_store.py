@@ -128,7 +128,7 @@ def test_what_a_bulk_store_cannot_do_stays_thread_stores(k):
 
 def test_box_origins_aligned_to_16_bytes_only():
     from tilelang.ir import expr as E
-    from tilelang.backend.cuda.ops.tma import offset_aligned16
+    from tilelang.backend.cuda.ops.vector_access import offset_aligned16
     bx, k = E.Var("bx"), E.Var("k")
     assert offset_aligned16(bx * 8 + 4, 4) and offset_aligned16(k * 32, 2)
     assert not offset_aligned16(bx * 8 + 3, 4) and not offset_aligned16(k * 4, 2)

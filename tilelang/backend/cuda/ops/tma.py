@@ -32,7 +32,7 @@ from tilelang.ir import expr as E
 from tilelang.ir.visitor import collect_vars
 from tilelang.arith.simplify import simplify, linear_form
 from tilelang.backend.cuda.analysis.facts import parallel_nest
-from tilelang.backend.cuda.ops.vector_access import is_bound_atom
+from tilelang.backend.cuda.ops.vector_access import is_bound_atom, offset_aligned16
 
 
 @dataclass
@@ -113,19 +113,6 @@ class TmaCopy:
 
 def _zero(e):
     return E.const_int_value(simplify(e)) == 0
-
-
-def offset_aligned16(offset, itemsize, align=16) -> bool:
-    """Whether `offset` elements of `itemsize` bytes is provably a multiple of 16 bytes
-    (`align`) in every block and iteration: every coefficient of its linear form and its
-    constant are. A TMA box's innermost coordinate (and a bulk copy's address) must be: the
-    hardware raises an illegal instruction otherwise (found by the fuzzer: a box at column 3
-    of a float32 tensor); a tensor copy's shared address must be 128-byte aligned."""
-    lin = linear_form(simplify(offset))
-    if lin is None:
-        return False
-    terms, const = lin
-    return (const * itemsize) % align == 0 and all((c * itemsize) % align == 0 for _, c in terms.values())
 
 
 def tile_swizzle_bytes(pd, dst):

@@ -76,7 +76,7 @@ def fits_tensor_map(op, params) -> bool:
         stride *= d
         if stride % 16:
             return False
-    from tilelang.backend.cuda.ops.tma import offset_aligned16
+    from tilelang.backend.cuda.ops.vector_access import offset_aligned16
     return max(ext) <= MAX_BOX and (ext[-1] * es) % 16 == 0 and offset_aligned16(dst.starts[-1], es)
 
 

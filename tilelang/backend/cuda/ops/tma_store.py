@@ -28,8 +28,7 @@ from tilelang.ir import expr as E
 from tilelang.ir import stmt as S
 from tilelang.ir.visitor import collect_vars, walk, substitute
 from tilelang.backend.cuda.analysis.facts import parallel_nest
-from tilelang.backend.cuda.ops.tma import offset_aligned16
-from tilelang.backend.cuda.ops.vector_access import is_bound_atom
+from tilelang.backend.cuda.ops.vector_access import is_bound_atom, offset_aligned16
 
 MAX_BOX = 256
 # plan/copy_forms.py `share_store_waits`: the next statement, a bulk store too, waits for this
