@@ -61,6 +61,16 @@ class RingParts:
         fenced = self.k.plan.fence_barriers if fenced is None else fenced
         return S.Barrier("block", reason=why, fence_async_proxy=fenced)
 
+    def top_barrier(self, why):
+        """The barrier at the top of an iteration of a body that writes memory (ring_mode
+        "barrier"), fenced toward the async proxy only where the body's last shared write is
+        not followed by a fenced barrier of its own (plan/proxy_fences.py `writes_fenced_within`;
+        TILELANG_CUDA_RING_TOP_FENCE=1 always fences)."""
+        from tilelang.backend.cuda.plan.proxy_fences import writes_fenced_within
+        k = self.k
+        fenced = k.plan.fence_barriers and (k.options.ring_top_fence or not writes_fenced_within(self.info.rest))
+        return self.barrier(why, fenced)
+
     def issue(self, kexpr, slot, guarded=True):
         """One thread: iteration `kexpr`'s loads into `slot`, announced on full[slot]
         (`guarded`: a masked iteration is an empty round; else the caller skipped it)."""

@@ -121,8 +121,7 @@ def schedule(k, loop, info):
         R.issue(var + ns, st))
     main_body = [R.wait_full()]
     if ring_mode(k, info) == "barrier":
-        from tilelang.backend.cuda.plan.warp_specialized_ring import _top_fence
-        main_body.append(R.barrier("the previous iteration's writes to shared and global memory", _top_fence(k, info)))
+        main_body.append(R.top_barrier("the previous iteration's writes to shared and global memory"))
     loop_part = R.loop_over(main_body + [body, release] + R.advance())
     if wg is not None:
         loop_part = [S.LetStmt(wg, E.binop("//", linear_thread(k.launch), E.IntImm(128, i32)), S.seq(

@@ -164,7 +164,7 @@ def schedule_warp_specialized(k, loop, info):
     if ring_mode(k, info) == "barrier" and not (k.options.covered_barriers and info.carried_ordered):
         # the previous iteration's shared writes (a dequantized tile), unless the body's own
         # barriers order them (plan/sync.py: MLA decode's P tile, behind the row reductions')
-        body.append(C.barrier("the previous iteration's writes to shared memory", _top_fence(k, info)))
+        body.append(C.top_barrier("the previous iteration's writes to shared memory"))
     tail = []
     if ws.in_flight:
         g = info.rest[-1]
@@ -186,16 +186,6 @@ def schedule_warp_specialized(k, loop, info):
     return out + [C.barrier("the slots are read: the code after the loop may reuse them")]
 
 
-def _top_fence(k, info):
-    """Whether the barrier at the top of an iteration fences toward the async proxy: not
-    where the body's own fenced barrier follows its last shared write
-    (plan/proxy_fences.py `writes_fenced_within`; TILELANG_CUDA_RING_TOP_FENCE=1 keeps it)."""
-    from tilelang.backend.cuda.plan.proxy_fences import writes_fenced_within
-    if not k.plan.fence_barriers:
-        return False
-    return k.options.ring_top_fence or not writes_fenced_within(info.rest)
-
-
 class _ScalarLoads(Mutator):
     """Loads of the given T.alloc_var buffers replaced by expressions (id(buffer) -> expr)."""
 
@@ -207,4 +197,4 @@ class _ScalarLoads(Mutator):
         return x if x is not None else self.generic_visit(n)
 
 
-__all__ = ["schedule_warp_specialized", "_top_fence"]
+__all__ = ["schedule_warp_specialized"]
