@@ -80,8 +80,12 @@ def test_manual_check_and_consistency(gemm):
 def test_do_bench_modes_cpu(gemm):
     prof = gemm.get_profiler()
     assert prof.do_bench(warmup=1, rep=3) > 0
-    assert prof.do_bench(n_warmup=1, n_repeat=5, return_mode="min") <= prof.do_bench(n_warmup=1, n_repeat=5,
-                                                                                      return_mode="max") * 10
+    # (two separate runs are not compared: a loaded machine stalled one of them 5 ms in CI)
+    assert prof.do_bench(n_warmup=1, n_repeat=5, return_mode="min") > 0
+    assert prof.do_bench(n_warmup=1, n_repeat=5, return_mode="max") > 0
+    from tilelang.profiler.bench import _summarize
+    runs = [3.0, 1.0, 2.0, 6.0]
+    assert [_summarize(runs, None, m) for m in ("min", "max", "median", "mean", "all")] == [1.0, 6.0, 2.5, 3.0, runs]
     times = prof.do_bench(n_warmup=1, n_repeat=7, return_mode="all")
     assert len(times) == 7
     q = prof.do_bench(n_warmup=1, n_repeat=20, quantiles=[0.2, 0.5, 0.8])
