@@ -14,6 +14,15 @@ and its calls do nothing:
 
   PYTHONPATH=<published> python3.12 benchmarks/dump_kernel_sources.py --fake-cuda \
       --lower-only --examples .pub/examples --out DIR deepseek_v32/sparse_mla_fwd
+
+To see which kernels a change touches, dump before and after and `diff -r` the two folders. The
+script in another checkout (`git worktree add /tmp/base HEAD~1`) still imports the package the
+environment installed (this repository, editable), unless PYTHONPATH names that checkout:
+
+  PYTHONPATH=/tmp/base TILELANG_DEFAULT_TARGET=cuda python /tmp/base/benchmarks/dump_kernel_sources.py \
+      --fake-cuda --examples .pub/examples --out /tmp/before <modules>
+
+(the first line it prints says which `tilelang` it imported).
 """
 from __future__ import annotations
 
