@@ -114,6 +114,7 @@ class CudaBackend(Backend):
             compiled = compile_cuda(source, target.arch, name=f"{func.name}.cu", options=ctx.config[OPTIONS])
             meta["streaming_occupancy_dropped"] = sorted(spilled)
         nvrtc_s = time.perf_counter() - t0
+        _report_serialized_wgmma(compiled.log, meta)
         meta["ptx"] = compiled.ptx
         trace = trace_of(ctx, func)
         if trace is not None:
@@ -125,6 +126,20 @@ class CudaBackend(Backend):
     def load(self, artifact: Artifact):
         from tilelang.backend.cuda.host.runtime import load
         return load(artifact)
+
+
+def _report_serialized_wgmma(log, meta):
+    """A warning (and meta["serialized_wgmma"]) for each kernel whose wgmma ptxas serialized."""
+    import warnings
+    from tilelang.backend.cuda.host.nvrtc import serialized_wgmma
+    found = serialized_wgmma(log)
+    if found:
+        meta["serialized_wgmma"] = {k: why for k, why in found}
+    for kernel, why in found:
+        warnings.warn(f"{kernel}: ptxas serialized its wgmma instructions ({why}): each waits for the one before, "
+                      f"so the kernel is correct but slow. Usual causes: a branch on the thread index that ptxas "
+                      f"cannot see is warp-uniform around code holding wgmma accumulators, or too few registers "
+                      f"for them; TL_LOWER_TRACE=<dir> writes the CUDA source and SASS to look at", stacklevel=3)
 
 
 backend = CudaBackend()

@@ -179,6 +179,17 @@ def compile_cuda(source: str, arch: str, name: str = "kernel.cu", extra_options=
             os.unlink(time_file)
 
 
+def serialized_wgmma(log: str) -> list:
+    """[(kernel, ptxas's reason)] for each kernel whose wgmma instructions ptxas serialized
+    (its "Potential Performance Loss" info, e.g. C7518 "... due to program dependence on
+    compiler-inserted WG.DP in divergent path"): every wgmma then waits for the one before,
+    the kernel still correct but its tensor cores idle between them."""
+    out = []
+    for m in re.finditer(r"wgmma\.mma_async instructions are serialized due to (.*?) in the function '(\w+)'", log):
+        out.append((m.group(2), m.group(1).strip()))
+    return out
+
+
 def _take_phases(time_file) -> dict:
     if not time_file:
         return {}
