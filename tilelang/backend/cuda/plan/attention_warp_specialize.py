@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from tilelang.ir import tile_ops as TO
 from tilelang.ir.visitor import walk
+from tilelang.backend.cuda.plan.kernel import wgmma_into_registers
 
 
 def _gemms(body):
@@ -71,8 +72,7 @@ def attention_body_why(body, info, plan, options) -> str:
     if len(gemms) < 2:   # (unless asked for, a loop that is no attention body hears the GEMM rule's reason)
         return NOT_GEMM_ONLY if chosen is None else \
             "the pipelined body runs one gemm besides its register work (not an attention body)"
-    if not all(getattr(plan.gemms.get(id(g)), "kind", "") == "wgmma"
-               and getattr(plan.placements.get(id(g.C.buffer)), "kind", "") == "acc" for g in gemms):
+    if not all(wgmma_into_registers(plan, g) for g in gemms):
         return NOT_GEMM_ONLY if chosen is None else \
             "an attention-style body whose gemms are not all wgmma into register accumulators"
     if chosen is None:

@@ -120,8 +120,8 @@ def _wgmma_only(k, info):
     gemms = []
     for st in info.rest:
         walk(st, lambda n: gemms.append(n) if isinstance(n, TO.Gemm) else None)
-    return bool(gemms) and all(getattr(k.plan.gemms.get(id(g)), "kind", "") == "wgmma" and
-                               getattr(k.plan.placements.get(id(g.C.buffer)), "kind", "") == "acc" for g in gemms)
+    from tilelang.backend.cuda.plan.kernel import wgmma_into_registers
+    return bool(gemms) and all(wgmma_into_registers(k.plan, g) for g in gemms)
 
 
 def _no_tma(st, ring=False):

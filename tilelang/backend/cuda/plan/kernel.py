@@ -106,6 +106,13 @@ class KernelPlan:
         return self.regions.range_of(st).size if self.regions is not None else self.nthreads
 
 
+def wgmma_into_registers(plan, g) -> bool:
+    """Whether T.gemm `g` runs on wgmma into a register accumulator (its planned form): what
+    a producer warpgroup asks of a loop's gemms (plan/warp_specialize.py, plan/copy_forms.py)."""
+    p = plan.placements.get(id(g.C.buffer))
+    return getattr(plan.gemms.get(id(g)), "kind", "") == "wgmma" and getattr(p, "kind", "") == "acc"
+
+
 def _const_shape(buf):
     out = []
     for d in buf.shape:

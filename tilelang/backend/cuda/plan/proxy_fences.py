@@ -248,9 +248,6 @@ def _regions_without_async_writes(body, k, plan, async_ranges, first_only) -> se
     return out
 
 
-__all__ = ["needs_fences", "plan_proxy_fences", "selective_fences"]
-
-
 def writes_fenced_within(body) -> bool:
     """Whether the statements `body` (a pipelined loop's body, before a ring schedule adds
     its barrier at the top of every iteration) write no shared memory after their last
@@ -264,3 +261,7 @@ def writes_fenced_within(body) -> bool:
     if last is None:
         return False
     return not any(b.scope.startswith("shared") for s in stmts[last + 1:] for b in accesses(s)[1])
+
+
+__all__ = ["needs_fences", "plan_proxy_fences", "selective_fences", "writes_fenced_within"]
+

@@ -56,6 +56,7 @@ from tilelang.ir.visitor import walk, collect_vars
 from tilelang.transform.pass_manager import function_pass
 from tilelang.backend.cuda.target import arch_number
 from tilelang.backend.cuda.plan.attention_warp_specialize import attention_body_why
+from tilelang.backend.cuda.plan.kernel import wgmma_into_registers
 
 PRODUCER_THREADS = 128      # one warpgroup: setmaxnreg works per warpgroup
 PRODUCER_REGS = 24          # the producer only computes coordinates and waits
@@ -142,9 +143,7 @@ def decide(launch, plan, options, arch):
     if why:
         return None, why
     gemms = [g for s in body for g in _nodes_of(s, TO.Gemm)]
-    if not gemms or not all(getattr(plan.gemms.get(id(g)), "kind", "") == "wgmma"
-                            and getattr(plan.placements.get(id(g.C.buffer)), "kind", "") == "acc" for g in gemms) \
-            or not _converts_ring_tiles(body, info):
+    if not gemms or not all(wgmma_into_registers(plan, g) for g in gemms) or not _converts_ring_tiles(body, info):
         # attention (softmax between its gemms): plan/attention_warp_specialize.py decides
         why = attention_body_why(body, info, plan, options) if gemms else \
             "the pipelined body does more than wgmma gemms into register accumulators"
