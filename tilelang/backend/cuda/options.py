@@ -113,6 +113,7 @@ _SWITCHES = {
     "TILELANG_CUDA_CP_ASYNC_REFILL_AT_BARRIER": (_flag, True, "cp_async_refill_at_barrier", True),
     "TILELANG_CUDA_CP_ASYNC_PRELOAD": (_flag, True, "cp_async_preload", True),
     "TILELANG_CUDA_EARLY_RING_PROLOGUE": (_flag, True, "early_ring_prologue", True),
+    "TILELANG_CUDA_PRIVATE_BARRIERS": (_flag, False, "private_barriers", True),
     "TILELANG_CUDA_CP_ASYNC_REFILL_UNDER_WGMMA": (_flag, True, "cp_async_refill_under_wgmma", True),
     "TILELANG_CUDA_TMA_STORE_SHARED_WAIT": (_flag, True, "tma_store_shared_wait", True),
     "TILELANG_CUDA_NVRTC_PCH": (_flag, True, "nvrtc_pch", False),   # the cubin is the same either way
@@ -251,6 +252,8 @@ class CudaOptions:
                                    # stored before it (plan/cp_async_preload.py; ..._CP_ASYNC_PRELOAD)
     early_ring_prologue: bool = True  # a TMA ring's prologue issued before the tile loads right before its
                                    # loop (plan/early_ring_prologue.py; ..._EARLY_RING_PROLOGUE)
+    private_barriers: bool = False  # inserted barriers between nests that hand every element to one thread
+                                   # dropped (plan/private_barriers.py; ..._PRIVATE_BARRIERS)
     tma_store_shared_wait: bool = True  # consecutive bulk stores of tiles wait once, after the last, for
                                    # their tiles to be read (plan/copy_forms.py share_store_waits;
                                    # ..._TMA_STORE_SHARED_WAIT)

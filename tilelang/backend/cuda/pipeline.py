@@ -33,6 +33,7 @@ from tilelang.backend.cuda.plan.copy_forms import plan_copy_forms
 from tilelang.backend.cuda.plan.register_chunks import plan_register_chunks
 from tilelang.backend.cuda.plan.reduce_forms import plan_reduce_forms
 from tilelang.backend.cuda.plan.thread_splits import plan_thread_splits
+from tilelang.backend.cuda.plan.private_barriers import drop_private_barriers
 from tilelang.backend.cuda.plan.rolled_loops import plan_rolled_loops
 from tilelang.backend.cuda.plan.proxy_fences import plan_proxy_fences
 from tilelang.backend.cuda.plan.warp_specialize import plan_warp_specialize
@@ -51,7 +52,8 @@ PASSES = [lower_gemm_sp, implicit_kernel, mark_per_thread, stage_gemm_epilogue, 
           legalize_safe_memory_access, flatten_sblocks, simplify, broadcast_block_effects, fold_fragment_views,
           inline_copy_scalars, plan_kernels,
           insert_barriers, plan_copy_forms, plan_register_chunks, plan_reduce_forms, plan_warp_specialize, plan_proxy_fences,
-          pipeline_cp_async, preload_cp_async, pipeline_tma_ring, issue_ring_prologue_early, plan_thread_splits, plan_rolled_loops, plan_streaming_occupancy]
+          pipeline_cp_async, preload_cp_async, pipeline_tma_ring, issue_ring_prologue_early, plan_thread_splits, drop_private_barriers,
+          plan_rolled_loops, plan_streaming_occupancy]
 
 
 def lower(func, target, ctx=None):
