@@ -74,13 +74,13 @@ def _grid(exts, mins):
     return [idx[k] + mins[k] for k in range(len(exts))]
 
 
-def _iteration_threads(plan, nest, vars_, exts, body):
+def _iteration_threads(plan, nest, vars_, exts, accesses):
     """(threads, replicas): `threads` an int64 array of shape (replicas, *exts) giving the
     thread that runs each iteration (per replica), or None where the nest is not modelled."""
     from tilelang.backend.cuda.plan.copy_form import copy_form
     from tilelang.backend.cuda.plan.thread_splits import thread_split_of
     regs = {}
-    for b, idx, _ in _accesses(body) or ():
+    for b, idx, _ in accesses:
         p = plan.placements.get(id(b))
         if p is not None and p.kind in REGISTER_FRAGMENT_KINDS:
             regs[id(b)] = (b, p, idx)
@@ -127,11 +127,11 @@ def element_threads(plan, nest):
     exts = [E.const_int_value(e) for e in exts]
     if None in mins or None in exts or not vars_ or int(np.prod(exts)) > MAX_POINTS:
         return None
-    threads = _iteration_threads(plan, nest, vars_, exts, body)
-    if threads is None or threads.size > MAX_POINTS:
-        return None
     accesses = _accesses(body)
     if accesses is None:
+        return None
+    threads = _iteration_threads(plan, nest, vars_, exts, accesses)
+    if threads is None or threads.size > MAX_POINTS:
         return None
     grid = _grid(exts, mins)
     env = {id(v): g for v, g in zip(vars_, grid)}
