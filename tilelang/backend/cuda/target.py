@@ -53,6 +53,20 @@ def full_occupancy_blocks(nthreads, smem_bytes, arch) -> int:
     return n
 
 
+def smem_carveout_bytes(arch, smem_bytes_per_sm) -> int:
+    """The shared-memory carveout (the part of the SM's unified L1 / shared storage given to
+    shared memory) the driver must choose for `smem_bytes_per_sm` of resident blocks' shared
+    memory on `arch`: the smallest of the configurable steps that holds it. The rest of the
+    256 KB (sm_90) stays L1, which holds the lines of global loads in flight."""
+    n = arch_number(arch)
+    steps_kb = (0, 8, 16, 32, 64, 100, 132, 164, 196, 228) if n >= 90 else \
+        (0, 8, 16, 32, 64, 100, 132, 164) if n in (80, 87) else (0, 8, 16, 32, 64, 100)
+    for kb in steps_kb:
+        if smem_bytes_per_sm <= kb * 1024:
+            return kb * 1024
+    return steps_kb[-1] * 1024
+
+
 def typical_sm_count(arch) -> int:
     """The SMs of the usual part of `arch` (H100 SXM / H200: 132; A100: 108): planning
     heuristics that depend on the grid's waves use it (the cubin must not depend on the

@@ -416,11 +416,14 @@ def _buffers_in(node):
         return b
 
     def visit(n):
-        for v in getattr(n, "__dict__", {}).values():
+        # the node itself (a load inside an expression: expression nodes have __slots__, no
+        # __dict__, so a parent's attributes do not show it) and what its attributes name
+        # (a tile op's regions, a store's buffer, pointers)
+        for v in [n] + list(getattr(n, "__dict__", {}).values()):
             for x in (v if isinstance(v, (list, tuple)) else (v,)):
                 if isinstance(x, Buffer):
                     found[id(root(x))] = True
-                elif x is not None and hasattr(x, "buffer") and isinstance(getattr(x, "buffer"), Buffer):
+                elif x is not None and isinstance(getattr(x, "buffer", None), Buffer):
                     found[id(root(x.buffer))] = True
     walk(node, visit)
     return found
@@ -474,7 +477,8 @@ def _share_for_occupancy(launch, smem, plan, arch, offset, red, mbar_bytes):
     the published FlashAttention example's regression case, 64 blocks, 0.0153 -> 0.0166 ms on
     the H200; its 1024-block case 0.365 -> 0.280 ms). Otherwise `offset`, each buffer keeping
     its own storage."""
-    from tilelang.backend.cuda.target import full_occupancy_blocks, typical_sm_count
+    from tilelang.backend.cuda.target import (RESERVED_SMEM, full_occupancy_blocks, smem_carveout_bytes,
+                                              typical_sm_count)
     grid = 1
     for e in launch.grid:
         c = E.const_int_value(e)
@@ -486,15 +490,29 @@ def _share_for_occupancy(launch, smem, plan, arch, offset, red, mbar_bytes):
 
     def blocks(nbytes):
         return min(full_occupancy_blocks(plan.nthreads, nbytes + mbar_bytes, arch), by_regs)
-    if blocks(offset) >= 2 or by_regs < 2:
+    more_blocks = blocks(offset) < 2 and by_regs >= 2
+    # a straight-line kernel without tensor-core tiles (elementwise tiles staged through
+    # shared memory) streams global memory: at the same blocks an SM, less shared memory
+    # leaves the driver a smaller carveout and more L1 for the loads in flight
+    more_l1 = plan.options.smem_sharing_l1 and not plan.pipelines and not plan.gemms
+    if not (more_blocks or more_l1):
         return offset
     saved = {id(b): plan.placements[id(b)].offset for b in smem}
     red_offset, trial = _with_scratch(_assign_offsets(smem, plan, _live_ranges(launch, smem, plan.depends)), red)
-    if blocks(trial) > blocks(offset):
+    if more_blocks and blocks(trial) > blocks(offset):
         plan.red_offset = red_offset
         plan.smem_shared_for_occupancy = (f"{trial} bytes instead of {offset}, {blocks(trial)} blocks an SM "
                                           f"instead of {blocks(offset)}")
         return trial
+    if more_l1 and trial < offset:
+        n = full_occupancy_blocks(plan.nthreads, offset + mbar_bytes, arch)
+        per_sm = lambda nbytes: smem_carveout_bytes(arch, n * (nbytes + mbar_bytes + RESERVED_SMEM))
+        if full_occupancy_blocks(plan.nthreads, trial + mbar_bytes, arch) >= n and per_sm(trial) < per_sm(offset):
+            plan.red_offset = red_offset
+            plan.smem_shared_for_occupancy = (
+                f"{trial} bytes instead of {offset}: {n} blocks an SM in a {per_sm(trial) // 1024} KB shared "
+                f"carveout instead of {per_sm(offset) // 1024} KB, leaving more L1 for global loads")
+            return trial
     for b in smem:
         plan.placements[id(b)].offset = saved[id(b)]
     return offset
