@@ -86,6 +86,7 @@ _SWITCHES = {
     "TILELANG_CUDA_MMA_RS": (_flag, True, "mma_rs", True),
     "TILELANG_CUDA_SMEM_SHARING_OCCUPANCY": (_flag, True, "smem_sharing_occupancy", True),
     "TILELANG_CUDA_SMEM_SHARING_L1": (_flag, False, "smem_sharing_l1", True),
+    "TILELANG_CUDA_SMEM_SHARE_ALWAYS": (_flag, False, "smem_share_always", True),
     "TILELANG_CUDA_WGMMA_IN_FLIGHT": (_flag, True, "wgmma_in_flight", True),
     "TILELANG_CUDA_WARP_SPECIALIZE": (_flag, True, "warp_specialize", True),
     "TILELANG_CUDA_GUARDED_SPLIT": (_flag, True, "guarded_split", True),
@@ -184,6 +185,7 @@ class CudaOptions:
     wgmma_rs: bool = True          # wgmma / TF32 mma.sync read A from registers when it is a fragment (..._WGMMA_RS)
     smem_sharing_occupancy: bool = True   # buffers with disjoint lifetimes share storage where that adds blocks an SM
     smem_sharing_l1: bool = False  # ... or, in straight-line kernels without gemms, leaves more L1 at the same blocks
+    smem_share_always: bool = False   # a test mode: buffers share storage wherever their lifetimes allow
     mma_rs: bool = True            # a 16-bit mma.sync reads an A fragment in the accumulator pattern from registers
     mma_swizzled: bool = True      # mma.sync reads tiles in a wgmma gemm's swizzle, so that gemm keeps wgmma
                                    # (plan/kernel.py _mma_reads_swizzled; ..._MMA_SWIZZLED=0: both on mma.sync)

@@ -304,6 +304,10 @@ def _plan_kernel(launch, arch, options, mma_only):
     # changes hands), and then pipeline stages are dropped.
     always = {id(b): (0, 1 << 30) for b in smem}
     live = always
+    if plan.options.smem_share_always:
+        # a test mode (the fuzzer's): every buffer shares storage wherever lifetimes allow, so
+        # the lifetimes and the barriers where storage changes hands run on every program
+        live = _live_ranges(launch, smem, plan.depends)
     mbar_bytes = sum(8 * _mbarrier_count(b) + 8 for b in decls if b.scope == "shared.barrier")
     limit = max_dynamic_smem(arch) - mbar_bytes   # the mbarriers follow the buffers
     cap = None
