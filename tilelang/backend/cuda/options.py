@@ -85,7 +85,7 @@ _SWITCHES = {
     "TILELANG_CUDA_MMA_SWIZZLED": (_flag, True, "mma_swizzled", True),
     "TILELANG_CUDA_MMA_RS": (_flag, True, "mma_rs", True),
     "TILELANG_CUDA_SMEM_SHARING_OCCUPANCY": (_flag, True, "smem_sharing_occupancy", True),
-    "TILELANG_CUDA_SMEM_SHARING_L1": (_flag, False, "smem_sharing_l1", True),
+    "TILELANG_CUDA_SMEM_SHARING_L1": (_flag, True, "smem_sharing_l1", True),
     "TILELANG_CUDA_SMEM_SHARE_ALWAYS": (_flag, False, "smem_share_always", True),
     "TILELANG_CUDA_WGMMA_IN_FLIGHT": (_flag, True, "wgmma_in_flight", True),
     "TILELANG_CUDA_WARP_SPECIALIZE": (_flag, True, "warp_specialize", True),
@@ -184,7 +184,7 @@ class CudaOptions:
     wgmma_wait_pin: bool = True    # ... and pins its softmax ahead of the wait for it (plan/overlap.py; ..._WGMMA_WAIT_PIN)
     wgmma_rs: bool = True          # wgmma / TF32 mma.sync read A from registers when it is a fragment (..._WGMMA_RS)
     smem_sharing_occupancy: bool = True   # buffers with disjoint lifetimes share storage where that adds blocks an SM
-    smem_sharing_l1: bool = False  # ... or, in straight-line kernels without gemms, leaves more L1 at the same blocks
+    smem_sharing_l1: bool = True   # ... or, in straight-line kernels without gemms, leaves more L1 at the same blocks
     smem_share_always: bool = False   # a test mode: buffers share storage wherever their lifetimes allow
     mma_rs: bool = True            # a 16-bit mma.sync reads an A fragment in the accumulator pattern from registers
     mma_swizzled: bool = True      # mma.sync reads tiles in a wgmma gemm's swizzle, so that gemm keeps wgmma

@@ -1,7 +1,7 @@
 """plan/kernel.py: which shared buffers share storage. A buffer's lifetime covers every statement
 that names it, also where it is read only inside an expression (`s1[i, j] + s2[i, j]`: a
-wrong result when two tiles read together got one storage); `TILELANG_CUDA_SMEM_SHARING_L1=1`
-(opt-in) lets a straight-line kernel without gemms share storage at the same blocks an SM when
+wrong result when two tiles read together got one storage); `TILELANG_CUDA_SMEM_SHARING_L1`
+(on by default) lets a straight-line kernel without gemms share storage at the same blocks an SM when
 that needs a smaller shared-memory carveout (the published elementwise example's output tile
 over its first input's, as the published package places them).
 CPU: the plan's placements and report; GPU: the kernels against torch."""
@@ -86,12 +86,18 @@ def test_tiles_read_only_inside_an_expression_keep_their_own_storage():
     assert _overlap(smem["s3"], smem["s1"]) or _overlap(smem["s3"], smem["s2"])
 
 
-def test_sharing_for_more_blocks_keeps_tiles_read_together_apart():
+def test_sharing_for_more_blocks_keeps_tiles_read_together_apart(monkeypatch):
     # 192 KB apart, one block an SM: sharing s3 with s1 (128 KB) still leaves one, so nothing
-    # is shared (had s1 and s2 shared too, 64 KB would have given three blocks)
+    # is shared for occupancy (had s1 and s2 shared too, 64 KB would have given three blocks)
+    monkeypatch.setenv("TILELANG_CUDA_SMEM_SHARING_L1", "0")
     plan, smem = _plan(read_together(third_rows=64))
     assert not plan.smem_shared_for_occupancy
     assert not any(_overlap(smem[a], smem[b]) for a, b in (("s1", "s2"), ("s1", "s3"), ("s2", "s3"))), smem
+    # by default s3 takes s1's storage for L1 (one block in a 132 KB carveout, not 196 KB); s1, s2 stay apart
+    monkeypatch.delenv("TILELANG_CUDA_SMEM_SHARING_L1")
+    plan, smem = _plan(read_together(third_rows=64))
+    assert "132 KB shared carveout instead of 196 KB" in plan.smem_shared_for_occupancy
+    assert not _overlap(smem["s1"], smem["s2"]) and (_overlap(smem["s3"], smem["s1"]) or _overlap(smem["s3"], smem["s2"]))
 
 
 def test_carveout_steps():
@@ -102,9 +108,10 @@ def test_carveout_steps():
 
 
 def test_elementwise_output_tile_takes_an_input_tiles_storage_for_l1(monkeypatch):
+    monkeypatch.setenv("TILELANG_CUDA_SMEM_SHARING_L1", "0")
     plan, smem = _plan(elementwise())
-    assert not plan.smem_shared_for_occupancy and plan.smem_bytes == 3 * 4096   # the default: apart
-    monkeypatch.setenv("TILELANG_CUDA_SMEM_SHARING_L1", "1")
+    assert not plan.smem_shared_for_occupancy and plan.smem_bytes == 3 * 4096   # switched off: apart
+    monkeypatch.delenv("TILELANG_CUDA_SMEM_SHARING_L1")
     plan, smem = _plan(elementwise())
     assert plan.smem_bytes == 2 * 4096
     assert not _overlap(smem["A_shared"], smem["B_shared"])
@@ -112,8 +119,7 @@ def test_elementwise_output_tile_takes_an_input_tiles_storage_for_l1(monkeypatch
     assert "164 KB shared carveout instead of 228 KB" in plan.smem_shared_for_occupancy
 
 
-def test_l1_sharing_leaves_gemm_and_pipelined_kernels_alone(monkeypatch):
-    monkeypatch.setenv("TILELANG_CUDA_SMEM_SHARING_L1", "1")
+def test_l1_sharing_leaves_gemm_kernels_alone():
     # the same tiles of 64 x 64 floats: 16 KB each, 8 blocks of 128 threads (would need 164 KB ->
     # 132 KB); with a T.gemm in the kernel nothing is shared
     M = N = K = 512
