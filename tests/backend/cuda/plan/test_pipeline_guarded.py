@@ -52,6 +52,20 @@ def test_condition_on_shared_memory_is_not_hoisted(tmp_path, monkeypatch):
     # a shared flag may change while copies are in flight: the issue cannot run ahead of it
     text = _plan_page(tmp_path, monkeypatch, blocksparse(256, 256, 256, cond="flag"))
     assert "pipelines:" not in text, text
+    # the plan report (and a warning) say why
+    assert "note: T.Pipelined over k: not pipelined: its body is one `if` (its condition reads flag, " \
+           "which is not a global tensor the kernel never writes)" in text, text
+
+
+@needs_nvrtc
+def test_one_stage_guarded_body_says_why_it_is_not_pipelined(tmp_path, monkeypatch):
+    # num_stages=1 issues the next iteration's copies after their readers in this one (the
+    # published block-sparse attention examples): inside the `if`, which the next iteration's
+    # condition does not govern
+    with pytest.warns(UserWarning, match="T.Pipelined over k: not pipelined: its body is one `if` "
+                                         r"\(num_stages=1 issues the next iteration's copies"):
+        text = _plan_page(tmp_path, monkeypatch, blocksparse(256, 256, 256, stages=1))
+    assert "pipelines:" not in text, text
 
 
 @needs_nvrtc

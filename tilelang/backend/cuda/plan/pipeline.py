@@ -89,15 +89,43 @@ def _guarded_body(loop, plan, writes):
     every thread evaluates alike and that reads only global tensors the kernel never
     writes; else (None, the body's statements)."""
     stmts = body_stmts(loop)
-    if len(stmts) != 1 or not isinstance(stmts[0], S.IfThenElse) or stmts[0].else_body is not None:
+    if _guard_refusal(loop, plan, writes) is not None:
         return None, stmts
+    then = stmts[0].then_body
+    return stmts[0].cond, list(then.stmts) if isinstance(then, S.SeqStmt) else [then]
+
+
+def _guard_refusal(loop, plan, writes):
+    """Why the body's one `if cond:` cannot be lifted out of the pipelined iterations (its
+    copies are issued ahead only where `cond` holds for the iteration they are for); None
+    when it can, "" when the body is not one `if` without an else."""
+    stmts = body_stmts(loop)
+    if len(stmts) != 1 or not isinstance(stmts[0], S.IfThenElse) or stmts[0].else_body is not None:
+        return ""
     cond = stmts[0].cond
     loads = []
     walk(cond, lambda n: loads.append(n.buffer) if isinstance(n, E.BufferLoad) else None)
-    if plan.depends(cond) or any(b.scope != "global" or writes.get(id(b), 0) for b in loads):
-        return None, stmts
-    then = stmts[0].then_body
-    return cond, list(then.stmts) if isinstance(then, S.SeqStmt) else [then]
+    if plan.depends(cond):
+        return "its condition differs between threads"
+    bad = [b.name for b in loads if b.scope != "global" or writes.get(id(b), 0)]
+    if bad:
+        return (f"its condition reads {', '.join(dict.fromkeys(bad))}, which is not a global tensor the kernel "
+                f"never writes")
+    return None
+
+
+def _unpipelined_if_note(loop, plan, writes, after_use):
+    """The plan report's note for a T.Pipelined loop whose body is one `if` and that issues no
+    copy ahead (the published block-sparse attention examples: `if block_mask[k] != 0:`)."""
+    why = _guard_refusal(loop, plan, writes)
+    if why == "":
+        return None
+    if after_use:
+        why = ("num_stages=1 issues the next iteration's copies after their last readers in this one, "
+               "inside the `if`, where the next iteration's condition is not known")
+    elif why is None:
+        return None
+    return f"T.Pipelined over {loop.var.name}: not pipelined: its body is one `if` ({why})"
 
 
 def _writes_in(root):
@@ -199,7 +227,8 @@ def find_pipelines(launch, plan, arch, vector_width, max_stages=None):
         if info.copies:
             out[id(loop)] = info
         else:   # not pipelined: what it could not follow goes to the kernel's notes
-            plan.notes.extend(n for n in info.notes if n not in plan.notes)
+            why = _unpipelined_if_note(loop, plan, writes, after_use)
+            plan.notes.extend(n for n in info.notes + ([why] if why else []) if n not in plan.notes)
     return out
 
 
