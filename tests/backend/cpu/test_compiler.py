@@ -1,4 +1,5 @@
-"""The CPU backend's C++ compile: the precompiled header of tl_cpu.h."""
+"""The CPU backend's C++ compile: the precompiled header of tl_cpu.h, and the flags that keep
+the host compiler's known wrong code away."""
 import os
 import subprocess
 
@@ -62,3 +63,26 @@ def test_switched_off(tmp_path, monkeypatch):
     monkeypatch.setenv("TILELANG_PCH_DIR", str(tmp_path))
     assert C.precompiled_header_dir(C.find_compiler(), C.flags()) is None
     assert os.listdir(tmp_path) == []
+
+
+def test_select_between_two_inputs_under_a_bounds_check():
+    # found by the fuzzer (Branch family, seed 71 #1211): GCC 12.2 at -O3 with AVX masked
+    # stores left elements of Y unwritten (the generated C++ was right; the compiler's loop
+    # if-conversion was not)
+    @T.prim_func
+    def main(X0: T.Tensor((16, 3), "float32"), X1: T.Tensor((16, 3), "float32"), Y: T.Tensor((16, 3), "float32")):
+        with T.Kernel(T.ceildiv(3, 4), T.ceildiv(16, 8), threads=64) as (bx, by):
+            for i, j in T.Parallel(8, 4):
+                if by * 8 + i < 16 and bx * 4 + j < 3:
+                    if X1[by * 8 + i, bx * 4 + j] < T.float32(1.0):
+                        Y[by * 8 + i, bx * 4 + j] = X1[by * 8 + i, bx * 4 + j]
+                    else:
+                        Y[by * 8 + i, bx * 4 + j] = X0[by * 8 + i, bx * 4 + j]
+
+    kern = tilelang.compile(main, target="cpu")
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        x0, x1 = rng.standard_normal((16, 3), np.float32), rng.standard_normal((16, 3), np.float32)
+        y = np.zeros((16, 3), np.float32)
+        kern(x0, x1, y)
+        np.testing.assert_array_equal(y, np.where(x1 < 1, x1, x0))
