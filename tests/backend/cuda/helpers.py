@@ -10,6 +10,22 @@ def build(func, arch="sm_90a", config=None):
     return get_backend("cuda").build(func, parse_target({"kind": "cuda", "arch": arch}), dict(config or {}) or None)
 
 
+def plan_of(func, arch="sm_90a"):
+    """(KernelPlan, KernelLaunch) of the (first) kernel of `func` after the CUDA passes up to
+    plan_kernels: what the plan decided, without generating code."""
+    from tilelang.backend.cuda import pipeline as P
+    from tilelang.backend.cuda.plan.plan_kernels import plan_kernels, kernel_plan
+    from tilelang.ir import stmt as S
+    from tilelang.ir.visitor import walk
+    from tilelang.transform.pass_manager import PassContext, run_passes
+    ctx = PassContext(config={"_keep_tile_ops": P.KEEP_TILE_OPS})
+    ctx.target = parse_target({"kind": "cuda", "arch": arch})
+    out = run_passes(func, P.PASSES[:P.PASSES.index(plan_kernels) + 1], ctx)
+    launches = []
+    walk(out.body, lambda n: launches.append(n) if isinstance(n, S.KernelLaunch) else None)
+    return kernel_plan(launches[0]), launches[0]
+
+
 def sass_ops(artifact):
     """Opcode -> count in the cubin's SASS."""
     text = sass(artifact.binary)

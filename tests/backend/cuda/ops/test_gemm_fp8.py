@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from tests.backend.cuda.conftest import needs_nvrtc, needs_sass
-from tests.backend.cuda.helpers import build, sass_ops
+from tests.backend.cuda.helpers import build, plan_of as _plan, sass_ops
 from tests.language.test_gemm_fp8 import fp8_gemm
 from tilelang.backend.cuda.ops.wgmma import WgmmaConfig, instruction_wrappers, wgmma_config
 from tilelang.ir import stmt as S
@@ -48,19 +48,6 @@ def test_other_fp8_gemms_keep_their_forms():
     assert wgmma_config(nt, "sm_80", 128) is None and wgmma_config(nt, "sm_90", 128) is None
     narrow = _gemm_op(fp8_gemm(1024, 1024, 1024, out="float32", bk=16))   # K < 32: one instruction's K
     assert wgmma_config(narrow, "sm_90a", 128) is None
-
-
-def _plan(func):
-    from tilelang.backend.registry import parse_target
-    from tilelang.backend.cuda import pipeline as P
-    from tilelang.backend.cuda.plan.plan_kernels import plan_kernels, kernel_plan
-    from tilelang.transform.pass_manager import PassContext, run_passes
-    ctx = PassContext(config={"_keep_tile_ops": P.KEEP_TILE_OPS})
-    ctx.target = parse_target({"kind": "cuda", "arch": "sm_90a"})
-    out = run_passes(func, P.PASSES[:P.PASSES.index(plan_kernels) + 1], ctx)
-    launches = []
-    walk(out.body, lambda n: launches.append(n) if isinstance(n, S.KernelLaunch) else None)
-    return kernel_plan(launches[0]), launches[0]
 
 
 @pytest.mark.parametrize("trans_B,kind", [(True, "wgmma"), (False, None)])

@@ -16,9 +16,9 @@ def _on(monkeypatch):
     monkeypatch.setenv("TILELANG_CUDA_PRIVATE_BARRIERS", "1")
 
 
-def elementwise(bm=32, bn=32, threads=128, in_dtype="float32", out_dtype="float32", transposed=False):
-    """The published example_elementwise_add's kernel; `transposed`: C = A^T + B per tile."""
-    M = N = 256
+def elementwise(bm=32, bn=32, threads=128, in_dtype="float32", out_dtype="float32", transposed=False, size=256):
+    """The published example_elementwise_add's kernel on size x size; `transposed`: C = A^T + B per tile."""
+    M = N = size
 
     @T.prim_func
     def main(A: T.Tensor((M, N), in_dtype), B: T.Tensor((M, N), in_dtype), C: T.Tensor((M, N), out_dtype)):

@@ -9,23 +9,24 @@ import pytest
 
 import tilelang
 import tilelang.language as T
+from tests.backend.cuda.helpers import plan_of
+from tests.backend.cuda.plan.test_private_barriers import elementwise as _elementwise
 from tilelang.backend.cuda.target import smem_carveout_bytes
 
 
+def elementwise():
+    """The published example_elementwise_add's kernel (32 x 32 float tiles, 128 threads) on
+    1024 x 1024: 1024 blocks, more than the SMs."""
+    return _elementwise(size=1024)
+
+
 def _plan(func):
-    from tilelang.backend.registry import parse_target
-    from tilelang.backend.cuda import pipeline as P
-    from tilelang.backend.cuda.plan.plan_kernels import plan_kernels, kernel_plan
+    """(plan, {shared buffer name: Placement})."""
     from tilelang.ir import stmt as S
     from tilelang.ir.visitor import walk
-    from tilelang.transform.pass_manager import PassContext, run_passes
-    ctx = PassContext(config={"_keep_tile_ops": P.KEEP_TILE_OPS})
-    ctx.target = parse_target({"kind": "cuda", "arch": "sm_90a"})
-    out = run_passes(func, P.PASSES[:P.PASSES.index(plan_kernels) + 1], ctx)
-    launches, decls = [], []
-    walk(out.body, lambda n: launches.append(n) if isinstance(n, S.KernelLaunch) else None)
-    walk(out.body, lambda n: decls.append(n.buffer) if isinstance(n, S.DeclBuffer) else None)
-    plan = kernel_plan(launches[0])
+    plan, launch = plan_of(func)
+    decls = []
+    walk(launch.body, lambda n: decls.append(n.buffer) if isinstance(n, S.DeclBuffer) else None)
     return plan, {b.name: plan.placements[id(b)] for b in decls if b.scope.startswith("shared")}
 
 
@@ -56,26 +57,6 @@ def read_together(third_rows=64, grid_rows=32):
                 C[by * 64 + i, bx * 256 + j] = s1[i, j] * 2.0 + s2[i, j]
             T.copy(D[by * 64, bx * 256], s3[0:64, :])
             T.copy(s3[0:64, :], E[by * 64, bx * 256])
-    return main
-
-
-def elementwise(bm=32, bn=32, threads=128):
-    """The published example_elementwise_add's kernel (its regression configuration)."""
-    M = N = 1024
-
-    @T.prim_func
-    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32"), C: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
-            A_shared = T.alloc_shared((bm, bn), "float32")
-            B_shared = T.alloc_shared((bm, bn), "float32")
-            C_local = T.alloc_fragment((bm, bn), "float32")
-            C_shared = T.alloc_shared((bm, bn), "float32")
-            T.copy(A[by * bm, bx * bn], A_shared)
-            T.copy(B[by * bm, bx * bn], B_shared)
-            for y, x in T.Parallel(bm, bn):
-                C_local[y, x] = A_shared[y, x] + B_shared[y, x]
-            T.copy(C_local, C_shared)
-            T.copy(C_shared, C[by * bm, bx * bn])
     return main
 
 
